@@ -1,0 +1,149 @@
+//! Every environment variable Weft reads is parsed here, once.
+//!
+//! | variable | meaning | default |
+//! |---|---|---|
+//! | `WEFT_NCPU` | number of CPU workers | one per core, minus one per device driver |
+//! | `WEFT_SCHED` | scheduling policy: eager, prio, random, ws, lws | `lws` |
+//! | `WEFT_NNULL` | simulated (null) devices, each a memory node with a driver worker | 0 |
+//! | `WEFT_LIMIT_NULL_MEM` | memory limit of each null device, MiB | none |
+//! | `WEFT_LIMIT_CPU_MEM` | limit on runtime allocations in host memory, MiB | none |
+//! | `WEFT_BIND` | bind CPU workers to cores (0/1) | 1 |
+//! | `WEFT_SPIN_US` | how long an idle worker spins before it sleeps, µs | 50 |
+//! | `WEFT_STATS` | print per-worker totals at shutdown (0/1) | 0 |
+
+use crate::error::{Error, Result};
+use crate::sched::PolicyKind;
+
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// CPU workers; `None` means one per core (less one per device driver).
+    pub ncpu: Option<usize>,
+    pub sched: PolicyKind,
+    pub nnull: usize,
+    /// Per null-device memory limit in bytes.
+    pub null_mem_limit: Option<usize>,
+    /// Limit on runtime-allocated host memory in bytes.
+    pub cpu_mem_limit: Option<usize>,
+    pub bind: bool,
+    pub spin_us: u64,
+    pub stats: bool,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            ncpu: None,
+            sched: PolicyKind::Lws,
+            nnull: 0,
+            null_mem_limit: None,
+            cpu_mem_limit: None,
+            bind: true,
+            spin_us: 50,
+            stats: false,
+        }
+    }
+}
+
+fn var(name: &str) -> Option<String> {
+    std::env::var(name)
+        .ok()
+        .map(|v| v.trim().to_string())
+        .filter(|v| !v.is_empty())
+}
+
+fn parse_num<T: std::str::FromStr>(name: &str, v: &str) -> Result<T> {
+    v.parse()
+        .map_err(|_| Error::Config(format!("{name}={v:?} is not a valid number")))
+}
+
+fn parse_bool(name: &str, v: &str) -> Result<bool> {
+    match v {
+        "1" | "yes" | "true" | "on" => Ok(true),
+        "0" | "no" | "false" | "off" => Ok(false),
+        _ => Err(Error::Config(format!("{name}={v:?}: expected 0 or 1"))),
+    }
+}
+
+impl Config {
+    /// Read the configuration from the environment. A malformed value is an error that
+    /// names the variable.
+    pub fn from_env() -> Result<Config> {
+        Self::from_lookup(var)
+    }
+
+    pub(crate) fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Config> {
+        let mut c = Config::default();
+        if let Some(v) = get("WEFT_NCPU") {
+            let n: usize = parse_num("WEFT_NCPU", &v)?;
+            c.ncpu = Some(n);
+        }
+        if let Some(v) = get("WEFT_SCHED") {
+            c.sched = v
+                .parse()
+                .map_err(|e: String| Error::Config(format!("WEFT_SCHED: {e}")))?;
+        }
+        if let Some(v) = get("WEFT_NNULL") {
+            c.nnull = parse_num("WEFT_NNULL", &v)?;
+        }
+        if let Some(v) = get("WEFT_LIMIT_NULL_MEM") {
+            c.null_mem_limit = Some(parse_num::<usize>("WEFT_LIMIT_NULL_MEM", &v)? << 20);
+        }
+        if let Some(v) = get("WEFT_LIMIT_CPU_MEM") {
+            c.cpu_mem_limit = Some(parse_num::<usize>("WEFT_LIMIT_CPU_MEM", &v)? << 20);
+        }
+        if let Some(v) = get("WEFT_BIND") {
+            c.bind = parse_bool("WEFT_BIND", &v)?;
+        }
+        if let Some(v) = get("WEFT_SPIN_US") {
+            c.spin_us = parse_num("WEFT_SPIN_US", &v)?;
+        }
+        if let Some(v) = get("WEFT_STATS") {
+            c.stats = parse_bool("WEFT_STATS", &v)?;
+        }
+        Ok(c)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn cfg(pairs: &[(&str, &str)]) -> Result<Config> {
+        let m: HashMap<String, String> = pairs
+            .iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect();
+        Config::from_lookup(|k| m.get(k).cloned())
+    }
+
+    #[test]
+    fn parses_every_variable() {
+        let c = cfg(&[
+            ("WEFT_NCPU", "3"),
+            ("WEFT_SCHED", "ws"),
+            ("WEFT_NNULL", "2"),
+            ("WEFT_LIMIT_NULL_MEM", "4"),
+            ("WEFT_BIND", "0"),
+            ("WEFT_SPIN_US", "7"),
+            ("WEFT_STATS", "1"),
+        ])
+        .unwrap();
+        assert_eq!(c.ncpu, Some(3));
+        assert_eq!(c.sched, PolicyKind::Ws);
+        assert_eq!(c.nnull, 2);
+        assert_eq!(c.null_mem_limit, Some(4 << 20));
+        assert!(!c.bind && c.stats);
+        assert_eq!(c.spin_us, 7);
+    }
+
+    #[test]
+    fn bad_values_name_the_variable() {
+        let e = cfg(&[("WEFT_NCPU", "lots")]).unwrap_err().to_string();
+        assert!(e.contains("WEFT_NCPU"), "{e}");
+        let e = cfg(&[("WEFT_SCHED", "fastest")]).unwrap_err().to_string();
+        assert!(e.contains("WEFT_SCHED") && e.contains("eager"), "{e}");
+        let e = cfg(&[("WEFT_BIND", "maybe")]).unwrap_err().to_string();
+        assert!(e.contains("WEFT_BIND"), "{e}");
+    }
+}

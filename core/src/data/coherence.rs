@@ -1,0 +1,344 @@
+//! The MSI state machine over a handle tree's replicas.
+//!
+//! **Owns**: making a replica valid on a node before a task uses it (fetching through the
+//! node's device, routing device-to-device traffic through host memory), state transitions
+//! for reads and writes, write-back, and evicting a replica to make room.
+//! **Invariants** (checked by `check_invariants` in tests): at most one Owner per entry; an
+//! Owner means every other replica of the entry is Invalid; a live entry always has a valid
+//! replica. For trees: before an entry is used, every relative (ancestor or descendant)
+//! whose home copy is stale is written back home first, and a write invalidates the
+//! relatives' non-home replicas. Dependencies keep conflicting relatives from running at
+//! the same time, so at most one entry on any ancestor chain is stale at home.
+#![allow(unsafe_code)] // issuing device copies (one `unsafe` call, with its SAFETY argument)
+
+use super::{Entry, Home, ReplicaState, Tree, TreeState, relatives};
+use crate::error::{Error, Result};
+use crate::memory::tick;
+use crate::sync::Arc;
+use crate::sync::atomic::Ordering;
+use crate::task::AccessMode;
+use weft_vendors::Endpoint;
+
+impl TreeState {
+    /// Address of the root's home memory, allocating it for runtime-allocated data.
+    pub(crate) fn home_base(&mut self, tree: &Tree) -> Result<*mut u8> {
+        let span = {
+            let r = &self.entries[0];
+            r.shape.span(r.home_strides)
+        };
+        match &mut self.home {
+            Home::Owned { ptr, .. } | Home::User { ptr } => Ok(*ptr),
+            Home::Runtime { buf } => {
+                if buf.is_none() {
+                    *buf = Some(tree.nodes[0].alloc_raw(span)?);
+                }
+                let b = buf.expect("invariant: allocated above");
+                Ok(tree.nodes[0]
+                    .device
+                    .host_ptr(b)
+                    .expect("invariant: host memory is addressable"))
+            }
+        }
+    }
+
+    /// Host address of entry `idx`'s replica on `node` (which must be allocated).
+    pub(crate) fn host_addr(&mut self, tree: &Tree, idx: usize, node: usize) -> Result<*mut u8> {
+        if node == 0 {
+            let base = self.home_base(tree)?;
+            return Ok(base.wrapping_add(self.entries[idx].home_offset));
+        }
+        let b = self.entries[idx].replicas[node]
+            .buf
+            .expect("invariant: replica allocated before use");
+        tree.nodes[node].device.host_ptr(b).ok_or_else(|| {
+            Error::Unsupported(format!(
+                "memory of node {node} is not addressable by CPU code"
+            ))
+        })
+    }
+
+    fn endpoint(&mut self, tree: &Tree, idx: usize, node: usize) -> Result<Endpoint> {
+        if node == 0 {
+            Ok(Endpoint::Host(self.host_addr(tree, idx, 0)?))
+        } else {
+            Ok(Endpoint::Device(
+                self.entries[idx].replicas[node]
+                    .buf
+                    .expect("invariant: allocated"),
+                0,
+            ))
+        }
+    }
+
+    /// Copy entry `idx` from `src` to `dst`; one of them is node 0. Waits for completion.
+    fn copy(&mut self, tree: &Tree, idx: usize, src: usize, dst: usize) -> Result<()> {
+        debug_assert!(
+            src == 0 || dst == 0,
+            "device-to-device copies go through host memory"
+        );
+        let e = &self.entries[idx];
+        let rect = e.shape.rect(e.strides_on(src), e.strides_on(dst));
+        let s = self.endpoint(tree, idx, src)?;
+        let d = self.endpoint(tree, idx, dst)?;
+        let dev = if src == 0 {
+            &tree.nodes[dst].device
+        } else {
+            &tree.nodes[src].device
+        };
+        // SAFETY: both replicas are allocated and span the rectangle; the tree lock is held
+        // until the copy completes, and dependencies keep tasks from writing `dst` meanwhile.
+        let done = unsafe { dev.copy(s, d, rect) }?;
+        done.wait()?;
+        tree.nodes[dst]
+            .bytes_in
+            .fetch_add(rect.bytes(), Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Make sure entry `idx` has memory on `node`, evicting other replicas if needed.
+    pub(crate) fn ensure_alloc(&mut self, tree: &Arc<Tree>, idx: usize, node: usize) -> Result<()> {
+        if node == 0 {
+            self.home_base(tree)?;
+            return Ok(());
+        }
+        if self.entries[idx].replicas[node].buf.is_some() {
+            return Ok(());
+        }
+        let len = self.entries[idx]
+            .shape
+            .span(self.entries[idx].shape.packed());
+        let mem = &tree.nodes[node];
+        let buf = loop {
+            match mem.alloc_raw(len) {
+                Ok(b) => break b,
+                Err(Error::OutOfMemory { .. }) if evict_one(tree, self, node) => continue,
+                Err(e) => return Err(e),
+            }
+        };
+        self.entries[idx].replicas[node].buf = Some(buf);
+        mem.note_resident((tree.id, idx), tree);
+        Ok(())
+    }
+
+    fn any_valid(&self, idx: usize, except: usize) -> Option<usize> {
+        let r = &self.entries[idx].replicas;
+        // Prefer home: every other node is reached from it in one copy.
+        if except != 0 && r[0].valid() {
+            return Some(0);
+        }
+        (0..r.len()).find(|&n| n != except && r[n].valid())
+    }
+
+    /// Write entry `idx` back to its home replica if that is stale.
+    pub(crate) fn write_back(&mut self, tree: &Arc<Tree>, idx: usize) -> Result<()> {
+        if self.entries[idx].replicas[0].valid() {
+            return Ok(());
+        }
+        let src = self
+            .any_valid(idx, 0)
+            .expect("invariant: a live entry has a valid replica");
+        self.home_base(tree)?;
+        self.copy(tree, idx, src, 0)?;
+        self.entries[idx].replicas[0].state = ReplicaState::Shared;
+        normalize(&mut self.entries[idx]);
+        Ok(())
+    }
+
+    /// Make entry `idx` usable on `node` with `mode`, pin it, and return its address.
+    pub(crate) fn acquire(
+        &mut self,
+        tree: &Arc<Tree>,
+        idx: usize,
+        node: usize,
+        mode: AccessMode,
+    ) -> Result<*mut u8> {
+        let rel = relatives(self, idx);
+        for &r in &rel {
+            self.write_back(tree, r)?;
+        }
+        if mode.writes() {
+            for &r in &rel {
+                for rep in self.entries[r].replicas.iter_mut().skip(1) {
+                    rep.state = ReplicaState::Invalid;
+                }
+                normalize(&mut self.entries[r]);
+            }
+        }
+        self.ensure_alloc(tree, idx, node)?;
+        // Pin now so that making room for the fetch below cannot evict this replica.
+        self.entries[idx].replicas[node].pins += 1;
+        let r = self.fetch_for(tree, idx, node, mode);
+        if r.is_err() {
+            self.entries[idx].replicas[node].pins -= 1;
+        }
+        r?;
+        let e = &mut self.entries[idx];
+        if mode.writes() {
+            for (n, rep) in e.replicas.iter_mut().enumerate() {
+                rep.state = if n == node {
+                    ReplicaState::Owner
+                } else {
+                    ReplicaState::Invalid
+                };
+            }
+        } else if !e.replicas[node].valid() {
+            e.replicas[node].state = ReplicaState::Shared;
+        }
+        normalize(e);
+        e.replicas[node].last_use = tick();
+        self.host_addr(tree, idx, node)
+    }
+
+    fn fetch_for(
+        &mut self,
+        tree: &Arc<Tree>,
+        idx: usize,
+        node: usize,
+        mode: AccessMode,
+    ) -> Result<()> {
+        if !mode.reads() || self.entries[idx].replicas[node].valid() {
+            return Ok(());
+        }
+        if node != 0 && !self.entries[idx].replicas[0].valid() {
+            self.write_back(tree, idx)?;
+        }
+        let src = self
+            .any_valid(idx, node)
+            .expect("invariant: a live entry has a valid replica");
+        self.copy(tree, idx, src, node)?;
+        self.entries[idx].replicas[node].state = ReplicaState::Shared;
+        normalize(&mut self.entries[idx]);
+        Ok(())
+    }
+
+    /// Unpin after a task used entry `idx` on `node`.
+    pub(crate) fn release(&mut self, idx: usize, node: usize) {
+        let r = &mut self.entries[idx].replicas[node];
+        debug_assert!(r.pins > 0);
+        r.pins -= 1;
+        r.last_use = tick();
+    }
+
+    /// Bring every live entry home and free its device replicas (unregister, unpartition).
+    pub(crate) fn flush_home(&mut self, tree: &Arc<Tree>, which: &[usize]) -> Result<()> {
+        for &i in which {
+            self.write_back(tree, i)?;
+        }
+        for &i in which {
+            for n in 1..self.entries[i].replicas.len() {
+                if let Some(b) = self.entries[i].replicas[n].buf.take() {
+                    tree.nodes[n].forget_resident((tree.id, i));
+                    tree.nodes[n].release(b);
+                }
+                self.entries[i].replicas[n].state = ReplicaState::Invalid;
+            }
+            normalize(&mut self.entries[i]);
+        }
+        Ok(())
+    }
+
+    /// Evict entry `idx` from `node` if it is allocated and unpinned. Returns whether it did.
+    fn evict(&mut self, tree: &Arc<Tree>, idx: usize, node: usize) -> Result<bool> {
+        let rep = &self.entries[idx].replicas[node];
+        if rep.pins > 0 || rep.buf.is_none() {
+            return Ok(false);
+        }
+        let last_valid = rep.valid() && self.any_valid(idx, node).is_none();
+        if last_valid || (rep.valid() && !self.entries[idx].replicas[0].valid()) {
+            self.write_back(tree, idx)?;
+        }
+        let e = &mut self.entries[idx];
+        e.replicas[node].state = ReplicaState::Invalid;
+        let b = e.replicas[node]
+            .buf
+            .take()
+            .expect("invariant: checked above");
+        normalize(e);
+        tree.nodes[node].forget_resident((tree.id, idx));
+        tree.nodes[node].free_now(b);
+        tree.nodes[node].evictions.fetch_add(1, Ordering::Relaxed);
+        Ok(true)
+    }
+}
+
+/// Keep MSI canonical: a single valid replica is the Owner; several are Shared.
+pub(crate) fn normalize(e: &mut Entry) {
+    let valid = e.replicas.iter().filter(|r| r.valid()).count();
+    for r in e.replicas.iter_mut().filter(|r| r.valid()) {
+        r.state = if valid == 1 {
+            ReplicaState::Owner
+        } else {
+            ReplicaState::Shared
+        };
+    }
+}
+
+/// Evict the least recently used unpinned replica on `node`. `cur` is the tree the caller
+/// holds locked; other trees are only try-locked, so eviction never deadlocks.
+fn evict_one(cur_tree: &Arc<Tree>, cur: &mut TreeState, node: usize) -> bool {
+    let mem = &cur_tree.nodes[node];
+    let resident: Vec<_> = crate::sync::lock(&mem.resident)
+        .iter()
+        .map(|(k, w)| (*k, w.clone()))
+        .collect();
+    let mut cands: Vec<(u64, (u64, usize), Option<Arc<Tree>>)> = Vec::new();
+    for (key, weak) in resident {
+        if key.0 == cur_tree.id {
+            let r = &cur.entries[key.1].replicas[node];
+            if r.pins == 0 && r.buf.is_some() {
+                cands.push((r.last_use, key, None));
+            }
+        } else if let Some(t) = weak.upgrade() {
+            let lu = match t.state.try_lock() {
+                Ok(st) => {
+                    let r = &st.entries[key.1].replicas[node];
+                    (r.pins == 0 && r.buf.is_some()).then_some(r.last_use)
+                }
+                Err(_) => None,
+            };
+            if let Some(lu) = lu {
+                cands.push((lu, key, Some(t)));
+            }
+        }
+    }
+    cands.sort_by_key(|c| c.0);
+    for (_, key, t) in cands {
+        let done = match t {
+            None => cur.evict(cur_tree, key.1, node),
+            Some(t) => match t.state.try_lock() {
+                Ok(mut st) => st.evict(&t, key.1, node),
+                Err(_) => Ok(false),
+            },
+        };
+        if let Ok(true) = done {
+            return true;
+        }
+    }
+    false
+}
+
+/// Check the MSI invariants of a tree (tests and debug builds).
+#[cfg(test)]
+pub(crate) fn check_invariants(st: &TreeState) -> std::result::Result<(), String> {
+    for (i, e) in st.entries.iter().enumerate().filter(|(_, e)| e.alive) {
+        let owners = e
+            .replicas
+            .iter()
+            .filter(|r| r.state == ReplicaState::Owner)
+            .count();
+        let valid = e.replicas.iter().filter(|r| r.valid()).count();
+        if owners > 1 {
+            return Err(format!("entry {i}: {owners} owners"));
+        }
+        if owners == 1 && valid > 1 {
+            return Err(format!(
+                "entry {i}: an owner beside {} other valid replicas",
+                valid - 1
+            ));
+        }
+        if valid == 0 {
+            return Err(format!("entry {i}: no valid replica"));
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,41 @@
+//! Weft's core: a task runtime for heterogeneous machines (StarPU-like).
+//!
+//! Codelets have one implementation per kind of worker; tasks apply a codelet to data
+//! handles with access modes, and the runtime orders them by sequential consistency per
+//! handle, keeps the handles' replicas coherent across memory nodes (MSI), and schedules
+//! ready tasks on CPU workers and device drivers with a pluggable policy.
+//!
+//! ```
+//! use weft_core::{AccessMode, Codelet, Config, Runtime, TaskBuilder};
+//! let rt = Runtime::new(Config { ncpu: Some(2), ..Config::default() }).unwrap();
+//! let v = rt.register_vector(vec![1.0f32; 1000]).unwrap();
+//! let scal = Codelet::builder("scal").cpu(|ctx| {
+//!     let f: f32 = ctx.arg();
+//!     ctx.vector_mut::<f32>(0).iter_mut().for_each(|x| *x *= f);
+//!     Ok(())
+//! }).nbuffers(1).build();
+//! rt.submit(TaskBuilder::new(&scal).access(&v, AccessMode::RW).arg(3.0f32)).unwrap();
+//! assert_eq!(v.into_vec::<f32>().unwrap()[999], 3.0);
+//! ```
+#![deny(unsafe_code)]
+#![warn(unsafe_op_in_unsafe_fn)]
+
+pub mod capi;
+pub mod config;
+pub mod data;
+pub mod error;
+pub mod memory;
+pub mod runtime;
+pub mod sched;
+pub(crate) mod sync;
+pub mod task;
+pub mod topology;
+pub mod worker;
+
+pub use config::Config;
+pub use data::{AcquireGuard, DataHandle, Filter, ReplicaState, Shape, Strides, View};
+pub use error::{Error, Result};
+pub use runtime::Runtime;
+pub use sched::PolicyKind;
+pub use task::{AccessMode, Arch, Codelet, Tag, TaskBuilder, TaskContext, TaskError, TaskHandle};
+pub use worker::WorkerInfo;

@@ -1,0 +1,135 @@
+//! Memory nodes: one per memory space (node 0 is host RAM, then one per device).
+//!
+//! **Owns**: allocating and freeing replica buffers through the node's device, an
+//! allocation cache (freed buffers kept by size for reuse), the node's memory limit, and
+//! the list of replicas resident on the node that eviction picks from.
+//! **Does not own**: replica states; eviction asks `data::coherence` to write a victim back.
+//!
+//! Accounting: `used` counts every byte allocated from the device for replicas, including
+//! buffers parked in the cache. A limit is enforced by first dropping the cache, then
+//! evicting least-recently-used unpinned replicas.
+
+use crate::error::{Error, Result};
+use crate::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use crate::sync::{Arc, Mutex, Weak, lock};
+use std::collections::HashMap;
+use weft_vendors::{Buffer, Device};
+
+pub(crate) type TreeKey = (u64, usize);
+
+pub struct MemoryNode {
+    pub id: usize,
+    pub device: Arc<dyn Device>,
+    pub limit: Option<usize>,
+    used: AtomicUsize,
+    cache: Mutex<HashMap<usize, Vec<Buffer>>>,
+    /// Replicas allocated on this node: (tree id, entry index) → tree.
+    pub(crate) resident: Mutex<HashMap<TreeKey, Weak<crate::data::Tree>>>,
+    pub(crate) evictions: AtomicUsize,
+    pub(crate) bytes_in: AtomicUsize,
+}
+
+/// A monotonic clock for least-recently-used ordering.
+pub(crate) static TICK: AtomicU64 = AtomicU64::new(1);
+
+pub(crate) fn tick() -> u64 {
+    // Relaxed: only an approximate order is needed.
+    TICK.fetch_add(1, Ordering::Relaxed)
+}
+
+impl MemoryNode {
+    pub fn new(id: usize, device: Arc<dyn Device>, limit: Option<usize>) -> MemoryNode {
+        MemoryNode {
+            id,
+            device,
+            limit,
+            used: AtomicUsize::new(0),
+            cache: Mutex::new(HashMap::new()),
+            resident: Mutex::new(HashMap::new()),
+            evictions: AtomicUsize::new(0),
+            bytes_in: AtomicUsize::new(0),
+        }
+    }
+
+    pub fn used(&self) -> usize {
+        self.used.load(Ordering::Relaxed)
+    }
+
+    pub fn evictions(&self) -> usize {
+        self.evictions.load(Ordering::Relaxed)
+    }
+
+    /// Take a cached buffer of exactly `len` bytes, if any.
+    pub(crate) fn take_cached(&self, len: usize) -> Option<Buffer> {
+        lock(&self.cache).get_mut(&len).and_then(|v| v.pop())
+    }
+
+    /// Whether `len` more bytes fit under the limit.
+    pub(crate) fn fits(&self, len: usize) -> bool {
+        self.limit.is_none_or(|l| self.used() + len <= l)
+    }
+
+    /// Free every cached buffer; returns the bytes released.
+    pub(crate) fn drain_cache(&self) -> usize {
+        let bufs: Vec<Buffer> = lock(&self.cache).drain().flat_map(|(_, v)| v).collect();
+        let mut n = 0;
+        for b in bufs {
+            n += b.len;
+            self.used.fetch_sub(b.len, Ordering::Relaxed);
+            self.device.free(b);
+        }
+        n
+    }
+
+    /// Allocate from the device, without eviction (the caller made room).
+    pub(crate) fn alloc_raw(&self, len: usize) -> Result<Buffer> {
+        if let Some(b) = self.take_cached(len) {
+            return Ok(b);
+        }
+        if !self.fits(len) {
+            self.drain_cache();
+            if !self.fits(len) {
+                return Err(Error::OutOfMemory {
+                    node: self.id,
+                    bytes: len,
+                });
+            }
+        }
+        let b = self.device.alloc(len).map_err(|_| Error::OutOfMemory {
+            node: self.id,
+            bytes: len,
+        })?;
+        self.used.fetch_add(len, Ordering::Relaxed);
+        Ok(b)
+    }
+
+    /// Return a buffer to the cache (or to the device when the node is under pressure).
+    pub(crate) fn release(&self, b: Buffer) {
+        if self.limit.is_some_and(|l| self.used() > l / 2) {
+            self.used.fetch_sub(b.len, Ordering::Relaxed);
+            self.device.free(b);
+        } else {
+            lock(&self.cache).entry(b.len).or_default().push(b);
+        }
+    }
+
+    /// Free a buffer to the device immediately (eviction).
+    pub(crate) fn free_now(&self, b: Buffer) {
+        self.used.fetch_sub(b.len, Ordering::Relaxed);
+        self.device.free(b);
+    }
+
+    pub(crate) fn note_resident(&self, key: TreeKey, tree: &Arc<crate::data::Tree>) {
+        lock(&self.resident).insert(key, Arc::downgrade(tree));
+    }
+
+    pub(crate) fn forget_resident(&self, key: TreeKey) {
+        lock(&self.resident).remove(&key);
+    }
+}
+
+impl Drop for MemoryNode {
+    fn drop(&mut self) {
+        self.drain_cache();
+    }
+}

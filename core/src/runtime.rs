@@ -1,0 +1,796 @@
+//! The runtime: one pool of workers, one scheduler, one set of memory nodes, one table of
+//! data handles and tags.
+//!
+//! **Owns**: submission (validation, dependency registration, readiness), task execution
+//! on a worker (data acquisition, the implementation call, release), completion (releasing
+//! successors, tags, callbacks, cancellation of dependents), waiting, and shutdown.
+//!
+//! Hot path: submitting a task with no data takes no lock shared by all threads (one
+//! atomic increment of the in-flight count, then a lock-free queue push); a task with data
+//! locks only its handles' trees. No lock is held while a task runs.
+
+use crate::config::Config;
+use crate::data::handle::HandleInner;
+use crate::data::registry::Registry;
+use crate::data::{DataHandle, Tree, View};
+use crate::error::{Error, Result};
+use crate::memory::MemoryNode;
+use crate::sched::{self, Policy, SchedCtx, WorkerDesc};
+use crate::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use crate::sync::{Arc, Condvar, Mutex, lock};
+use crate::task::tags::Tags;
+use crate::task::{
+    AccessMode, Arch, TaskBuilder, TaskContext, TaskError, TaskHandle, TaskInner, TaskKind,
+    TaskRef, TaskState, deps,
+};
+use crate::topology::Topology;
+use crate::worker::sleep::Sleep;
+use crate::worker::{self, WorkerInfo};
+use crossbeam_utils::CachePadded;
+use smallvec::SmallVec;
+use std::collections::HashSet;
+use std::sync::OnceLock;
+use std::thread::JoinHandle;
+use std::time::Duration;
+use weft_vendors::Device;
+use weft_vendors::host::HostDevice;
+use weft_vendors::null::NullDevice;
+
+static NEXT_RUNTIME: AtomicU64 = AtomicU64::new(1);
+
+#[derive(Default)]
+pub(crate) struct WorkerStats {
+    pub tasks: AtomicU64,
+    pub busy: AtomicBool,
+}
+
+/// Commute accesses: a task runs only while no other task holds one of its handles in
+/// COMMUTE mode (StarPU's default arbiter).
+#[derive(Default)]
+pub(crate) struct Arbiter {
+    busy: HashSet<u64>,
+    waiting: Vec<TaskRef>,
+}
+
+fn commute_ids(t: &TaskInner) -> impl Iterator<Item = u64> + '_ {
+    t.accesses
+        .iter()
+        .filter(|a| a.mode == AccessMode::Commute)
+        .map(|a| a.handle.id())
+}
+
+pub(crate) struct RuntimeInner {
+    pub id: u64,
+    pub config: Config,
+    pub topology: Topology,
+    pub nodes: Arc<[Arc<MemoryNode>]>,
+    pub null_devices: Vec<Arc<NullDevice>>,
+    pub workers: Vec<WorkerInfo>,
+    pub present_archs: u8,
+    pub policy: Box<dyn Policy>,
+    pub sleep: Sleep,
+    pub tags: Tags,
+    pub registry: Registry,
+    pub arbiter: Mutex<Arbiter>,
+    pub stats: Vec<CachePadded<WorkerStats>>,
+    inflight: CachePadded<AtomicUsize>,
+    waiting: AtomicUsize,
+    wait_lock: Mutex<()>,
+    wait_cv: Condvar,
+    pub shutdown: AtomicBool,
+    next_task: CachePadded<AtomicU64>,
+    pub(crate) next_handle: AtomicU64,
+}
+
+/// A Weft runtime. Dropping it waits for submitted tasks and stops the workers.
+pub struct Runtime {
+    pub(crate) inner: Arc<RuntimeInner>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+impl Runtime {
+    /// A runtime configured from the environment (`config` lists the variables).
+    pub fn from_env() -> Result<Runtime> {
+        Runtime::new(Config::from_env()?)
+    }
+
+    pub fn new(config: Config) -> Result<Runtime> {
+        let topology = Topology::detect();
+        let ncpu = config
+            .ncpu
+            .unwrap_or_else(|| topology.npus().saturating_sub(config.nnull).max(1));
+        if ncpu + config.nnull == 0 {
+            return Err(Error::Config(
+                "WEFT_NCPU=0 and no device: no worker could run a task".into(),
+            ));
+        }
+        let host: Arc<dyn Device> = Arc::new(HostDevice);
+        let mut nodes = vec![Arc::new(MemoryNode::new(0, host, config.cpu_mem_limit))];
+        let mut null_devices = Vec::new();
+        let mut workers = Vec::new();
+        for i in 0..ncpu {
+            workers.push(WorkerInfo {
+                id: i,
+                arch: Arch::Cpu,
+                node: 0,
+                pu: Some(topology.pus[i % topology.npus()]),
+                name: format!("cpu{i}"),
+            });
+        }
+        for d in 0..config.nnull {
+            let dev = Arc::new(NullDevice::new(d));
+            let node = nodes.len();
+            nodes.push(Arc::new(MemoryNode::new(
+                node,
+                dev.clone() as Arc<dyn Device>,
+                config.null_mem_limit,
+            )));
+            null_devices.push(dev);
+            let id = workers.len();
+            workers.push(WorkerInfo {
+                id,
+                arch: Arch::Null,
+                node,
+                pu: None,
+                name: format!("null{d}"),
+            });
+        }
+        let present_archs = workers.iter().fold(0, |m, w| m | w.arch.bit());
+        let ctx = SchedCtx {
+            workers: workers
+                .iter()
+                .map(|w| WorkerDesc {
+                    id: w.id,
+                    arch: w.arch,
+                    node: w.node,
+                    pu: w.pu.map(|_| w.id % topology.npus()),
+                    speed: 1.0,
+                })
+                .collect(),
+            topology: topology.clone(),
+        };
+        let policy = sched::create(config.sched, ctx);
+        let inner = Arc::new(RuntimeInner {
+            id: NEXT_RUNTIME.fetch_add(1, Ordering::Relaxed),
+            sleep: Sleep::new(workers.iter().map(|w| w.arch).collect()),
+            stats: workers
+                .iter()
+                .map(|_| CachePadded::new(WorkerStats::default()))
+                .collect(),
+            config,
+            topology,
+            nodes: nodes.into(),
+            null_devices,
+            workers,
+            present_archs,
+            policy,
+            tags: Tags::default(),
+            registry: Registry::default(),
+            arbiter: Mutex::new(Arbiter::default()),
+            inflight: CachePadded::new(AtomicUsize::new(0)),
+            waiting: AtomicUsize::new(0),
+            wait_lock: Mutex::new(()),
+            wait_cv: Condvar::new(),
+            shutdown: AtomicBool::new(false),
+            next_task: CachePadded::new(AtomicU64::new(1)),
+            next_handle: AtomicU64::new(1),
+        });
+        let mut threads = Vec::new();
+        for w in 0..inner.workers.len() {
+            let rt = inner.clone();
+            let h = std::thread::Builder::new()
+                .name(format!("weft-{}", inner.workers[w].name))
+                .spawn(move || worker::run(rt, w))
+                .map_err(|e| Error::Config(format!("cannot start worker thread: {e}")))?;
+            inner.sleep.set_thread(w, h.thread().clone());
+            threads.push(h);
+        }
+        Ok(Runtime { inner, threads })
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.inner.config
+    }
+
+    /// The workers, in id order.
+    pub fn workers(&self) -> &[WorkerInfo] {
+        &self.inner.workers
+    }
+
+    pub fn policy_name(&self) -> &'static str {
+        self.inner.policy.name()
+    }
+
+    /// Memory nodes: 0 is host RAM, then one per device.
+    pub fn memory_nodes(&self) -> &[Arc<MemoryNode>] {
+        &self.inner.nodes
+    }
+
+    /// Tasks each worker has run so far.
+    pub fn tasks_per_worker(&self) -> Vec<u64> {
+        self.inner
+            .stats
+            .iter()
+            .map(|s| s.tasks.load(Ordering::Relaxed))
+            .collect()
+    }
+
+    /// Submit a task; it runs once its dependencies are met.
+    pub fn submit(&self, b: TaskBuilder) -> Result<TaskHandle> {
+        let t = self.inner.submit_task(b, None)?;
+        Ok(TaskHandle(t, self.inner.clone()))
+    }
+
+    /// Wait until every submitted task has completed.
+    pub fn wait_for_all(&self) -> Result<()> {
+        self.inner.wait_for_all()
+    }
+
+    /// Declare tag `t` done from the application (StarPU's `starpu_tag_notify_from_apps`).
+    pub fn tag_notify(&self, t: crate::task::Tag) -> Result<()> {
+        let ready = self.inner.tags.notify(t)?;
+        for r in ready {
+            self.inner.make_ready(r, None, true);
+        }
+        Ok(())
+    }
+
+    /// Forget a completed tag so that it can be reused.
+    pub fn tag_remove(&self, t: crate::task::Tag) -> Result<()> {
+        self.inner.tags.remove(t)
+    }
+
+    /// The handle registered at host address `addr`, or whose data contains it.
+    pub fn lookup(&self, addr: usize) -> Option<DataHandle> {
+        self.inner
+            .registry
+            .exact(addr)
+            .or_else(|| self.inner.registry.containing(addr))
+    }
+
+    /// A per-worker and per-node summary (what `WEFT_STATS=1` prints at shutdown).
+    pub fn stats_report(&self) -> String {
+        let mut s = String::new();
+        for (w, st) in self.inner.workers.iter().zip(&self.inner.stats) {
+            s += &format!(
+                "worker {:>2} {:<6} node {} tasks {}\n",
+                w.id,
+                w.name,
+                w.node,
+                st.tasks.load(Ordering::Relaxed)
+            );
+        }
+        for n in self.inner.nodes.iter() {
+            s += &format!(
+                "node {} {:<5} used {} B, received {} B, evictions {}\n",
+                n.id,
+                n.device.name(),
+                n.used(),
+                n.bytes_in.load(Ordering::Relaxed),
+                n.evictions()
+            );
+        }
+        for d in &self.inner.null_devices {
+            s += &format!(
+                "device {}: {} B copied, {} B allocated\n",
+                d.name(),
+                d.copied(),
+                d.allocated()
+            );
+        }
+        s
+    }
+
+    pub(crate) fn inner(&self) -> &Arc<RuntimeInner> {
+        &self.inner
+    }
+}
+
+impl Drop for Runtime {
+    fn drop(&mut self) {
+        if let Err(e) = self.inner.wait_for_all() {
+            eprintln!("weft: shutting down with unfinished tasks: {e}");
+            for t in self.inner.tags.cancel_unbound() {
+                self.inner.make_ready(t, None, true);
+            }
+            let _ = self.inner.wait_for_all();
+        }
+        if self.inner.config.stats {
+            eprint!("{}", self.stats_report());
+        }
+        self.inner.shutdown.store(true, Ordering::SeqCst);
+        self.inner.sleep.wake_all();
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
+impl RuntimeInner {
+    fn new_task(&self, kind: TaskKind, b: &mut TaskBuilder, arch_mask: u8) -> TaskRef {
+        let has_commute = b.accesses.iter().any(|a| a.mode == AccessMode::Commute);
+        Arc::new(TaskInner {
+            id: self.next_task.fetch_add(1, Ordering::Relaxed),
+            kind,
+            accesses: std::mem::take(&mut b.accesses),
+            args: std::mem::take(&mut b.args),
+            priority: b.priority,
+            tag: b.tag,
+            dep_tags: std::mem::take(&mut b.dep_tags),
+            arch_mask,
+            has_commute,
+            callback: Mutex::new(b.callback.take()),
+            pending: AtomicUsize::new(1),
+            state: Mutex::new(TaskState {
+                done: false,
+                result: None,
+                successors: SmallVec::new(),
+            }),
+            cv: Condvar::new(),
+            poison: OnceLock::new(),
+        })
+    }
+
+    /// Validate, register dependencies and make the task ready when it has none left.
+    pub(crate) fn submit_task(
+        &self,
+        mut b: TaskBuilder,
+        acquire: Option<Arc<crate::task::AcquireSignal>>,
+    ) -> Result<TaskRef> {
+        if self.shutdown.load(Ordering::Relaxed) {
+            return Err(Error::ShutDown);
+        }
+        let (kind, mask) = match (&b.codelet, acquire) {
+            (_, Some(sig)) => (TaskKind::Acquire(sig), self.present_archs),
+            (Some(c), None) => (
+                TaskKind::Codelet(c.clone()),
+                b.validate(self.present_archs)?,
+            ),
+            (None, None) => (TaskKind::Empty, b.validate(self.present_archs)?),
+        };
+        if let Some(t) = b.tag
+            && b.dep_tags.contains(&t)
+        {
+            return Err(Error::DependencyCycle(t));
+        }
+        if b.accesses.iter().any(|a| a.handle.0.rt.id != self.id) {
+            return Err(Error::InvalidData(
+                "handle belongs to another runtime".into(),
+            ));
+        }
+        let task = self.new_task(kind, &mut b, mask);
+        // Counted before any dependency can release the task, so wait_for_all cannot miss it.
+        self.inflight.fetch_add(1, Ordering::AcqRel);
+        let extra = match self.register(&task, &b) {
+            Ok(extra) => extra,
+            Err(e) => {
+                self.finish_inflight();
+                return Err(e);
+            }
+        };
+        for r in extra {
+            self.release_submission(r);
+        }
+        self.release_submission(task.clone());
+        Ok(task)
+    }
+
+    /// Drop the submission guard of `pending`.
+    fn release_submission(&self, t: TaskRef) {
+        if t.pending.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.make_ready(t, worker::current(self.id), true);
+        }
+    }
+
+    /// Register `task`'s dependencies. Returns internal tasks (reductions) created on the way,
+    /// still holding their submission guard.
+    fn register(&self, task: &TaskRef, b: &TaskBuilder) -> Result<Vec<TaskRef>> {
+        let mut extra = Vec::new();
+        let mut preds: Vec<TaskRef> = b.after.to_vec();
+        if task.accesses.is_empty() {
+            if task.tag.is_some() {
+                self.bind_tag(task, &preds)?;
+            }
+        } else {
+            // Lock the task's trees in tree-id order.
+            let mut trees: SmallVec<[Arc<Tree>; 3]> = task
+                .accesses
+                .iter()
+                .map(|a| a.handle.0.tree.clone())
+                .collect();
+            trees.sort_by_key(|t| t.id);
+            trees.dedup_by_key(|t| t.id);
+            let mut guards: SmallVec<[_; 3]> = trees.iter().map(|t| lock(&t.state)).collect();
+            let slot = |h: &DataHandle| {
+                trees
+                    .iter()
+                    .position(|t| t.id == h.0.tree.id)
+                    .expect("invariant: tree locked")
+            };
+            // Validate everything before changing anything.
+            for a in &task.accesses {
+                let e = &guards[slot(&a.handle)].entries[a.handle.0.idx];
+                if !e.alive {
+                    return Err(Error::Unregistered(a.handle.id()));
+                }
+                if matches!(a.mode, AccessMode::Redux | AccessMode::Commute)
+                    && (e.parent.is_some() || !e.children.is_empty())
+                {
+                    return Err(Error::Unsupported(format!(
+                        "{:?} access to a partitioned handle or a child",
+                        a.mode
+                    )));
+                }
+                if a.mode == AccessMode::Redux && e.redux.is_none() {
+                    return Err(Error::NoReductionMethods(a.handle.id()));
+                }
+                if a.mode == AccessMode::Redux && self.present_archs & Arch::Cpu.bit() == 0 {
+                    return Err(Error::Unsupported(
+                        "REDUX needs a CPU worker for its reduction".into(),
+                    ));
+                }
+            }
+            if task.tag.is_some() {
+                // Predecessors without changing state: a tag cycle must leave nothing behind.
+                let mut peek = preds.clone();
+                for a in &task.accesses {
+                    let st = &mut *guards[slot(&a.handle)];
+                    let idx = a.handle.0.idx;
+                    if st.entries[idx].deps.phase == crate::data::Phase::Redux
+                        && a.mode != AccessMode::Redux
+                    {
+                        peek.extend(st.entries[idx].deps.cur.iter().cloned());
+                    }
+                    deps::access_preds(st, idx, a.mode, task, false, &mut peek);
+                }
+                self.bind_tag(task, &peek)?;
+            }
+            for a in &task.accesses {
+                let st = &mut *guards[slot(&a.handle)];
+                let idx = a.handle.0.idx;
+                if st.entries[idx].deps.phase == crate::data::Phase::Redux
+                    && a.mode != AccessMode::Redux
+                {
+                    // The REDUX phase ends: reduce its contributions before this access.
+                    let mut rb = TaskBuilder::empty().access(&a.handle, AccessMode::RW);
+                    let red = self.new_task(TaskKind::Reduction, &mut rb, Arch::Cpu.bit());
+                    self.inflight.fetch_add(1, Ordering::AcqRel);
+                    let mut rp = Vec::new();
+                    deps::access_preds(st, idx, AccessMode::RW, &red, true, &mut rp);
+                    for p in rp {
+                        p.add_successor(&red);
+                    }
+                    extra.push(red);
+                }
+                deps::access_preds(st, idx, a.mode, task, true, &mut preds);
+            }
+        }
+        for p in &preds {
+            p.add_successor(task);
+        }
+        for &t in &task.dep_tags {
+            self.tags.depend(task, t);
+        }
+        Ok(extra)
+    }
+
+    fn bind_tag(&self, task: &TaskRef, preds: &[TaskRef]) -> Result<()> {
+        let t = task.tag.expect("invariant: called for tagged tasks");
+        self.tags.bind(task, t, preds)
+    }
+
+    /// All dependencies of `t` are met: queue it (or hand it to its waiting application thread).
+    pub(crate) fn make_ready(&self, t: TaskRef, from: Option<usize>, wake: bool) {
+        if let TaskKind::Acquire(sig) = &t.kind {
+            *lock(&sig.ready) = true;
+            sig.cv.notify_all();
+            return;
+        }
+        if t.has_commute && t.poison.get().is_none() {
+            let mut arb = lock(&self.arbiter);
+            if commute_ids(&t).any(|id| arb.busy.contains(&id)) {
+                arb.waiting.push(t);
+                return;
+            }
+            arb.busy.extend(commute_ids(&t));
+        }
+        let target = self.policy.push(t, from);
+        if wake {
+            self.sleep.wake(target, None);
+        } else {
+            self.sleep.wake(target, from);
+        }
+    }
+
+    /// Run `t` on worker `w`.
+    pub(crate) fn execute(&self, w: usize, t: TaskRef) {
+        let stats = &self.stats[w];
+        stats.busy.store(true, Ordering::Relaxed);
+        let result = match t.poison.get() {
+            Some(e) => Err(e.clone()),
+            None => match &t.kind {
+                TaskKind::Codelet(c) => self.run_codelet(w, &t, c),
+                TaskKind::Reduction => self.run_reduction(w, &t),
+                TaskKind::Empty => Ok(()),
+                TaskKind::Acquire(_) => unreachable!("acquisitions are not scheduled"),
+            },
+        };
+        stats.tasks.fetch_add(1, Ordering::Relaxed);
+        self.complete(&t, result, Some(w));
+        stats.busy.store(false, Ordering::Relaxed);
+    }
+
+    fn run_codelet(
+        &self,
+        w: usize,
+        t: &TaskRef,
+        c: &crate::task::Codelet,
+    ) -> Result<(), TaskError> {
+        let info = &self.workers[w];
+        let f = c
+            .implementation(info.arch)
+            .expect("invariant: scheduled on a worker with an implementation");
+        let mut views: SmallVec<[View; 3]> = SmallVec::new();
+        let mut scratch: SmallVec<[(usize, weft_vendors::Buffer); 1]> = SmallVec::new();
+        let acquired = self.acquire_all(w, t, &mut views, &mut scratch);
+        let result = match acquired {
+            Err(e) => Err(TaskError::Data(e.to_string())),
+            Ok(()) => {
+                let ctx = TaskContext {
+                    views: &views,
+                    args: &t.args,
+                    worker: w,
+                    arch: info.arch,
+                };
+                call_implementation(f, &ctx, c.name())
+            }
+        };
+        self.release_all(w, t, views.len(), scratch);
+        result
+    }
+
+    /// Acquire `t`'s buffers on worker `w`'s node, in access order; on error, what was
+    /// acquired is released by `release_all` (it counts `views`).
+    fn acquire_all(
+        &self,
+        w: usize,
+        t: &TaskRef,
+        views: &mut SmallVec<[View; 3]>,
+        scratch: &mut SmallVec<[(usize, weft_vendors::Buffer); 1]>,
+    ) -> Result<()> {
+        let node = self.workers[w].node;
+        for a in &t.accesses {
+            let h = &a.handle.0;
+            let mut st = h.tree.lock();
+            let shape = st.entries[h.idx].shape;
+            let view = match a.mode {
+                AccessMode::Scratch => {
+                    let len = shape.span(shape.packed());
+                    let buf = self.nodes[node].alloc_raw(len)?;
+                    scratch.push((node, buf));
+                    let p = self.nodes[node].device.host_ptr(buf).ok_or_else(|| {
+                        Error::Unsupported("scratch on a device CPU code cannot address".into())
+                    })?;
+                    crate::data::handle::view(p, shape, shape.packed(), a.mode)
+                }
+                AccessMode::Redux => {
+                    drop(st);
+                    let p = crate::data::handle::redux_contribution(self, h, w)?;
+                    crate::data::handle::view(p, shape, shape.packed(), a.mode)
+                }
+                mode => {
+                    let p = st.acquire(&h.tree, h.idx, node, mode)?;
+                    let strides = st.entries[h.idx].strides_on(node);
+                    crate::data::handle::view(p, shape, strides, mode)
+                }
+            };
+            views.push(view);
+        }
+        Ok(())
+    }
+
+    fn release_all(
+        &self,
+        w: usize,
+        t: &TaskRef,
+        n: usize,
+        scratch: SmallVec<[(usize, weft_vendors::Buffer); 1]>,
+    ) {
+        let node = self.workers[w].node;
+        for a in t.accesses.iter().take(n) {
+            if matches!(a.mode, AccessMode::Scratch | AccessMode::Redux) {
+                continue;
+            }
+            a.handle.0.tree.lock().release(a.handle.0.idx, node);
+        }
+        for (n, b) in scratch {
+            self.nodes[n].release(b);
+        }
+    }
+
+    fn run_reduction(&self, w: usize, t: &TaskRef) -> Result<(), TaskError> {
+        let h = &t.accesses[0].handle.0;
+        crate::data::handle::reduce(self, h, w).map_err(|e| TaskError::Data(e.to_string()))
+    }
+
+    /// `t` finished with `result` (on worker `from`, or on an application thread).
+    pub(crate) fn complete(&self, t: &TaskRef, result: Result<(), TaskError>, from: Option<usize>) {
+        if t.has_commute && t.poison.get().is_none() {
+            let ready = {
+                let mut arb = lock(&self.arbiter);
+                for id in commute_ids(t) {
+                    arb.busy.remove(&id);
+                }
+                let mut ready = Vec::new();
+                let mut i = 0;
+                while i < arb.waiting.len() {
+                    let cand = &arb.waiting[i];
+                    if commute_ids(cand).all(|id| !arb.busy.contains(&id)) {
+                        let cand = arb.waiting.remove(i);
+                        let ids: Vec<u64> = commute_ids(&cand).collect();
+                        arb.busy.extend(ids);
+                        ready.push(cand);
+                    } else {
+                        i += 1;
+                    }
+                }
+                ready
+            };
+            for r in ready {
+                let target = self.policy.push(r, from);
+                self.sleep.wake(target, None);
+            }
+        }
+        if let Some(cb) = lock(&t.callback).take() {
+            let r = result.clone();
+            if std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || cb(r))).is_err() {
+                eprintln!(
+                    "weft: the completion callback of task '{}' panicked",
+                    t.name()
+                );
+            }
+        }
+        let succs = {
+            let mut st = lock(&t.state);
+            st.done = true;
+            st.result = Some(result.clone());
+            std::mem::take(&mut st.successors)
+        };
+        t.cv.notify_all();
+        if let Some(tag) = t.tag {
+            self.tags.complete(tag, t);
+        }
+        let mut first = true;
+        for s in succs {
+            if let Err(e) = &result {
+                let _ = s.poison.set(TaskError::Cancelled(Box::new(e.clone())));
+            }
+            if s.pending.fetch_sub(1, Ordering::AcqRel) == 1 {
+                // The first released successor is left for this worker: no wake-up needed.
+                self.make_ready(s, from, !(first && from.is_some()));
+                first = false;
+            }
+        }
+        self.finish_inflight();
+    }
+
+    fn finish_inflight(&self) {
+        if self.inflight.fetch_sub(1, Ordering::SeqCst) == 1
+            && self.waiting.load(Ordering::SeqCst) > 0
+        {
+            let _g = lock(&self.wait_lock);
+            self.wait_cv.notify_all();
+        }
+    }
+
+    fn progress(&self) -> u64 {
+        self.stats
+            .iter()
+            .map(|s| s.tasks.load(Ordering::Relaxed))
+            .sum()
+    }
+
+    /// Whether the remaining tasks can never run: they wait on tags nobody carries and
+    /// nothing else is going on. Checked only after a quiet period.
+    fn stalled(&self, last_progress: &mut u64) -> Option<Vec<u64>> {
+        let p = self.progress();
+        let quiet = p == *last_progress;
+        *last_progress = p;
+        if !quiet
+            || !self.policy.is_empty()
+            || self.stats.iter().any(|s| s.busy.load(Ordering::Relaxed))
+        {
+            return None;
+        }
+        let tags = self.tags.unbound_with_waiters();
+        if tags.is_empty() { None } else { Some(tags) }
+    }
+
+    pub(crate) fn wait_for_all(&self) -> Result<()> {
+        if worker::current(self.id).is_some() {
+            return Err(Error::WouldDeadlock);
+        }
+        let mut g = lock(&self.wait_lock);
+        self.waiting.fetch_add(1, Ordering::SeqCst);
+        let mut last = u64::MAX;
+        let r = loop {
+            if self.inflight.load(Ordering::SeqCst) == 0 {
+                break Ok(());
+            }
+            let (ng, to) = self
+                .wait_cv
+                .wait_timeout(g, Duration::from_millis(100))
+                .unwrap_or_else(|e| e.into_inner());
+            g = ng;
+            if to.timed_out()
+                && let Some(tags) = self.stalled(&mut last)
+            {
+                break Err(Error::Stalled(tags));
+            }
+        };
+        self.waiting.fetch_sub(1, Ordering::SeqCst);
+        r
+    }
+
+    pub(crate) fn wait_task(&self, t: &TaskRef) -> Result<()> {
+        if worker::current(self.id).is_some() && !t.is_done() {
+            return Err(Error::WouldDeadlock);
+        }
+        let mut st = lock(&t.state);
+        let mut last = u64::MAX;
+        loop {
+            if st.done {
+                return match st
+                    .result
+                    .clone()
+                    .expect("invariant: done tasks have a result")
+                {
+                    Ok(()) => Ok(()),
+                    Err(e) => Err(Error::Task(e)),
+                };
+            }
+            let (ns, to) =
+                t.cv.wait_timeout(st, Duration::from_millis(100))
+                    .unwrap_or_else(|e| e.into_inner());
+            st = ns;
+            if to.timed_out() {
+                drop(st);
+                if let Some(tags) = self.stalled(&mut last) {
+                    return Err(Error::Stalled(tags));
+                }
+                st = lock(&t.state);
+            }
+        }
+    }
+}
+
+/// Call a task implementation; a panic becomes the task's error.
+pub(crate) fn call_implementation(
+    f: &crate::task::ImplFn,
+    ctx: &TaskContext<'_>,
+    name: &str,
+) -> Result<(), TaskError> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(ctx))) {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(msg)) => Err(TaskError::Failed {
+            task: name.to_string(),
+            msg,
+        }),
+        Err(p) => {
+            let msg = p
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| p.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "panicked".into());
+            Err(TaskError::Failed {
+                task: name.to_string(),
+                msg: format!("panicked: {msg}"),
+            })
+        }
+    }
+}
+
+#[allow(dead_code)]
+fn _assert_handle_inner_send(h: HandleInner) -> impl Send {
+    h
+}

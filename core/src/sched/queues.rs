@@ -1,0 +1,46 @@
+//! Lock-free FIFO queues shared by the policies: one per set of architectures a task can
+//! run on, so a worker only ever takes tasks it can run.
+
+use crate::task::{Arch, TaskRef};
+use crossbeam_deque::{Injector, Steal};
+
+pub(crate) fn steal(q: &Injector<TaskRef>) -> Option<TaskRef> {
+    loop {
+        match q.steal() {
+            Steal::Success(t) => return Some(t),
+            Steal::Empty => return None,
+            Steal::Retry => std::hint::spin_loop(),
+        }
+    }
+}
+
+/// One injector per non-empty architecture mask.
+pub(crate) struct MaskQueues {
+    queues: Vec<Injector<TaskRef>>,
+}
+
+impl MaskQueues {
+    pub fn new() -> MaskQueues {
+        let n = 1 << Arch::ALL.len();
+        MaskQueues {
+            queues: (0..n).map(|_| Injector::new()).collect(),
+        }
+    }
+    pub fn push(&self, t: TaskRef) {
+        let m = t.arch_mask as usize;
+        self.queues[m].push(t);
+    }
+    /// A task runnable by `arch`: tasks only it can run first, then shared ones.
+    pub fn pop(&self, arch: Arch) -> Option<TaskRef> {
+        let bit = arch.bit() as usize;
+        if let Some(t) = steal(&self.queues[bit]) {
+            return Some(t);
+        }
+        (1..self.queues.len())
+            .filter(|m| m & bit != 0 && *m != bit)
+            .find_map(|m| steal(&self.queues[m]))
+    }
+    pub fn is_empty(&self) -> bool {
+        self.queues.iter().all(|q| q.is_empty())
+    }
+}

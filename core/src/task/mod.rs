@@ -1,0 +1,444 @@
+//! Codelets and tasks.
+//!
+//! **Owns**: codelets (one computation, one implementation per kind of worker), tasks (a
+//! codelet applied to data accesses, with an argument blob, priority, tag, explicit
+//! dependencies and a completion callback), task completion and waiting.
+//! **Does not own**: when a task runs (`sched`), where its data is (`data`).
+//!
+//! A task is one `Arc<TaskInner>` allocation (accesses and dependencies are stored inline
+//! up to small counts); its argument blob and callback add one allocation each when given.
+
+pub(crate) mod deps;
+pub(crate) mod tags;
+
+use crate::data::{DataHandle, View};
+use crate::error::{Error, Result};
+use crate::sync::atomic::{AtomicUsize, Ordering};
+use crate::sync::{Arc, Condvar, Mutex, lock};
+use smallvec::SmallVec;
+use std::sync::OnceLock;
+
+/// How a task accesses a data handle.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum AccessMode {
+    R,
+    W,
+    RW,
+    /// Temporary per-task memory of the handle's shape; no dependencies, content undefined.
+    Scratch,
+    /// Commutative, associative accumulation: each worker accumulates privately; contributions
+    /// are reduced into the handle at its next non-REDUX access.
+    Redux,
+    /// Read-write access whose tasks may run in any order, one at a time.
+    Commute,
+}
+
+impl AccessMode {
+    pub fn reads(self) -> bool {
+        matches!(self, AccessMode::R | AccessMode::RW | AccessMode::Commute)
+    }
+    pub fn writes(self) -> bool {
+        matches!(self, AccessMode::W | AccessMode::RW | AccessMode::Commute)
+    }
+}
+
+/// Kinds of workers, i.e. kinds of implementations a codelet can have.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Arch {
+    Cpu = 0,
+    /// The simulated device of `weft_vendors::null`; runs CPU-style code on its own memory.
+    Null = 1,
+}
+
+impl Arch {
+    pub const ALL: [Arch; 2] = [Arch::Cpu, Arch::Null];
+    pub fn bit(self) -> u8 {
+        1 << self as u8
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            Arch::Cpu => "cpu",
+            Arch::Null => "null",
+        }
+    }
+}
+
+/// Why a task did not complete successfully.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TaskError {
+    #[error("task '{task}' failed: {msg}")]
+    Failed { task: String, msg: String },
+    #[error("cancelled because a task it depends on failed: {0}")]
+    Cancelled(Box<TaskError>),
+    #[error("could not prepare data: {0}")]
+    Data(String),
+}
+
+/// The context a task implementation runs in.
+pub struct TaskContext<'a> {
+    pub(crate) views: &'a [View],
+    pub(crate) args: &'a [u8],
+    pub(crate) worker: usize,
+    pub(crate) arch: Arch,
+}
+
+impl<'a> TaskContext<'a> {
+    /// Buffer `i` of the task, in the order its accesses were given.
+    pub fn buffer(&self, i: usize) -> &View {
+        &self.views[i]
+    }
+    pub fn nbuffers(&self) -> usize {
+        self.views.len()
+    }
+    pub fn args(&self) -> &[u8] {
+        self.args
+    }
+    /// The argument blob read as one `T`.
+    pub fn arg<T: bytemuck::Pod>(&self) -> T {
+        bytemuck::pod_read_unaligned(&self.args[..std::mem::size_of::<T>()])
+    }
+    /// Shortcut: buffer `i` as a slice.
+    pub fn vector<T: bytemuck::Pod>(&self, i: usize) -> &[T] {
+        self.views[i].slice()
+    }
+    /// Shortcut: buffer `i` as a mutable slice.
+    #[allow(clippy::mut_from_ref)]
+    pub fn vector_mut<T: bytemuck::Pod>(&self, i: usize) -> &mut [T] {
+        self.views[i].slice_mut()
+    }
+    pub fn worker(&self) -> usize {
+        self.worker
+    }
+    pub fn arch(&self) -> Arch {
+        self.arch
+    }
+}
+
+pub type ImplFn = Arc<dyn Fn(&TaskContext<'_>) -> std::result::Result<(), String> + Send + Sync>;
+
+/// One computation with an implementation per kind of worker.
+pub struct Codelet {
+    pub(crate) name: String,
+    pub(crate) impls: [Option<ImplFn>; 2],
+    pub(crate) nbuffers: Option<usize>,
+    pub(crate) modes: Option<Vec<AccessMode>>,
+}
+
+impl std::fmt::Debug for Codelet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Codelet")
+            .field("name", &self.name)
+            .field("nbuffers", &self.nbuffers)
+            .finish()
+    }
+}
+
+impl Codelet {
+    pub fn builder(name: impl Into<String>) -> CodeletBuilder {
+        CodeletBuilder {
+            c: Codelet {
+                name: name.into(),
+                impls: [None, None],
+                nbuffers: None,
+                modes: None,
+            },
+        }
+    }
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+    pub(crate) fn arch_mask(&self) -> u8 {
+        Arch::ALL
+            .iter()
+            .filter(|a| self.impls[**a as usize].is_some())
+            .fold(0, |m, a| m | a.bit())
+    }
+    pub(crate) fn implementation(&self, a: Arch) -> Option<&ImplFn> {
+        self.impls[a as usize].as_ref()
+    }
+}
+
+pub struct CodeletBuilder {
+    c: Codelet,
+}
+
+impl CodeletBuilder {
+    /// The CPU implementation.
+    pub fn cpu(
+        mut self,
+        f: impl Fn(&TaskContext<'_>) -> std::result::Result<(), String> + Send + Sync + 'static,
+    ) -> Self {
+        self.c.impls[Arch::Cpu as usize] = Some(Arc::new(f));
+        self
+    }
+    /// The implementation for null (simulated) devices.
+    pub fn null(
+        mut self,
+        f: impl Fn(&TaskContext<'_>) -> std::result::Result<(), String> + Send + Sync + 'static,
+    ) -> Self {
+        self.c.impls[Arch::Null as usize] = Some(Arc::new(f));
+        self
+    }
+    /// The same host-code implementation for CPU workers and null devices.
+    pub fn cpu_and_null(
+        mut self,
+        f: impl Fn(&TaskContext<'_>) -> std::result::Result<(), String> + Send + Sync + 'static,
+    ) -> Self {
+        let f: ImplFn = Arc::new(f);
+        self.c.impls[Arch::Cpu as usize] = Some(f.clone());
+        self.c.impls[Arch::Null as usize] = Some(f);
+        self
+    }
+    /// Set an implementation from a shared function object.
+    pub fn implementation(mut self, arch: Arch, f: ImplFn) -> Self {
+        self.c.impls[arch as usize] = Some(f);
+        self
+    }
+    /// Declare how many buffers each task of this codelet accesses (checked at submission).
+    pub fn nbuffers(mut self, n: usize) -> Self {
+        self.c.nbuffers = Some(n);
+        self
+    }
+    /// Declare the access modes (and so the buffer count); tasks may then give handles only.
+    pub fn modes(mut self, modes: &[AccessMode]) -> Self {
+        self.c.nbuffers = Some(modes.len());
+        self.c.modes = Some(modes.to_vec());
+        self
+    }
+    pub fn build(self) -> Arc<Codelet> {
+        Arc::new(self.c)
+    }
+}
+
+/// Tags name tasks before they exist (StarPU's `starpu_tag_t`).
+pub type Tag = u64;
+
+pub(crate) type TaskRef = Arc<TaskInner>;
+
+pub(crate) enum TaskKind {
+    Codelet(Arc<Codelet>),
+    /// Reduce the contributions of a REDUX phase into the handle.
+    Reduction,
+    /// An application thread's acquisition of data (`DataHandle::acquire`).
+    Acquire(Arc<AcquireSignal>),
+    /// No work: only dependencies (e.g. tag-only synchronisation).
+    Empty,
+}
+
+/// Signals the application thread that its acquisition may proceed, then waits for release.
+#[derive(Default)]
+pub(crate) struct AcquireSignal {
+    pub ready: Mutex<bool>,
+    pub cv: Condvar,
+}
+
+#[derive(Clone)]
+pub(crate) struct Access {
+    pub handle: DataHandle,
+    pub mode: AccessMode,
+}
+
+pub(crate) type Callback = Box<dyn FnOnce(std::result::Result<(), TaskError>) + Send>;
+
+pub(crate) struct TaskState {
+    pub done: bool,
+    pub result: Option<std::result::Result<(), TaskError>>,
+    pub successors: SmallVec<[TaskRef; 2]>,
+}
+
+pub(crate) struct TaskInner {
+    pub id: u64,
+    pub kind: TaskKind,
+    pub accesses: SmallVec<[Access; 3]>,
+    pub args: Box<[u8]>,
+    pub priority: i32,
+    pub tag: Option<Tag>,
+    pub dep_tags: SmallVec<[Tag; 1]>,
+    pub arch_mask: u8,
+    pub has_commute: bool,
+    pub callback: Mutex<Option<Callback>>,
+    /// Unresolved dependencies, plus one held by submission until registration finishes.
+    pub pending: AtomicUsize,
+    pub state: Mutex<TaskState>,
+    pub cv: Condvar,
+    /// The failure of a dependency, if any: the task is cancelled instead of run.
+    pub poison: OnceLock<TaskError>,
+}
+
+impl TaskInner {
+    pub fn name(&self) -> &str {
+        match &self.kind {
+            TaskKind::Codelet(c) => &c.name,
+            TaskKind::Reduction => "reduction",
+            TaskKind::Acquire(_) => "acquire",
+            TaskKind::Empty => "empty",
+        }
+    }
+
+    /// Make `succ` depend on `self`. Returns whether a dependency was added (false: done).
+    pub fn add_successor(self: &Arc<Self>, succ: &TaskRef) -> bool {
+        if Arc::ptr_eq(self, succ) {
+            return false;
+        }
+        let mut st = lock(&self.state);
+        if st.done {
+            if let Some(Err(e)) = &st.result {
+                let _ = succ.poison.set(TaskError::Cancelled(Box::new(e.clone())));
+            }
+            return false;
+        }
+        // Relaxed: the count is only read by the RMW that resolves it; the successor list's
+        // mutex orders this increment before the predecessor's completion decrements it.
+        succ.pending.fetch_add(1, Ordering::Relaxed);
+        st.successors.push(succ.clone());
+        true
+    }
+
+    pub fn is_done(&self) -> bool {
+        lock(&self.state).done
+    }
+}
+
+/// A submitted task: wait for it, or depend on it.
+#[derive(Clone)]
+pub struct TaskHandle(
+    pub(crate) TaskRef,
+    pub(crate) Arc<crate::runtime::RuntimeInner>,
+);
+
+impl TaskHandle {
+    pub fn id(&self) -> u64 {
+        self.0.id
+    }
+    pub fn is_done(&self) -> bool {
+        self.0.is_done()
+    }
+    /// Block until the task completed; its error if it failed or was cancelled.
+    pub fn wait(&self) -> Result<()> {
+        self.1.wait_task(&self.0)
+    }
+}
+
+impl std::fmt::Debug for TaskHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Task#{}({})", self.0.id, self.0.name())
+    }
+}
+
+/// Everything needed to submit a task.
+pub struct TaskBuilder {
+    pub(crate) codelet: Option<Arc<Codelet>>,
+    pub(crate) accesses: SmallVec<[Access; 3]>,
+    pub(crate) args: Box<[u8]>,
+    pub(crate) priority: i32,
+    pub(crate) tag: Option<Tag>,
+    pub(crate) dep_tags: SmallVec<[Tag; 1]>,
+    pub(crate) after: SmallVec<[TaskRef; 2]>,
+    pub(crate) callback: Option<Callback>,
+}
+
+impl TaskBuilder {
+    /// A task running `codelet`.
+    pub fn new(codelet: &Arc<Codelet>) -> TaskBuilder {
+        TaskBuilder {
+            codelet: Some(codelet.clone()),
+            ..Self::empty()
+        }
+    }
+    /// A task with no work: it only carries dependencies, a tag or a callback.
+    pub fn empty() -> TaskBuilder {
+        TaskBuilder {
+            codelet: None,
+            accesses: SmallVec::new(),
+            args: Box::new([]),
+            priority: 0,
+            tag: None,
+            dep_tags: SmallVec::new(),
+            after: SmallVec::new(),
+            callback: None,
+        }
+    }
+    /// Access `h` with `mode`; buffers are numbered in the order accesses are added.
+    pub fn access(mut self, h: &DataHandle, mode: AccessMode) -> Self {
+        self.accesses.push(Access {
+            handle: h.clone(),
+            mode,
+        });
+        self
+    }
+    /// Access `h` with the codelet's declared mode for the next buffer (see `Codelet::modes`).
+    pub fn handle(self, h: &DataHandle) -> Self {
+        let i = self.accesses.len();
+        let mode = self
+            .codelet
+            .as_ref()
+            .and_then(|c| c.modes.as_ref())
+            .and_then(|m| m.get(i).copied())
+            .unwrap_or(AccessMode::RW);
+        self.access(h, mode)
+    }
+    pub fn args(mut self, bytes: &[u8]) -> Self {
+        self.args = bytes.into();
+        self
+    }
+    /// A plain value as argument blob (read back with `TaskContext::arg`).
+    pub fn arg<T: bytemuck::Pod>(self, v: T) -> Self {
+        self.args(bytemuck::bytes_of(&v))
+    }
+    pub fn priority(mut self, p: i32) -> Self {
+        self.priority = p;
+        self
+    }
+    pub fn tag(mut self, t: Tag) -> Self {
+        self.tag = Some(t);
+        self
+    }
+    /// Run after the task carrying tag `t` (which may not exist yet).
+    pub fn after_tag(mut self, t: Tag) -> Self {
+        self.dep_tags.push(t);
+        self
+    }
+    /// Run after `task`.
+    pub fn after(mut self, task: &TaskHandle) -> Self {
+        self.after.push(task.0.clone());
+        self
+    }
+    /// Call `f` with the task's result when it completes (before `wait` returns).
+    pub fn callback(
+        mut self,
+        f: impl FnOnce(std::result::Result<(), TaskError>) + Send + 'static,
+    ) -> Self {
+        self.callback = Some(Box::new(f));
+        self
+    }
+
+    pub(crate) fn validate(&self, present_archs: u8) -> Result<u8> {
+        let mask = match &self.codelet {
+            Some(c) => {
+                if let Some(n) = c.nbuffers
+                    && n != self.accesses.len()
+                {
+                    return Err(Error::BufferCount {
+                        codelet: c.name.clone(),
+                        declared: n,
+                        given: self.accesses.len(),
+                    });
+                }
+                let m = c.arch_mask() & present_archs;
+                if m == 0 {
+                    return Err(Error::NoImplementation(c.name.clone()));
+                }
+                m
+            }
+            None => {
+                if !self.accesses.is_empty() {
+                    return Err(Error::NoImplementation(
+                        "(task without codelet accessing data)".into(),
+                    ));
+                }
+                present_archs
+            }
+        };
+        Ok(mask)
+    }
+}
