@@ -33,6 +33,9 @@ pub enum Error {
     WouldDeadlock,
     #[error("out of memory on memory node {node} ({bytes} bytes requested)")]
     OutOfMemory { node: usize, bytes: usize },
+    /// Transient: every eviction candidate was in use. Task preparation retries on it.
+    #[error("memory node {0} is full and its replicas are in use")]
+    MemoryBusy(usize),
     #[error("device error: {0}")]
     Device(#[from] weft_vendors::DeviceError),
     #[error("task failed: {0}")]

@@ -474,9 +474,13 @@ impl RuntimeInner {
         Ok(extra)
     }
 
+    /// Give the task its tag. `preds` are its data and explicit predecessors; the carriers of
+    /// the tags it waits on are predecessors too, for the cycle check.
     fn bind_tag(&self, task: &TaskRef, preds: &[TaskRef]) -> Result<()> {
         let t = task.tag.expect("invariant: called for tagged tasks");
-        self.tags.bind(task, t, preds)
+        let mut all = preds.to_vec();
+        all.extend(task.dep_tags.iter().filter_map(|&d| self.tags.carrier(d)));
+        self.tags.bind(task, t, &all)
     }
 
     /// All dependencies of `t` are met: queue it (or hand it to its waiting application thread).
@@ -532,7 +536,20 @@ impl RuntimeInner {
             .expect("invariant: scheduled on a worker with an implementation");
         let mut views: SmallVec<[View; 3]> = SmallVec::new();
         let mut scratch: SmallVec<[(usize, weft_vendors::Buffer); 1]> = SmallVec::new();
-        let acquired = self.acquire_all(w, t, &mut views, &mut scratch);
+        let mut acquired = self.acquire_all(w, t, &mut views, &mut scratch);
+        // A full node whose replicas are in use: let go of everything and try again later.
+        let mut attempt = 0u32;
+        while let Err(Error::MemoryBusy(node)) = acquired {
+            self.release_all(w, t, views.len(), std::mem::take(&mut scratch));
+            views.clear();
+            attempt += 1;
+            if attempt > 2000 {
+                acquired = Err(Error::OutOfMemory { node, bytes: 0 });
+                break;
+            }
+            std::thread::sleep(Duration::from_micros(20 * u64::from(attempt.min(50))));
+            acquired = self.acquire_all(w, t, &mut views, &mut scratch);
+        }
         let result = match acquired {
             Err(e) => Err(TaskError::Data(e.to_string())),
             Ok(()) => {

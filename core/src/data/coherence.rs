@@ -111,7 +111,11 @@ impl TreeState {
         let buf = loop {
             match mem.alloc_raw(len) {
                 Ok(b) => break b,
-                Err(Error::OutOfMemory { .. }) if evict_one(tree, self, node) => continue,
+                Err(Error::OutOfMemory { node, bytes }) => match evict_one(tree, self, node) {
+                    Evict::Done => continue,
+                    Evict::Busy => return Err(Error::MemoryBusy(node)),
+                    Evict::Nothing => return Err(Error::OutOfMemory { node, bytes }),
+                },
                 Err(e) => return Err(e),
             }
         };
@@ -273,28 +277,42 @@ pub(crate) fn normalize(e: &mut Entry) {
     }
 }
 
+enum Evict {
+    Done,
+    /// Candidates exist but are pinned or locked by someone else right now.
+    Busy,
+    Nothing,
+}
+
 /// Evict the least recently used unpinned replica on `node`. `cur` is the tree the caller
-/// holds locked; other trees are only try-locked, so eviction never deadlocks.
-fn evict_one(cur_tree: &Arc<Tree>, cur: &mut TreeState, node: usize) -> bool {
+/// holds locked; other trees are only try-locked, so eviction never deadlocks: when they are
+/// busy the caller releases everything and retries.
+fn evict_one(cur_tree: &Arc<Tree>, cur: &mut TreeState, node: usize) -> Evict {
     let mem = &cur_tree.nodes[node];
     let resident: Vec<_> = crate::sync::lock(&mem.resident)
         .iter()
         .map(|(k, w)| (*k, w.clone()))
         .collect();
     let mut cands: Vec<(u64, (u64, usize), Option<Arc<Tree>>)> = Vec::new();
+    let mut busy = false;
     for (key, weak) in resident {
         if key.0 == cur_tree.id {
             let r = &cur.entries[key.1].replicas[node];
             if r.pins == 0 && r.buf.is_some() {
                 cands.push((r.last_use, key, None));
             }
+            busy |= r.pins > 0;
         } else if let Some(t) = weak.upgrade() {
             let lu = match t.state.try_lock() {
                 Ok(st) => {
                     let r = &st.entries[key.1].replicas[node];
+                    busy |= r.pins > 0;
                     (r.pins == 0 && r.buf.is_some()).then_some(r.last_use)
                 }
-                Err(_) => None,
+                Err(_) => {
+                    busy = true;
+                    None
+                }
             };
             if let Some(lu) = lu {
                 cands.push((lu, key, Some(t)));
@@ -310,11 +328,13 @@ fn evict_one(cur_tree: &Arc<Tree>, cur: &mut TreeState, node: usize) -> bool {
                 Err(_) => Ok(false),
             },
         };
-        if let Ok(true) = done {
-            return true;
+        match done {
+            Ok(true) => return Evict::Done,
+            Ok(false) => busy = true,
+            Err(_) => {}
         }
     }
-    false
+    if busy { Evict::Busy } else { Evict::Nothing }
 }
 
 /// Check the MSI invariants of a tree (tests and debug builds).

@@ -61,9 +61,8 @@ impl View {
         let b = self.borrow.get();
         if mutable {
             assert!(
-                self.mode.writes() || self.mode == AccessMode::Scratch,
-                "buffer accessed in mode {:?} cannot be borrowed mutably",
-                self.mode
+                self.mode != AccessMode::R,
+                "buffer accessed in mode R cannot be borrowed mutably"
             );
             assert!(
                 b == 0,
@@ -163,9 +162,8 @@ impl View {
             "type larger than the variable"
         );
         assert!(
-            self.mode.writes() || self.mode == AccessMode::Scratch,
-            "variable accessed in mode {:?} is read-only",
-            self.mode
+            self.mode != AccessMode::R,
+            "variable accessed in mode R is read-only"
         );
         assert!(self.borrow.get() == 0, "buffer is borrowed");
         // SAFETY: writable replica of at least size_of::<T>() bytes, not borrowed.

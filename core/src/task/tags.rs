@@ -61,6 +61,14 @@ impl Tags {
         }
     }
 
+    /// The unfinished task carrying tag `t`, if any.
+    pub fn carrier(&self, t: Tag) -> Option<TaskRef> {
+        match lock(&self.shards[shard_of(t)]).get(&t) {
+            Some(TagState::Bound(x)) if !x.is_done() => Some(x.clone()),
+            _ => None,
+        }
+    }
+
     /// Give tag `t` to `task`, whose future predecessors are `preds`. Tasks already waiting on
     /// `t` become its successors, unless one of them is a predecessor of `task`: a cycle.
     pub fn bind(&self, task: &TaskRef, t: Tag, preds: &[TaskRef]) -> Result<()> {

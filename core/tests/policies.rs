@@ -1,0 +1,209 @@
+//! One conformance suite for every scheduling policy: every task runs exactly once,
+//! dependencies are respected, nothing starves; plus what is specific to a policy.
+
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use weft_core::*;
+
+fn runtime(sched: PolicyKind, ncpu: usize, nnull: usize) -> Runtime {
+    Runtime::new(Config {
+        ncpu: Some(ncpu),
+        nnull,
+        sched,
+        spin_us: 5,
+        ..Config::default()
+    })
+    .unwrap()
+}
+
+fn conformance(sched: PolicyKind) {
+    let rt = runtime(sched, 2, 1);
+    assert_eq!(rt.policy_name(), sched.name());
+    // Every task runs exactly once.
+    let n = 3000;
+    let runs: Arc<Vec<AtomicUsize>> = Arc::new((0..n).map(|_| AtomicUsize::new(0)).collect());
+    let r = runs.clone();
+    let cl = Codelet::builder("once")
+        .cpu_and_null(move |ctx| {
+            r[ctx.arg::<u64>() as usize].fetch_add(1, Ordering::SeqCst);
+            Ok(())
+        })
+        .build();
+    // Submitted from several application threads at once.
+    std::thread::scope(|s| {
+        for part in 0..3 {
+            let (rt, cl) = (&rt, &cl);
+            s.spawn(move || {
+                for i in (part..n).step_by(3) {
+                    rt.submit(TaskBuilder::new(cl).arg(i as u64)).unwrap();
+                }
+            });
+        }
+    });
+    rt.wait_for_all().unwrap();
+    assert!(
+        runs.iter().all(|c| c.load(Ordering::SeqCst) == 1),
+        "{sched:?}: a task ran twice or never"
+    );
+
+    // Dependencies are respected: a chain of explicit dependencies runs in order.
+    let order = Arc::new(Mutex::new(Vec::new()));
+    let o = order.clone();
+    let rec = Codelet::builder("record")
+        .cpu_and_null(move |ctx| {
+            o.lock().unwrap().push(ctx.arg::<u64>());
+            Ok(())
+        })
+        .build();
+    let mut prev: Option<TaskHandle> = None;
+    for i in 0..200u64 {
+        let mut b = TaskBuilder::new(&rec).arg(i);
+        if let Some(p) = &prev {
+            b = b.after(p);
+        }
+        prev = Some(rt.submit(b).unwrap());
+    }
+    rt.wait_for_all().unwrap();
+    assert_eq!(
+        *order.lock().unwrap(),
+        (0..200).collect::<Vec<_>>(),
+        "{sched:?}"
+    );
+
+    // Nothing starves: tasks only the device can run and tasks only CPUs can run, mixed.
+    let dev = Arc::new(AtomicUsize::new(0));
+    let cpu = Arc::new(AtomicUsize::new(0));
+    let (d, c) = (dev.clone(), cpu.clone());
+    let dev_only = Codelet::builder("dev")
+        .null(move |ctx| {
+            assert_eq!(ctx.arch(), Arch::Null);
+            d.fetch_add(1, Ordering::SeqCst);
+            Ok(())
+        })
+        .build();
+    let cpu_only = Codelet::builder("cpu")
+        .cpu(move |ctx| {
+            assert_eq!(ctx.arch(), Arch::Cpu);
+            c.fetch_add(1, Ordering::SeqCst);
+            Ok(())
+        })
+        .build();
+    for i in 0..400 {
+        rt.submit(TaskBuilder::new(if i % 2 == 0 {
+            &dev_only
+        } else {
+            &cpu_only
+        }))
+        .unwrap();
+    }
+    rt.wait_for_all().unwrap();
+    assert_eq!(
+        (dev.load(Ordering::SeqCst), cpu.load(Ordering::SeqCst)),
+        (200, 200),
+        "{sched:?}"
+    );
+    // Work reached more than one worker.
+    assert!(
+        rt.tasks_per_worker().iter().filter(|&&n| n > 0).count() >= 2,
+        "{sched:?}: {:?}",
+        rt.tasks_per_worker()
+    );
+}
+
+#[test]
+fn eager_conforms() {
+    conformance(PolicyKind::Eager);
+}
+#[test]
+fn prio_conforms() {
+    conformance(PolicyKind::Prio);
+}
+#[test]
+fn random_conforms() {
+    conformance(PolicyKind::Random);
+}
+#[test]
+fn ws_conforms() {
+    conformance(PolicyKind::Ws);
+}
+#[test]
+fn lws_conforms() {
+    conformance(PolicyKind::Lws);
+}
+
+#[test]
+fn prio_runs_higher_priorities_first() {
+    let rt = runtime(PolicyKind::Prio, 1, 0);
+    let order = Arc::new(Mutex::new(Vec::new()));
+    let o = order.clone();
+    let rec = Codelet::builder("record")
+        .cpu(move |ctx| {
+            o.lock().unwrap().push(ctx.arg::<i32>());
+            Ok(())
+        })
+        .build();
+    // All wait for one gate tag, so they become ready together.
+    for p in [0, 5, -3, 2, 5, 1] {
+        rt.submit(TaskBuilder::new(&rec).arg(p).priority(p).after_tag(1000))
+            .unwrap();
+    }
+    rt.tag_notify(1000).unwrap();
+    rt.wait_for_all().unwrap();
+    assert_eq!(*order.lock().unwrap(), vec![5, 5, 2, 1, 0, -3]);
+}
+
+#[test]
+fn random_spreads_tasks_over_workers() {
+    let rt = runtime(PolicyKind::Random, 2, 0);
+    let cl = Codelet::builder("nop").cpu(|_| Ok(())).build();
+    for _ in 0..2000 {
+        rt.submit(TaskBuilder::new(&cl)).unwrap();
+    }
+    rt.wait_for_all().unwrap();
+    let per = rt.tasks_per_worker();
+    // Equal speeds: each worker gets about half (binomial, 2000 draws: far inside 40%..60%).
+    assert!(per.iter().all(|&n| (800..=1200).contains(&n)), "{per:?}");
+}
+
+#[test]
+fn stealing_balances_work_spawned_on_one_worker() {
+    for sched in [PolicyKind::Ws, PolicyKind::Lws] {
+        let rt = Arc::new(runtime(sched, 2, 0));
+        let leaf = Codelet::builder("leaf")
+            .cpu(|_| {
+                std::thread::sleep(Duration::from_micros(200));
+                Ok(())
+            })
+            .build();
+        // A root task releases 100 successors on the worker that ran it: the other must steal.
+        let root = rt.submit(TaskBuilder::new(&leaf).after_tag(1)).unwrap();
+        for _ in 0..100 {
+            rt.submit(TaskBuilder::new(&leaf).after(&root)).unwrap();
+        }
+        rt.tag_notify(1).unwrap();
+        rt.wait_for_all().unwrap();
+        let per = rt.tasks_per_worker();
+        assert!(per.iter().all(|&n| n >= 10), "{sched:?}: {per:?}");
+    }
+}
+
+#[test]
+fn task_ids_and_callbacks() {
+    let rt = runtime(PolicyKind::Eager, 2, 0);
+    let hits = Arc::new(AtomicU64::new(0));
+    let cl = Codelet::builder("nop").cpu(|_| Ok(())).build();
+    let mut ids = Vec::new();
+    for _ in 0..50 {
+        let h = hits.clone();
+        let t = rt.submit(TaskBuilder::new(&cl).callback(move |r| {
+            assert!(r.is_ok());
+            h.fetch_add(1, Ordering::SeqCst);
+        }));
+        ids.push(t.unwrap().id());
+    }
+    rt.wait_for_all().unwrap();
+    assert_eq!(hits.load(Ordering::SeqCst), 50);
+    ids.dedup();
+    assert_eq!(ids.len(), 50);
+}
