@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Install what Weft needs on a Debian machine that has Rust: system packages, then crates.
+# Idempotent: installs only what is missing. Run as root or with sudo available.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PKGS=(pkg-config gcc libhwloc-dev libudev-dev)
+missing=()
+for p in "${PKGS[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+    echo "setup: installing ${missing[*]}"
+    SUDO=""
+    [ "$(id -u)" = 0 ] || SUDO="sudo"
+    $SUDO apt-get update -q >/dev/null
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q "${missing[@]}" >/dev/null
+fi
+
+command -v cargo >/dev/null || { echo "setup: cargo not found; install Rust (https://rustup.rs) first" >&2; exit 1; }
+cargo fetch -q
