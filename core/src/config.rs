@@ -45,15 +45,11 @@ impl Default for Config {
 }
 
 fn var(name: &str) -> Option<String> {
-    std::env::var(name)
-        .ok()
-        .map(|v| v.trim().to_string())
-        .filter(|v| !v.is_empty())
+    std::env::var(name).ok().map(|v| v.trim().to_string()).filter(|v| !v.is_empty())
 }
 
 fn parse_num<T: std::str::FromStr>(name: &str, v: &str) -> Result<T> {
-    v.parse()
-        .map_err(|_| Error::Config(format!("{name}={v:?} is not a valid number")))
+    v.parse().map_err(|_| Error::Config(format!("{name}={v:?} is not a valid number")))
 }
 
 fn parse_bool(name: &str, v: &str) -> Result<bool> {
@@ -78,9 +74,7 @@ impl Config {
             c.ncpu = Some(n);
         }
         if let Some(v) = get("WEFT_SCHED") {
-            c.sched = v
-                .parse()
-                .map_err(|e: String| Error::Config(format!("WEFT_SCHED: {e}")))?;
+            c.sched = v.parse().map_err(|e: String| Error::Config(format!("WEFT_SCHED: {e}")))?;
         }
         if let Some(v) = get("WEFT_NNULL") {
             c.nnull = parse_num("WEFT_NNULL", &v)?;
@@ -110,10 +104,7 @@ mod tests {
     use std::collections::HashMap;
 
     fn cfg(pairs: &[(&str, &str)]) -> Result<Config> {
-        let m: HashMap<String, String> = pairs
-            .iter()
-            .map(|(a, b)| (a.to_string(), b.to_string()))
-            .collect();
+        let m: HashMap<String, String> = pairs.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect();
         Config::from_lookup(|k| m.get(k).cloned())
     }
 

@@ -10,11 +10,7 @@ pub enum Error {
     #[error("cannot register data: {0}")]
     InvalidData(String),
     #[error("codelet '{codelet}' declares {declared} buffers but the task accesses {given}")]
-    BufferCount {
-        codelet: String,
-        declared: usize,
-        given: usize,
-    },
+    BufferCount { codelet: String, declared: usize, given: usize },
     #[error("codelet '{0}' has no implementation for any worker of this machine")]
     NoImplementation(String),
     #[error("data handle {0} is unregistered")]

@@ -89,16 +89,10 @@ impl MemoryNode {
         if !self.fits(len) {
             self.drain_cache();
             if !self.fits(len) {
-                return Err(Error::OutOfMemory {
-                    node: self.id,
-                    bytes: len,
-                });
+                return Err(Error::OutOfMemory { node: self.id, bytes: len });
             }
         }
-        let b = self.device.alloc(len).map_err(|_| Error::OutOfMemory {
-            node: self.id,
-            bytes: len,
-        })?;
+        let b = self.device.alloc(len).map_err(|_| Error::OutOfMemory { node: self.id, bytes: len })?;
         self.used.fetch_add(len, Ordering::Relaxed);
         Ok(b)
     }

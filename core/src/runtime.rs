@@ -19,10 +19,7 @@ use crate::sched::{self, Policy, SchedCtx, WorkerDesc};
 use crate::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use crate::sync::{Arc, Condvar, Mutex, lock};
 use crate::task::tags::Tags;
-use crate::task::{
-    AccessMode, Arch, TaskBuilder, TaskContext, TaskError, TaskHandle, TaskInner, TaskKind,
-    TaskRef, TaskState, deps,
-};
+use crate::task::{AccessMode, Arch, TaskBuilder, TaskContext, TaskError, TaskHandle, TaskInner, TaskKind, TaskRef, TaskState, deps};
 use crate::topology::Topology;
 use crate::worker::sleep::Sleep;
 use crate::worker::{self, WorkerInfo};
@@ -53,10 +50,7 @@ pub(crate) struct Arbiter {
 }
 
 fn commute_ids(t: &TaskInner) -> impl Iterator<Item = u64> + '_ {
-    t.accesses
-        .iter()
-        .filter(|a| a.mode == AccessMode::Commute)
-        .map(|a| a.handle.id())
+    t.accesses.iter().filter(|a| a.mode == AccessMode::Commute).map(|a| a.handle.id())
 }
 
 pub(crate) struct RuntimeInner {
@@ -96,13 +90,9 @@ impl Runtime {
 
     pub fn new(config: Config) -> Result<Runtime> {
         let topology = Topology::detect();
-        let ncpu = config
-            .ncpu
-            .unwrap_or_else(|| topology.npus().saturating_sub(config.nnull).max(1));
+        let ncpu = config.ncpu.unwrap_or_else(|| topology.npus().saturating_sub(config.nnull).max(1));
         if ncpu + config.nnull == 0 {
-            return Err(Error::Config(
-                "WEFT_NCPU=0 and no device: no worker could run a task".into(),
-            ));
+            return Err(Error::Config("WEFT_NCPU=0 and no device: no worker could run a task".into()));
         }
         let host: Arc<dyn Device> = Arc::new(HostDevice);
         let mut nodes = vec![Arc::new(MemoryNode::new(0, host, config.cpu_mem_limit))];
@@ -120,32 +110,16 @@ impl Runtime {
         for d in 0..config.nnull {
             let dev = Arc::new(NullDevice::new(d));
             let node = nodes.len();
-            nodes.push(Arc::new(MemoryNode::new(
-                node,
-                dev.clone() as Arc<dyn Device>,
-                config.null_mem_limit,
-            )));
+            nodes.push(Arc::new(MemoryNode::new(node, dev.clone() as Arc<dyn Device>, config.null_mem_limit)));
             null_devices.push(dev);
             let id = workers.len();
-            workers.push(WorkerInfo {
-                id,
-                arch: Arch::Null,
-                node,
-                pu: None,
-                name: format!("null{d}"),
-            });
+            workers.push(WorkerInfo { id, arch: Arch::Null, node, pu: None, name: format!("null{d}") });
         }
         let present_archs = workers.iter().fold(0, |m, w| m | w.arch.bit());
         let ctx = SchedCtx {
             workers: workers
                 .iter()
-                .map(|w| WorkerDesc {
-                    id: w.id,
-                    arch: w.arch,
-                    node: w.node,
-                    pu: w.pu.map(|_| w.id % topology.npus()),
-                    speed: 1.0,
-                })
+                .map(|w| WorkerDesc { id: w.id, arch: w.arch, node: w.node, pu: w.pu.map(|_| w.id % topology.npus()), speed: 1.0 })
                 .collect(),
             topology: topology.clone(),
         };
@@ -153,10 +127,7 @@ impl Runtime {
         let inner = Arc::new(RuntimeInner {
             id: NEXT_RUNTIME.fetch_add(1, Ordering::Relaxed),
             sleep: Sleep::new(workers.iter().map(|w| w.arch).collect()),
-            stats: workers
-                .iter()
-                .map(|_| CachePadded::new(WorkerStats::default()))
-                .collect(),
+            stats: workers.iter().map(|_| CachePadded::new(WorkerStats::default())).collect(),
             config,
             topology,
             nodes: nodes.into(),
@@ -208,11 +179,7 @@ impl Runtime {
 
     /// Tasks each worker has run so far.
     pub fn tasks_per_worker(&self) -> Vec<u64> {
-        self.inner
-            .stats
-            .iter()
-            .map(|s| s.tasks.load(Ordering::Relaxed))
-            .collect()
+        self.inner.stats.iter().map(|s| s.tasks.load(Ordering::Relaxed)).collect()
     }
 
     /// Submit a task; it runs once its dependencies are met.
@@ -242,23 +209,14 @@ impl Runtime {
 
     /// The handle registered at host address `addr`, or whose data contains it.
     pub fn lookup(&self, addr: usize) -> Option<DataHandle> {
-        self.inner
-            .registry
-            .exact(addr)
-            .or_else(|| self.inner.registry.containing(addr))
+        self.inner.registry.exact(addr).or_else(|| self.inner.registry.containing(addr))
     }
 
     /// A per-worker and per-node summary (what `WEFT_STATS=1` prints at shutdown).
     pub fn stats_report(&self) -> String {
         let mut s = String::new();
         for (w, st) in self.inner.workers.iter().zip(&self.inner.stats) {
-            s += &format!(
-                "worker {:>2} {:<6} node {} tasks {}\n",
-                w.id,
-                w.name,
-                w.node,
-                st.tasks.load(Ordering::Relaxed)
-            );
+            s += &format!("worker {:>2} {:<6} node {} tasks {}\n", w.id, w.name, w.node, st.tasks.load(Ordering::Relaxed));
         }
         for n in self.inner.nodes.iter() {
             s += &format!(
@@ -271,12 +229,7 @@ impl Runtime {
             );
         }
         for d in &self.inner.null_devices {
-            s += &format!(
-                "device {}: {} B copied, {} B allocated\n",
-                d.name(),
-                d.copied(),
-                d.allocated()
-            );
+            s += &format!("device {}: {} B copied, {} B allocated\n", d.name(), d.copied(), d.allocated());
         }
         s
     }
@@ -321,31 +274,20 @@ impl RuntimeInner {
             has_commute,
             callback: Mutex::new(b.callback.take()),
             pending: AtomicUsize::new(1),
-            state: Mutex::new(TaskState {
-                done: false,
-                result: None,
-                successors: SmallVec::new(),
-            }),
+            state: Mutex::new(TaskState { done: false, result: None, successors: SmallVec::new() }),
             cv: Condvar::new(),
             poison: OnceLock::new(),
         })
     }
 
     /// Validate, register dependencies and make the task ready when it has none left.
-    pub(crate) fn submit_task(
-        &self,
-        mut b: TaskBuilder,
-        acquire: Option<Arc<crate::task::AcquireSignal>>,
-    ) -> Result<TaskRef> {
+    pub(crate) fn submit_task(&self, mut b: TaskBuilder, acquire: Option<Arc<crate::task::AcquireSignal>>) -> Result<TaskRef> {
         if self.shutdown.load(Ordering::Relaxed) {
             return Err(Error::ShutDown);
         }
         let (kind, mask) = match (&b.codelet, acquire) {
             (_, Some(sig)) => (TaskKind::Acquire(sig), self.present_archs),
-            (Some(c), None) => (
-                TaskKind::Codelet(c.clone()),
-                b.validate(self.present_archs)?,
-            ),
+            (Some(c), None) => (TaskKind::Codelet(c.clone()), b.validate(self.present_archs)?),
             (None, None) => (TaskKind::Empty, b.validate(self.present_archs)?),
         };
         if let Some(t) = b.tag
@@ -354,9 +296,7 @@ impl RuntimeInner {
             return Err(Error::DependencyCycle(t));
         }
         if b.accesses.iter().any(|a| a.handle.0.rt.id != self.id) {
-            return Err(Error::InvalidData(
-                "handle belongs to another runtime".into(),
-            ));
+            return Err(Error::InvalidData("handle belongs to another runtime".into()));
         }
         let task = self.new_task(kind, &mut b, mask);
         // Counted before any dependency can release the task, so wait_for_all cannot miss it.
@@ -393,41 +333,25 @@ impl RuntimeInner {
             }
         } else {
             // Lock the task's trees in tree-id order.
-            let mut trees: SmallVec<[Arc<Tree>; 3]> = task
-                .accesses
-                .iter()
-                .map(|a| a.handle.0.tree.clone())
-                .collect();
+            let mut trees: SmallVec<[Arc<Tree>; 3]> = task.accesses.iter().map(|a| a.handle.0.tree.clone()).collect();
             trees.sort_by_key(|t| t.id);
             trees.dedup_by_key(|t| t.id);
             let mut guards: SmallVec<[_; 3]> = trees.iter().map(|t| lock(&t.state)).collect();
-            let slot = |h: &DataHandle| {
-                trees
-                    .iter()
-                    .position(|t| t.id == h.0.tree.id)
-                    .expect("invariant: tree locked")
-            };
+            let slot = |h: &DataHandle| trees.iter().position(|t| t.id == h.0.tree.id).expect("invariant: tree locked");
             // Validate everything before changing anything.
             for a in &task.accesses {
                 let e = &guards[slot(&a.handle)].entries[a.handle.0.idx];
                 if !e.alive {
                     return Err(Error::Unregistered(a.handle.id()));
                 }
-                if matches!(a.mode, AccessMode::Redux | AccessMode::Commute)
-                    && (e.parent.is_some() || !e.children.is_empty())
-                {
-                    return Err(Error::Unsupported(format!(
-                        "{:?} access to a partitioned handle or a child",
-                        a.mode
-                    )));
+                if matches!(a.mode, AccessMode::Redux | AccessMode::Commute) && (e.parent.is_some() || !e.children.is_empty()) {
+                    return Err(Error::Unsupported(format!("{:?} access to a partitioned handle or a child", a.mode)));
                 }
                 if a.mode == AccessMode::Redux && e.redux.is_none() {
                     return Err(Error::NoReductionMethods(a.handle.id()));
                 }
                 if a.mode == AccessMode::Redux && self.present_archs & Arch::Cpu.bit() == 0 {
-                    return Err(Error::Unsupported(
-                        "REDUX needs a CPU worker for its reduction".into(),
-                    ));
+                    return Err(Error::Unsupported("REDUX needs a CPU worker for its reduction".into()));
                 }
             }
             if task.tag.is_some() {
@@ -436,9 +360,7 @@ impl RuntimeInner {
                 for a in &task.accesses {
                     let st = &mut *guards[slot(&a.handle)];
                     let idx = a.handle.0.idx;
-                    if st.entries[idx].deps.phase == crate::data::Phase::Redux
-                        && a.mode != AccessMode::Redux
-                    {
+                    if st.entries[idx].deps.phase == crate::data::Phase::Redux && a.mode != AccessMode::Redux {
                         peek.extend(st.entries[idx].deps.cur.iter().cloned());
                     }
                     deps::access_preds(st, idx, a.mode, task, false, &mut peek);
@@ -448,9 +370,7 @@ impl RuntimeInner {
             for a in &task.accesses {
                 let st = &mut *guards[slot(&a.handle)];
                 let idx = a.handle.0.idx;
-                if st.entries[idx].deps.phase == crate::data::Phase::Redux
-                    && a.mode != AccessMode::Redux
-                {
+                if st.entries[idx].deps.phase == crate::data::Phase::Redux && a.mode != AccessMode::Redux {
                     // The REDUX phase ends: reduce its contributions before this access.
                     let mut rb = TaskBuilder::empty().access(&a.handle, AccessMode::RW);
                     let red = self.new_task(TaskKind::Reduction, &mut rb, Arch::Cpu.bit());
@@ -524,16 +444,9 @@ impl RuntimeInner {
         stats.busy.store(false, Ordering::Relaxed);
     }
 
-    fn run_codelet(
-        &self,
-        w: usize,
-        t: &TaskRef,
-        c: &crate::task::Codelet,
-    ) -> Result<(), TaskError> {
+    fn run_codelet(&self, w: usize, t: &TaskRef, c: &crate::task::Codelet) -> Result<(), TaskError> {
         let info = &self.workers[w];
-        let f = c
-            .implementation(info.arch)
-            .expect("invariant: scheduled on a worker with an implementation");
+        let f = c.implementation(info.arch).expect("invariant: scheduled on a worker with an implementation");
         let mut views: SmallVec<[View; 3]> = SmallVec::new();
         let mut scratch: SmallVec<[(usize, weft_vendors::Buffer); 1]> = SmallVec::new();
         let mut acquired = self.acquire_all(w, t, &mut views, &mut scratch);
@@ -553,12 +466,7 @@ impl RuntimeInner {
         let result = match acquired {
             Err(e) => Err(TaskError::Data(e.to_string())),
             Ok(()) => {
-                let ctx = TaskContext {
-                    views: &views,
-                    args: &t.args,
-                    worker: w,
-                    arch: info.arch,
-                };
+                let ctx = TaskContext { views: &views, args: &t.args, worker: w, arch: info.arch };
                 call_implementation(f, &ctx, c.name())
             }
         };
@@ -585,9 +493,10 @@ impl RuntimeInner {
                     let len = shape.span(shape.packed());
                     let buf = self.nodes[node].alloc_raw(len)?;
                     scratch.push((node, buf));
-                    let p = self.nodes[node].device.host_ptr(buf).ok_or_else(|| {
-                        Error::Unsupported("scratch on a device CPU code cannot address".into())
-                    })?;
+                    let p = self.nodes[node]
+                        .device
+                        .host_ptr(buf)
+                        .ok_or_else(|| Error::Unsupported("scratch on a device CPU code cannot address".into()))?;
                     crate::data::handle::view(p, shape, shape.packed(), a.mode)
                 }
                 AccessMode::Redux => {
@@ -606,13 +515,7 @@ impl RuntimeInner {
         Ok(())
     }
 
-    fn release_all(
-        &self,
-        w: usize,
-        t: &TaskRef,
-        n: usize,
-        scratch: SmallVec<[(usize, weft_vendors::Buffer); 1]>,
-    ) {
+    fn release_all(&self, w: usize, t: &TaskRef, n: usize, scratch: SmallVec<[(usize, weft_vendors::Buffer); 1]>) {
         let node = self.workers[w].node;
         for a in t.accesses.iter().take(n) {
             if matches!(a.mode, AccessMode::Scratch | AccessMode::Redux) {
@@ -661,10 +564,7 @@ impl RuntimeInner {
         if let Some(cb) = lock(&t.callback).take() {
             let r = result.clone();
             if std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || cb(r))).is_err() {
-                eprintln!(
-                    "weft: the completion callback of task '{}' panicked",
-                    t.name()
-                );
+                eprintln!("weft: the completion callback of task '{}' panicked", t.name());
             }
         }
         let succs = {
@@ -692,19 +592,14 @@ impl RuntimeInner {
     }
 
     fn finish_inflight(&self) {
-        if self.inflight.fetch_sub(1, Ordering::SeqCst) == 1
-            && self.waiting.load(Ordering::SeqCst) > 0
-        {
+        if self.inflight.fetch_sub(1, Ordering::SeqCst) == 1 && self.waiting.load(Ordering::SeqCst) > 0 {
             let _g = lock(&self.wait_lock);
             self.wait_cv.notify_all();
         }
     }
 
     fn progress(&self) -> u64 {
-        self.stats
-            .iter()
-            .map(|s| s.tasks.load(Ordering::Relaxed))
-            .sum()
+        self.stats.iter().map(|s| s.tasks.load(Ordering::Relaxed)).sum()
     }
 
     /// Whether the remaining tasks can never run: they wait on tags nobody carries and
@@ -713,10 +608,7 @@ impl RuntimeInner {
         let p = self.progress();
         let quiet = p == *last_progress;
         *last_progress = p;
-        if !quiet
-            || !self.policy.is_empty()
-            || self.stats.iter().any(|s| s.busy.load(Ordering::Relaxed))
-        {
+        if !quiet || !self.policy.is_empty() || self.stats.iter().any(|s| s.busy.load(Ordering::Relaxed)) {
             return None;
         }
         let tags = self.tags.unbound_with_waiters();
@@ -734,10 +626,7 @@ impl RuntimeInner {
             if self.inflight.load(Ordering::SeqCst) == 0 {
                 break Ok(());
             }
-            let (ng, to) = self
-                .wait_cv
-                .wait_timeout(g, Duration::from_millis(100))
-                .unwrap_or_else(|e| e.into_inner());
+            let (ng, to) = self.wait_cv.wait_timeout(g, Duration::from_millis(100)).unwrap_or_else(|e| e.into_inner());
             g = ng;
             if to.timed_out()
                 && let Some(tags) = self.stalled(&mut last)
@@ -757,18 +646,12 @@ impl RuntimeInner {
         let mut last = u64::MAX;
         loop {
             if st.done {
-                return match st
-                    .result
-                    .clone()
-                    .expect("invariant: done tasks have a result")
-                {
+                return match st.result.clone().expect("invariant: done tasks have a result") {
                     Ok(()) => Ok(()),
                     Err(e) => Err(Error::Task(e)),
                 };
             }
-            let (ns, to) =
-                t.cv.wait_timeout(st, Duration::from_millis(100))
-                    .unwrap_or_else(|e| e.into_inner());
+            let (ns, to) = t.cv.wait_timeout(st, Duration::from_millis(100)).unwrap_or_else(|e| e.into_inner());
             st = ns;
             if to.timed_out() {
                 drop(st);
@@ -782,27 +665,17 @@ impl RuntimeInner {
 }
 
 /// Call a task implementation; a panic becomes the task's error.
-pub(crate) fn call_implementation(
-    f: &crate::task::ImplFn,
-    ctx: &TaskContext<'_>,
-    name: &str,
-) -> Result<(), TaskError> {
+pub(crate) fn call_implementation(f: &crate::task::ImplFn, ctx: &TaskContext<'_>, name: &str) -> Result<(), TaskError> {
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(ctx))) {
         Ok(Ok(())) => Ok(()),
-        Ok(Err(msg)) => Err(TaskError::Failed {
-            task: name.to_string(),
-            msg,
-        }),
+        Ok(Err(msg)) => Err(TaskError::Failed { task: name.to_string(), msg }),
         Err(p) => {
             let msg = p
                 .downcast_ref::<&str>()
                 .map(|s| s.to_string())
                 .or_else(|| p.downcast_ref::<String>().cloned())
                 .unwrap_or_else(|| "panicked".into());
-            Err(TaskError::Failed {
-                task: name.to_string(),
-                msg: format!("panicked: {msg}"),
-            })
+            Err(TaskError::Failed { task: name.to_string(), msg: format!("panicked: {msg}") })
         }
     }
 }

@@ -24,9 +24,7 @@ impl Topology {
         if let Some(t) = Self::from_hwloc() {
             return t;
         }
-        let n = std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(1);
+        let n = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
         Topology {
             pus: (0..n).collect(),
             core_of: (0..n).collect(),
@@ -62,12 +60,7 @@ impl Topology {
         if pus.is_empty() {
             return None;
         }
-        Some(Topology {
-            pus,
-            core_of,
-            package_of,
-            hw: Some(std::sync::Arc::new(hw)),
-        })
+        Some(Topology { pus, core_of, package_of, hw: Some(std::sync::Arc::new(hw)) })
     }
 
     pub fn npus(&self) -> usize {

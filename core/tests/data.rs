@@ -4,14 +4,7 @@ use std::sync::Arc;
 use weft_core::*;
 
 fn with_null(nnull: usize, limit: Option<usize>) -> Runtime {
-    Runtime::new(Config {
-        ncpu: Some(1),
-        nnull,
-        null_mem_limit: limit,
-        spin_us: 5,
-        ..Config::default()
-    })
-    .unwrap()
+    Runtime::new(Config { ncpu: Some(1), nnull, null_mem_limit: limit, spin_us: 5, ..Config::default() }).unwrap()
 }
 
 fn scale_cl() -> Arc<Codelet> {
@@ -44,19 +37,12 @@ fn data_written_on_a_device_is_read_right_on_the_host_and_another_device() {
     };
     let (dev, cpu) = (on(Arch::Null), on(Arch::Cpu));
     for i in 0..20 {
-        rt.submit(
-            TaskBuilder::new(if i % 3 == 0 { &cpu } else { &dev }).access(&v, AccessMode::RW),
-        )
-        .unwrap();
+        rt.submit(TaskBuilder::new(if i % 3 == 0 { &cpu } else { &dev }).access(&v, AccessMode::RW)).unwrap();
     }
     rt.wait_for_all().unwrap();
     // The newest copy is on a device; the host replica is stale until someone reads it.
     let states = v.replica_states();
-    assert_eq!(
-        states.iter().filter(|s| **s == ReplicaState::Owner).count(),
-        1,
-        "{states:?}"
-    );
+    assert_eq!(states.iter().filter(|s| **s == ReplicaState::Owner).count(), 1, "{states:?}");
     assert_eq!(v.read_to_vec::<u32>().unwrap(), vec![21u32; 64]);
     assert!(rt.stats_report().contains("B copied"));
     assert_eq!(v.into_vec::<u32>().unwrap(), vec![21u32; 64]);
@@ -67,9 +53,7 @@ fn a_problem_twice_the_device_memory_still_gives_right_results() {
     // 2 MiB matrix, 1 MiB device memory limit: tiles must be evicted (written back first).
     let n = 512;
     let rt = with_null(1, Some(1 << 20));
-    let m = rt
-        .register_matrix((0..n * n).map(|x| x as f64).collect::<Vec<f64>>(), n, n, n)
-        .unwrap();
+    let m = rt.register_matrix((0..n * n).map(|x| x as f64).collect::<Vec<f64>>(), n, n, n).unwrap();
     let tiles = m.partition(Filter::MatrixTiles { px: 4, py: 4 }).unwrap();
     let dev_only = Codelet::builder("scale-dev")
         .null(|ctx| {
@@ -83,22 +67,13 @@ fn a_problem_twice_the_device_memory_still_gives_right_results() {
         .build();
     for round in 0..3 {
         for t in &tiles {
-            rt.submit(
-                TaskBuilder::new(&dev_only)
-                    .access(t, AccessMode::RW)
-                    .arg(2.0f64 + round as f64),
-            )
-            .unwrap();
+            rt.submit(TaskBuilder::new(&dev_only).access(t, AccessMode::RW).arg(2.0f64 + round as f64)).unwrap();
         }
     }
     rt.wait_for_all().unwrap();
     let node = &rt.memory_nodes()[1];
     assert!(node.evictions() > 0, "no eviction happened");
-    assert!(
-        node.used() <= 1 << 20,
-        "device used {} bytes over its limit",
-        node.used()
-    );
+    assert!(node.used() <= 1 << 20, "device used {} bytes over its limit", node.used());
     drop(tiles);
     let out = m.into_vec::<f64>().unwrap();
     assert!(out.iter().enumerate().all(|(i, &x)| x == i as f64 * 24.0));
@@ -109,15 +84,8 @@ fn a_task_needing_more_than_the_device_memory_fails_clearly() {
     let rt = with_null(1, Some(1024));
     let v = rt.register_vector(vec![0u8; 4096]).unwrap();
     let dev = Codelet::builder("dev").null(|_| Ok(())).build();
-    let e = rt
-        .submit(TaskBuilder::new(&dev).access(&v, AccessMode::RW))
-        .unwrap()
-        .wait()
-        .unwrap_err();
-    assert!(
-        e.to_string().contains("out of memory on memory node 1"),
-        "{e}"
-    );
+    let e = rt.submit(TaskBuilder::new(&dev).access(&v, AccessMode::RW)).unwrap().wait().unwrap_err();
+    assert!(e.to_string().contains("out of memory on memory node 1"), "{e}");
     assert_eq!(v.into_vec::<u8>().unwrap(), vec![0u8; 4096]);
 }
 
@@ -129,30 +97,20 @@ fn tiles_of_tiles_and_the_parent_are_ordered() {
     let cl = scale_cl();
     // Whole matrix ×2, then each of 2 column blocks ×3, then each 2×2 tile of block 0 ×5,
     // then the whole matrix ×7 again: every element's factor says whether the order held.
-    rt.submit(TaskBuilder::new(&cl).access(&m, AccessMode::RW).arg(2.0f64))
-        .unwrap();
+    rt.submit(TaskBuilder::new(&cl).access(&m, AccessMode::RW).arg(2.0f64)).unwrap();
     let cols = m.partition(Filter::MatrixCols { parts: 2 }).unwrap();
     for c in &cols {
-        rt.submit(TaskBuilder::new(&cl).access(c, AccessMode::RW).arg(3.0f64))
-            .unwrap();
+        rt.submit(TaskBuilder::new(&cl).access(c, AccessMode::RW).arg(3.0f64)).unwrap();
     }
-    let tiles = cols[0]
-        .partition(Filter::MatrixTiles { px: 2, py: 2 })
-        .unwrap();
+    let tiles = cols[0].partition(Filter::MatrixTiles { px: 2, py: 2 }).unwrap();
     for t in &tiles {
-        rt.submit(TaskBuilder::new(&cl).access(t, AccessMode::RW).arg(5.0f64))
-            .unwrap();
+        rt.submit(TaskBuilder::new(&cl).access(t, AccessMode::RW).arg(5.0f64)).unwrap();
     }
-    rt.submit(TaskBuilder::new(&cl).access(&m, AccessMode::RW).arg(7.0f64))
-        .unwrap();
+    rt.submit(TaskBuilder::new(&cl).access(&m, AccessMode::RW).arg(7.0f64)).unwrap();
     let out = m.read_to_vec::<f64>().unwrap();
     for j in 0..n {
         for i in 0..n {
-            let want = if j < n / 2 {
-                2.0 * 3.0 * 5.0 * 7.0
-            } else {
-                2.0 * 3.0 * 7.0
-            };
+            let want = if j < n / 2 { 2.0 * 3.0 * 5.0 * 7.0 } else { 2.0 * 3.0 * 7.0 };
             assert_eq!(out[i + j * n], want, "element ({i},{j})");
         }
     }
@@ -165,14 +123,7 @@ fn tiles_of_tiles_and_the_parent_are_ordered() {
 fn interfaces_block_variable_bytes_and_scratch() {
     let rt = with_null(1, None);
     let (nx, ny, nz) = (3, 4, 5);
-    let b = rt
-        .register_block(
-            (0..(nx * ny * nz) as i32).collect::<Vec<i32>>(),
-            [nx, ny, nz],
-            nx,
-            nx * ny,
-        )
-        .unwrap();
+    let b = rt.register_block((0..(nx * ny * nz) as i32).collect::<Vec<i32>>(), [nx, ny, nz], nx, nx * ny).unwrap();
     let var = rt.register_variable(0i64).unwrap();
     let bytes = rt.register_bytes(b"weft".to_vec()).unwrap();
     let sum = Codelet::builder("sum")
@@ -186,8 +137,7 @@ fn interfaces_block_variable_bytes_and_scratch() {
             }
             let scratch = ctx.buffer(3).slice_mut::<i32>();
             scratch.fill(7);
-            s += ctx.buffer(2).slice::<u8>().len() as i64
-                + scratch.iter().map(|&x| x as i64).sum::<i64>();
+            s += ctx.buffer(2).slice::<u8>().len() as i64 + scratch.iter().map(|&x| x as i64).sum::<i64>();
             ctx.buffer(1).set_value(s);
             Ok(())
         })
@@ -202,15 +152,9 @@ fn interfaces_block_variable_bytes_and_scratch() {
     )
     .unwrap();
     let n = (nx * ny * nz) as i64;
-    assert_eq!(
-        var.acquire(AccessMode::R).unwrap().value::<i64>(),
-        n * (n - 1) / 2 + 4 + 70
-    );
+    assert_eq!(var.acquire(AccessMode::R).unwrap().value::<i64>(), n * (n - 1) / 2 + 4 + 70);
     let slabs = b.partition(Filter::BlockSlabs { parts: 5 }).unwrap();
-    assert_eq!(
-        slabs[4].read_to_vec::<i32>().unwrap(),
-        (48..60).collect::<Vec<i32>>()
-    );
+    assert_eq!(slabs[4].read_to_vec::<i32>().unwrap(), (48..60).collect::<Vec<i32>>());
 }
 
 #[test]
@@ -219,15 +163,11 @@ fn runtime_allocated_data_and_lookup_by_address() {
     let h = rt.alloc(Shape::Vector { nx: 100, elem: 8 }).unwrap();
     let fill = Codelet::builder("fill")
         .cpu_and_null(|ctx| {
-            ctx.vector_mut::<u64>(0)
-                .iter_mut()
-                .enumerate()
-                .for_each(|(i, x)| *x = i as u64);
+            ctx.vector_mut::<u64>(0).iter_mut().enumerate().for_each(|(i, x)| *x = i as u64);
             Ok(())
         })
         .build();
-    rt.submit(TaskBuilder::new(&fill).access(&h, AccessMode::W))
-        .unwrap();
+    rt.submit(TaskBuilder::new(&fill).access(&h, AccessMode::W)).unwrap();
     assert_eq!(h.read_to_vec::<u64>().unwrap()[99], 99);
     h.unregister().unwrap();
 
@@ -243,13 +183,7 @@ fn runtime_allocated_data_and_lookup_by_address() {
 
 #[test]
 fn redux_accumulates_per_worker_and_reduces_at_the_next_access() {
-    let rt = Runtime::new(Config {
-        ncpu: Some(2),
-        nnull: 1,
-        spin_us: 5,
-        ..Config::default()
-    })
-    .unwrap();
+    let rt = Runtime::new(Config { ncpu: Some(2), nnull: 1, spin_us: 5, ..Config::default() }).unwrap();
     let acc = rt.register_variable(1000u64).unwrap();
     let init = Codelet::builder("zero")
         .cpu(|ctx| {
@@ -275,41 +209,19 @@ fn redux_accumulates_per_worker_and_reduces_at_the_next_access() {
         })
         .build();
     for i in 1..=100u64 {
-        rt.submit(
-            TaskBuilder::new(&contrib)
-                .access(&acc, AccessMode::Redux)
-                .arg(i),
-        )
-        .unwrap();
+        rt.submit(TaskBuilder::new(&contrib).access(&acc, AccessMode::Redux).arg(i)).unwrap();
     }
-    assert_eq!(
-        acc.acquire(AccessMode::R).unwrap().value::<u64>(),
-        1000 + 5050
-    );
+    assert_eq!(acc.acquire(AccessMode::R).unwrap().value::<u64>(), 1000 + 5050);
     // A second phase starts from the reduced value.
     for i in 1..=10u64 {
-        rt.submit(
-            TaskBuilder::new(&contrib)
-                .access(&acc, AccessMode::Redux)
-                .arg(i),
-        )
-        .unwrap();
+        rt.submit(TaskBuilder::new(&contrib).access(&acc, AccessMode::Redux).arg(i)).unwrap();
     }
-    assert_eq!(
-        acc.acquire(AccessMode::R).unwrap().value::<u64>(),
-        1000 + 5050 + 55
-    );
+    assert_eq!(acc.acquire(AccessMode::R).unwrap().value::<u64>(), 1000 + 5050 + 55);
 }
 
 #[test]
 fn commute_tasks_run_one_at_a_time_in_any_order() {
-    let rt = Runtime::new(Config {
-        ncpu: Some(2),
-        nnull: 1,
-        spin_us: 5,
-        ..Config::default()
-    })
-    .unwrap();
+    let rt = Runtime::new(Config { ncpu: Some(2), nnull: 1, spin_us: 5, ..Config::default() }).unwrap();
     let v = rt.register_vector(vec![0u64; 1]).unwrap();
     let other = rt.register_vector(vec![0u64; 1]).unwrap();
     let inc = Codelet::builder("inc")
@@ -323,8 +235,7 @@ fn commute_tasks_run_one_at_a_time_in_any_order() {
         .build();
     for i in 0..200 {
         let h = if i % 4 == 0 { &other } else { &v };
-        rt.submit(TaskBuilder::new(&inc).access(h, AccessMode::Commute))
-            .unwrap();
+        rt.submit(TaskBuilder::new(&inc).access(h, AccessMode::Commute)).unwrap();
     }
     // A reader after the commute group sees all of them.
     assert_eq!(v.read_to_vec::<u64>().unwrap(), vec![150]);
@@ -341,15 +252,12 @@ fn acquire_orders_the_application_between_tasks() {
             Ok(())
         })
         .build();
-    rt.submit(TaskBuilder::new(&add).access(&v, AccessMode::RW))
-        .unwrap();
+    rt.submit(TaskBuilder::new(&add).access(&v, AccessMode::RW)).unwrap();
     {
         let g = v.acquire(AccessMode::RW).unwrap();
         assert_eq!(g.slice::<u32>(), &[1, 1, 1, 1]);
         // A task submitted now waits for the guard.
-        let t = rt
-            .submit(TaskBuilder::new(&add).access(&v, AccessMode::RW))
-            .unwrap();
+        let t = rt.submit(TaskBuilder::new(&add).access(&v, AccessMode::RW)).unwrap();
         std::thread::sleep(std::time::Duration::from_millis(30));
         assert!(!t.is_done());
         drop(g);

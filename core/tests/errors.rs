@@ -6,12 +6,7 @@ use std::time::Duration;
 use weft_core::*;
 
 fn rt(ncpu: usize) -> Runtime {
-    Runtime::new(Config {
-        ncpu: Some(ncpu),
-        spin_us: 5,
-        ..Config::default()
-    })
-    .unwrap()
+    Runtime::new(Config { ncpu: Some(ncpu), spin_us: 5, ..Config::default() }).unwrap()
 }
 
 fn nop() -> Arc<Codelet> {
@@ -48,26 +43,12 @@ fn more_buffers_than_declared_is_an_error_and_runs_nothing() {
         .build();
     let a = rt.register_vector(vec![1u8; 4]).unwrap();
     let b = rt.register_vector(vec![2u8; 4]).unwrap();
-    let e = rt
-        .submit(
-            TaskBuilder::new(&cl)
-                .access(&a, AccessMode::R)
-                .access(&b, AccessMode::R),
-        )
-        .unwrap_err();
-    assert_eq!(
-        e,
-        Error::BufferCount {
-            codelet: "one".into(),
-            declared: 1,
-            given: 2
-        }
-    );
+    let e = rt.submit(TaskBuilder::new(&cl).access(&a, AccessMode::R).access(&b, AccessMode::R)).unwrap_err();
+    assert_eq!(e, Error::BufferCount { codelet: "one".into(), declared: 1, given: 2 });
     rt.wait_for_all().unwrap();
     assert_eq!(ran.load(Ordering::SeqCst), 0);
     // The handles are untouched and still usable.
-    rt.submit(TaskBuilder::new(&cl).access(&a, AccessMode::RW))
-        .unwrap();
+    rt.submit(TaskBuilder::new(&cl).access(&a, AccessMode::RW)).unwrap();
     rt.wait_for_all().unwrap();
     assert_eq!(ran.load(Ordering::SeqCst), 1);
     assert_eq!(b.into_vec::<u8>().unwrap(), vec![2u8; 4]);
@@ -80,10 +61,7 @@ fn codelet_without_implementation_for_present_workers() {
     let e = rt.submit(TaskBuilder::new(&only_null)).unwrap_err();
     assert_eq!(e, Error::NoImplementation("gpu-only".into()));
     let none = Codelet::builder("empty").build();
-    assert!(matches!(
-        rt.submit(TaskBuilder::new(&none)),
-        Err(Error::NoImplementation(_))
-    ));
+    assert!(matches!(rt.submit(TaskBuilder::new(&none)), Err(Error::NoImplementation(_))));
 }
 
 #[test]
@@ -98,8 +76,7 @@ fn unregister_waits_for_the_tasks_that_use_the_handle() {
         })
         .build();
     for _ in 0..5 {
-        rt.submit(TaskBuilder::new(&slow).access(&v, AccessMode::RW))
-            .unwrap();
+        rt.submit(TaskBuilder::new(&slow).access(&v, AccessMode::RW)).unwrap();
     }
     // Documented: unregister waits, then hands back the newest data.
     assert_eq!(v.into_vec::<u32>().unwrap(), vec![5u32; 16]);
@@ -113,9 +90,7 @@ fn unregister_or_wait_from_inside_a_task_fails_instead_of_deadlocking() {
     let (v2, s2, rt2) = (v.clone(), seen.clone(), Arc::downgrade(&rt));
     let cl = Codelet::builder("bad")
         .cpu(move |_| {
-            s2.lock()
-                .unwrap()
-                .push(v2.clone().unregister().unwrap_err());
+            s2.lock().unwrap().push(v2.clone().unregister().unwrap_err());
             if let Some(rt) = rt2.upgrade() {
                 s2.lock().unwrap().push(rt.wait_for_all().unwrap_err());
             }
@@ -123,10 +98,7 @@ fn unregister_or_wait_from_inside_a_task_fails_instead_of_deadlocking() {
         })
         .build();
     rt.submit(TaskBuilder::new(&cl)).unwrap().wait().unwrap();
-    assert_eq!(
-        *seen.lock().unwrap(),
-        vec![Error::WouldDeadlock, Error::WouldDeadlock]
-    );
+    assert_eq!(*seen.lock().unwrap(), vec![Error::WouldDeadlock, Error::WouldDeadlock]);
     v.unregister().unwrap();
 }
 
@@ -135,19 +107,11 @@ fn tag_cycle_is_refused_and_waiting_reports_the_stall() {
     let rt = rt(1);
     let cl = nop();
     // A waits for tag 2 (no task yet); B carries tag 2 and waits for tag 1 (A's): a cycle.
-    let a = rt
-        .submit(TaskBuilder::new(&cl).tag(1).after_tag(2))
-        .unwrap();
-    let e = rt
-        .submit(TaskBuilder::new(&cl).tag(2).after_tag(1))
-        .unwrap_err();
+    let a = rt.submit(TaskBuilder::new(&cl).tag(1).after_tag(2)).unwrap();
+    let e = rt.submit(TaskBuilder::new(&cl).tag(2).after_tag(1)).unwrap_err();
     assert_eq!(e, Error::DependencyCycle(2));
     // A task that waits for its own tag is a cycle too.
-    assert_eq!(
-        rt.submit(TaskBuilder::new(&cl).tag(9).after_tag(9))
-            .unwrap_err(),
-        Error::DependencyCycle(9)
-    );
+    assert_eq!(rt.submit(TaskBuilder::new(&cl).tag(9).after_tag(9)).unwrap_err(), Error::DependencyCycle(9));
     // A can never run: waiting says so instead of hanging.
     assert_eq!(rt.wait_for_all().unwrap_err(), Error::Stalled(vec![2]));
     assert_eq!(a.wait().unwrap_err(), Error::Stalled(vec![2]));
@@ -163,11 +127,8 @@ fn data_cycles_through_tags_are_refused() {
     let v = rt.register_vector(vec![0u8; 4]).unwrap();
     let cl = nop();
     // A writes v after tag 7; B carrying tag 7 reads v, so B would wait for A: a cycle.
-    rt.submit(TaskBuilder::new(&cl).access(&v, AccessMode::W).after_tag(7))
-        .unwrap();
-    let e = rt
-        .submit(TaskBuilder::new(&cl).access(&v, AccessMode::R).tag(7))
-        .unwrap_err();
+    rt.submit(TaskBuilder::new(&cl).access(&v, AccessMode::W).after_tag(7)).unwrap();
+    let e = rt.submit(TaskBuilder::new(&cl).access(&v, AccessMode::R).tag(7)).unwrap_err();
     assert_eq!(e, Error::DependencyCycle(7));
     rt.tag_notify(7).unwrap();
     rt.wait_for_all().unwrap();
@@ -178,9 +139,7 @@ fn data_cycles_through_tags_are_refused() {
 fn a_failing_task_cancels_its_dependents_with_its_error() {
     let rt = rt(2);
     let v = rt.register_vector(vec![1i64; 8]).unwrap();
-    let fail = Codelet::builder("fails")
-        .cpu(|_| Err("no luck".into()))
-        .build();
+    let fail = Codelet::builder("fails").cpu(|_| Err("no luck".into())).build();
     let ran = Arc::new(AtomicUsize::new(0));
     let r = ran.clone();
     let count = Codelet::builder("count")
@@ -189,24 +148,14 @@ fn a_failing_task_cancels_its_dependents_with_its_error() {
             Ok(())
         })
         .build();
-    let a = rt
-        .submit(TaskBuilder::new(&fail).access(&v, AccessMode::RW))
-        .unwrap();
-    let b = rt
-        .submit(TaskBuilder::new(&count).access(&v, AccessMode::R))
-        .unwrap();
+    let a = rt.submit(TaskBuilder::new(&fail).access(&v, AccessMode::RW)).unwrap();
+    let b = rt.submit(TaskBuilder::new(&count).access(&v, AccessMode::R)).unwrap();
     let c = rt.submit(TaskBuilder::new(&count).after(&b)).unwrap();
     let e = a.wait().unwrap_err();
     assert!(e.to_string().contains("no luck"), "{e}");
     let e = b.wait().unwrap_err();
-    assert!(
-        matches!(&e, Error::Task(TaskError::Cancelled(cause)) if cause.to_string().contains("no luck")),
-        "{e}"
-    );
-    assert!(matches!(
-        c.wait().unwrap_err(),
-        Error::Task(TaskError::Cancelled(_))
-    ));
+    assert!(matches!(&e, Error::Task(TaskError::Cancelled(cause)) if cause.to_string().contains("no luck")), "{e}");
+    assert!(matches!(c.wait().unwrap_err(), Error::Task(TaskError::Cancelled(_))));
     assert_eq!(ran.load(Ordering::SeqCst), 0);
     rt.wait_for_all().unwrap();
     // Independent work still runs, and the data is intact.
@@ -227,36 +176,16 @@ fn a_panicking_task_fails_cleanly() {
 fn redux_without_methods_and_unsupported_modes() {
     let rt = rt(1);
     let v = rt.register_vector(vec![0u64; 4]).unwrap();
-    let e = rt
-        .submit(TaskBuilder::new(&nop()).access(&v, AccessMode::Redux))
-        .unwrap_err();
+    let e = rt.submit(TaskBuilder::new(&nop()).access(&v, AccessMode::Redux)).unwrap_err();
     assert_eq!(e, Error::NoReductionMethods(v.id()));
-    assert!(matches!(
-        v.acquire(AccessMode::Commute),
-        Err(Error::Unsupported(_))
-    ));
+    assert!(matches!(v.acquire(AccessMode::Commute), Err(Error::Unsupported(_))));
     let parts = v.partition(Filter::VectorBlock { parts: 2 }).unwrap();
-    assert!(matches!(
-        rt.submit(TaskBuilder::new(&nop()).access(&parts[0], AccessMode::Commute)),
-        Err(Error::Unsupported(_))
-    ));
-    assert!(matches!(
-        v.partition(Filter::VectorBlock { parts: 2 }),
-        Err(Error::InvalidData(_))
-    ));
-    assert!(matches!(
-        v.partition(Filter::MatrixTiles { px: 2, py: 2 }),
-        Err(Error::InvalidData(_))
-    ));
+    assert!(matches!(rt.submit(TaskBuilder::new(&nop()).access(&parts[0], AccessMode::Commute)), Err(Error::Unsupported(_))));
+    assert!(matches!(v.partition(Filter::VectorBlock { parts: 2 }), Err(Error::InvalidData(_))));
+    assert!(matches!(v.partition(Filter::MatrixTiles { px: 2, py: 2 }), Err(Error::InvalidData(_))));
     v.unpartition().unwrap();
-    assert!(matches!(
-        rt.submit(TaskBuilder::new(&nop()).access(&parts[0], AccessMode::R)),
-        Err(Error::Unregistered(_))
-    ));
-    assert!(matches!(
-        parts[0].clone().unregister(),
-        Err(Error::Unsupported(_))
-    ));
+    assert!(matches!(rt.submit(TaskBuilder::new(&nop()).access(&parts[0], AccessMode::R)), Err(Error::Unregistered(_))));
+    assert!(matches!(parts[0].clone().unregister(), Err(Error::Unsupported(_))));
 }
 
 #[test]
@@ -264,15 +193,6 @@ fn handles_of_another_runtime_and_bad_config_are_refused() {
     let a = rt(1);
     let b = rt(1);
     let v = b.register_vector(vec![0u8; 4]).unwrap();
-    assert!(matches!(
-        a.submit(TaskBuilder::new(&nop()).access(&v, AccessMode::R)),
-        Err(Error::InvalidData(_))
-    ));
-    assert!(matches!(
-        Runtime::new(Config {
-            ncpu: Some(0),
-            ..Config::default()
-        }),
-        Err(Error::Config(_))
-    ));
+    assert!(matches!(a.submit(TaskBuilder::new(&nop()).access(&v, AccessMode::R)), Err(Error::InvalidData(_))));
+    assert!(matches!(Runtime::new(Config { ncpu: Some(0), ..Config::default() }), Err(Error::Config(_))));
 }

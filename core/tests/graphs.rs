@@ -57,9 +57,7 @@ fn gen_tasks(seed: u64, n: usize) -> Vec<TaskSpec> {
             while accs.len() < k {
                 let h = r.below(NH);
                 // one access per handle, and never a matrix together with one of its tiles
-                let conflicts = accs
-                    .iter()
-                    .any(|a| a.h == h || (a.h >= NV && h >= NV && (a.h == NV || h == NV)));
+                let conflicts = accs.iter().any(|a| a.h == h || (a.h >= NV && h >= NV && (a.h == NV || h == NV)));
                 if conflicts {
                     if r.below(4) == 0 {
                         break;
@@ -67,25 +65,14 @@ fn gen_tasks(seed: u64, n: usize) -> Vec<TaskSpec> {
                     continue;
                 }
                 let mode = if h < NV {
-                    [
-                        AccessMode::R,
-                        AccessMode::W,
-                        AccessMode::RW,
-                        AccessMode::Commute,
-                        AccessMode::Redux,
-                        AccessMode::R,
-                    ][r.below(6)]
+                    [AccessMode::R, AccessMode::W, AccessMode::RW, AccessMode::Commute, AccessMode::Redux, AccessMode::R][r.below(6)]
                 } else {
                     [AccessMode::R, AccessMode::W, AccessMode::RW, AccessMode::R][r.below(4)]
                 };
                 accs.push(Acc { h, mode });
             }
             let after = (i > 0 && r.below(4) == 0).then(|| r.below(i));
-            TaskSpec {
-                accs,
-                after,
-                priority: r.below(5) as i32 - 2,
-            }
+            TaskSpec { accs, after, priority: r.below(5) as i32 - 2 }
         })
         .collect()
 }
@@ -115,9 +102,7 @@ fn digest(vals: impl Iterator<Item = u64>) -> u64 {
 
 /// Sequential reference: (digest per task per access, final vectors, final matrix).
 fn reference(tasks: &[TaskSpec]) -> (Vec<Vec<u64>>, Vec<Vec<u64>>, Vec<u64>) {
-    let mut vecs: Vec<Vec<u64>> = (0..NV)
-        .map(|v| (0..VLEN as u64).map(|k| k + 100 * v as u64).collect())
-        .collect();
+    let mut vecs: Vec<Vec<u64>> = (0..NV).map(|v| (0..VLEN as u64).map(|k| k + 100 * v as u64).collect()).collect();
     let mut mat: Vec<u64> = (0..(MN * MN) as u64).collect();
     let mut seen = Vec::new();
     for (id, t) in tasks.iter().enumerate() {
@@ -163,10 +148,7 @@ fn kernel(obs: Arc<Observed>) -> Arc<Codelet> {
     Codelet::builder("graph-task")
         .cpu_and_null(move |ctx| {
             let id: u64 = ctx.arg();
-            obs.start[id as usize].store(
-                obs.clock.fetch_add(1, Ordering::SeqCst) + 1,
-                Ordering::SeqCst,
-            );
+            obs.start[id as usize].store(obs.clock.fetch_add(1, Ordering::SeqCst) + 1, Ordering::SeqCst);
             let mut d = Vec::new();
             for i in 0..ctx.nbuffers() {
                 let b = ctx.buffer(i);
@@ -192,11 +174,7 @@ fn kernel(obs: Arc<Observed>) -> Arc<Codelet> {
                         for j in 0..m.ny {
                             for (r, x) in m.col_mut(j).iter_mut().enumerate() {
                                 let k = (r + j * nx) as u64;
-                                *x = if rw {
-                                    x.wrapping_mul(3).wrapping_add(id + k)
-                                } else {
-                                    mix(id * 1000 + k)
-                                };
+                                *x = if rw { x.wrapping_mul(3).wrapping_add(id + k) } else { mix(id * 1000 + k) };
                             }
                         }
                     }
@@ -211,10 +189,7 @@ fn kernel(obs: Arc<Observed>) -> Arc<Codelet> {
                 }
             }
             obs.digests.lock().unwrap()[id as usize] = Some(d);
-            obs.end[id as usize].store(
-                obs.clock.fetch_add(1, Ordering::SeqCst) + 1,
-                Ordering::SeqCst,
-            );
+            obs.end[id as usize].store(obs.clock.fetch_add(1, Ordering::SeqCst) + 1, Ordering::SeqCst);
             Ok(())
         })
         .build()
@@ -240,10 +215,7 @@ fn redux_methods() -> (Arc<Codelet>, Arc<Codelet>) {
 }
 
 fn run_graph(tasks: &[TaskSpec], cfg: Config) -> Result<(), String> {
-    let desc = format!(
-        "{:?} nnull={} limit={:?}",
-        cfg.sched, cfg.nnull, cfg.null_mem_limit
-    );
+    let desc = format!("{:?} nnull={} limit={:?}", cfg.sched, cfg.nnull, cfg.null_mem_limit);
     let rt = Runtime::new(cfg).map_err(|e| e.to_string())?;
     let n = tasks.len();
     let obs = Arc::new(Observed {
@@ -255,20 +227,12 @@ fn run_graph(tasks: &[TaskSpec], cfg: Config) -> Result<(), String> {
     let (init, reduce) = redux_methods();
     let mut handles: Vec<DataHandle> = (0..NV)
         .map(|v| {
-            let h = rt
-                .register_vector(
-                    (0..VLEN as u64)
-                        .map(|k| k + 100 * v as u64)
-                        .collect::<Vec<u64>>(),
-                )
-                .unwrap();
+            let h = rt.register_vector((0..VLEN as u64).map(|k| k + 100 * v as u64).collect::<Vec<u64>>()).unwrap();
             h.set_reduction(&init, &reduce).unwrap();
             h
         })
         .collect();
-    let m = rt
-        .register_matrix((0..(MN * MN) as u64).collect::<Vec<u64>>(), MN, MN, MN)
-        .unwrap();
+    let m = rt.register_matrix((0..(MN * MN) as u64).collect::<Vec<u64>>(), MN, MN, MN).unwrap();
     let tiles = m.partition(Filter::MatrixTiles { px: 2, py: 2 }).unwrap();
     handles.push(m.clone());
     handles.extend(tiles);
@@ -282,10 +246,7 @@ fn run_graph(tasks: &[TaskSpec], cfg: Config) -> Result<(), String> {
         if let Some(d) = t.after {
             b = b.after(&submitted[d]);
         }
-        submitted.push(
-            rt.submit(b)
-                .map_err(|e| format!("{desc}: submit {id}: {e}"))?,
-        );
+        submitted.push(rt.submit(b).map_err(|e| format!("{desc}: submit {id}: {e}"))?);
     }
     rt.wait_for_all().map_err(|e| format!("{desc}: {e}"))?;
     for (i, t) in submitted.iter().enumerate() {
@@ -295,38 +256,23 @@ fn run_graph(tasks: &[TaskSpec], cfg: Config) -> Result<(), String> {
     let got = obs.digests.lock().unwrap().clone();
     for i in 0..n {
         if got[i].as_ref() != Some(&want[i]) {
-            return Err(format!(
-                "{desc}: task {i} {:?} saw {:?}, expected {:?}",
-                tasks[i].accs, got[i], want[i]
-            ));
+            return Err(format!("{desc}: task {i} {:?} saw {:?}, expected {:?}", tasks[i].accs, got[i], want[i]));
         }
         if let Some(d) = tasks[i].after {
-            let (e, s) = (
-                obs.end[d].load(Ordering::SeqCst),
-                obs.start[i].load(Ordering::SeqCst),
-            );
+            let (e, s) = (obs.end[d].load(Ordering::SeqCst), obs.start[i].load(Ordering::SeqCst));
             if e >= s {
-                return Err(format!(
-                    "{desc}: task {i} started before its dependency {d} ended"
-                ));
+                return Err(format!("{desc}: task {i} started before its dependency {d} ended"));
             }
         }
     }
-    let m_final = handles[NV]
-        .read_to_vec::<u64>()
-        .map_err(|e| e.to_string())?;
+    let m_final = handles[NV].read_to_vec::<u64>().map_err(|e| e.to_string())?;
     if m_final != mat {
         return Err(format!("{desc}: final matrix differs"));
     }
     for (v, want) in vecs.iter().enumerate() {
-        let got = handles[v]
-            .clone()
-            .read_to_vec::<u64>()
-            .map_err(|e| e.to_string())?;
+        let got = handles[v].clone().read_to_vec::<u64>().map_err(|e| e.to_string())?;
         if &got != want {
-            return Err(format!(
-                "{desc}: final vector {v} is {got:?}, expected {want:?}"
-            ));
+            return Err(format!("{desc}: final vector {v} is {got:?}, expected {want:?}"));
         }
     }
     drop(handles);
@@ -340,28 +286,10 @@ fn run_graph(tasks: &[TaskSpec], cfg: Config) -> Result<(), String> {
 fn configs() -> Vec<Config> {
     let mut v = Vec::new();
     for sched in PolicyKind::ALL {
-        v.push(Config {
-            ncpu: Some(2),
-            sched,
-            spin_us: 5,
-            ..Config::default()
-        });
-        v.push(Config {
-            ncpu: Some(1),
-            nnull: 2,
-            sched,
-            spin_us: 5,
-            ..Config::default()
-        });
+        v.push(Config { ncpu: Some(2), sched, spin_us: 5, ..Config::default() });
+        v.push(Config { ncpu: Some(1), nnull: 2, sched, spin_us: 5, ..Config::default() });
         // 1 KiB per device: the 512-byte matrix and its tiles keep getting evicted.
-        v.push(Config {
-            ncpu: Some(1),
-            nnull: 2,
-            null_mem_limit: Some(1024),
-            sched,
-            spin_us: 5,
-            ..Config::default()
-        });
+        v.push(Config { ncpu: Some(1), nnull: 2, null_mem_limit: Some(1024), sched, spin_us: 5, ..Config::default() });
     }
     v
 }

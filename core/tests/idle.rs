@@ -14,12 +14,7 @@ fn cpu_ticks() -> u64 {
 
 #[test]
 fn idle_workers_sleep_instead_of_burning_cores() {
-    let rt = Runtime::new(Config {
-        ncpu: Some(2),
-        sched: PolicyKind::Ws,
-        ..Config::default()
-    })
-    .unwrap();
+    let rt = Runtime::new(Config { ncpu: Some(2), sched: PolicyKind::Ws, ..Config::default() }).unwrap();
     let cl = Codelet::builder("nop").cpu(|_| Ok(())).build();
     for _ in 0..1000 {
         rt.submit(TaskBuilder::new(&cl)).unwrap();
@@ -31,11 +26,7 @@ fn idle_workers_sleep_instead_of_burning_cores() {
     std::thread::sleep(Duration::from_millis(600));
     let used = cpu_ticks() - before;
     // Two spinning workers would use ~120 ticks (100 Hz) in 600 ms; sleeping ones use ~0.
-    assert!(
-        used <= 6,
-        "idle workers used {used} ticks in {:?}",
-        t.elapsed()
-    );
+    assert!(used <= 6, "idle workers used {used} ticks in {:?}", t.elapsed());
     // And they wake up for new work.
     rt.submit(TaskBuilder::new(&cl)).unwrap().wait().unwrap();
 }

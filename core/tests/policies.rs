@@ -7,14 +7,7 @@ use std::time::Duration;
 use weft_core::*;
 
 fn runtime(sched: PolicyKind, ncpu: usize, nnull: usize) -> Runtime {
-    Runtime::new(Config {
-        ncpu: Some(ncpu),
-        nnull,
-        sched,
-        spin_us: 5,
-        ..Config::default()
-    })
-    .unwrap()
+    Runtime::new(Config { ncpu: Some(ncpu), nnull, sched, spin_us: 5, ..Config::default() }).unwrap()
 }
 
 fn conformance(sched: PolicyKind) {
@@ -42,10 +35,7 @@ fn conformance(sched: PolicyKind) {
         }
     });
     rt.wait_for_all().unwrap();
-    assert!(
-        runs.iter().all(|c| c.load(Ordering::SeqCst) == 1),
-        "{sched:?}: a task ran twice or never"
-    );
+    assert!(runs.iter().all(|c| c.load(Ordering::SeqCst) == 1), "{sched:?}: a task ran twice or never");
 
     // Dependencies are respected: a chain of explicit dependencies runs in order.
     let order = Arc::new(Mutex::new(Vec::new()));
@@ -65,11 +55,7 @@ fn conformance(sched: PolicyKind) {
         prev = Some(rt.submit(b).unwrap());
     }
     rt.wait_for_all().unwrap();
-    assert_eq!(
-        *order.lock().unwrap(),
-        (0..200).collect::<Vec<_>>(),
-        "{sched:?}"
-    );
+    assert_eq!(*order.lock().unwrap(), (0..200).collect::<Vec<_>>(), "{sched:?}");
 
     // Nothing starves: tasks only the device can run and tasks only CPUs can run, mixed.
     let dev = Arc::new(AtomicUsize::new(0));
@@ -90,25 +76,12 @@ fn conformance(sched: PolicyKind) {
         })
         .build();
     for i in 0..400 {
-        rt.submit(TaskBuilder::new(if i % 2 == 0 {
-            &dev_only
-        } else {
-            &cpu_only
-        }))
-        .unwrap();
+        rt.submit(TaskBuilder::new(if i % 2 == 0 { &dev_only } else { &cpu_only })).unwrap();
     }
     rt.wait_for_all().unwrap();
-    assert_eq!(
-        (dev.load(Ordering::SeqCst), cpu.load(Ordering::SeqCst)),
-        (200, 200),
-        "{sched:?}"
-    );
+    assert_eq!((dev.load(Ordering::SeqCst), cpu.load(Ordering::SeqCst)), (200, 200), "{sched:?}");
     // Work reached more than one worker.
-    assert!(
-        rt.tasks_per_worker().iter().filter(|&&n| n > 0).count() >= 2,
-        "{sched:?}: {:?}",
-        rt.tasks_per_worker()
-    );
+    assert!(rt.tasks_per_worker().iter().filter(|&&n| n > 0).count() >= 2, "{sched:?}: {:?}", rt.tasks_per_worker());
 }
 
 #[test]
@@ -145,8 +118,7 @@ fn prio_runs_higher_priorities_first() {
         .build();
     // All wait for one gate tag, so they become ready together.
     for p in [0, 5, -3, 2, 5, 1] {
-        rt.submit(TaskBuilder::new(&rec).arg(p).priority(p).after_tag(1000))
-            .unwrap();
+        rt.submit(TaskBuilder::new(&rec).arg(p).priority(p).after_tag(1000)).unwrap();
     }
     rt.tag_notify(1000).unwrap();
     rt.wait_for_all().unwrap();

@@ -67,11 +67,7 @@ pub struct Rect {
 impl Rect {
     /// A contiguous run of `len` bytes.
     pub fn linear(len: usize) -> Rect {
-        Rect {
-            region: [len, 1, 1],
-            src_pitch: [len, len],
-            dst_pitch: [len, len],
-        }
+        Rect { region: [len, 1, 1], src_pitch: [len, len], dst_pitch: [len, len] }
     }
 
     /// Total bytes moved.
@@ -120,11 +116,7 @@ impl Completion {
     }
 
     pub fn is_complete(&self) -> bool {
-        self.0
-            .state
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .is_some()
+        self.0.state.lock().unwrap_or_else(|e| e.into_inner()).is_some()
     }
 
     pub fn wait(&self) -> Result<(), DeviceError> {
@@ -156,12 +148,7 @@ pub trait Device: Send + Sync + 'static {
     /// Both endpoints must be valid for the whole rectangle until the completion fires,
     /// `dst` must not be read or written by anyone else meanwhile, and `Device` endpoints
     /// must be buffers of this device.
-    unsafe fn copy(
-        &self,
-        src: Endpoint,
-        dst: Endpoint,
-        rect: Rect,
-    ) -> Result<Completion, DeviceError>;
+    unsafe fn copy(&self, src: Endpoint, dst: Endpoint, rect: Rect) -> Result<Completion, DeviceError>;
 }
 
 /// Copy a strided rectangle between host addresses.
@@ -189,11 +176,7 @@ mod tests {
         // 3x2 rows out of a 4-wide source into a packed 3-wide destination.
         let src: Vec<u8> = (0..8).collect();
         let mut dst = vec![0u8; 6];
-        let rect = Rect {
-            region: [3, 2, 1],
-            src_pitch: [4, 8],
-            dst_pitch: [3, 6],
-        };
+        let rect = Rect { region: [3, 2, 1], src_pitch: [4, 8], dst_pitch: [3, 6] };
         // SAFETY: both vectors cover the rectangle.
         unsafe { copy_rect_host(src.as_ptr(), dst.as_mut_ptr(), rect) };
         assert_eq!(dst, [0, 1, 2, 4, 5, 6]);

@@ -33,10 +33,7 @@ impl TreeState {
                     *buf = Some(tree.nodes[0].alloc_raw(span)?);
                 }
                 let b = buf.expect("invariant: allocated above");
-                Ok(tree.nodes[0]
-                    .device
-                    .host_ptr(b)
-                    .expect("invariant: host memory is addressable"))
+                Ok(tree.nodes[0].device.host_ptr(b).expect("invariant: host memory is addressable"))
             }
         }
     }
@@ -47,51 +44,34 @@ impl TreeState {
             let base = self.home_base(tree)?;
             return Ok(base.wrapping_add(self.entries[idx].home_offset));
         }
-        let b = self.entries[idx].replicas[node]
-            .buf
-            .expect("invariant: replica allocated before use");
-        tree.nodes[node].device.host_ptr(b).ok_or_else(|| {
-            Error::Unsupported(format!(
-                "memory of node {node} is not addressable by CPU code"
-            ))
-        })
+        let b = self.entries[idx].replicas[node].buf.expect("invariant: replica allocated before use");
+        tree.nodes[node]
+            .device
+            .host_ptr(b)
+            .ok_or_else(|| Error::Unsupported(format!("memory of node {node} is not addressable by CPU code")))
     }
 
     fn endpoint(&mut self, tree: &Tree, idx: usize, node: usize) -> Result<Endpoint> {
         if node == 0 {
             Ok(Endpoint::Host(self.host_addr(tree, idx, 0)?))
         } else {
-            Ok(Endpoint::Device(
-                self.entries[idx].replicas[node]
-                    .buf
-                    .expect("invariant: allocated"),
-                0,
-            ))
+            Ok(Endpoint::Device(self.entries[idx].replicas[node].buf.expect("invariant: allocated"), 0))
         }
     }
 
     /// Copy entry `idx` from `src` to `dst`; one of them is node 0. Waits for completion.
     fn copy(&mut self, tree: &Tree, idx: usize, src: usize, dst: usize) -> Result<()> {
-        debug_assert!(
-            src == 0 || dst == 0,
-            "device-to-device copies go through host memory"
-        );
+        debug_assert!(src == 0 || dst == 0, "device-to-device copies go through host memory");
         let e = &self.entries[idx];
         let rect = e.shape.rect(e.strides_on(src), e.strides_on(dst));
         let s = self.endpoint(tree, idx, src)?;
         let d = self.endpoint(tree, idx, dst)?;
-        let dev = if src == 0 {
-            &tree.nodes[dst].device
-        } else {
-            &tree.nodes[src].device
-        };
+        let dev = if src == 0 { &tree.nodes[dst].device } else { &tree.nodes[src].device };
         // SAFETY: both replicas are allocated and span the rectangle; the tree lock is held
         // until the copy completes, and dependencies keep tasks from writing `dst` meanwhile.
         let done = unsafe { dev.copy(s, d, rect) }?;
         done.wait()?;
-        tree.nodes[dst]
-            .bytes_in
-            .fetch_add(rect.bytes(), Ordering::Relaxed);
+        tree.nodes[dst].bytes_in.fetch_add(rect.bytes(), Ordering::Relaxed);
         Ok(())
     }
 
@@ -104,9 +84,7 @@ impl TreeState {
         if self.entries[idx].replicas[node].buf.is_some() {
             return Ok(());
         }
-        let len = self.entries[idx]
-            .shape
-            .span(self.entries[idx].shape.packed());
+        let len = self.entries[idx].shape.span(self.entries[idx].shape.packed());
         let mem = &tree.nodes[node];
         let buf = loop {
             match mem.alloc_raw(len) {
@@ -138,9 +116,7 @@ impl TreeState {
         if self.entries[idx].replicas[0].valid() {
             return Ok(());
         }
-        let src = self
-            .any_valid(idx, 0)
-            .expect("invariant: a live entry has a valid replica");
+        let src = self.any_valid(idx, 0).expect("invariant: a live entry has a valid replica");
         self.home_base(tree)?;
         self.copy(tree, idx, src, 0)?;
         self.entries[idx].replicas[0].state = ReplicaState::Shared;
@@ -149,13 +125,7 @@ impl TreeState {
     }
 
     /// Make entry `idx` usable on `node` with `mode`, pin it, and return its address.
-    pub(crate) fn acquire(
-        &mut self,
-        tree: &Arc<Tree>,
-        idx: usize,
-        node: usize,
-        mode: AccessMode,
-    ) -> Result<*mut u8> {
+    pub(crate) fn acquire(&mut self, tree: &Arc<Tree>, idx: usize, node: usize, mode: AccessMode) -> Result<*mut u8> {
         let rel = relatives(self, idx);
         for &r in &rel {
             self.write_back(tree, r)?;
@@ -179,11 +149,7 @@ impl TreeState {
         let e = &mut self.entries[idx];
         if mode.writes() {
             for (n, rep) in e.replicas.iter_mut().enumerate() {
-                rep.state = if n == node {
-                    ReplicaState::Owner
-                } else {
-                    ReplicaState::Invalid
-                };
+                rep.state = if n == node { ReplicaState::Owner } else { ReplicaState::Invalid };
             }
         } else if !e.replicas[node].valid() {
             e.replicas[node].state = ReplicaState::Shared;
@@ -193,22 +159,14 @@ impl TreeState {
         self.host_addr(tree, idx, node)
     }
 
-    fn fetch_for(
-        &mut self,
-        tree: &Arc<Tree>,
-        idx: usize,
-        node: usize,
-        mode: AccessMode,
-    ) -> Result<()> {
+    fn fetch_for(&mut self, tree: &Arc<Tree>, idx: usize, node: usize, mode: AccessMode) -> Result<()> {
         if !mode.reads() || self.entries[idx].replicas[node].valid() {
             return Ok(());
         }
         if node != 0 && !self.entries[idx].replicas[0].valid() {
             self.write_back(tree, idx)?;
         }
-        let src = self
-            .any_valid(idx, node)
-            .expect("invariant: a live entry has a valid replica");
+        let src = self.any_valid(idx, node).expect("invariant: a live entry has a valid replica");
         self.copy(tree, idx, src, node)?;
         self.entries[idx].replicas[node].state = ReplicaState::Shared;
         normalize(&mut self.entries[idx]);
@@ -253,10 +211,7 @@ impl TreeState {
         }
         let e = &mut self.entries[idx];
         e.replicas[node].state = ReplicaState::Invalid;
-        let b = e.replicas[node]
-            .buf
-            .take()
-            .expect("invariant: checked above");
+        let b = e.replicas[node].buf.take().expect("invariant: checked above");
         normalize(e);
         tree.nodes[node].forget_resident((tree.id, idx));
         tree.nodes[node].free_now(b);
@@ -269,11 +224,7 @@ impl TreeState {
 pub(crate) fn normalize(e: &mut Entry) {
     let valid = e.replicas.iter().filter(|r| r.valid()).count();
     for r in e.replicas.iter_mut().filter(|r| r.valid()) {
-        r.state = if valid == 1 {
-            ReplicaState::Owner
-        } else {
-            ReplicaState::Shared
-        };
+        r.state = if valid == 1 { ReplicaState::Owner } else { ReplicaState::Shared };
     }
 }
 
@@ -289,10 +240,7 @@ enum Evict {
 /// busy the caller releases everything and retries.
 fn evict_one(cur_tree: &Arc<Tree>, cur: &mut TreeState, node: usize) -> Evict {
     let mem = &cur_tree.nodes[node];
-    let resident: Vec<_> = crate::sync::lock(&mem.resident)
-        .iter()
-        .map(|(k, w)| (*k, w.clone()))
-        .collect();
+    let resident: Vec<_> = crate::sync::lock(&mem.resident).iter().map(|(k, w)| (*k, w.clone())).collect();
     let mut cands: Vec<(u64, (u64, usize), Option<Arc<Tree>>)> = Vec::new();
     let mut busy = false;
     for (key, weak) in resident {
@@ -341,20 +289,13 @@ fn evict_one(cur_tree: &Arc<Tree>, cur: &mut TreeState, node: usize) -> Evict {
 #[cfg(test)]
 pub(crate) fn check_invariants(st: &TreeState) -> std::result::Result<(), String> {
     for (i, e) in st.entries.iter().enumerate().filter(|(_, e)| e.alive) {
-        let owners = e
-            .replicas
-            .iter()
-            .filter(|r| r.state == ReplicaState::Owner)
-            .count();
+        let owners = e.replicas.iter().filter(|r| r.state == ReplicaState::Owner).count();
         let valid = e.replicas.iter().filter(|r| r.valid()).count();
         if owners > 1 {
             return Err(format!("entry {i}: {owners} owners"));
         }
         if owners == 1 && valid > 1 {
-            return Err(format!(
-                "entry {i}: an owner beside {} other valid replicas",
-                valid - 1
-            ));
+            return Err(format!("entry {i}: an owner beside {} other valid replicas", valid - 1));
         }
         if valid == 0 {
             return Err(format!("entry {i}: no valid replica"));

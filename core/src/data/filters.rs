@@ -30,17 +30,9 @@ pub fn part(n: usize, parts: usize, i: usize) -> (usize, usize) {
 }
 
 /// Shapes and home byte offsets of the children `filter` makes of `shape` laid out with `home`.
-pub(crate) fn split(
-    shape: Shape,
-    home: Strides,
-    filter: Filter,
-) -> Result<Vec<(Shape, usize)>, String> {
+pub(crate) fn split(shape: Shape, home: Strides, filter: Filter) -> Result<Vec<(Shape, usize)>, String> {
     let check = |n: usize, parts: usize, what: &str| {
-        if parts == 0 || parts > n {
-            Err(format!("cannot split {n} {what} into {parts} parts"))
-        } else {
-            Ok(())
-        }
+        if parts == 0 || parts > n { Err(format!("cannot split {n} {what} into {parts} parts")) } else { Ok(()) }
     };
     match (filter, shape) {
         (Filter::VectorBlock { parts }, Shape::Vector { nx, elem }) => {
@@ -52,12 +44,8 @@ pub(crate) fn split(
                 })
                 .collect())
         }
-        (Filter::MatrixRows { parts }, Shape::Matrix { .. }) => {
-            split(shape, home, Filter::MatrixTiles { px: parts, py: 1 })
-        }
-        (Filter::MatrixCols { parts }, Shape::Matrix { .. }) => {
-            split(shape, home, Filter::MatrixTiles { px: 1, py: parts })
-        }
+        (Filter::MatrixRows { parts }, Shape::Matrix { .. }) => split(shape, home, Filter::MatrixTiles { px: parts, py: 1 }),
+        (Filter::MatrixCols { parts }, Shape::Matrix { .. }) => split(shape, home, Filter::MatrixTiles { px: 1, py: parts }),
         (Filter::MatrixTiles { px, py }, Shape::Matrix { nx, ny, elem }) => {
             check(nx, px, "rows")?;
             check(ny, py, "columns")?;
@@ -66,14 +54,7 @@ pub(crate) fn split(
                 for i in 0..px {
                     let (x0, xl) = part(nx, px, i);
                     let (y0, yl) = part(ny, py, j);
-                    v.push((
-                        Shape::Matrix {
-                            nx: xl,
-                            ny: yl,
-                            elem,
-                        },
-                        (x0 + y0 * home.ldy) * elem,
-                    ));
+                    v.push((Shape::Matrix { nx: xl, ny: yl, elem }, (x0 + y0 * home.ldy) * elem));
                 }
             }
             Ok(v)
@@ -83,15 +64,7 @@ pub(crate) fn split(
             Ok((0..parts)
                 .map(|k| {
                     let (z0, zl) = part(nz, parts, k);
-                    (
-                        Shape::Block {
-                            nx,
-                            ny,
-                            nz: zl,
-                            elem,
-                        },
-                        z0 * home.ldz * elem,
-                    )
+                    (Shape::Block { nx, ny, nz: zl, elem }, z0 * home.ldz * elem)
                 })
                 .collect())
         }
@@ -111,73 +84,27 @@ mod tests {
 
     #[test]
     fn vector_blocks_have_byte_offsets() {
-        let c = split(
-            Shape::Vector { nx: 10, elem: 4 },
-            Strides { ldy: 10, ldz: 10 },
-            Filter::VectorBlock { parts: 3 },
-        )
-        .unwrap();
+        let c = split(Shape::Vector { nx: 10, elem: 4 }, Strides { ldy: 10, ldz: 10 }, Filter::VectorBlock { parts: 3 }).unwrap();
         assert_eq!(c[1], (Shape::Vector { nx: 3, elem: 4 }, 16));
     }
 
     #[test]
     fn matrix_tiles_use_the_parent_leading_dimension() {
-        let m = Shape::Matrix {
-            nx: 4,
-            ny: 4,
-            elem: 8,
-        };
-        let c = split(
-            m,
-            Strides { ldy: 6, ldz: 24 },
-            Filter::MatrixTiles { px: 2, py: 2 },
-        )
-        .unwrap();
+        let m = Shape::Matrix { nx: 4, ny: 4, elem: 8 };
+        let c = split(m, Strides { ldy: 6, ldz: 24 }, Filter::MatrixTiles { px: 2, py: 2 }).unwrap();
         assert_eq!(c.len(), 4);
         // tile (1, 1) starts at row 2 of column 2
-        assert_eq!(
-            c[3],
-            (
-                Shape::Matrix {
-                    nx: 2,
-                    ny: 2,
-                    elem: 8
-                },
-                (2 + 2 * 6) * 8
-            )
-        );
+        assert_eq!(c[3], (Shape::Matrix { nx: 2, ny: 2, elem: 8 }, (2 + 2 * 6) * 8));
         let rows = split(m, m.packed(), Filter::MatrixRows { parts: 2 }).unwrap();
-        assert_eq!(
-            rows[1],
-            (
-                Shape::Matrix {
-                    nx: 2,
-                    ny: 4,
-                    elem: 8
-                },
-                16
-            )
-        );
+        assert_eq!(rows[1], (Shape::Matrix { nx: 2, ny: 4, elem: 8 }, 16));
     }
 
     #[test]
     fn block_slabs_and_bad_filters() {
-        let b = Shape::Block {
-            nx: 2,
-            ny: 2,
-            nz: 4,
-            elem: 1,
-        };
+        let b = Shape::Block { nx: 2, ny: 2, nz: 4, elem: 1 };
         let c = split(b, b.packed(), Filter::BlockSlabs { parts: 2 }).unwrap();
         assert_eq!(c[1].1, 8);
         assert!(split(b, b.packed(), Filter::VectorBlock { parts: 2 }).is_err());
-        assert!(
-            split(
-                Shape::Vector { nx: 2, elem: 1 },
-                Strides { ldy: 2, ldz: 2 },
-                Filter::VectorBlock { parts: 3 }
-            )
-            .is_err()
-        );
+        assert!(split(Shape::Vector { nx: 2, elem: 1 }, Strides { ldy: 2, ldz: 2 }, Filter::VectorBlock { parts: 3 }).is_err());
     }
 }

@@ -48,14 +48,7 @@ pub(crate) fn view(p: *mut u8, shape: Shape, strides: Strides, mode: AccessMode)
     unsafe { View::new(p, shape, strides, mode) }
 }
 
-fn new_entry(
-    id: u64,
-    shape: Shape,
-    strides: Strides,
-    nnodes: usize,
-    parent: Option<usize>,
-    off: usize,
-) -> Entry {
+fn new_entry(id: u64, shape: Shape, strides: Strides, nnodes: usize, parent: Option<usize>, off: usize) -> Entry {
     let mut replicas: Vec<Replica> = (0..nnodes).map(|_| Replica::invalid()).collect();
     replicas[0].state = ReplicaState::Owner;
     Entry {
@@ -74,12 +67,7 @@ fn new_entry(
 }
 
 impl RuntimeInner {
-    fn new_handle(
-        self: &Arc<Self>,
-        shape: Shape,
-        strides: Strides,
-        home: Home,
-    ) -> Result<DataHandle> {
+    fn new_handle(self: &Arc<Self>, shape: Shape, strides: Strides, home: Home) -> Result<DataHandle> {
         shape.validate(strides).map_err(Error::InvalidData)?;
         let addr = match &home {
             Home::Owned { ptr, .. } | Home::User { ptr } => Some(*ptr as usize),
@@ -93,22 +81,12 @@ impl RuntimeInner {
         e.host_addr = addr;
         let tree = Arc::new(Tree {
             id,
-            state: crate::sync::Mutex::new(TreeState {
-                entries: vec![e],
-                home,
-                unregistered: false,
-            }),
+            state: crate::sync::Mutex::new(TreeState { entries: vec![e], home, unregistered: false }),
             nodes: self.nodes.clone(),
         });
-        let h = DataHandle(Arc::new(HandleInner {
-            rt: self.clone(),
-            tree,
-            idx: 0,
-            id,
-        }));
+        let h = DataHandle(Arc::new(HandleInner { rt: self.clone(), tree, idx: 0, id }));
         if let Some(a) = addr {
-            self.registry
-                .insert(a, shape.span(strides), Arc::downgrade(&h.0));
+            self.registry.insert(a, shape.span(strides), Arc::downgrade(&h.0));
         }
         Ok(h)
     }
@@ -116,82 +94,43 @@ impl RuntimeInner {
 
 fn owned<T: Pod + Send>(mut v: Vec<T>) -> Home {
     let ptr = v.as_mut_ptr() as *mut u8;
-    Home::Owned {
-        ptr,
-        owner: Box::new(v),
-    }
+    Home::Owned { ptr, owner: Box::new(v) }
 }
 
 impl Runtime {
     /// Register a vector; `into_vec` gives it back after the tasks using it.
     pub fn register_vector<T: Pod + Send>(&self, v: Vec<T>) -> Result<DataHandle> {
-        let shape = Shape::Vector {
-            nx: v.len(),
-            elem: std::mem::size_of::<T>(),
-        };
+        let shape = Shape::Vector { nx: v.len(), elem: std::mem::size_of::<T>() };
         self.inner().new_handle(shape, shape.packed(), owned(v))
     }
 
     /// Register a matrix of `ny` columns of `nx` elements, columns `ld` elements apart.
-    pub fn register_matrix<T: Pod + Send>(
-        &self,
-        v: Vec<T>,
-        nx: usize,
-        ny: usize,
-        ld: usize,
-    ) -> Result<DataHandle> {
-        let shape = Shape::Matrix {
-            nx,
-            ny,
-            elem: std::mem::size_of::<T>(),
-        };
-        let strides = Strides {
-            ldy: ld,
-            ldz: ld * ny,
-        };
+    pub fn register_matrix<T: Pod + Send>(&self, v: Vec<T>, nx: usize, ny: usize, ld: usize) -> Result<DataHandle> {
+        let shape = Shape::Matrix { nx, ny, elem: std::mem::size_of::<T>() };
+        let strides = Strides { ldy: ld, ldz: ld * ny };
         if shape.span(strides) > v.len() * std::mem::size_of::<T>() {
-            return Err(Error::InvalidData(format!(
-                "a {nx}x{ny} matrix with ld {ld} does not fit in {} elements",
-                v.len()
-            )));
+            return Err(Error::InvalidData(format!("a {nx}x{ny} matrix with ld {ld} does not fit in {} elements", v.len())));
         }
         self.inner().new_handle(shape, strides, owned(v))
     }
 
     /// Register a 3-D block: `nz` slices `ldz` apart of `ny` rows `ldy` apart of `nx` elements.
-    pub fn register_block<T: Pod + Send>(
-        &self,
-        v: Vec<T>,
-        dims: [usize; 3],
-        ldy: usize,
-        ldz: usize,
-    ) -> Result<DataHandle> {
+    pub fn register_block<T: Pod + Send>(&self, v: Vec<T>, dims: [usize; 3], ldy: usize, ldz: usize) -> Result<DataHandle> {
         let [nx, ny, nz] = dims;
-        let shape = Shape::Block {
-            nx,
-            ny,
-            nz,
-            elem: std::mem::size_of::<T>(),
-        };
+        let shape = Shape::Block { nx, ny, nz, elem: std::mem::size_of::<T>() };
         let strides = Strides { ldy, ldz };
         if shape.span(strides) > v.len() * std::mem::size_of::<T>() {
-            return Err(Error::InvalidData(format!(
-                "a {nx}x{ny}x{nz} block does not fit in {} elements",
-                v.len()
-            )));
+            return Err(Error::InvalidData(format!("a {nx}x{ny}x{nz} block does not fit in {} elements", v.len())));
         }
         self.inner().new_handle(shape, strides, owned(v))
     }
 
     /// Register one value.
     pub fn register_variable<T: Pod + Send>(&self, v: T) -> Result<DataHandle> {
-        let shape = Shape::Variable {
-            size: std::mem::size_of::<T>(),
-        };
+        let shape = Shape::Variable { size: std::mem::size_of::<T>() };
         let mut b = Box::new(v);
         let ptr = &mut *b as *mut T as *mut u8;
-        self.inner()
-            .new_handle(shape, shape.packed(), Home::Owned { ptr, owner: b })
+        self.inner().new_handle(shape, shape.packed(), Home::Owned { ptr, owner: b })
     }
 
     /// Register raw bytes.
@@ -206,19 +145,13 @@ impl Runtime {
     /// `ptr` must be valid for reads and writes of `shape.span(strides)` bytes until
     /// `unregister` returns, and the caller must not touch it meanwhile except through
     /// `acquire`.
-    pub unsafe fn register_raw(
-        &self,
-        ptr: *mut u8,
-        shape: Shape,
-        strides: Strides,
-    ) -> Result<DataHandle> {
+    pub unsafe fn register_raw(&self, ptr: *mut u8, shape: Shape, strides: Strides) -> Result<DataHandle> {
         self.inner().new_handle(shape, strides, Home::User { ptr })
     }
 
     /// Data the runtime allocates (zero-filled) where it is first used.
     pub fn alloc(&self, shape: Shape) -> Result<DataHandle> {
-        self.inner()
-            .new_handle(shape, shape.packed(), Home::Runtime { buf: None })
+        self.inner().new_handle(shape, shape.packed(), Home::Runtime { buf: None })
     }
 }
 
@@ -257,28 +190,17 @@ impl DataHandle {
 
     /// Replica state on each memory node (diagnostics and tests).
     pub fn replica_states(&self) -> Vec<ReplicaState> {
-        self.0.tree.lock().entries[self.0.idx]
-            .replicas
-            .iter()
-            .map(|r| r.state)
-            .collect()
+        self.0.tree.lock().entries[self.0.idx].replicas.iter().map(|r| r.state).collect()
     }
 
     fn check_not_in_task(&self) -> Result<()> {
-        if crate::worker::current(self.0.rt.id).is_some() {
-            Err(Error::WouldDeadlock)
-        } else {
-            Ok(())
-        }
+        if crate::worker::current(self.0.rt.id).is_some() { Err(Error::WouldDeadlock) } else { Ok(()) }
     }
 
     /// Wait for the tasks submitted before on this handle (for `mode`), and get its data in
     /// host memory. Tasks submitted later wait until the guard is dropped.
     pub fn acquire(&self, mode: AccessMode) -> Result<AcquireGuard> {
-        if matches!(
-            mode,
-            AccessMode::Scratch | AccessMode::Redux | AccessMode::Commute
-        ) {
+        if matches!(mode, AccessMode::Scratch | AccessMode::Redux | AccessMode::Commute) {
             return Err(Error::Unsupported(format!("acquiring in mode {mode:?}")));
         }
         self.check_not_in_task()?;
@@ -298,11 +220,7 @@ impl DataHandle {
         let strides = st.entries[h.idx].home_strides;
         drop(st);
         match r {
-            Ok(p) => Ok(AcquireGuard {
-                handle: self.clone(),
-                task: Some(t),
-                view: view(p, shape, strides, mode),
-            }),
+            Ok(p) => Ok(AcquireGuard { handle: self.clone(), task: Some(t), view: view(p, shape, strides, mode) }),
             Err(e) => {
                 rt.complete(&t, Err(crate::task::TaskError::Data(e.to_string())), None);
                 Err(e)
@@ -344,43 +262,23 @@ impl DataHandle {
             return Err(Error::Unregistered(h.id));
         }
         if !e.children.is_empty() {
-            return Err(Error::InvalidData(format!(
-                "handle {} is already partitioned",
-                h.id
-            )));
+            return Err(Error::InvalidData(format!("handle {} is already partitioned", h.id)));
         }
         if e.redux.is_some() {
-            return Err(Error::Unsupported(
-                "partitioning a handle with reduction methods".into(),
-            ));
+            return Err(Error::Unsupported("partitioning a handle with reduction methods".into()));
         }
         let parts = split(e.shape, e.home_strides, filter).map_err(Error::InvalidData)?;
         // Children alias the home memory: make sure it exists.
         st.home_base(&h.tree)?;
-        let (base_off, strides) = (
-            st.entries[h.idx].home_offset,
-            st.entries[h.idx].home_strides,
-        );
+        let (base_off, strides) = (st.entries[h.idx].home_offset, st.entries[h.idx].home_strides);
         let mut out = Vec::with_capacity(parts.len());
         for (shape, off) in parts {
             let id = h.rt.next_handle.fetch_add(1, Ordering::Relaxed);
             let idx = st.entries.len();
-            let child = new_entry(
-                id,
-                shape,
-                strides,
-                h.rt.nodes.len(),
-                Some(h.idx),
-                base_off + off,
-            );
+            let child = new_entry(id, shape, strides, h.rt.nodes.len(), Some(h.idx), base_off + off);
             st.entries.push(child);
             st.entries[h.idx].children.push(idx);
-            out.push(DataHandle(Arc::new(HandleInner {
-                rt: h.rt.clone(),
-                tree: h.tree.clone(),
-                idx,
-                id,
-            })));
+            out.push(DataHandle(Arc::new(HandleInner { rt: h.rt.clone(), tree: h.tree.clone(), idx, id })));
         }
         Ok(out)
     }
@@ -392,10 +290,7 @@ impl DataHandle {
         let g = self.acquire(AccessMode::RW)?;
         let h = &self.0;
         let mut st = h.tree.lock();
-        let desc = super::relatives(&st, h.idx)
-            .into_iter()
-            .filter(|&r| is_descendant(&st, r, h.idx))
-            .collect::<Vec<_>>();
+        let desc = super::relatives(&st, h.idx).into_iter().filter(|&r| is_descendant(&st, r, h.idx)).collect::<Vec<_>>();
         st.flush_home(&h.tree, &desc)?;
         for &d in &desc {
             st.entries[d].alive = false;
@@ -409,22 +304,12 @@ impl DataHandle {
     /// Set the codelets a REDUX access uses: `init` (one buffer, W) sets a worker's private
     /// contribution to the neutral value; `reduce` (RW destination, R source) accumulates.
     pub fn set_reduction(&self, init: &Arc<Codelet>, reduce: &Arc<Codelet>) -> Result<()> {
-        if init.implementation(crate::task::Arch::Cpu).is_none()
-            || reduce.implementation(crate::task::Arch::Cpu).is_none()
-        {
-            return Err(Error::NoImplementation(format!(
-                "{} / {} (reductions run on CPU workers)",
-                init.name(),
-                reduce.name()
-            )));
+        if init.implementation(crate::task::Arch::Cpu).is_none() || reduce.implementation(crate::task::Arch::Cpu).is_none() {
+            return Err(Error::NoImplementation(format!("{} / {} (reductions run on CPU workers)", init.name(), reduce.name())));
         }
         let mut st = self.0.tree.lock();
         let n = self.0.rt.workers.len();
-        st.entries[self.0.idx].redux = Some(Redux {
-            init: init.clone(),
-            reduce: reduce.clone(),
-            contribs: vec![None; n],
-        });
+        st.entries[self.0.idx].redux = Some(Redux { init: init.clone(), reduce: reduce.clone(), contribs: vec![None; n] });
         Ok(())
     }
 
@@ -432,16 +317,12 @@ impl DataHandle {
         self.check_not_in_task()?;
         let h = &self.0;
         if h.idx != 0 {
-            return Err(Error::Unsupported(
-                "unregister the root handle; children go with unpartition".into(),
-            ));
+            return Err(Error::Unsupported("unregister the root handle; children go with unpartition".into()));
         }
         // Ordered after every task submitted on the handle, its children included.
         let g = self.acquire(AccessMode::RW)?;
         let mut st = h.tree.lock();
-        let all: Vec<usize> = (0..st.entries.len())
-            .filter(|&i| st.entries[i].alive)
-            .collect();
+        let all: Vec<usize> = (0..st.entries.len()).filter(|&i| st.entries[i].alive).collect();
         st.flush_home(&h.tree, &all)?;
         for e in st.entries.iter_mut() {
             e.alive = false;
@@ -472,12 +353,10 @@ impl DataHandle {
     /// Unregister a handle made by `register_vector`/`register_matrix`/… and get its data back.
     pub fn into_vec<T: Pod + Send>(self) -> Result<Vec<T>> {
         match self.unregister_inner()? {
-            Some(o) => o.downcast::<Vec<T>>().map(|b| *b).map_err(|_| {
-                Error::InvalidData("the handle does not hold a Vec of that type".into())
-            }),
-            None => Err(Error::InvalidData(
-                "the handle does not own a Rust vector".into(),
-            )),
+            Some(o) => {
+                o.downcast::<Vec<T>>().map(|b| *b).map_err(|_| Error::InvalidData("the handle does not hold a Vec of that type".into()))
+            }
+            None => Err(Error::InvalidData("the handle does not own a Rust vector".into())),
         }
     }
 }
@@ -509,17 +388,9 @@ pub(crate) fn redux_contribution(rt: &RuntimeInner, h: &HandleInner, w: usize) -
     // Only worker `w` touches its contribution during the phase: no lock needed to init it.
     let p = buf.addr as *mut u8;
     let views = [view(p, shape, shape.packed(), AccessMode::W)];
-    let ctx = TaskContext {
-        views: &views,
-        args: &[],
-        worker: w,
-        arch: crate::task::Arch::Cpu,
-    };
-    let f = init
-        .implementation(crate::task::Arch::Cpu)
-        .expect("invariant: checked by set_reduction");
-    crate::runtime::call_implementation(f, &ctx, init.name())
-        .map_err(|e| Error::InvalidData(e.to_string()))?;
+    let ctx = TaskContext { views: &views, args: &[], worker: w, arch: crate::task::Arch::Cpu };
+    let f = init.implementation(crate::task::Arch::Cpu).expect("invariant: checked by set_reduction");
+    crate::runtime::call_implementation(f, &ctx, init.name()).map_err(|e| Error::InvalidData(e.to_string()))?;
     Ok(p)
 }
 
@@ -529,31 +400,17 @@ pub(crate) fn reduce(rt: &RuntimeInner, h: &HandleInner, w: usize) -> Result<()>
     let p = st.acquire(&h.tree, h.idx, 0, AccessMode::RW)?;
     let e = &mut st.entries[h.idx];
     let (shape, strides) = (e.shape, e.home_strides);
-    let rd = e
-        .redux
-        .as_mut()
-        .expect("invariant: reduction tasks exist only for handles with methods");
+    let rd = e.redux.as_mut().expect("invariant: reduction tasks exist only for handles with methods");
     let contribs: Vec<_> = rd.contribs.iter_mut().filter_map(Option::take).collect();
     let red = rd.reduce.clone();
     drop(st);
-    let f = red
-        .implementation(crate::task::Arch::Cpu)
-        .expect("invariant: checked by set_reduction");
+    let f = red.implementation(crate::task::Arch::Cpu).expect("invariant: checked by set_reduction");
     let mut result = Ok(());
     for b in &contribs {
         if result.is_ok() {
-            let views = [
-                view(p, shape, strides, AccessMode::RW),
-                view(b.addr as *mut u8, shape, shape.packed(), AccessMode::R),
-            ];
-            let ctx = TaskContext {
-                views: &views,
-                args: &[],
-                worker: w,
-                arch: crate::task::Arch::Cpu,
-            };
-            result = crate::runtime::call_implementation(f, &ctx, red.name())
-                .map_err(|e| Error::InvalidData(e.to_string()));
+            let views = [view(p, shape, strides, AccessMode::RW), view(b.addr as *mut u8, shape, shape.packed(), AccessMode::R)];
+            let ctx = TaskContext { views: &views, args: &[], worker: w, arch: crate::task::Arch::Cpu };
+            result = crate::runtime::call_implementation(f, &ctx, red.name()).map_err(|e| Error::InvalidData(e.to_string()));
         }
     }
     for b in contribs {

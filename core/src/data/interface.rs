@@ -12,27 +12,11 @@ use weft_vendors::Rect;
 /// The shape of a data handle.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Shape {
-    Vector {
-        nx: usize,
-        elem: usize,
-    },
-    Matrix {
-        nx: usize,
-        ny: usize,
-        elem: usize,
-    },
-    Block {
-        nx: usize,
-        ny: usize,
-        nz: usize,
-        elem: usize,
-    },
-    Variable {
-        size: usize,
-    },
-    Bytes {
-        size: usize,
-    },
+    Vector { nx: usize, elem: usize },
+    Matrix { nx: usize, ny: usize, elem: usize },
+    Block { nx: usize, ny: usize, nz: usize, elem: usize },
+    Variable { size: usize },
+    Bytes { size: usize },
 }
 
 /// How one replica lays a shape out: element strides between rows (`ldy`) and slices (`ldz`).
@@ -46,9 +30,7 @@ impl Shape {
     /// Element size in bytes (1 for variables and raw bytes, counted as bytes).
     pub fn elem(&self) -> usize {
         match *self {
-            Shape::Vector { elem, .. } | Shape::Matrix { elem, .. } | Shape::Block { elem, .. } => {
-                elem
-            }
+            Shape::Vector { elem, .. } | Shape::Matrix { elem, .. } | Shape::Block { elem, .. } => elem,
             Shape::Variable { .. } | Shape::Bytes { .. } => 1,
         }
     }
@@ -71,10 +53,7 @@ impl Shape {
     /// Strides of a packed replica.
     pub fn packed(&self) -> Strides {
         let [nx, ny, _] = self.dims();
-        Strides {
-            ldy: nx,
-            ldz: nx * ny,
-        }
+        Strides { ldy: nx, ldz: nx * ny }
     }
 
     /// Bytes spanned by a replica with these strides (from the first to one past the last byte).
@@ -90,11 +69,7 @@ impl Shape {
     pub fn rect(&self, src: Strides, dst: Strides) -> Rect {
         let [nx, ny, nz] = self.dims();
         let e = self.elem();
-        Rect {
-            region: [nx * e, ny, nz],
-            src_pitch: [src.ldy * e, src.ldz * e],
-            dst_pitch: [dst.ldy * e, dst.ldz * e],
-        }
+        Rect { region: [nx * e, ny, nz], src_pitch: [src.ldy * e, src.ldz * e], dst_pitch: [dst.ldy * e, dst.ldz * e] }
     }
 
     /// Check the shape and strides describe a valid, non-empty layout.
@@ -104,17 +79,10 @@ impl Shape {
             return Err(format!("zero-size data ({self:?})"));
         }
         if s.ldy < nx {
-            return Err(format!(
-                "leading dimension {} is smaller than nx {nx}",
-                s.ldy
-            ));
+            return Err(format!("leading dimension {} is smaller than nx {nx}", s.ldy));
         }
         if nz > 1 && s.ldz < s.ldy * ny {
-            return Err(format!(
-                "slice stride {} is smaller than ld*ny {}",
-                s.ldz,
-                s.ldy * ny
-            ));
+            return Err(format!("slice stride {} is smaller than ld*ny {}", s.ldz, s.ldy * ny));
         }
         Ok(())
     }
@@ -126,11 +94,7 @@ mod tests {
 
     #[test]
     fn matrix_span_and_rect_follow_the_leading_dimension() {
-        let m = Shape::Matrix {
-            nx: 3,
-            ny: 2,
-            elem: 4,
-        };
+        let m = Shape::Matrix { nx: 3, ny: 2, elem: 4 };
         let s = Strides { ldy: 5, ldz: 10 };
         assert_eq!(m.size(), 24);
         assert_eq!(m.span(s), (5 + 3) * 4);
@@ -142,16 +106,8 @@ mod tests {
 
     #[test]
     fn invalid_layouts_are_rejected() {
-        assert!(
-            Shape::Vector { nx: 0, elem: 4 }
-                .validate(Strides { ldy: 0, ldz: 0 })
-                .is_err()
-        );
-        let m = Shape::Matrix {
-            nx: 4,
-            ny: 2,
-            elem: 8,
-        };
+        assert!(Shape::Vector { nx: 0, elem: 4 }.validate(Strides { ldy: 0, ldz: 0 }).is_err());
+        let m = Shape::Matrix { nx: 4, ny: 2, elem: 8 };
         assert!(m.validate(Strides { ldy: 3, ldz: 6 }).is_err());
         assert!(m.validate(m.packed()).is_ok());
     }

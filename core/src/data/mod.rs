@@ -52,12 +52,7 @@ pub(crate) struct Replica {
 
 impl Replica {
     fn invalid() -> Replica {
-        Replica {
-            state: ReplicaState::Invalid,
-            buf: None,
-            pins: 0,
-            last_use: 0,
-        }
+        Replica { state: ReplicaState::Invalid, buf: None, pins: 0, last_use: 0 }
     }
     pub fn valid(&self) -> bool {
         self.state != ReplicaState::Invalid
@@ -67,10 +62,7 @@ impl Replica {
 /// Where the root's node-0 data lives.
 pub(crate) enum Home {
     /// Memory the runtime owns a Rust value for (a `Vec<T>`), returned at unregister.
-    Owned {
-        ptr: *mut u8,
-        owner: Box<dyn Any + Send>,
-    },
+    Owned { ptr: *mut u8, owner: Box<dyn Any + Send> },
     /// Memory a C caller registered; written back at unregister, never freed.
     User { ptr: *mut u8 },
     /// Runtime-allocated host memory; allocated lazily on first use.
@@ -128,11 +120,7 @@ pub(crate) struct Entry {
 
 impl Entry {
     pub fn strides_on(&self, node: usize) -> interface::Strides {
-        if node == 0 {
-            self.home_strides
-        } else {
-            self.shape.packed()
-        }
+        if node == 0 { self.home_strides } else { self.shape.packed() }
     }
 }
 

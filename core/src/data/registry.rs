@@ -21,20 +21,13 @@ impl Registry {
 
     /// The handle registered at exactly `addr`.
     pub fn exact(&self, addr: usize) -> Option<DataHandle> {
-        lock(&self.map)
-            .get(&addr)
-            .and_then(|(_, w)| w.upgrade())
-            .map(DataHandle)
+        lock(&self.map).get(&addr).and_then(|(_, w)| w.upgrade()).map(DataHandle)
     }
 
     /// The handle whose registered range contains `addr`.
     pub fn containing(&self, addr: usize) -> Option<DataHandle> {
         let m = lock(&self.map);
         let (start, (len, w)) = m.range(..=addr).next_back()?;
-        if addr < start + len {
-            w.upgrade().map(DataHandle)
-        } else {
-            None
-        }
+        if addr < start + len { w.upgrade().map(DataHandle) } else { None }
     }
 }

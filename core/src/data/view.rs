@@ -28,19 +28,8 @@ impl View {
     /// # Safety
     /// `ptr` must address a replica laid out as `shape`/`strides` that stays valid, and that
     /// no one else writes (or, for writable modes, reads), for the lifetime of the view.
-    pub(crate) unsafe fn new(
-        ptr: *mut u8,
-        shape: Shape,
-        strides: Strides,
-        mode: AccessMode,
-    ) -> View {
-        View {
-            ptr,
-            shape,
-            strides,
-            mode,
-            borrow: Cell::new(0),
-        }
+    pub(crate) unsafe fn new(ptr: *mut u8, shape: Shape, strides: Strides, mode: AccessMode) -> View {
+        View { ptr, shape, strides, mode, borrow: Cell::new(0) }
     }
 
     pub fn shape(&self) -> Shape {
@@ -60,14 +49,8 @@ impl View {
     fn take(&self, mutable: bool) {
         let b = self.borrow.get();
         if mutable {
-            assert!(
-                self.mode != AccessMode::R,
-                "buffer accessed in mode R cannot be borrowed mutably"
-            );
-            assert!(
-                b == 0,
-                "buffer is already borrowed; take each buffer's view once"
-            );
+            assert!(self.mode != AccessMode::R, "buffer accessed in mode R cannot be borrowed mutably");
+            assert!(b == 0, "buffer is already borrowed; take each buffer's view once");
             self.borrow.set(2);
         } else {
             assert!(b != 2, "buffer is already borrowed mutably");
@@ -83,29 +66,16 @@ impl View {
             std::mem::size_of::<T>(),
             self.shape.elem()
         );
-        assert_eq!(
-            self.ptr as usize % std::mem::align_of::<T>(),
-            0,
-            "buffer is not aligned for the element type"
-        );
+        assert_eq!(self.ptr as usize % std::mem::align_of::<T>(), 0, "buffer is not aligned for the element type");
     }
 
     fn contiguous_len<T>(&self) -> usize {
         match self.shape {
             Shape::Vector { nx, .. } => nx,
-            Shape::Variable { size } | Shape::Bytes { size } => {
-                size / std::mem::size_of::<T>().max(1)
-            }
+            Shape::Variable { size } | Shape::Bytes { size } => size / std::mem::size_of::<T>().max(1),
             Shape::Matrix { nx, ny, .. } if self.strides.ldy == nx => nx * ny,
-            Shape::Block { nx, ny, nz, .. }
-                if self.strides.ldy == nx && self.strides.ldz == nx * ny =>
-            {
-                nx * ny * nz
-            }
-            _ => panic!(
-                "buffer of shape {:?} is not contiguous; use matrix()/block()",
-                self.shape
-            ),
+            Shape::Block { nx, ny, nz, .. } if self.strides.ldy == nx && self.strides.ldz == nx * ny => nx * ny * nz,
+            _ => panic!("buffer of shape {:?} is not contiguous; use matrix()/block()", self.shape),
         }
     }
 
@@ -114,11 +84,7 @@ impl View {
         if !matches!(self.shape, Shape::Variable { .. } | Shape::Bytes { .. }) {
             self.check_elem::<T>();
         } else {
-            assert_eq!(
-                self.ptr as usize % std::mem::align_of::<T>(),
-                0,
-                "buffer is not aligned for the type"
-            );
+            assert_eq!(self.ptr as usize % std::mem::align_of::<T>(), 0, "buffer is not aligned for the type");
         }
         let n = self.contiguous_len::<T>();
         self.take(false);
@@ -133,11 +99,7 @@ impl View {
         if !matches!(self.shape, Shape::Variable { .. } | Shape::Bytes { .. }) {
             self.check_elem::<T>();
         } else {
-            assert_eq!(
-                self.ptr as usize % std::mem::align_of::<T>(),
-                0,
-                "buffer is not aligned for the type"
-            );
+            assert_eq!(self.ptr as usize % std::mem::align_of::<T>(), 0, "buffer is not aligned for the type");
         }
         let n = self.contiguous_len::<T>();
         self.take(true);
@@ -147,24 +109,15 @@ impl View {
 
     /// A variable's value.
     pub fn value<T: Pod>(&self) -> T {
-        assert!(
-            std::mem::size_of::<T>() <= self.shape.size(),
-            "type larger than the variable"
-        );
+        assert!(std::mem::size_of::<T>() <= self.shape.size(), "type larger than the variable");
         // SAFETY: the replica holds at least size_of::<T>() initialised bytes.
         unsafe { std::ptr::read_unaligned(self.ptr as *const T) }
     }
 
     /// Overwrite a variable's value.
     pub fn set_value<T: Pod>(&self, v: T) {
-        assert!(
-            std::mem::size_of::<T>() <= self.shape.size(),
-            "type larger than the variable"
-        );
-        assert!(
-            self.mode != AccessMode::R,
-            "variable accessed in mode R is read-only"
-        );
+        assert!(std::mem::size_of::<T>() <= self.shape.size(), "type larger than the variable");
+        assert!(self.mode != AccessMode::R, "variable accessed in mode R is read-only");
         assert!(self.borrow.get() == 0, "buffer is borrowed");
         // SAFETY: writable replica of at least size_of::<T>() bytes, not borrowed.
         unsafe { std::ptr::write_unaligned(self.ptr as *mut T, v) }
@@ -174,50 +127,28 @@ impl View {
         let [nx, ny, _] = self.shape.dims();
         self.check_elem::<T>();
         self.take(false);
-        MatrixRef {
-            ptr: self.ptr as *const T,
-            nx,
-            ny,
-            ld: self.strides.ldy,
-            _m: PhantomData,
-        }
+        MatrixRef { ptr: self.ptr as *const T, nx, ny, ld: self.strides.ldy, _m: PhantomData }
     }
 
     pub fn matrix_mut<T: Pod>(&self) -> MatrixMut<'_, T> {
         let [nx, ny, _] = self.shape.dims();
         self.check_elem::<T>();
         self.take(true);
-        MatrixMut {
-            ptr: self.ptr as *mut T,
-            nx,
-            ny,
-            ld: self.strides.ldy,
-            _m: PhantomData,
-        }
+        MatrixMut { ptr: self.ptr as *mut T, nx, ny, ld: self.strides.ldy, _m: PhantomData }
     }
 
     pub fn block<T: Pod>(&self) -> BlockRef<'_, T> {
         let [nx, ny, nz] = self.shape.dims();
         self.check_elem::<T>();
         self.take(false);
-        BlockRef {
-            ptr: self.ptr as *const T,
-            dims: [nx, ny, nz],
-            ld: [self.strides.ldy, self.strides.ldz],
-            _m: PhantomData,
-        }
+        BlockRef { ptr: self.ptr as *const T, dims: [nx, ny, nz], ld: [self.strides.ldy, self.strides.ldz], _m: PhantomData }
     }
 
     pub fn block_mut<T: Pod>(&self) -> BlockMut<'_, T> {
         let [nx, ny, nz] = self.shape.dims();
         self.check_elem::<T>();
         self.take(true);
-        BlockMut {
-            ptr: self.ptr as *mut T,
-            dims: [nx, ny, nz],
-            ld: [self.strides.ldy, self.strides.ldz],
-            _m: PhantomData,
-        }
+        BlockMut { ptr: self.ptr as *mut T, dims: [nx, ny, nz], ld: [self.strides.ldy, self.strides.ldz], _m: PhantomData }
     }
 }
 
@@ -279,14 +210,9 @@ pub struct BlockRef<'a, T> {
 
 impl<T: Pod> BlockRef<'_, T> {
     pub fn row(&self, j: usize, k: usize) -> &[T] {
-        assert!(
-            j < self.dims[1] && k < self.dims[2],
-            "row ({j},{k}) out of bounds"
-        );
+        assert!(j < self.dims[1] && k < self.dims[2], "row ({j},{k}) out of bounds");
         // SAFETY: row (j,k) holds dims[0] elements inside the replica.
-        unsafe {
-            std::slice::from_raw_parts(self.ptr.add(j * self.ld[0] + k * self.ld[1]), self.dims[0])
-        }
+        unsafe { std::slice::from_raw_parts(self.ptr.add(j * self.ld[0] + k * self.ld[1]), self.dims[0]) }
     }
     pub fn get(&self, i: usize, j: usize, k: usize) -> T {
         self.row(j, k)[i]
@@ -303,17 +229,9 @@ pub struct BlockMut<'a, T> {
 
 impl<T: Pod> BlockMut<'_, T> {
     pub fn row_mut(&mut self, j: usize, k: usize) -> &mut [T] {
-        assert!(
-            j < self.dims[1] && k < self.dims[2],
-            "row ({j},{k}) out of bounds"
-        );
+        assert!(j < self.dims[1] && k < self.dims[2], "row ({j},{k}) out of bounds");
         // SAFETY: row (j,k) is inside the replica and `&mut self` makes this the only view.
-        unsafe {
-            std::slice::from_raw_parts_mut(
-                self.ptr.add(j * self.ld[0] + k * self.ld[1]),
-                self.dims[0],
-            )
-        }
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.add(j * self.ld[0] + k * self.ld[1]), self.dims[0]) }
     }
     pub fn get(&mut self, i: usize, j: usize, k: usize) -> T {
         self.row_mut(j, k)[i]

@@ -11,10 +11,7 @@ pub(crate) struct Eager {
 
 impl Eager {
     pub fn new(ctx: SchedCtx) -> Eager {
-        Eager {
-            ctx,
-            q: MaskQueues::new(),
-        }
+        Eager { ctx, q: MaskQueues::new() }
     }
 }
 

@@ -35,12 +35,7 @@ pub(crate) struct Prio {
 
 impl Prio {
     pub fn new(ctx: SchedCtx) -> Prio {
-        Prio {
-            ctx,
-            heap: Mutex::new(BinaryHeap::new()),
-            seq: AtomicU64::new(0),
-            len: AtomicUsize::new(0),
-        }
+        Prio { ctx, heap: Mutex::new(BinaryHeap::new()), seq: AtomicU64::new(0), len: AtomicUsize::new(0) }
     }
 }
 

@@ -22,9 +22,7 @@ pub(crate) struct MaskQueues {
 impl MaskQueues {
     pub fn new() -> MaskQueues {
         let n = 1 << Arch::ALL.len();
-        MaskQueues {
-            queues: (0..n).map(|_| Injector::new()).collect(),
-        }
+        MaskQueues { queues: (0..n).map(|_| Injector::new()).collect() }
     }
     pub fn push(&self, t: TaskRef) {
         let m = t.arch_mask as usize;
@@ -36,9 +34,7 @@ impl MaskQueues {
         if let Some(t) = steal(&self.queues[bit]) {
             return Some(t);
         }
-        (1..self.queues.len())
-            .filter(|m| m & bit != 0 && *m != bit)
-            .find_map(|m| steal(&self.queues[m]))
+        (1..self.queues.len()).filter(|m| m & bit != 0 && *m != bit).find_map(|m| steal(&self.queues[m]))
     }
     pub fn is_empty(&self) -> bool {
         self.queues.iter().all(|q| q.is_empty())

@@ -31,21 +31,10 @@ impl Policy for Random {
         "random"
     }
     fn push(&self, task: TaskRef, _from: Option<usize>) -> Target {
-        let total: f64 = self
-            .ctx
-            .workers
-            .iter()
-            .filter(|w| self.ctx.can_run(&task, w.id))
-            .map(|w| w.speed)
-            .sum();
+        let total: f64 = self.ctx.workers.iter().filter(|w| self.ctx.can_run(&task, w.id)).map(|w| w.speed).sum();
         let mut x = (mix(task.id) >> 11) as f64 / (1u64 << 53) as f64 * total;
         let mut chosen = None;
-        for w in self
-            .ctx
-            .workers
-            .iter()
-            .filter(|w| self.ctx.can_run(&task, w.id))
-        {
+        for w in self.ctx.workers.iter().filter(|w| self.ctx.can_run(&task, w.id)) {
             chosen = Some(w.id);
             if x < w.speed {
                 break;

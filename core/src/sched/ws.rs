@@ -34,13 +34,7 @@ impl Ws {
                 v
             })
             .collect();
-        Ws {
-            local: (0..n).map(|_| CachePadded::new(Injector::new())).collect(),
-            shared: MaskQueues::new(),
-            victims,
-            ctx,
-            locality,
-        }
+        Ws { local: (0..n).map(|_| CachePadded::new(Injector::new())).collect(), shared: MaskQueues::new(), victims, ctx, locality }
     }
 }
 

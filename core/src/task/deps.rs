@@ -32,14 +32,7 @@ fn prune(v: &mut Vec<TaskRef>) {
 
 /// Collect the predecessors of an access of `mode` to entry `idx`, and (if `apply`) record
 /// `task` in the handle's phase state.
-pub(crate) fn access_preds(
-    st: &mut TreeState,
-    idx: usize,
-    mode: AccessMode,
-    task: &TaskRef,
-    apply: bool,
-    preds: &mut Vec<TaskRef>,
-) {
+pub(crate) fn access_preds(st: &mut TreeState, idx: usize, mode: AccessMode, task: &TaskRef, apply: bool, preds: &mut Vec<TaskRef>) {
     if mode == AccessMode::Scratch {
         return;
     }

@@ -126,32 +126,19 @@ pub struct Codelet {
 
 impl std::fmt::Debug for Codelet {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Codelet")
-            .field("name", &self.name)
-            .field("nbuffers", &self.nbuffers)
-            .finish()
+        f.debug_struct("Codelet").field("name", &self.name).field("nbuffers", &self.nbuffers).finish()
     }
 }
 
 impl Codelet {
     pub fn builder(name: impl Into<String>) -> CodeletBuilder {
-        CodeletBuilder {
-            c: Codelet {
-                name: name.into(),
-                impls: [None, None],
-                nbuffers: None,
-                modes: None,
-            },
-        }
+        CodeletBuilder { c: Codelet { name: name.into(), impls: [None, None], nbuffers: None, modes: None } }
     }
     pub fn name(&self) -> &str {
         &self.name
     }
     pub(crate) fn arch_mask(&self) -> u8 {
-        Arch::ALL
-            .iter()
-            .filter(|a| self.impls[**a as usize].is_some())
-            .fold(0, |m, a| m | a.bit())
+        Arch::ALL.iter().filter(|a| self.impls[**a as usize].is_some()).fold(0, |m, a| m | a.bit())
     }
     pub(crate) fn implementation(&self, a: Arch) -> Option<&ImplFn> {
         self.impls[a as usize].as_ref()
@@ -164,26 +151,17 @@ pub struct CodeletBuilder {
 
 impl CodeletBuilder {
     /// The CPU implementation.
-    pub fn cpu(
-        mut self,
-        f: impl Fn(&TaskContext<'_>) -> std::result::Result<(), String> + Send + Sync + 'static,
-    ) -> Self {
+    pub fn cpu(mut self, f: impl Fn(&TaskContext<'_>) -> std::result::Result<(), String> + Send + Sync + 'static) -> Self {
         self.c.impls[Arch::Cpu as usize] = Some(Arc::new(f));
         self
     }
     /// The implementation for null (simulated) devices.
-    pub fn null(
-        mut self,
-        f: impl Fn(&TaskContext<'_>) -> std::result::Result<(), String> + Send + Sync + 'static,
-    ) -> Self {
+    pub fn null(mut self, f: impl Fn(&TaskContext<'_>) -> std::result::Result<(), String> + Send + Sync + 'static) -> Self {
         self.c.impls[Arch::Null as usize] = Some(Arc::new(f));
         self
     }
     /// The same host-code implementation for CPU workers and null devices.
-    pub fn cpu_and_null(
-        mut self,
-        f: impl Fn(&TaskContext<'_>) -> std::result::Result<(), String> + Send + Sync + 'static,
-    ) -> Self {
+    pub fn cpu_and_null(mut self, f: impl Fn(&TaskContext<'_>) -> std::result::Result<(), String> + Send + Sync + 'static) -> Self {
         let f: ImplFn = Arc::new(f);
         self.c.impls[Arch::Cpu as usize] = Some(f.clone());
         self.c.impls[Arch::Null as usize] = Some(f);
@@ -301,10 +279,7 @@ impl TaskInner {
 
 /// A submitted task: wait for it, or depend on it.
 #[derive(Clone)]
-pub struct TaskHandle(
-    pub(crate) TaskRef,
-    pub(crate) Arc<crate::runtime::RuntimeInner>,
-);
+pub struct TaskHandle(pub(crate) TaskRef, pub(crate) Arc<crate::runtime::RuntimeInner>);
 
 impl TaskHandle {
     pub fn id(&self) -> u64 {
@@ -340,10 +315,7 @@ pub struct TaskBuilder {
 impl TaskBuilder {
     /// A task running `codelet`.
     pub fn new(codelet: &Arc<Codelet>) -> TaskBuilder {
-        TaskBuilder {
-            codelet: Some(codelet.clone()),
-            ..Self::empty()
-        }
+        TaskBuilder { codelet: Some(codelet.clone()), ..Self::empty() }
     }
     /// A task with no work: it only carries dependencies, a tag or a callback.
     pub fn empty() -> TaskBuilder {
@@ -360,21 +332,13 @@ impl TaskBuilder {
     }
     /// Access `h` with `mode`; buffers are numbered in the order accesses are added.
     pub fn access(mut self, h: &DataHandle, mode: AccessMode) -> Self {
-        self.accesses.push(Access {
-            handle: h.clone(),
-            mode,
-        });
+        self.accesses.push(Access { handle: h.clone(), mode });
         self
     }
     /// Access `h` with the codelet's declared mode for the next buffer (see `Codelet::modes`).
     pub fn handle(self, h: &DataHandle) -> Self {
         let i = self.accesses.len();
-        let mode = self
-            .codelet
-            .as_ref()
-            .and_then(|c| c.modes.as_ref())
-            .and_then(|m| m.get(i).copied())
-            .unwrap_or(AccessMode::RW);
+        let mode = self.codelet.as_ref().and_then(|c| c.modes.as_ref()).and_then(|m| m.get(i).copied()).unwrap_or(AccessMode::RW);
         self.access(h, mode)
     }
     pub fn args(mut self, bytes: &[u8]) -> Self {
@@ -404,10 +368,7 @@ impl TaskBuilder {
         self
     }
     /// Call `f` with the task's result when it completes (before `wait` returns).
-    pub fn callback(
-        mut self,
-        f: impl FnOnce(std::result::Result<(), TaskError>) + Send + 'static,
-    ) -> Self {
+    pub fn callback(mut self, f: impl FnOnce(std::result::Result<(), TaskError>) + Send + 'static) -> Self {
         self.callback = Some(Box::new(f));
         self
     }
@@ -418,11 +379,7 @@ impl TaskBuilder {
                 if let Some(n) = c.nbuffers
                     && n != self.accesses.len()
                 {
-                    return Err(Error::BufferCount {
-                        codelet: c.name.clone(),
-                        declared: n,
-                        given: self.accesses.len(),
-                    });
+                    return Err(Error::BufferCount { codelet: c.name.clone(), declared: n, given: self.accesses.len() });
                 }
                 let m = c.arch_mask() & present_archs;
                 if m == 0 {
@@ -432,9 +389,7 @@ impl TaskBuilder {
             }
             None => {
                 if !self.accesses.is_empty() {
-                    return Err(Error::NoImplementation(
-                        "(task without codelet accessing data)".into(),
-                    ));
+                    return Err(Error::NoImplementation("(task without codelet accessing data)".into()));
                 }
                 present_archs
             }

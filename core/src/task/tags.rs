@@ -29,11 +29,7 @@ pub(crate) struct Tags {
 
 impl Default for Tags {
     fn default() -> Self {
-        Tags {
-            shards: (0..SHARDS)
-                .map(|_| CachePadded::new(Mutex::new(HashMap::new())))
-                .collect(),
-        }
+        Tags { shards: (0..SHARDS).map(|_| CachePadded::new(Mutex::new(HashMap::new()))).collect() }
     }
 }
 
@@ -105,10 +101,7 @@ impl Tags {
     pub fn notify(&self, t: Tag) -> Result<Vec<TaskRef>> {
         let mut s = lock(&self.shards[shard_of(t)]);
         match s.insert(t, TagState::Done) {
-            Some(TagState::Unbound(w)) => Ok(w
-                .into_iter()
-                .filter(|x| x.pending.fetch_sub(1, Ordering::AcqRel) == 1)
-                .collect()),
+            Some(TagState::Unbound(w)) => Ok(w.into_iter().filter(|x| x.pending.fetch_sub(1, Ordering::AcqRel) == 1).collect()),
             Some(TagState::Bound(x)) if !x.is_done() => {
                 s.insert(t, TagState::Bound(x));
                 Err(Error::TagInUse(t))
@@ -136,11 +129,7 @@ impl Tags {
             .shards
             .iter()
             .flat_map(|s| {
-                lock(s)
-                    .iter()
-                    .filter(|(_, st)| matches!(st, TagState::Unbound(w) if !w.is_empty()))
-                    .map(|(t, _)| *t)
-                    .collect::<Vec<_>>()
+                lock(s).iter().filter(|(_, st)| matches!(st, TagState::Unbound(w) if !w.is_empty())).map(|(t, _)| *t).collect::<Vec<_>>()
             })
             .collect();
         v.sort_unstable();
@@ -154,10 +143,9 @@ impl Tags {
             for (t, st) in lock(s).iter_mut() {
                 if let TagState::Unbound(w) = st {
                     for x in w.drain(..) {
-                        let _ = x.poison.set(TaskError::Failed {
-                            task: x.name().to_string(),
-                            msg: format!("tag {t} was never carried by a task"),
-                        });
+                        let _ = x
+                            .poison
+                            .set(TaskError::Failed { task: x.name().to_string(), msg: format!("tag {t} was never carried by a task") });
                         if x.pending.fetch_sub(1, Ordering::AcqRel) == 1 {
                             out.push(x);
                         }

@@ -31,10 +31,7 @@ thread_local! {
 
 /// The worker the calling thread is, for runtime `rt`.
 pub(crate) fn current(rt: u64) -> Option<usize> {
-    CURRENT
-        .with(|c| c.get())
-        .filter(|(r, _)| *r == rt)
-        .map(|(_, w)| w)
+    CURRENT.with(|c| c.get()).filter(|(r, _)| *r == rt).map(|(_, w)| w)
 }
 
 /// Whether the calling thread is a worker of any runtime.

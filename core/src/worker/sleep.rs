@@ -17,9 +17,7 @@ impl Sleep {
     pub fn new(archs: Vec<Arch>) -> Sleep {
         let n = archs.len();
         Sleep {
-            words: (0..n.div_ceil(64).max(1))
-                .map(|_| AtomicU64::new(0))
-                .collect(),
+            words: (0..n.div_ceil(64).max(1)).map(|_| AtomicU64::new(0)).collect(),
             threads: (0..n).map(|_| OnceLock::new()).collect(),
             archs,
         }
@@ -90,9 +88,6 @@ impl Sleep {
 
     #[cfg(test)]
     pub fn sleeping(&self) -> u32 {
-        self.words
-            .iter()
-            .map(|w| w.load(Ordering::Relaxed).count_ones())
-            .sum()
+        self.words.iter().map(|w| w.load(Ordering::Relaxed).count_ones()).sum()
     }
 }

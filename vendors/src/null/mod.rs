@@ -36,13 +36,7 @@ impl NullDevice {
                 for job in rx {
                     // SAFETY: `Device::copy`'s caller keeps both ends valid and `dst`
                     // unaliased until `done` completes, which happens after this copy.
-                    unsafe {
-                        crate::copy_rect_host(
-                            endpoint_ptr(job.src),
-                            endpoint_ptr(job.dst),
-                            job.rect,
-                        )
-                    };
+                    unsafe { crate::copy_rect_host(endpoint_ptr(job.src), endpoint_ptr(job.dst), job.rect) };
                     job.done.complete(Ok(()));
                 }
             })
@@ -98,25 +92,12 @@ impl Device for NullDevice {
     fn host_ptr(&self, buf: Buffer) -> Option<*mut u8> {
         Some(buf.addr as *mut u8)
     }
-    unsafe fn copy(
-        &self,
-        src: Endpoint,
-        dst: Endpoint,
-        rect: Rect,
-    ) -> Result<Completion, DeviceError> {
+    unsafe fn copy(&self, src: Endpoint, dst: Endpoint, rect: Rect) -> Result<Completion, DeviceError> {
         let done = Completion::new();
         self.copied.fetch_add(rect.bytes(), Ordering::Relaxed);
         let tx = self.jobs.lock().unwrap_or_else(|e| e.into_inner());
-        let tx = tx
-            .as_ref()
-            .ok_or_else(|| DeviceError::Lost("device shut down".into()))?;
-        tx.send(CopyJob {
-            src,
-            dst,
-            rect,
-            done: done.clone(),
-        })
-        .map_err(|_| DeviceError::Lost("copy engine stopped".into()))?;
+        let tx = tx.as_ref().ok_or_else(|| DeviceError::Lost("device shut down".into()))?;
+        tx.send(CopyJob { src, dst, rect, done: done.clone() }).map_err(|_| DeviceError::Lost("copy engine stopped".into()))?;
         Ok(done)
     }
 }
@@ -131,24 +112,10 @@ mod tests {
         let buf = d.alloc(16).unwrap();
         let src: Vec<u8> = (0..16).collect();
         // SAFETY: src lives until we waited; buf is the device's own.
-        let c = unsafe {
-            d.copy(
-                Endpoint::Host(src.as_ptr() as *mut u8),
-                Endpoint::Device(buf, 0),
-                Rect::linear(16),
-            )
-        }
-        .unwrap();
+        let c = unsafe { d.copy(Endpoint::Host(src.as_ptr() as *mut u8), Endpoint::Device(buf, 0), Rect::linear(16)) }.unwrap();
         c.wait().unwrap();
         let mut back = vec![0u8; 16];
-        let c = unsafe {
-            d.copy(
-                Endpoint::Device(buf, 0),
-                Endpoint::Host(back.as_mut_ptr()),
-                Rect::linear(16),
-            )
-        }
-        .unwrap();
+        let c = unsafe { d.copy(Endpoint::Device(buf, 0), Endpoint::Host(back.as_mut_ptr()), Rect::linear(16)) }.unwrap();
         c.wait().unwrap();
         assert_eq!(back, src);
         assert_eq!(d.copied(), 32);
