@@ -55,6 +55,11 @@ impl MemoryNode {
         self.used.load(Ordering::Relaxed)
     }
 
+    /// Replicas currently allocated on this node.
+    pub fn resident_count(&self) -> usize {
+        lock(&self.resident).len()
+    }
+
     pub fn evictions(&self) -> usize {
         self.evictions.load(Ordering::Relaxed)
     }

@@ -361,7 +361,7 @@ impl RuntimeInner {
                     let st = &mut *guards[slot(&a.handle)];
                     let idx = a.handle.0.idx;
                     if st.entries[idx].deps.phase == crate::data::Phase::Redux && a.mode != AccessMode::Redux {
-                        peek.extend(st.entries[idx].deps.cur.iter().cloned());
+                        peek.extend(deps::live(&st.entries[idx].deps.cur));
                     }
                     deps::access_preds(st, idx, a.mode, task, false, &mut peek);
                 }

@@ -265,3 +265,27 @@ fn acquire_orders_the_application_between_tasks() {
     }
     assert_eq!(v.into_vec::<u32>().unwrap(), vec![2; 4]);
 }
+
+#[test]
+fn dropping_handles_and_finished_tasks_frees_their_replicas() {
+    let rt = with_null(1, None);
+    let dev = Codelet::builder("touch")
+        .null(|ctx| {
+            ctx.vector_mut::<u8>(0)[0] = 1;
+            Ok(())
+        })
+        .build();
+    for _ in 0..10 {
+        let h = rt.alloc(Shape::Vector { nx: 4096, elem: 1 }).unwrap();
+        rt.submit(TaskBuilder::new(&dev).access(&h, AccessMode::RW)).unwrap();
+        rt.submit(TaskBuilder::new(&dev).access(&h, AccessMode::RW)).unwrap();
+        // Dropped without unregister: once its tasks finish, nothing may keep it alive.
+    }
+    rt.wait_for_all().unwrap();
+    // The worker drops its reference to the last task just after completing it.
+    let t = std::time::Instant::now();
+    while rt.memory_nodes()[1].resident_count() > 0 && t.elapsed() < std::time::Duration::from_secs(5) {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    assert_eq!(rt.memory_nodes()[1].resident_count(), 0);
+}

@@ -241,7 +241,9 @@ enum Evict {
 fn evict_one(cur_tree: &Arc<Tree>, cur: &mut TreeState, node: usize) -> Evict {
     let mem = &cur_tree.nodes[node];
     let resident: Vec<_> = crate::sync::lock(&mem.resident).iter().map(|(k, w)| (*k, w.clone())).collect();
-    let mut cands: Vec<(u64, (u64, usize), Option<Arc<Tree>>)> = Vec::new();
+    // (last use, replica key, its tree unless it is the caller's)
+    type Candidate = (u64, (u64, usize), Option<Arc<Tree>>);
+    let mut cands: Vec<Candidate> = Vec::new();
     let mut busy = false;
     for (key, weak) in resident {
         if key.0 == cur_tree.id {

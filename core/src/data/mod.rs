@@ -24,8 +24,8 @@ pub use interface::{Shape, Strides};
 pub use view::{BlockMut, BlockRef, MatrixMut, MatrixRef, View};
 
 use crate::memory::MemoryNode;
-use crate::sync::{Arc, Mutex, lock};
-use crate::task::{Codelet, TaskRef};
+use crate::sync::{Arc, Mutex, Weak, lock};
+use crate::task::{Codelet, TaskInner};
 use smallvec::SmallVec;
 use std::any::Any;
 use weft_vendors::Buffer;
@@ -86,12 +86,14 @@ pub(crate) enum Phase {
 }
 
 /// Implicit-dependency state of one handle: the tasks of the current phase and of the one
-/// before it (sequential consistency per handle).
+/// before it (sequential consistency per handle). Weak references: a finished task is no
+/// dependency, and must not be kept alive by the data it used (that would be a cycle
+/// handle → task → handle); an unfinished task is always held by whoever will release it.
 #[derive(Default)]
 pub(crate) struct DepState {
     pub phase: Phase,
-    pub cur: Vec<TaskRef>,
-    pub prev: Vec<TaskRef>,
+    pub cur: Vec<Weak<TaskInner>>,
+    pub prev: Vec<Weak<TaskInner>>,
 }
 
 pub(crate) struct Redux {

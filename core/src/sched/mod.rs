@@ -114,6 +114,3 @@ pub(crate) fn create(kind: PolicyKind, ctx: SchedCtx) -> Box<dyn Policy> {
         PolicyKind::Lws => Box::new(lws::new(ctx)),
     }
 }
-
-#[cfg(test)]
-mod tests;

@@ -9,8 +9,9 @@
 //!
 //! The functions here run with the task's trees locked (in tree-id order) by the submitter.
 
-use super::{AccessMode, TaskRef};
+use super::{AccessMode, TaskInner, TaskRef};
 use crate::data::{Phase, TreeState, relatives};
+use crate::sync::{Arc, Weak};
 
 pub(crate) fn phase_of(m: AccessMode) -> Phase {
     match m {
@@ -24,10 +25,15 @@ pub(crate) fn phase_of(m: AccessMode) -> Phase {
 
 /// Readers accumulate in a phase; drop finished ones now and then so that a handle read by
 /// millions of tasks does not keep them all alive.
-fn prune(v: &mut Vec<TaskRef>) {
+fn prune(v: &mut Vec<Weak<TaskInner>>) {
     if v.len() >= 64 && v.len().is_power_of_two() {
-        v.retain(|t| !t.is_done());
+        v.retain(|t| t.upgrade().is_some_and(|t| !t.is_done()));
     }
+}
+
+/// The unfinished tasks of a phase.
+pub(crate) fn live(v: &[Weak<TaskInner>]) -> impl Iterator<Item = TaskRef> + '_ {
+    v.iter().filter_map(Weak::upgrade)
 }
 
 /// Collect the predecessors of an access of `mode` to entry `idx`, and (if `apply`) record
@@ -40,23 +46,23 @@ pub(crate) fn access_preds(st: &mut TreeState, idx: usize, mode: AccessMode, tas
     for r in relatives(st, idx) {
         let d = &st.entries[r].deps;
         if mode == AccessMode::R && d.phase == Phase::Read {
-            preds.extend(d.prev.iter().cloned());
+            preds.extend(live(&d.prev));
         } else {
-            preds.extend(d.cur.iter().cloned());
+            preds.extend(live(&d.cur));
         }
     }
     let d = &mut st.entries[idx].deps;
     if p != Phase::Write && p == d.phase {
-        preds.extend(d.prev.iter().cloned());
+        preds.extend(live(&d.prev));
         if apply {
-            d.cur.push(task.clone());
+            d.cur.push(Arc::downgrade(task));
             prune(&mut d.cur);
         }
     } else {
-        preds.extend(d.cur.iter().cloned());
+        preds.extend(live(&d.cur));
         if apply {
             d.prev = std::mem::take(&mut d.cur);
-            d.cur.push(task.clone());
+            d.cur.push(Arc::downgrade(task));
             d.phase = p;
         }
     }

@@ -228,7 +228,8 @@ pub(crate) struct TaskInner {
     pub id: u64,
     pub kind: TaskKind,
     pub accesses: SmallVec<[Access; 3]>,
-    pub args: Box<[u8]>,
+    /// Inline up to 24 bytes: most argument blobs cost no allocation.
+    pub args: SmallVec<[u8; 24]>,
     pub priority: i32,
     pub tag: Option<Tag>,
     pub dep_tags: SmallVec<[Tag; 1]>,
@@ -304,7 +305,7 @@ impl std::fmt::Debug for TaskHandle {
 pub struct TaskBuilder {
     pub(crate) codelet: Option<Arc<Codelet>>,
     pub(crate) accesses: SmallVec<[Access; 3]>,
-    pub(crate) args: Box<[u8]>,
+    pub(crate) args: SmallVec<[u8; 24]>,
     pub(crate) priority: i32,
     pub(crate) tag: Option<Tag>,
     pub(crate) dep_tags: SmallVec<[Tag; 1]>,
@@ -322,7 +323,7 @@ impl TaskBuilder {
         TaskBuilder {
             codelet: None,
             accesses: SmallVec::new(),
-            args: Box::new([]),
+            args: SmallVec::new(),
             priority: 0,
             tag: None,
             dep_tags: SmallVec::new(),
@@ -342,7 +343,7 @@ impl TaskBuilder {
         self.access(h, mode)
     }
     pub fn args(mut self, bytes: &[u8]) -> Self {
-        self.args = bytes.into();
+        self.args = SmallVec::from_slice(bytes);
         self
     }
     /// A plain value as argument blob (read back with `TaskContext::arg`).

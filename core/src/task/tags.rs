@@ -23,8 +23,10 @@ enum TagState {
 
 const SHARDS: usize = 64;
 
+type Shard = CachePadded<Mutex<HashMap<Tag, TagState>>>;
+
 pub(crate) struct Tags {
-    shards: Box<[CachePadded<Mutex<HashMap<Tag, TagState>>>]>,
+    shards: Box<[Shard]>,
 }
 
 impl Default for Tags {
@@ -71,10 +73,8 @@ impl Tags {
         let mut s = lock(&self.shards[shard_of(t)]);
         match s.get(&t) {
             Some(TagState::Bound(x)) if !x.is_done() => return Err(Error::TagInUse(t)),
-            Some(TagState::Unbound(waiters)) => {
-                if task.dep_tags.contains(&t) || reaches(waiters, preds) {
-                    return Err(Error::DependencyCycle(t));
-                }
+            Some(TagState::Unbound(waiters)) if task.dep_tags.contains(&t) || reaches(waiters, preds) => {
+                return Err(Error::DependencyCycle(t));
             }
             _ => {}
         }

@@ -65,7 +65,7 @@ pub(crate) fn run(rt: Arc<RuntimeInner>, w: usize) {
             }
             i += 1;
             found = rt.policy.pop(w);
-            if i % 16 == 0 && start.elapsed() >= spin {
+            if i.is_multiple_of(16) && start.elapsed() >= spin {
                 break;
             }
         }

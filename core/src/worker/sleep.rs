@@ -85,9 +85,4 @@ impl Sleep {
             self.unpark(w);
         }
     }
-
-    #[cfg(test)]
-    pub fn sleeping(&self) -> u32 {
-        self.words.iter().map(|w| w.load(Ordering::Relaxed).count_ones()).sum()
-    }
 }
