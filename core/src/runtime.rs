@@ -15,7 +15,7 @@ use crate::data::registry::Registry;
 use crate::data::{DataHandle, Tree, View};
 use crate::error::{Error, Result};
 use crate::memory::MemoryNode;
-use crate::sched::{self, Policy, SchedCtx, WorkerDesc};
+use crate::sched::{self, Policy, SchedCtx, Target, WorkerDesc};
 use crate::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use crate::sync::{Arc, Condvar, Mutex, lock};
 use crate::task::tags::Tags;
@@ -274,7 +274,7 @@ impl RuntimeInner {
             has_commute,
             callback: Mutex::new(b.callback.take()),
             pending: AtomicUsize::new(1),
-            state: Mutex::new(TaskState { done: false, result: None, successors: SmallVec::new() }),
+            state: Mutex::new(TaskState { done: false, waiters: 0, result: None, successors: SmallVec::new() }),
             cv: Condvar::new(),
             poison: OnceLock::new(),
         })
@@ -418,11 +418,13 @@ impl RuntimeInner {
             }
             arb.busy.extend(commute_ids(&t));
         }
+        // Not `wake`: the pushing worker looks for work next, so it needs no help if it can run `t`.
+        let self_serve = !wake && from.is_some_and(|w| t.arch_mask & self.workers[w].arch.bit() != 0);
         let target = self.policy.push(t, from);
-        if wake {
-            self.sleep.wake(target, None);
-        } else {
-            self.sleep.wake(target, from);
+        match target {
+            Target::Worker(k) if Some(k) == from => {}
+            Target::Any(_) if self_serve => {}
+            _ => self.sleep.wake(target),
         }
     }
 
@@ -558,7 +560,7 @@ impl RuntimeInner {
             };
             for r in ready {
                 let target = self.policy.push(r, from);
-                self.sleep.wake(target, None);
+                self.sleep.wake(target);
             }
         }
         if let Some(cb) = lock(&t.callback).take() {
@@ -567,13 +569,15 @@ impl RuntimeInner {
                 eprintln!("weft: the completion callback of task '{}' panicked", t.name());
             }
         }
-        let succs = {
+        let (succs, waiters) = {
             let mut st = lock(&t.state);
             st.done = true;
             st.result = Some(result.clone());
-            std::mem::take(&mut st.successors)
+            (std::mem::take(&mut st.successors), st.waiters)
         };
-        t.cv.notify_all();
+        if waiters > 0 {
+            t.cv.notify_all();
+        }
         if let Some(tag) = t.tag {
             self.tags.complete(tag, t);
         }
@@ -651,8 +655,10 @@ impl RuntimeInner {
                     Err(e) => Err(Error::Task(e)),
                 };
             }
+            st.waiters += 1;
             let (ns, to) = t.cv.wait_timeout(st, Duration::from_millis(100)).unwrap_or_else(|e| e.into_inner());
             st = ns;
+            st.waiters -= 1;
             if to.timed_out() {
                 drop(st);
                 if let Some(tags) = self.stalled(&mut last) {

@@ -148,9 +148,11 @@ fn a_failing_task_cancels_its_dependents_with_its_error() {
             Ok(())
         })
         .build();
-    let a = rt.submit(TaskBuilder::new(&fail).access(&v, AccessMode::RW)).unwrap();
+    // The gate makes sure the dependents are registered before the failure.
+    let a = rt.submit(TaskBuilder::new(&fail).access(&v, AccessMode::RW).after_tag(77)).unwrap();
     let b = rt.submit(TaskBuilder::new(&count).access(&v, AccessMode::R)).unwrap();
     let c = rt.submit(TaskBuilder::new(&count).after(&b)).unwrap();
+    rt.tag_notify(77).unwrap();
     let e = a.wait().unwrap_err();
     assert!(e.to_string().contains("no luck"), "{e}");
     let e = b.wait().unwrap_err();
@@ -158,8 +160,11 @@ fn a_failing_task_cancels_its_dependents_with_its_error() {
     assert!(matches!(c.wait().unwrap_err(), Error::Task(TaskError::Cancelled(_))));
     assert_eq!(ran.load(Ordering::SeqCst), 0);
     rt.wait_for_all().unwrap();
-    // Independent work still runs, and the data is intact.
+    // Independent work still runs, and so do new tasks on the handle: the failure was seen.
     rt.submit(TaskBuilder::new(&count)).unwrap().wait().unwrap();
+    rt.submit(TaskBuilder::new(&count).access(&v, AccessMode::R)).unwrap().wait().unwrap();
+    rt.submit(TaskBuilder::new(&count).after(&a)).unwrap().wait().unwrap();
+    assert_eq!(ran.load(Ordering::SeqCst), 3);
     assert_eq!(v.into_vec::<i64>().unwrap(), vec![1i64; 8]);
 }
 

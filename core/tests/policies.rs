@@ -80,6 +80,18 @@ fn conformance(sched: PolicyKind) {
     }
     rt.wait_for_all().unwrap();
     assert_eq!((dev.load(Ordering::SeqCst), cpu.load(Ordering::SeqCst)), (200, 200), "{sched:?}");
+    // A chain alternating between tasks only the device runs and tasks only CPUs run: each
+    // completion must wake a worker of the other kind.
+    let mut prev: Option<TaskHandle> = None;
+    for i in 0..100 {
+        let mut b = TaskBuilder::new(if i % 2 == 0 { &dev_only } else { &cpu_only });
+        if let Some(p) = &prev {
+            b = b.after(p);
+        }
+        prev = Some(rt.submit(b).unwrap());
+    }
+    rt.wait_for_all().unwrap();
+    assert_eq!((dev.load(Ordering::SeqCst), cpu.load(Ordering::SeqCst)), (250, 250), "{sched:?}");
     // Work reached more than one worker.
     assert!(rt.tasks_per_worker().iter().filter(|&&n| n > 0).count() >= 2, "{sched:?}: {:?}", rt.tasks_per_worker());
 }

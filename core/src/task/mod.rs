@@ -220,6 +220,8 @@ pub(crate) type Callback = Box<dyn FnOnce(std::result::Result<(), TaskError>) + 
 
 pub(crate) struct TaskState {
     pub done: bool,
+    /// Threads blocked in `wait` (completion signals the condvar only when there are some).
+    pub waiters: u32,
     pub result: Option<std::result::Result<(), TaskError>>,
     pub successors: SmallVec<[TaskRef; 2]>,
 }
@@ -261,9 +263,9 @@ impl TaskInner {
         }
         let mut st = lock(&self.state);
         if st.done {
-            if let Some(Err(e)) = &st.result {
-                let _ = succ.poison.set(TaskError::Cancelled(Box::new(e.clone())));
-            }
+            // Finished, even with an error: no dependency. Cancellation reaches the tasks that
+            // were waiting when a task failed, not those submitted after the application
+            // could see the failure (else one failed writer would cancel a handle's tasks forever).
             return false;
         }
         // Relaxed: the count is only read by the RMW that resolves it; the successor list's

@@ -51,14 +51,13 @@ impl Sleep {
     }
 
     /// After a push: wake the worker the push names, or one sleeping worker that can run it.
-    /// `me` is the pushing worker, which will look for work itself and needs no wake-up.
-    pub fn wake(&self, target: Target, me: Option<usize>) {
+    pub fn wake(&self, target: Target) {
         // Pairs with the SeqCst RMW in `announce`: either the sleeper sees our push when it
         // looks again, or we see its bit here.
         fence(Ordering::SeqCst);
         match target {
             Target::Worker(w) => {
-                if Some(w) != me && self.claim(w) {
+                if self.claim(w) {
                     self.unpark(w);
                 }
             }
