@@ -1,0 +1,138 @@
+//! The C API from C: compile the examples in `examples/c` and the bad-input program in
+//! `tests/c` with gcc (or `$CC`) against `include/weft.h` and the freshly built libweft.so,
+//! run them with two CPU workers, and check their exit status and output.
+//!
+//! libweft.so is the cdylib of this package: cargo builds it, next to this test's
+//! executable (`target/<profile>/deps/`), whenever it builds the test. A missing C compiler
+//! is a skip, never a failure.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+
+/// The C compiler, or None (the test then skips).
+fn compiler() -> Option<String> {
+    let cc = std::env::var("CC").unwrap_or_else(|_| "gcc".into());
+    let ok = Command::new(&cc).arg("--version").stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok_and(|s| s.success());
+    ok.then_some(cc)
+}
+
+/// The directory holding the libweft.so built with this test.
+fn lib_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("the test executable's path");
+    let deps = exe.parent().expect("the test executable is in a directory");
+    // `target/<profile>/deps` (built with this test), else `target/<profile>`.
+    for dir in [deps, deps.parent().unwrap_or(deps)] {
+        if dir.join("libweft.so").is_file() {
+            return dir.to_path_buf();
+        }
+    }
+    panic!("libweft.so not found next to {}: build the `weft` package (cargo build -p weft)", exe.display());
+}
+
+/// Compile `src` (relative to the repository root) into an executable named `name`.
+fn compile(cc: &str, src: &str, name: &str) -> PathBuf {
+    let out_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("c_api");
+    std::fs::create_dir_all(&out_dir).expect("create the output directory");
+    let exe = out_dir.join(name);
+    let lib = lib_dir();
+    let out = Command::new(cc)
+        .current_dir(ROOT)
+        .args(["-std=c11", "-O1", "-Wall", "-Wextra", "-Werror", "-pthread", "-Iinclude"])
+        .arg(src)
+        .arg("-o")
+        .arg(&exe)
+        .arg(format!("-L{}", lib.display()))
+        .arg("-lweft")
+        .arg(format!("-Wl,-rpath,{}", lib.display()))
+        .output()
+        .expect("run the C compiler");
+    assert!(out.status.success(), "{cc} failed on {src}:\n{}", String::from_utf8_lossy(&out.stderr));
+    exe
+}
+
+/// Run `exe` with two CPU workers, killing it if it hangs.
+fn run(exe: &Path) -> Output {
+    let mut child = Command::new(exe)
+        .env("WEFT_NCPU", "2")
+        .env_remove("WEFT_SCHED")
+        .env_remove("WEFT_NNULL")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start the C program");
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        match child.try_wait().expect("wait for the C program") {
+            Some(_) => break,
+            None if Instant::now() > deadline => {
+                let _ = child.kill();
+                let out = child.wait_with_output().expect("collect the output");
+                panic!(
+                    "{} hung; killed. stdout:\n{}\nstderr:\n{}",
+                    exe.display(),
+                    String::from_utf8_lossy(&out.stdout),
+                    String::from_utf8_lossy(&out.stderr)
+                );
+            }
+            None => std::thread::sleep(Duration::from_millis(20)),
+        }
+    }
+    child.wait_with_output().expect("collect the output")
+}
+
+/// Compile and run; check exit status 0 and return stdout.
+fn compile_and_run(src: &str, name: &str) -> Option<String> {
+    let Some(cc) = compiler() else {
+        println!("skipped: gcc not found");
+        return None;
+    };
+    let exe = compile(&cc, src, name);
+    let out = run(&exe);
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{name} exited with {}\nstdout:\n{stdout}\nstderr:\n{stderr}", out.status);
+    Some(stdout)
+}
+
+#[test]
+fn vector_scale_example_runs() {
+    let Some(out) = compile_and_run("examples/c/vector_scale.c", "vector_scale") else {
+        return;
+    };
+    assert!(out.contains("vector_scale: 100000 elements scaled by 3.14: ok"), "{out}");
+}
+
+#[test]
+fn tiled_example_runs_on_every_worker() {
+    let Some(out) = compile_and_run("examples/c/tiled.c", "tiled") else {
+        return;
+    };
+    assert!(out.contains("tiled: 64 tasks on 16 tiles"), "{out}");
+    // One line per worker (WEFT_NCPU=2), and the counts add up to the tasks submitted.
+    let counts: Vec<u64> = out
+        .lines()
+        .filter_map(|l| l.strip_prefix("worker "))
+        .map(|l| l.split_whitespace().nth(2).and_then(|n| n.parse().ok()).unwrap_or_else(|| panic!("bad worker line: {l}")))
+        .collect();
+    assert_eq!(counts.len(), 2, "{out}");
+    assert_eq!(counts.iter().sum::<u64>(), 64, "{out}");
+}
+
+#[test]
+fn bad_input_gets_error_codes_and_messages() {
+    let Some(out) = compile_and_run("tests/c/bad_input.c", "bad_input") else {
+        return;
+    };
+    assert!(out.contains("checks passed"), "{out}");
+}
+
+#[test]
+fn application_threads_share_the_runtime() {
+    let Some(out) = compile_and_run("tests/c/threads.c", "threads") else {
+        return;
+    };
+    assert!(out.contains("threads: ok"), "{out}");
+}
