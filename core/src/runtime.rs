@@ -18,7 +18,7 @@ use crate::memory::MemoryNode;
 use crate::sched::{self, Policy, SchedCtx, Target, WorkerDesc};
 use crate::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use crate::sync::{Arc, Condvar, Mutex, lock};
-use crate::task::tags::Tags;
+use crate::task::tags::{BindError, Tags};
 use crate::task::{AccessMode, Arch, TaskBuilder, TaskContext, TaskError, TaskHandle, TaskInner, TaskKind, TaskRef, TaskState, deps};
 use crate::topology::Topology;
 use crate::worker::sleep::Sleep;
@@ -395,12 +395,21 @@ impl RuntimeInner {
     }
 
     /// Give the task its tag. `preds` are its data and explicit predecessors; the carriers of
-    /// the tags it waits on are predecessors too, for the cycle check.
+    /// the tags it waits on are predecessors too, for the cycle check when one is possible.
     fn bind_tag(&self, task: &TaskRef, preds: &[TaskRef]) -> Result<()> {
         let t = task.tag.expect("invariant: called for tagged tasks");
+        match self.tags.bind(task, t, preds, false) {
+            Ok(()) => return Ok(()),
+            Err(BindError::Fail(e)) => return Err(e),
+            Err(BindError::NeedsCycleCheck) => {}
+        }
         let mut all = preds.to_vec();
         all.extend(task.dep_tags.iter().filter_map(|&d| self.tags.carrier(d)));
-        self.tags.bind(task, t, &all)
+        match self.tags.bind(task, t, &all, true) {
+            Ok(()) => Ok(()),
+            Err(BindError::Fail(e)) => Err(e),
+            Err(BindError::NeedsCycleCheck) => unreachable!("checked bind never asks again"),
+        }
     }
 
     /// All dependencies of `t` are met: queue it (or hand it to its waiting application thread).
@@ -433,7 +442,7 @@ impl RuntimeInner {
         let stats = &self.stats[w];
         stats.busy.store(true, Ordering::Relaxed);
         let result = match t.poison.get() {
-            Some(e) => Err(e.clone()),
+            Some(e) => Err((**e).clone()),
             None => match &t.kind {
                 TaskKind::Codelet(c) => self.run_codelet(w, &t, c),
                 TaskKind::Reduction => self.run_reduction(w, &t),
@@ -572,19 +581,16 @@ impl RuntimeInner {
         let (succs, waiters) = {
             let mut st = lock(&t.state);
             st.done = true;
-            st.result = Some(result.clone());
+            st.result = Some(result.clone().map_err(Box::new));
             (std::mem::take(&mut st.successors), st.waiters)
         };
         if waiters > 0 {
             t.cv.notify_all();
         }
-        if let Some(tag) = t.tag {
-            self.tags.complete(tag, t);
-        }
         let mut first = true;
         for s in succs {
             if let Err(e) = &result {
-                let _ = s.poison.set(TaskError::Cancelled(Box::new(e.clone())));
+                let _ = s.poison.set(Box::new(TaskError::Cancelled(Box::new(e.clone()))));
             }
             if s.pending.fetch_sub(1, Ordering::AcqRel) == 1 {
                 // The first released successor is left for this worker: no wake-up needed.
@@ -652,7 +658,7 @@ impl RuntimeInner {
             if st.done {
                 return match st.result.clone().expect("invariant: done tasks have a result") {
                     Ok(()) => Ok(()),
-                    Err(e) => Err(Error::Task(e)),
+                    Err(e) => Err(Error::Task(*e)),
                 };
             }
             st.waiters += 1;

@@ -222,7 +222,8 @@ pub(crate) struct TaskState {
     pub done: bool,
     /// Threads blocked in `wait` (completion signals the condvar only when there are some).
     pub waiters: u32,
-    pub result: Option<std::result::Result<(), TaskError>>,
+    /// Boxed: most tasks succeed, and the task struct stays small.
+    pub result: Option<std::result::Result<(), Box<TaskError>>>,
     pub successors: SmallVec<[TaskRef; 2]>,
 }
 
@@ -243,7 +244,7 @@ pub(crate) struct TaskInner {
     pub state: Mutex<TaskState>,
     pub cv: Condvar,
     /// The failure of a dependency, if any: the task is cancelled instead of run.
-    pub poison: OnceLock<TaskError>,
+    pub poison: OnceLock<Box<TaskError>>,
 }
 
 impl TaskInner {
