@@ -151,24 +151,36 @@ fn random_spreads_tasks_over_workers() {
 }
 
 #[test]
-fn stealing_balances_work_spawned_on_one_worker() {
+fn idle_workers_steal_work_released_on_another_worker() {
     for sched in [PolicyKind::Ws, PolicyKind::Lws] {
-        let rt = Arc::new(runtime(sched, 2, 0));
+        let rt = runtime(sched, 2, 0);
+        // A root releases 50 leaves into the queue of the worker that ran it. Each leaf waits
+        // until a leaf has run on some other worker, which only stealing can bring about;
+        // without it the first leaf would time out (no timing assumption otherwise).
+        let ran_on = Arc::new(Mutex::new(std::collections::HashSet::new()));
+        let r = ran_on.clone();
         let leaf = Codelet::builder("leaf")
-            .cpu(|_| {
-                std::thread::sleep(Duration::from_micros(200));
+            .cpu(move |ctx| {
+                r.lock().unwrap().insert(ctx.worker());
+                let t = std::time::Instant::now();
+                while r.lock().unwrap().len() < 2 {
+                    // usize::MAX marks a leaf that gave up: fail the others at once.
+                    if t.elapsed() > Duration::from_secs(20) || r.lock().unwrap().contains(&usize::MAX) {
+                        r.lock().unwrap().insert(usize::MAX);
+                        return Err("no other worker stole a task".into());
+                    }
+                    std::thread::sleep(Duration::from_micros(100));
+                }
                 Ok(())
             })
             .build();
-        // A root task releases 100 successors on the worker that ran it: the other must steal.
-        let root = rt.submit(TaskBuilder::new(&leaf).after_tag(1)).unwrap();
-        for _ in 0..100 {
-            rt.submit(TaskBuilder::new(&leaf).after(&root)).unwrap();
-        }
+        let root = rt.submit(TaskBuilder::new(&Codelet::builder("root").cpu(|_| Ok(())).build()).after_tag(1)).unwrap();
+        let leaves: Vec<TaskHandle> = (0..50).map(|_| rt.submit(TaskBuilder::new(&leaf).after(&root)).unwrap()).collect();
         rt.tag_notify(1).unwrap();
-        rt.wait_for_all().unwrap();
-        let per = rt.tasks_per_worker();
-        assert!(per.iter().all(|&n| n >= 10), "{sched:?}: {per:?}");
+        for l in &leaves {
+            l.wait().unwrap_or_else(|e| panic!("{sched:?}: {e}"));
+        }
+        assert_eq!(ran_on.lock().unwrap().len(), 2);
     }
 }
 
