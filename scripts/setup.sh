@@ -4,7 +4,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-PKGS=(pkg-config gcc libhwloc-dev libudev-dev)
+# OpenCL (issue 3): PoCL as the test device, the ocl-icd loader and headers (the
+# dispatch-table layout test compiles against CL/cl_icd.h), clinfo to look around.
+PKGS=(pkg-config gcc libhwloc-dev libudev-dev pocl-opencl-icd ocl-icd-opencl-dev opencl-headers clinfo)
 missing=()
 for p in "${PKGS[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

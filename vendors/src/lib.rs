@@ -12,11 +12,16 @@
 //!   separately and whose copies really move bytes, on its own copy thread, so
 //!   a coherence bug in core shows up as a wrong result (like wgpu-hal's `noop`).
 //!
-//! OpenCL and CUDA backends come behind Cargo features (issue 3).
+//! * [`opencl`] (Cargo feature `opencl`, on by default): every device of every OpenCL
+//!   vendor, loaded at run time (no link-time dependency on `libOpenCL`).
+//!
+//! The CUDA backend comes behind a Cargo feature too (issue 3).
 #![warn(unsafe_op_in_unsafe_fn)]
 
 pub mod host;
 pub mod null;
+#[cfg(feature = "opencl")]
+pub mod opencl;
 
 use std::fmt;
 use std::sync::{Arc, Condvar, Mutex};
@@ -28,6 +33,8 @@ pub enum DeviceKind {
     Host,
     /// Simulated device: separate host allocations, real copies.
     Null,
+    /// A device of an OpenCL vendor (its memory reached only by copies).
+    OpenCl,
 }
 
 impl fmt::Display for DeviceKind {
@@ -35,6 +42,7 @@ impl fmt::Display for DeviceKind {
         f.write_str(match self {
             DeviceKind::Host => "host",
             DeviceKind::Null => "null",
+            DeviceKind::OpenCl => "opencl",
         })
     }
 }

@@ -1,0 +1,125 @@
+//! The OpenCL backend: every device of every installed OpenCL vendor as a Weft
+//! [`Device`](crate::Device), plus the kernel API core's OpenCL codelets use.
+//!
+//! **Owns**: finding vendors (without the ICD loader), one context and queue per device,
+//! device memory, asynchronous copies, building programs (with a cache) and launching
+//! kernels.
+//! **Does not own**: which devices Weft uses (`WEFT_NOPENCL` is core's), coherence, or
+//! scheduling. Backends validate little: a broken core invariant is `unreachable!`.
+//!
+//! # Loading
+//! Nothing links `libOpenCL`. [`discover`] reads the `.icd` files of `OCL_ICD_VENDORS`
+//! (a directory, one `.icd` file, or a library) or `/etc/OpenCL/vendors`, skips any
+//! library whose file name contains `weft`, opens each vendor with `dlopen`, and gets its
+//! platforms through `clGetExtensionFunctionAddress("clIcdGetPlatformIDsKHR")`. Every
+//! later call goes through the dispatch table that each OpenCL object points to with its
+//! first word (`struct _cl_icd_dispatch`, mirrored in [`sys`]), as ocl-icd does. With no
+//! vendor installed, [`devices`] is empty: no error, no panic.
+//!
+//! # Layers (as cudarc)
+//! [`sys`] raw types, constants and the dispatch table → [`result`] one fallible function
+//! per call (`Result<_, ClError>`, the error printing its name) → [`safe`] owning types
+//! with `Drop` ([`Platform`], [`DeviceId`], [`Context`], [`Queue`], [`Mem`], [`Program`],
+//! [`Kernel`], [`Event`]) → [`OpenClDevice`], the `Device` implementation.
+//!
+//! # Devices, queues and completions
+//! Each [`OpenClDevice`] has its own context and **one in-order queue** for copies and
+//! kernels (why one: see `device.rs`). `Device::copy` submits a non-blocking
+//! `clEnqueue{Read,Write,Copy}Buffer` (or the `*Rect` form when the rectangle is not
+//! contiguous), registers a `clSetEventCallback` that completes the returned
+//! [`Completion`](crate::Completion), and flushes. On PoCL "basic" devices the command
+//! runs inside the flush, in the calling thread: drive each device from its own thread
+//! (core's driver thread) to run devices in parallel. Submissions to one device are
+//! serialized by a lock (a PoCL 3.1 "basic" device deadlocks when two threads submit to
+//! one queue at once; see `device.rs`), so any thread may copy to or from any device, but
+//! on "basic" a long kernel holds that device's other submitters until it ends.
+//! `host_ptr` is `None`: device memory is reached only by copies.
+//!
+//! # Kernels and the argument convention
+//! [`OpenClDevice::build_program`] compiles a source for the device (an error carries the
+//! build log) through a [`ProgramCache`] (memory, then disk, then source);
+//! [`OpenClDevice::create_kernel`] makes a kernel; [`OpenClDevice::launch`] enqueues an
+//! NDRange and returns its completion. A codelet's OpenCL kernel takes, in order:
+//! 1. one `__global` pointer per task buffer, in the order of the task's accesses
+//!    (the replica on this device; offsets and leading dimensions come as values), then
+//! 2. the task's argument blob, split by core into one by-value argument per field, each
+//!    set with the exact size of the kernel parameter.
+//!
+//! [`Kernel::set_task_args`] sets both at once. A `Kernel` is `Send` but not `Sync` (OpenCL
+//! argument state is per object): the driver thread owns the kernels it launches.
+
+pub mod conv;
+pub mod device;
+pub mod loader;
+pub mod memory;
+pub mod program;
+pub mod queue;
+pub mod result;
+pub mod safe;
+pub mod sys;
+
+pub use device::OpenClDevice;
+pub use program::{CacheStats, ProgramCache};
+pub use result::ClError;
+pub use safe::{Context, DeviceId, Event, Kernel, Mem, Platform, Program, Queue};
+
+/// Errors of the OpenCL backend's own API (the `Device` trait reports
+/// [`DeviceError`](crate::DeviceError) instead).
+#[derive(Debug, thiserror::Error)]
+pub enum OpenClError {
+    #[error("{call}: {code}")]
+    Call { call: &'static str, code: ClError },
+    #[error("building an OpenCL program for {device} failed with {code}; build log:\n{log}")]
+    Build { device: String, code: ClError, log: String },
+    #[error("OpenCL kernel {name:?}: {code}")]
+    Kernel { name: String, code: ClError },
+    #[error("OpenCL vendor library {library}: {reason}")]
+    Vendor { library: String, reason: String },
+}
+
+/// What [`discover`] found.
+#[derive(Debug, Default)]
+pub struct Discovery {
+    /// Every device of every vendor platform, in `.icd` file order, then platform and
+    /// device order.
+    pub devices: Vec<OpenClDevice>,
+    /// Why a vendor, platform or device was left out (for `weft` tool output and logs).
+    pub skipped: Vec<String>,
+}
+
+/// Find every OpenCL device of every vendor, with the reasons for what was left out.
+pub fn discover() -> Discovery {
+    let mut d = Discovery::default();
+    let (libraries, notes) = loader::vendor_libraries();
+    d.skipped.extend(notes);
+    for lib in libraries {
+        let vendor = match loader::load(&lib) {
+            Ok(v) => v,
+            Err(e) => {
+                d.skipped.push(e.to_string());
+                continue;
+            }
+        };
+        for &platform in &vendor.platforms {
+            let ids = match platform.devices() {
+                Ok(ids) => ids,
+                Err(e) => {
+                    d.skipped.push(format!("{lib}: clGetDeviceIDs: {e}"));
+                    continue;
+                }
+            };
+            for id in ids {
+                match OpenClDevice::open(platform, id, &lib) {
+                    Ok(dev) => d.devices.push(dev),
+                    Err(e) => d.skipped.push(format!("{lib}: {e}")),
+                }
+            }
+        }
+    }
+    d
+}
+
+/// Every device of every OpenCL vendor platform (empty when none is installed).
+pub fn devices() -> Vec<OpenClDevice> {
+    discover().devices
+}

@@ -1,0 +1,208 @@
+//! Submitting work to an [`OpenClDevice`]'s queue and turning OpenCL events into
+//! [`Completion`]s.
+//!
+//! **Owns**: copies (`Device::copy`), kernel launches, and completion tracking.
+//! **Invariants**:
+//! * Submissions hold the device's submission lock (see `device.rs` for the PoCL
+//!   deadlock it avoids); waiting never does.
+//! * Every command is submitted non-blocking, its event gets a `clSetEventCallback`
+//!   (`CL_COMPLETE`) that completes the [`Completion`], and the queue is flushed before
+//!   returning, so the command makes progress without anyone waiting on the queue.
+//! * The callback takes no lock of ours except the completion's own, and we hold only
+//!   the submission lock while calling into OpenCL: PoCL's "basic" devices run the command, and so the
+//!   callback, inside the thread that enqueues or flushes (this one), and other vendors
+//!   run it on their own threads; neither can deadlock.
+//! * A command that ends abnormally (negative status) completes with
+//!   `DeviceError::Lost` naming its error code.
+//! * If a multi-command copy fails half-way, the commands already submitted are waited
+//!   for before the error is returned, so no command still uses the caller's memory.
+//! * Our event reference is released once the callback is registered; the command keeps
+//!   the event alive until it has completed and run its callbacks.
+
+use super::conv::{RectPlan, lost, rect_plan};
+use super::device::OpenClDevice;
+use super::memory::raw_mem;
+use super::result::{self as r, ClError, ClResult, RectArgs};
+use super::safe::{Event, Kernel};
+use super::sys::*;
+use crate::{Completion, DeviceError, Endpoint, Rect};
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// Events still to complete for one [`Completion`].
+struct Pending {
+    remaining: AtomicUsize,
+    error: Mutex<Option<DeviceError>>,
+    done: Completion,
+}
+
+impl Pending {
+    fn one_done(&self, status: cl_int) {
+        if status < 0 {
+            let mut e = self.error.lock().unwrap_or_else(|e| e.into_inner());
+            e.get_or_insert_with(|| DeviceError::Lost(format!("OpenCL command failed: {}", ClError(status))));
+        }
+        // AcqRel: the last decrement must see every other callback's writes (they also go
+        // through the `error` mutex, so this is belt and braces).
+        if self.remaining.fetch_sub(1, Ordering::AcqRel) == 1 {
+            let e = self.error.lock().unwrap_or_else(|e| e.into_inner()).take();
+            self.done.complete(e.map_or(Ok(()), Err));
+        }
+    }
+}
+
+/// Registered with `clSetEventCallback`; `user` is an `Arc<Pending>` from `Arc::into_raw`.
+unsafe extern "C" fn on_event_complete(_event: cl_event, status: cl_int, user: *mut c_void) {
+    // SAFETY: `track` passed exactly one `Arc::into_raw` reference per registered callback,
+    // and OpenCL calls each callback once.
+    let pending = unsafe { Arc::from_raw(user.cast_const().cast::<Pending>()) };
+    // A panic must not unwind into the vendor; `one_done` does not panic, but be sure.
+    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| pending.one_done(status)));
+}
+
+impl OpenClDevice {
+    /// A completion for `events` (all submitted to this device's queue): registers the
+    /// callbacks, then flushes. The caller holds the submission lock.
+    fn track(&self, events: Vec<Event>) -> Result<Completion, DeviceError> {
+        if events.is_empty() {
+            return Ok(Completion::done());
+        }
+        let pending = Arc::new(Pending { remaining: AtomicUsize::new(events.len()), error: Mutex::new(None), done: Completion::new() });
+        let done = pending.done.clone();
+        for ev in events {
+            let user = Arc::into_raw(pending.clone()).cast_mut().cast::<c_void>();
+            // SAFETY: the event is live; `on_event_complete` takes `user` back exactly once.
+            if unsafe { r::set_event_callback(ev.as_raw(), CL_COMPLETE, on_event_complete, user) }.is_err() {
+                // SAFETY: the callback was not registered, so the reference is still ours.
+                drop(unsafe { Arc::from_raw(user.cast_const().cast::<Pending>()) });
+                // No callbacks (or a broken one): wait here instead.
+                let _ = self.queue.flush();
+                let status = match ev.wait() {
+                    Ok(()) => CL_COMPLETE,
+                    Err(e) => e.0,
+                };
+                pending.one_done(status);
+            }
+        }
+        self.queue.flush().map_err(|e| lost("clFlush", e))?;
+        Ok(done)
+    }
+
+    /// Submit `commands` in order; on a failure, wait for those already submitted and
+    /// return the error.
+    fn submit(
+        &self,
+        call: &'static str,
+        commands: impl IntoIterator<Item = impl FnOnce() -> ClResult<cl_event>>,
+    ) -> Result<Completion, DeviceError> {
+        let submitting = self.lock_submissions();
+        let mut events = Vec::new();
+        for cmd in commands {
+            match cmd() {
+                // SAFETY: a new event whose one reference we own.
+                Ok(ev) => events.push(unsafe { Event::from_raw(ev) }),
+                Err(e) => {
+                    let _ = self.queue.flush();
+                    drop(submitting);
+                    for ev in &events {
+                        let _ = ev.wait();
+                    }
+                    return Err(lost(call, e));
+                }
+            }
+        }
+        self.track(events)
+    }
+
+    /// `Device::copy`.
+    ///
+    /// # Safety
+    /// See [`crate::Device::copy`].
+    pub(crate) unsafe fn enqueue_copy(&self, src: Endpoint, dst: Endpoint, rect: Rect) -> Result<Completion, DeviceError> {
+        if rect.bytes() == 0 {
+            return Ok(Completion::done());
+        }
+        let q = self.queue.as_raw();
+        let plan = rect_plan(&rect);
+        let shift = |mut a: RectArgs, a_off: usize, b_off: usize| {
+            a.a_origin[0] += a_off;
+            a.b_origin[0] += b_off;
+            a
+        };
+        // SAFETY (every command below): the queue is live; `Device` endpoints are live
+        // buffers of this device and host endpoints stay valid over the rectangle until
+        // the completion fires (caller's contract); `track`/`submit` wait or register.
+        match (src, dst) {
+            (Endpoint::Host(s), Endpoint::Host(d)) => {
+                // SAFETY: the caller guarantees both are valid and disjoint over the rectangle.
+                unsafe { crate::copy_rect_host(s, d, rect) };
+                Ok(Completion::done())
+            }
+            (Endpoint::Host(h), Endpoint::Device(b, off)) => match plan {
+                RectPlan::Linear(n) => self.submit(
+                    "clEnqueueWriteBuffer",
+                    // SAFETY: the arguments meet the call's contract (see above this `match`).
+                    [|| unsafe { r::enqueue_write_buffer(q, raw_mem(b), off, n, h.cast_const().cast(), &[]) }],
+                ),
+                RectPlan::Rects(rects) => self.submit(
+                    "clEnqueueWriteBufferRect",
+                    rects.into_iter().map(|a| {
+                        // Buffer side first in `RectArgs` for the read/write calls.
+                        let a = RectArgs {
+                            a_origin: a.b_origin,
+                            b_origin: a.a_origin,
+                            a_pitch: a.b_pitch,
+                            b_pitch: a.a_pitch,
+                            region: a.region,
+                        };
+                        let a = shift(a, off, 0);
+                        // SAFETY: the arguments meet the call's contract (see above this `match`).
+                        move || unsafe { r::enqueue_write_buffer_rect(q, raw_mem(b), &a, h.cast_const().cast(), &[]) }
+                    }),
+                ),
+            },
+            (Endpoint::Device(b, off), Endpoint::Host(h)) => match plan {
+                RectPlan::Linear(n) => {
+                    // SAFETY: the arguments meet the call's contract (see above this `match`).
+                    self.submit("clEnqueueReadBuffer", [|| unsafe { r::enqueue_read_buffer(q, raw_mem(b), off, n, h.cast(), &[]) }])
+                }
+                RectPlan::Rects(rects) => self.submit(
+                    "clEnqueueReadBufferRect",
+                    rects.into_iter().map(|a| {
+                        let a = shift(a, off, 0);
+                        // SAFETY: the arguments meet the call's contract (see above this `match`).
+                        move || unsafe { r::enqueue_read_buffer_rect(q, raw_mem(b), &a, h.cast(), &[]) }
+                    }),
+                ),
+            },
+            (Endpoint::Device(s, soff), Endpoint::Device(d, doff)) => match plan {
+                RectPlan::Linear(n) => self
+                    // SAFETY: the arguments meet the call's contract (see above this `match`).
+                    .submit("clEnqueueCopyBuffer", [|| unsafe { r::enqueue_copy_buffer(q, raw_mem(s), raw_mem(d), soff, doff, n, &[]) }]),
+                RectPlan::Rects(rects) => self.submit(
+                    "clEnqueueCopyBufferRect",
+                    rects.into_iter().map(|a| {
+                        let a = shift(a, soff, doff);
+                        // SAFETY: the arguments meet the call's contract (see above this `match`).
+                        move || unsafe { r::enqueue_copy_buffer_rect(q, raw_mem(s), raw_mem(d), &a, &[]) }
+                    }),
+                ),
+            },
+        }
+    }
+
+    /// Launch `kernel` over `global` work-items (1 to 3 dimensions), in work-groups of
+    /// `local` (or the vendor's choice), after every command already submitted to this
+    /// device.
+    ///
+    /// # Safety
+    /// Every buffer set as an argument of `kernel` is a live buffer of this device and
+    /// stays allocated, and is not read or written by anyone else than the kernel's
+    /// declared accesses, until the completion fires.
+    pub unsafe fn launch(&self, kernel: &Kernel, global: &[usize], local: Option<&[usize]>) -> Result<Completion, DeviceError> {
+        let (q, k) = (self.queue.as_raw(), kernel.as_raw());
+        // SAFETY: queue and kernel are live; the caller keeps the arguments alive.
+        self.submit("clEnqueueNDRangeKernel", [|| unsafe { r::enqueue_nd_range_kernel(q, k, global, local, &[]) }])
+    }
+}
