@@ -2,11 +2,25 @@
 //! machine, checked against a plain triple loop, printing how many tasks each worker ran.
 //!
 //! `cargo run --release --example demo -- [n] [tiles]` (defaults: n = 768, 4×4 tiles).
-//! With `WEFT_NNULL=1` a simulated device joins in, with its own memory: tiles travel to
-//! it and back, and the result is still checked.
+//! Every OpenCL device found (PoCL here; `WEFT_NOPENCL` limits them) joins in with an
+//! OpenCL C kernel, and with `WEFT_NNULL=1` a simulated device too: tiles travel between
+//! memory nodes, and the result is still checked.
 
 use std::time::Instant;
-use weft_core::{AccessMode, Codelet, Filter, Runtime, TaskBuilder};
+use weft_core::{AccessMode, Codelet, Filter, OpenClImpl, Runtime, Shape, TaskBuilder};
+
+/// The same tile product in OpenCL C: one work-item per element of C. Tiles are packed on
+/// devices (leading dimension = rows); m, n, k come as by-value arguments.
+const GEMM_CL: &str = r#"
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+__kernel void gemm(__global const double *a, __global const double *b, __global double *c,
+                   uint m, uint n, uint k) {
+    size_t i = get_global_id(0), j = get_global_id(1);
+    double s = c[i + j * m];
+    for (uint l = 0; l < k; l++) s += a[i + l * m] * b[l + j * k];
+    c[i + j * m] = s;
+}
+"#;
 
 /// C[i,j] += sum_k A[i,k] B[k,j] on column-major tiles, four output columns at a time.
 fn gemm_tile(ctx: &weft_core::TaskContext<'_>) -> Result<(), String> {
@@ -32,7 +46,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let rt = Runtime::from_env()?;
     println!("Weft demo: C += A·B, {n}×{n} doubles in {t}×{t} tiles, policy '{}'", rt.policy_name());
     for w in rt.workers() {
-        println!("  worker {:>2}: {:<6} memory node {}{}", w.id, w.name, w.node, w.pu.map(|p| format!(", core {p}")).unwrap_or_default());
+        println!("  worker {:>2}: {:<8} memory node {}{}", w.id, w.name, w.node, w.pu.map(|p| format!(", core {p}")).unwrap_or_default());
     }
 
     let a: Vec<f64> = (0..n * n).map(|x| ((x * 7) % 13) as f64 - 6.0).collect();
@@ -56,17 +70,27 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let ta = ha.partition(Filter::MatrixTiles { px: t, py: t })?;
     let tb = hb.partition(Filter::MatrixTiles { px: t, py: t })?;
     let tc = hc.partition(Filter::MatrixTiles { px: t, py: t })?;
-    let gemm = Codelet::builder("gemm").cpu_and_null(gemm_tile).nbuffers(3).build();
+    let gemm_cl = OpenClImpl::new(GEMM_CL, "gemm").arg_sizes(&[4, 4, 4]).global(|shapes, _| match shapes[2] {
+        Shape::Matrix { nx, ny, .. } => vec![nx, ny],
+        _ => vec![1],
+    });
+    let gemm = Codelet::builder("gemm").cpu_and_null(gemm_tile).opencl_impl(gemm_cl).nbuffers(3).build();
 
     let start = Instant::now();
     for i in 0..t {
         for j in 0..t {
             for k in 0..t {
+                let dims = |h: &weft_core::DataHandle| match h.shape() {
+                    Shape::Matrix { nx, ny, .. } => (nx as u32, ny as u32),
+                    _ => (0, 0),
+                };
+                let ((m, kk), (_, nn)) = (dims(&ta[i + t * k]), dims(&tb[k + t * j]));
                 rt.submit(
                     TaskBuilder::new(&gemm)
                         .access(&ta[i + t * k], AccessMode::R)
                         .access(&tb[k + t * j], AccessMode::R)
-                        .access(&tc[i + t * j], AccessMode::RW),
+                        .access(&tc[i + t * j], AccessMode::RW)
+                        .arg([m, nn, kk]),
                 )?;
             }
         }
@@ -81,7 +105,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let per = rt.tasks_per_worker();
     println!("{} tasks in {:.3} s ({:.2} GFLOP/s)", per.iter().sum::<u64>(), secs, 2.0 * (n as f64).powi(3) / secs / 1e9);
     for (w, count) in rt.workers().iter().zip(&per) {
-        println!("  {:<6} ran {:>4} tasks", w.name, count);
+        println!("  {:<8} ran {:>4} tasks", w.name, count);
     }
     let bad = c.iter().zip(&expect).filter(|(x, y)| x != y).count();
     if bad == 0 {

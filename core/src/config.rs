@@ -4,6 +4,9 @@
 //! |---|---|---|
 //! | `WEFT_NCPU` | number of CPU workers | one per core, minus one per device driver |
 //! | `WEFT_SCHED` | scheduling policy: eager, prio, random, ws, lws | `lws` |
+//! | `WEFT_NOPENCL` | OpenCL devices to use (each a memory node with a driver worker) | all |
+//! | `WEFT_LIMIT_OPENCL_MEM` | memory limit of each OpenCL device, MiB | none |
+//! | `WEFT_HOME` | where built kernels are cached (`$WEFT_HOME/kernels`) | `~/.cache/weft` |
 //! | `WEFT_NNULL` | simulated (null) devices, each a memory node with a driver worker | 0 |
 //! | `WEFT_LIMIT_NULL_MEM` | memory limit of each null device, MiB | none |
 //! | `WEFT_LIMIT_CPU_MEM` | limit on runtime allocations in host memory, MiB | none |
@@ -20,6 +23,13 @@ pub struct Config {
     pub ncpu: Option<usize>,
     pub sched: PolicyKind,
     pub nnull: usize,
+    /// OpenCL devices to use at most; `None`: all. `Config::default()` uses none (a CPU-only
+    /// runtime); `from_env` uses all unless `WEFT_NOPENCL` says otherwise.
+    pub nopencl: Option<usize>,
+    /// Per OpenCL-device memory limit in bytes.
+    pub opencl_mem_limit: Option<usize>,
+    /// Directory of the on-disk kernel cache (`None`: memory only).
+    pub kernel_cache: Option<std::path::PathBuf>,
     /// Per null-device memory limit in bytes.
     pub null_mem_limit: Option<usize>,
     /// Limit on runtime-allocated host memory in bytes.
@@ -35,6 +45,9 @@ impl Default for Config {
             ncpu: None,
             sched: PolicyKind::Lws,
             nnull: 0,
+            nopencl: Some(0),
+            opencl_mem_limit: None,
+            kernel_cache: None,
             null_mem_limit: None,
             cpu_mem_limit: None,
             bind: true,
@@ -68,7 +81,13 @@ impl Config {
     }
 
     pub(crate) fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Config> {
-        let mut c = Config::default();
+        let mut c = Config { nopencl: None, ..Config::default() };
+        c.kernel_cache = match get("WEFT_HOME") {
+            Some(h) => Some(std::path::PathBuf::from(h).join("kernels")),
+            None => get("XDG_CACHE_HOME")
+                .map(|x| std::path::PathBuf::from(x).join("weft/kernels"))
+                .or_else(|| get("HOME").map(|h| std::path::PathBuf::from(h).join(".cache/weft/kernels"))),
+        };
         if let Some(v) = get("WEFT_NCPU") {
             let n: usize = parse_num("WEFT_NCPU", &v)?;
             c.ncpu = Some(n);
@@ -78,6 +97,12 @@ impl Config {
         }
         if let Some(v) = get("WEFT_NNULL") {
             c.nnull = parse_num("WEFT_NNULL", &v)?;
+        }
+        if let Some(v) = get("WEFT_NOPENCL") {
+            c.nopencl = Some(parse_num("WEFT_NOPENCL", &v)?);
+        }
+        if let Some(v) = get("WEFT_LIMIT_OPENCL_MEM") {
+            c.opencl_mem_limit = Some(parse_num::<usize>("WEFT_LIMIT_OPENCL_MEM", &v)? << 20);
         }
         if let Some(v) = get("WEFT_LIMIT_NULL_MEM") {
             c.null_mem_limit = Some(parse_num::<usize>("WEFT_LIMIT_NULL_MEM", &v)? << 20);

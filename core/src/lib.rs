@@ -37,5 +37,5 @@ pub use data::{AcquireGuard, DataHandle, Filter, ReplicaState, Shape, Strides, V
 pub use error::{Error, Result};
 pub use runtime::Runtime;
 pub use sched::PolicyKind;
-pub use task::{AccessMode, Arch, Codelet, Tag, TaskBuilder, TaskContext, TaskError, TaskHandle};
+pub use task::{AccessMode, Arch, Codelet, OpenClImpl, Tag, TaskBuilder, TaskContext, TaskError, TaskHandle};
 pub use worker::WorkerInfo;

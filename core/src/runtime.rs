@@ -74,6 +74,19 @@ pub(crate) struct RuntimeInner {
     pub shutdown: AtomicBool,
     next_task: CachePadded<AtomicU64>,
     pub(crate) next_handle: AtomicU64,
+    /// Per worker: tasks submitted for that worker only (`TaskBuilder::on_worker`).
+    pub(crate) pinned: Vec<crossbeam_deque::Injector<TaskRef>>,
+    /// Programs built for OpenCL devices (memory and disk cache).
+    #[cfg(feature = "opencl")]
+    pub(crate) programs: weft_vendors::opencl::ProgramCache,
+    /// Per worker: its OpenCL driver state, for OpenCL workers.
+    #[cfg(feature = "opencl")]
+    pub(crate) drivers: Vec<Option<crate::worker::driver::OpenClDriver>>,
+}
+
+#[cfg(feature = "opencl")]
+fn inner_cache_dir(dir: &Option<std::path::PathBuf>) -> Option<std::path::PathBuf> {
+    dir.clone()
 }
 
 /// A Weft runtime. Dropping it waits for submitted tasks and stops the workers.
@@ -90,10 +103,18 @@ impl Runtime {
 
     pub fn new(config: Config) -> Result<Runtime> {
         let topology = Topology::detect();
-        let ncpu = config.ncpu.unwrap_or_else(|| topology.npus().saturating_sub(config.nnull).max(1));
-        if ncpu + config.nnull == 0 {
-            return Err(Error::Config("WEFT_NCPU=0 and no device: no worker could run a task".into()));
-        }
+        #[cfg(feature = "opencl")]
+        let opencl_devices: Vec<Arc<weft_vendors::opencl::OpenClDevice>> = match config.nopencl {
+            Some(0) => Vec::new(),
+            n => weft_vendors::opencl::devices().into_iter().take(n.unwrap_or(usize::MAX)).map(Arc::new).collect(),
+        };
+        #[cfg(feature = "opencl")]
+        let ndrivers = config.nnull + opencl_devices.len();
+        #[cfg(not(feature = "opencl"))]
+        let ndrivers = config.nnull;
+        // One CPU worker fewer per device driver thread, as StarPU does, unless WEFT_NCPU says.
+        let ncpu = config.ncpu.unwrap_or_else(|| topology.npus().saturating_sub(ndrivers).max(1));
+
         let host: Arc<dyn Device> = Arc::new(HostDevice);
         let mut nodes = vec![Arc::new(MemoryNode::new(0, host, config.cpu_mem_limit))];
         let mut null_devices = Vec::new();
@@ -115,7 +136,21 @@ impl Runtime {
             let id = workers.len();
             workers.push(WorkerInfo { id, arch: Arch::Null, node, pu: None, name: format!("null{d}") });
         }
+        #[cfg(feature = "opencl")]
+        let mut drivers: Vec<Option<crate::worker::driver::OpenClDriver>> = workers.iter().map(|_| None).collect();
+        #[cfg(feature = "opencl")]
+        for (d, dev) in opencl_devices.into_iter().enumerate() {
+            let node = nodes.len();
+            nodes.push(Arc::new(MemoryNode::new(node, dev.clone() as Arc<dyn Device>, config.opencl_mem_limit)));
+            let id = workers.len();
+            workers.push(WorkerInfo { id, arch: Arch::OpenCl, node, pu: None, name: format!("opencl{d}") });
+            drivers.push(Some(crate::worker::driver::OpenClDriver::new(dev)));
+        }
         let present_archs = workers.iter().fold(0, |m, w| m | w.arch.bit());
+        let nworkers = workers.len();
+        if nworkers == 0 {
+            return Err(Error::Config("WEFT_NCPU=0 and no device: no worker could run a task".into()));
+        }
         let ctx = SchedCtx {
             workers: workers
                 .iter()
@@ -124,6 +159,8 @@ impl Runtime {
             topology: topology.clone(),
         };
         let policy = sched::create(config.sched, ctx);
+        #[cfg(feature = "opencl")]
+        let config_cache = config.kernel_cache.clone();
         let inner = Arc::new(RuntimeInner {
             id: NEXT_RUNTIME.fetch_add(1, Ordering::Relaxed),
             sleep: Sleep::new(workers.iter().map(|w| w.arch).collect()),
@@ -145,6 +182,11 @@ impl Runtime {
             shutdown: AtomicBool::new(false),
             next_task: CachePadded::new(AtomicU64::new(1)),
             next_handle: AtomicU64::new(1),
+            pinned: (0..nworkers).map(|_| crossbeam_deque::Injector::new()).collect(),
+            #[cfg(feature = "opencl")]
+            programs: weft_vendors::opencl::ProgramCache::new(inner_cache_dir(&config_cache)),
+            #[cfg(feature = "opencl")]
+            drivers,
         });
         let mut threads = Vec::new();
         for w in 0..inner.workers.len() {
@@ -271,6 +313,7 @@ impl RuntimeInner {
             tag: b.tag,
             dep_tags: std::mem::take(&mut b.dep_tags),
             arch_mask,
+            worker: b.worker,
             has_commute,
             callback: Mutex::new(b.callback.take()),
             pending: AtomicUsize::new(1),
@@ -285,11 +328,30 @@ impl RuntimeInner {
         if self.shutdown.load(Ordering::Relaxed) {
             return Err(Error::ShutDown);
         }
-        let (kind, mask) = match (&b.codelet, acquire) {
+        let (kind, mut mask) = match (&b.codelet, acquire) {
             (_, Some(sig)) => (TaskKind::Acquire(sig), self.present_archs),
             (Some(c), None) => (TaskKind::Codelet(c.clone()), b.validate(self.present_archs)?),
             (None, None) => (TaskKind::Empty, b.validate(self.present_archs)?),
         };
+        if b.accesses.iter().any(|a| a.mode == AccessMode::Redux) {
+            // REDUX contributions live in host memory: only host-code workers take part.
+            mask &= !Arch::OpenCl.bit();
+            if mask == 0 {
+                let name = b.codelet.as_ref().map_or("?", |c| c.name()).to_string();
+                return Err(Error::NoImplementation(format!("{name} (REDUX accesses need a CPU or null-device implementation)")));
+            }
+        }
+        if let Some(w) = b.worker {
+            // The chosen worker must exist and have an implementation.
+            match self.workers.get(w) {
+                None => return Err(Error::Config(format!("no worker {w}: this runtime has {}", self.workers.len()))),
+                Some(info) if mask & info.arch.bit() == 0 => {
+                    let name = b.codelet.as_ref().map_or("?", |c| c.name()).to_string();
+                    return Err(Error::NoImplementation(format!("{name} on worker {w} ({})", info.arch.name())));
+                }
+                _ => mask = self.workers[w].arch.bit(),
+            }
+        }
         if let Some(t) = b.tag
             && b.dep_tags.contains(&t)
         {
@@ -428,6 +490,13 @@ impl RuntimeInner {
             arb.busy.extend(commute_ids(&t));
         }
         // Not `wake`: the pushing worker looks for work next, so it needs no help if it can run `t`.
+        if let Some(k) = t.worker {
+            self.pinned[k].push(t);
+            if from != Some(k) {
+                self.sleep.wake(Target::Worker(k));
+            }
+            return;
+        }
         let self_serve = !wake && from.is_some_and(|w| t.arch_mask & self.workers[w].arch.bit() != 0);
         let target = self.policy.push(t, from);
         match target {
@@ -444,6 +513,8 @@ impl RuntimeInner {
         let result = match t.poison.get() {
             Some(e) => Err((**e).clone()),
             None => match &t.kind {
+                #[cfg(feature = "opencl")]
+                TaskKind::Codelet(c) if self.workers[w].arch == Arch::OpenCl => self.run_opencl(w, &t, c),
                 TaskKind::Codelet(c) => self.run_codelet(w, &t, c),
                 TaskKind::Reduction => self.run_reduction(w, &t),
                 TaskKind::Empty => Ok(()),
@@ -618,11 +689,25 @@ impl RuntimeInner {
         let p = self.progress();
         let quiet = p == *last_progress;
         *last_progress = p;
-        if !quiet || !self.policy.is_empty() || self.stats.iter().any(|s| s.busy.load(Ordering::Relaxed)) {
+        if !quiet
+            || !self.policy.is_empty()
+            || self.pinned.iter().any(|q| !q.is_empty())
+            || self.stats.iter().any(|s| s.busy.load(Ordering::Relaxed))
+        {
             return None;
         }
         let tags = self.tags.unbound_with_waiters();
         if tags.is_empty() { None } else { Some(tags) }
+    }
+
+    /// A task for worker `w`: one submitted for it alone first, then the policy's choice.
+    pub(crate) fn pop(&self, w: usize) -> Option<TaskRef> {
+        if !self.pinned[w].is_empty()
+            && let Some(t) = crate::sched::steal_one(&self.pinned[w])
+        {
+            return Some(t);
+        }
+        self.policy.pop(w)
     }
 
     pub(crate) fn wait_for_all(&self) -> Result<()> {

@@ -124,8 +124,21 @@ impl TreeState {
         Ok(())
     }
 
-    /// Make entry `idx` usable on `node` with `mode`, pin it, and return its address.
+    /// Make entry `idx` usable on `node` with `mode`, pin it, and return its host address.
     pub(crate) fn acquire(&mut self, tree: &Arc<Tree>, idx: usize, node: usize, mode: AccessMode) -> Result<*mut u8> {
+        self.acquire_replica(tree, idx, node, mode)?;
+        self.host_addr(tree, idx, node).inspect_err(|_| self.release(idx, node))
+    }
+
+    /// Make entry `idx` usable on device node `node` with `mode`, pin it, and return its buffer.
+    pub(crate) fn acquire_buffer(&mut self, tree: &Arc<Tree>, idx: usize, node: usize, mode: AccessMode) -> Result<weft_vendors::Buffer> {
+        debug_assert!(node != 0, "home replicas are reached by address");
+        self.acquire_replica(tree, idx, node, mode)?;
+        Ok(self.entries[idx].replicas[node].buf.expect("invariant: allocated by acquire_replica"))
+    }
+
+    /// Coherence for a use of entry `idx` on `node` with `mode`; pins the replica.
+    fn acquire_replica(&mut self, tree: &Arc<Tree>, idx: usize, node: usize, mode: AccessMode) -> Result<()> {
         let rel = relatives(self, idx);
         for &r in &rel {
             self.write_back(tree, r)?;
@@ -156,7 +169,7 @@ impl TreeState {
         }
         normalize(e);
         e.replicas[node].last_use = tick();
-        self.host_addr(tree, idx, node)
+        Ok(())
     }
 
     fn fetch_for(&mut self, tree: &Arc<Tree>, idx: usize, node: usize, mode: AccessMode) -> Result<()> {

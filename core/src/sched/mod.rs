@@ -15,6 +15,8 @@ mod queues;
 mod random;
 mod ws;
 
+pub(crate) use queues::steal as steal_one;
+
 use crate::task::{Arch, TaskRef};
 use crate::topology::Topology;
 use std::time::Duration;

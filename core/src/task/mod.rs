@@ -13,7 +13,7 @@ pub(crate) mod tags;
 
 use crate::data::{DataHandle, View};
 use crate::error::{Error, Result};
-use crate::sync::atomic::{AtomicUsize, Ordering};
+use crate::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use crate::sync::{Arc, Condvar, Mutex, lock};
 use smallvec::SmallVec;
 use std::sync::OnceLock;
@@ -48,10 +48,12 @@ pub enum Arch {
     Cpu = 0,
     /// The simulated device of `weft_vendors::null`; runs CPU-style code on its own memory.
     Null = 1,
+    /// An OpenCL device, driven by its own worker thread; runs OpenCL C kernels.
+    OpenCl = 2,
 }
 
 impl Arch {
-    pub const ALL: [Arch; 2] = [Arch::Cpu, Arch::Null];
+    pub const ALL: [Arch; 3] = [Arch::Cpu, Arch::Null, Arch::OpenCl];
     pub fn bit(self) -> u8 {
         1 << self as u8
     }
@@ -59,6 +61,7 @@ impl Arch {
         match self {
             Arch::Cpu => "cpu",
             Arch::Null => "null",
+            Arch::OpenCl => "opencl",
         }
     }
 }
@@ -116,10 +119,66 @@ impl<'a> TaskContext<'a> {
 
 pub type ImplFn = Arc<dyn Fn(&TaskContext<'_>) -> std::result::Result<(), String> + Send + Sync>;
 
+/// Work size of an OpenCL launch, from the shapes of the task's buffers and its argument blob.
+pub type WorkSizeFn = Arc<dyn Fn(&[crate::data::Shape], &[u8]) -> Vec<usize> + Send + Sync>;
+
+/// A codelet's OpenCL implementation: OpenCL C source and the kernel to launch.
+///
+/// The kernel's parameters are, in order: one `__global` pointer per task buffer (the
+/// replica on the device, packed: a matrix's leading dimension is its `nx` there), then the
+/// task's argument blob split into by-value arguments of `arg_sizes` bytes each (an empty
+/// `arg_sizes` passes a non-empty blob as one argument, e.g. a struct). The global work
+/// size is `global(shapes, args)` if given, else the dimensions of buffer 0 (`[nx]`,
+/// `[nx, ny]` or `[nx, ny, nz]`). Programs are built once per device and cached, also on
+/// disk (`WEFT_HOME/kernels`).
+#[derive(Clone)]
+pub struct OpenClImpl {
+    pub source: String,
+    pub kernel: String,
+    pub options: String,
+    pub arg_sizes: Vec<usize>,
+    pub global: Option<WorkSizeFn>,
+    pub local: Option<Vec<usize>>,
+}
+
+impl OpenClImpl {
+    pub fn new(source: impl Into<String>, kernel: impl Into<String>) -> OpenClImpl {
+        OpenClImpl {
+            source: source.into(),
+            kernel: kernel.into(),
+            options: String::new(),
+            arg_sizes: Vec::new(),
+            global: None,
+            local: None,
+        }
+    }
+    pub fn options(mut self, o: impl Into<String>) -> Self {
+        self.options = o.into();
+        self
+    }
+    pub fn arg_sizes(mut self, sizes: &[usize]) -> Self {
+        self.arg_sizes = sizes.to_vec();
+        self
+    }
+    pub fn global(mut self, f: impl Fn(&[crate::data::Shape], &[u8]) -> Vec<usize> + Send + Sync + 'static) -> Self {
+        self.global = Some(Arc::new(f));
+        self
+    }
+    pub fn local(mut self, l: &[usize]) -> Self {
+        self.local = Some(l.to_vec());
+        self
+    }
+}
+
+static NEXT_CODELET: AtomicU64 = AtomicU64::new(1);
+
 /// One computation with an implementation per kind of worker.
 pub struct Codelet {
+    /// Unique per codelet (device drivers cache built kernels by it).
+    pub(crate) id: u64,
     pub(crate) name: String,
     pub(crate) impls: [Option<ImplFn>; 2],
+    pub(crate) opencl: Option<Arc<OpenClImpl>>,
     pub(crate) nbuffers: Option<usize>,
     pub(crate) modes: Option<Vec<AccessMode>>,
 }
@@ -132,16 +191,30 @@ impl std::fmt::Debug for Codelet {
 
 impl Codelet {
     pub fn builder(name: impl Into<String>) -> CodeletBuilder {
-        CodeletBuilder { c: Codelet { name: name.into(), impls: [None, None], nbuffers: None, modes: None } }
+        CodeletBuilder {
+            c: Codelet {
+                id: NEXT_CODELET.fetch_add(1, Ordering::Relaxed),
+                name: name.into(),
+                impls: [None, None],
+                opencl: None,
+                nbuffers: None,
+                modes: None,
+            },
+        }
     }
     pub fn name(&self) -> &str {
         &self.name
     }
     pub(crate) fn arch_mask(&self) -> u8 {
-        Arch::ALL.iter().filter(|a| self.impls[**a as usize].is_some()).fold(0, |m, a| m | a.bit())
+        let host = [Arch::Cpu, Arch::Null].iter().filter(|a| self.impls[**a as usize].is_some()).fold(0, |m, a| m | a.bit());
+        host | if self.opencl.is_some() { Arch::OpenCl.bit() } else { 0 }
     }
+    /// The host-code implementation for CPU workers or null devices.
     pub(crate) fn implementation(&self, a: Arch) -> Option<&ImplFn> {
-        self.impls[a as usize].as_ref()
+        match a {
+            Arch::Cpu | Arch::Null => self.impls[a as usize].as_ref(),
+            Arch::OpenCl => None,
+        }
     }
 }
 
@@ -167,9 +240,18 @@ impl CodeletBuilder {
         self.c.impls[Arch::Null as usize] = Some(f);
         self
     }
-    /// Set an implementation from a shared function object.
+    /// Set a host-code implementation (CPU or null device) from a shared function object.
     pub fn implementation(mut self, arch: Arch, f: ImplFn) -> Self {
+        assert!(arch != Arch::OpenCl, "OpenCL implementations are kernels: use CodeletBuilder::opencl");
         self.c.impls[arch as usize] = Some(f);
+        self
+    }
+    /// The OpenCL implementation: `kernel` in OpenCL C `source` (see [`OpenClImpl`]).
+    pub fn opencl(self, source: impl Into<String>, kernel: impl Into<String>) -> Self {
+        self.opencl_impl(OpenClImpl::new(source, kernel))
+    }
+    pub fn opencl_impl(mut self, imp: OpenClImpl) -> Self {
+        self.c.opencl = Some(Arc::new(imp));
         self
     }
     /// Declare how many buffers each task of this codelet accesses (checked at submission).
@@ -237,6 +319,8 @@ pub(crate) struct TaskInner {
     pub tag: Option<Tag>,
     pub dep_tags: SmallVec<[Tag; 1]>,
     pub arch_mask: u8,
+    /// The worker the task must run on, if the submitter chose one.
+    pub worker: Option<usize>,
     pub has_commute: bool,
     pub callback: Mutex<Option<Callback>>,
     /// Unresolved dependencies, plus one held by submission until registration finishes.
@@ -314,6 +398,7 @@ pub struct TaskBuilder {
     pub(crate) dep_tags: SmallVec<[Tag; 1]>,
     pub(crate) after: SmallVec<[TaskRef; 2]>,
     pub(crate) callback: Option<Callback>,
+    pub(crate) worker: Option<usize>,
 }
 
 impl TaskBuilder {
@@ -332,6 +417,7 @@ impl TaskBuilder {
             dep_tags: SmallVec::new(),
             after: SmallVec::new(),
             callback: None,
+            worker: None,
         }
     }
     /// Access `h` with `mode`; buffers are numbered in the order accesses are added.
@@ -369,6 +455,11 @@ impl TaskBuilder {
     /// Run after `task`.
     pub fn after(mut self, task: &TaskHandle) -> Self {
         self.after.push(task.0.clone());
+        self
+    }
+    /// Run on worker `w` only (StarPU's `execute_on_a_specific_worker`), whatever the policy.
+    pub fn on_worker(mut self, w: usize) -> Self {
+        self.worker = Some(w);
         self
     }
     /// Call `f` with the task's result when it completes (before `wait` returns).

@@ -4,6 +4,8 @@
 //! and the "current worker" thread-local (the one thread-local of the runtime).
 //! **Does not own**: what a task does (`runtime::execute`), which task runs (`sched`).
 
+#[cfg(feature = "opencl")]
+pub(crate) mod driver;
 pub(crate) mod sleep;
 
 use crate::runtime::RuntimeInner;
@@ -49,7 +51,7 @@ pub(crate) fn run(rt: Arc<RuntimeInner>, w: usize) {
     }
     let spin = Duration::from_micros(rt.config.spin_us);
     loop {
-        if let Some(t) = rt.policy.pop(w) {
+        if let Some(t) = rt.pop(w) {
             rt.execute(w, t);
             continue;
         }
@@ -64,7 +66,7 @@ pub(crate) fn run(rt: Arc<RuntimeInner>, w: usize) {
                 std::thread::yield_now();
             }
             i += 1;
-            found = rt.policy.pop(w);
+            found = rt.pop(w);
             if i.is_multiple_of(16) && start.elapsed() >= spin {
                 break;
             }
@@ -74,7 +76,7 @@ pub(crate) fn run(rt: Arc<RuntimeInner>, w: usize) {
             continue;
         }
         rt.sleep.announce(w);
-        if let Some(t) = rt.policy.pop(w) {
+        if let Some(t) = rt.pop(w) {
             rt.sleep.clear(w);
             rt.execute(w, t);
             continue;

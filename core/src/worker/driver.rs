@@ -1,0 +1,178 @@
+//! Device drivers: running a task's kernel on the device its worker drives.
+//!
+//! **Owns**: per-driver state (the device, the kernels built for it), turning a task into
+//! a kernel launch (buffers acquired on the device's memory node, the argument blob split
+//! into by-value arguments, the work size), and waiting for the launch.
+//! **Does not own**: coherence (`data::coherence` makes the replicas valid and pins them),
+//! building programs (`weft_vendors::opencl`, with its cache).
+//!
+//! The launch is waited for before the next task: keeping two tasks in flight to overlap
+//! transfers with kernels is future work.
+#![allow(unsafe_code)] // setting kernel arguments and launching (the vendor API's contract)
+
+use crate::error::Error;
+use crate::runtime::RuntimeInner;
+use crate::sync::{Mutex, lock};
+use crate::task::{AccessMode, Codelet, OpenClImpl, TaskError, TaskRef};
+use smallvec::SmallVec;
+use std::collections::HashMap;
+use std::sync::Arc;
+use weft_vendors::Buffer;
+use weft_vendors::opencl::{Kernel, OpenClDevice};
+
+pub(crate) struct OpenClDriver {
+    pub dev: Arc<OpenClDevice>,
+    /// Kernels built for this device, by codelet id. Only this driver's worker uses them.
+    pub kernels: Mutex<HashMap<u64, Kernel>>,
+}
+
+impl OpenClDriver {
+    pub fn new(dev: Arc<OpenClDevice>) -> OpenClDriver {
+        OpenClDriver { dev, kernels: Mutex::new(HashMap::new()) }
+    }
+}
+
+/// Split the argument blob into the kernel's by-value arguments.
+pub(crate) fn split_args<'a>(args: &'a [u8], sizes: &[usize]) -> Result<SmallVec<[&'a [u8]; 4]>, String> {
+    if sizes.is_empty() {
+        return Ok(if args.is_empty() { SmallVec::new() } else { SmallVec::from_slice(&[args]) });
+    }
+    let total: usize = sizes.iter().sum();
+    if total != args.len() {
+        return Err(format!("the argument blob has {} bytes but the kernel's by-value arguments take {total}", args.len()));
+    }
+    let mut out = SmallVec::new();
+    let mut at = 0;
+    for &n in sizes {
+        out.push(&args[at..at + n]);
+        at += n;
+    }
+    Ok(out)
+}
+
+/// The default work size: the dimensions of buffer 0, without trailing ones.
+pub(crate) fn default_global(shapes: &[crate::data::Shape]) -> Vec<usize> {
+    let Some(s) = shapes.first() else { return vec![1] };
+    let mut d = s.dims().to_vec();
+    while d.len() > 1 && d[d.len() - 1] == 1 {
+        d.pop();
+    }
+    d
+}
+
+impl RuntimeInner {
+    /// Run `t`'s OpenCL implementation on driver worker `w`.
+    pub(crate) fn run_opencl(&self, w: usize, t: &TaskRef, c: &Codelet) -> Result<(), TaskError> {
+        let imp = c.opencl.as_ref().expect("invariant: scheduled on an OpenCL worker only with an OpenCL implementation");
+        let drv = self.drivers[w].as_ref().expect("invariant: OpenCL workers have a driver");
+        let node = self.workers[w].node;
+        let mut bufs: SmallVec<[Buffer; 3]> = SmallVec::new();
+        let mut scratch: SmallVec<[Buffer; 1]> = SmallVec::new();
+        let mut r = self.acquire_on_device(node, t, &mut bufs, &mut scratch);
+        let mut attempt = 0u32;
+        while let Err(Error::MemoryBusy(n)) = r {
+            self.release_on_device(node, t, bufs.len(), std::mem::take(&mut scratch));
+            bufs.clear();
+            attempt += 1;
+            if attempt > 2000 {
+                r = Err(Error::OutOfMemory { node: n, bytes: 0 });
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_micros(20 * u64::from(attempt.min(50))));
+            r = self.acquire_on_device(node, t, &mut bufs, &mut scratch);
+        }
+        let result = match r {
+            Err(e) => Err(TaskError::Data(e.to_string())),
+            Ok(()) => self.launch(drv, c, imp, t, &bufs),
+        };
+        self.release_on_device(node, t, bufs.len(), scratch);
+        result
+    }
+
+    fn launch(&self, drv: &OpenClDriver, c: &Codelet, imp: &OpenClImpl, t: &TaskRef, bufs: &[Buffer]) -> Result<(), TaskError> {
+        let fail = |msg: String| TaskError::Failed { task: c.name.clone(), msg };
+        let values = split_args(&t.args, &imp.arg_sizes).map_err(fail)?;
+        let shapes: SmallVec<[crate::data::Shape; 3]> = t.accesses.iter().map(|a| a.handle.shape()).collect();
+        let global = match &imp.global {
+            Some(f) => f(&shapes, &t.args),
+            None => default_global(&shapes),
+        };
+        let mut kernels = lock(&drv.kernels);
+        let kernel = match kernels.entry(c.id) {
+            std::collections::hash_map::Entry::Occupied(o) => o.into_mut(),
+            std::collections::hash_map::Entry::Vacant(v) => {
+                let k = drv
+                    .dev
+                    .build_program(&self.programs, &imp.source, &imp.options)
+                    .and_then(|p| drv.dev.create_kernel(&p, &imp.kernel))
+                    .map_err(|e| fail(e.to_string()))?;
+                v.insert(k)
+            }
+        };
+        // SAFETY: every buffer is a replica acquired (allocated, valid, pinned) on this
+        // device's node for the task's access mode, and stays so until release_on_device,
+        // which runs after the launch completed (waited for below).
+        unsafe { kernel.set_task_args(bufs, &values) }.map_err(|e| fail(format!("setting kernel arguments: {e}")))?;
+        // SAFETY: as above: the arguments stay live and unaliased until the wait returns.
+        let done = unsafe { drv.dev.launch(kernel, &global, imp.local.as_deref()) }.map_err(|e| fail(e.to_string()))?;
+        done.wait().map_err(|e| fail(e.to_string()))
+    }
+
+    fn acquire_on_device(
+        &self,
+        node: usize,
+        t: &TaskRef,
+        bufs: &mut SmallVec<[Buffer; 3]>,
+        scratch: &mut SmallVec<[Buffer; 1]>,
+    ) -> crate::Result<()> {
+        for a in &t.accesses {
+            let h = &a.handle.0;
+            let b = match a.mode {
+                AccessMode::Scratch => {
+                    let shape = h.tree.lock().entries[h.idx].shape;
+                    let b = self.nodes[node].alloc_raw(shape.span(shape.packed()))?;
+                    scratch.push(b);
+                    b
+                }
+                AccessMode::Redux => unreachable!("submission keeps REDUX tasks off OpenCL workers"),
+                mode => h.tree.lock().acquire_buffer(&h.tree, h.idx, node, mode)?,
+            };
+            bufs.push(b);
+        }
+        Ok(())
+    }
+
+    fn release_on_device(&self, node: usize, t: &TaskRef, n: usize, scratch: SmallVec<[Buffer; 1]>) {
+        for a in t.accesses.iter().take(n) {
+            if a.mode != AccessMode::Scratch {
+                a.handle.0.tree.lock().release(a.handle.0.idx, node);
+            }
+        }
+        for b in scratch {
+            self.nodes[node].release(b);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::data::Shape;
+
+    #[test]
+    fn argument_blobs_split_by_declared_sizes() {
+        let blob = [1u8, 2, 3, 4, 5, 6];
+        assert_eq!(split_args(&blob, &[4, 2]).unwrap().as_slice(), &[&blob[..4], &blob[4..]]);
+        assert_eq!(split_args(&blob, &[]).unwrap().as_slice(), &[&blob[..]]);
+        assert!(split_args(&[], &[]).unwrap().is_empty());
+        assert!(split_args(&blob, &[4]).unwrap_err().contains("6 bytes"));
+    }
+
+    #[test]
+    fn default_work_size_follows_buffer_zero() {
+        assert_eq!(default_global(&[Shape::Vector { nx: 10, elem: 4 }]), vec![10]);
+        assert_eq!(default_global(&[Shape::Matrix { nx: 3, ny: 5, elem: 4 }]), vec![3, 5]);
+        assert_eq!(default_global(&[Shape::Block { nx: 2, ny: 1, nz: 4, elem: 4 }]), vec![2, 1, 4]);
+        assert_eq!(default_global(&[]), vec![1]);
+    }
+}

@@ -1,0 +1,152 @@
+//! OpenCL devices as memory nodes and workers, on PoCL: `POCL_DEVICES="basic basic"` gives
+//! two single-core devices (shared/reference/opencl-facts.md). Without any OpenCL platform
+//! each test prints `skipped: no OpenCL platform`.
+//!
+//! Its own `main` sets `POCL_DEVICES` before any thread exists, runs the tests in order, and
+//! prints `N passed, N failed`.
+
+use std::sync::Arc;
+use weft_core::*;
+
+const ADD: &str = "__kernel void add(__global float *v, float x) { v[get_global_id(0)] += x; }";
+
+fn runtime(ncpu: usize, limit: Option<usize>, dir: &std::path::Path) -> Option<Runtime> {
+    let rt = Runtime::new(Config {
+        ncpu: Some(ncpu),
+        nopencl: None,
+        opencl_mem_limit: limit,
+        kernel_cache: Some(dir.to_path_buf()),
+        sched: PolicyKind::Eager,
+        spin_us: 5,
+        ..Config::default()
+    })
+    .unwrap();
+    if rt.workers().iter().filter(|w| w.arch == Arch::OpenCl).count() < 2 {
+        println!("skipped: no OpenCL platform with two devices");
+        return None;
+    }
+    Some(rt)
+}
+
+fn opencl_workers(rt: &Runtime) -> Vec<usize> {
+    rt.workers().iter().filter(|w| w.arch == Arch::OpenCl).map(|w| w.id).collect()
+}
+
+fn add_codelet() -> Arc<Codelet> {
+    Codelet::builder("add")
+        .opencl(ADD, "add")
+        .cpu(|ctx| {
+            let x: f32 = ctx.arg();
+            ctx.vector_mut::<f32>(0).iter_mut().for_each(|v| *v += x);
+            Ok(())
+        })
+        .build()
+}
+
+fn data_written_on_one_device_is_right_on_the_other_and_the_host(dir: &std::path::Path) {
+    let Some(rt) = runtime(1, None, dir) else { return };
+    let ocl = opencl_workers(&rt);
+    let cpu = rt.workers().iter().find(|w| w.arch == Arch::Cpu).unwrap().id;
+    let v = rt.register_vector((0..4096).map(|i| i as f32).collect::<Vec<f32>>()).unwrap();
+    let add = add_codelet();
+    // device A, device B, CPU, device B, device A: every hop needs the newest data.
+    for (k, w) in [ocl[0], ocl[1], cpu, ocl[1], ocl[0]].into_iter().enumerate() {
+        rt.submit(TaskBuilder::new(&add).access(&v, AccessMode::RW).arg(10.0f32 * (k + 1) as f32).on_worker(w)).unwrap();
+    }
+    let out = v.into_vec::<f32>().unwrap();
+    assert!(out.iter().enumerate().all(|(i, &x)| x == i as f32 + 150.0), "{:?}", &out[..4]);
+    let per = rt.tasks_per_worker();
+    assert_eq!((per[ocl[0]], per[ocl[1]], per[cpu]), (2, 2, 1));
+}
+
+fn a_problem_twice_the_device_memory_gives_right_results(dir: &std::path::Path) {
+    // 2 MiB of floats in 16 blocks on devices limited to 1 MiB each: blocks are evicted
+    // (written back first) and fetched again.
+    let Some(rt) = runtime(0, Some(1 << 20), dir) else { return };
+    let n = 1 << 19;
+    let v = rt.register_vector(vec![1.0f32; n]).unwrap();
+    let blocks = v.partition(Filter::VectorBlock { parts: 16 }).unwrap();
+    let add = Codelet::builder("add-ocl").opencl(ADD, "add").build();
+    for round in 0..3 {
+        for b in &blocks {
+            rt.submit(TaskBuilder::new(&add).access(b, AccessMode::RW).arg(1.0f32 + round as f32)).unwrap();
+        }
+    }
+    rt.wait_for_all().unwrap();
+    let evictions: usize = rt.memory_nodes()[1..].iter().map(|n| n.evictions()).sum();
+    assert!(evictions > 0, "no eviction");
+    assert!(rt.memory_nodes()[1..].iter().all(|n| n.used() <= 1 << 20));
+    drop(blocks);
+    assert!(v.into_vec::<f32>().unwrap().iter().all(|&x| x == 7.0));
+}
+
+fn a_kernel_that_fails_to_build_fails_its_task_and_cancels_dependents(dir: &std::path::Path) {
+    let Some(rt) = runtime(1, None, dir) else { return };
+    let v = rt.register_vector(vec![0.0f32; 64]).unwrap();
+    let bad = Codelet::builder("bad").opencl("__kernel void bad(__global float *v) { v[0] = undeclared_thing; }", "bad").build();
+    let add = add_codelet();
+    let t = rt.submit(TaskBuilder::new(&bad).access(&v, AccessMode::RW)).unwrap();
+    let dep = rt.submit(TaskBuilder::new(&add).access(&v, AccessMode::RW).arg(1.0f32)).unwrap();
+    let e = t.wait().unwrap_err().to_string();
+    assert!(e.contains("undeclared_thing"), "the build log should reach the submitter: {e}");
+    assert!(matches!(dep.wait(), Err(Error::Task(TaskError::Cancelled(_)))));
+    // A kernel name that does not exist, and a blob that does not match the arguments.
+    let missing = Codelet::builder("missing").opencl(ADD, "nope").build();
+    let e = rt.submit(TaskBuilder::new(&missing).access(&v, AccessMode::RW)).unwrap().wait().unwrap_err();
+    assert!(e.to_string().contains("nope"), "{e}");
+    let add_only = Codelet::builder("add-ocl").opencl_impl(OpenClImpl::new(ADD, "add").arg_sizes(&[4])).build();
+    let ocl = opencl_workers(&rt)[0];
+    let e = rt.submit(TaskBuilder::new(&add_only).access(&v, AccessMode::RW).arg(1u64).on_worker(ocl)).unwrap().wait().unwrap_err();
+    assert!(e.to_string().contains("8 bytes"), "{e}");
+    // Nothing is stuck: the handle still works.
+    rt.submit(TaskBuilder::new(&add_only).access(&v, AccessMode::RW).arg(2.0f32)).unwrap().wait().unwrap();
+    assert_eq!(v.into_vec::<f32>().unwrap(), vec![2.0f32; 64]);
+}
+
+fn independent_kernels_use_both_devices(dir: &std::path::Path) {
+    let Some(rt) = runtime(0, None, dir) else { return };
+    let add = Codelet::builder("add-ocl").opencl(ADD, "add").build();
+    let hs: Vec<DataHandle> = (0..16).map(|_| rt.register_vector(vec![0.0f32; 1 << 16]).unwrap()).collect();
+    for h in &hs {
+        for _ in 0..4 {
+            rt.submit(TaskBuilder::new(&add).access(h, AccessMode::RW).arg(0.5f32)).unwrap();
+        }
+    }
+    rt.wait_for_all().unwrap();
+    let per = rt.tasks_per_worker();
+    assert!(opencl_workers(&rt).iter().all(|&w| per[w] > 0), "{per:?}");
+    for h in hs {
+        assert!(h.into_vec::<f32>().unwrap().iter().all(|&x| x == 2.0));
+    }
+}
+
+fn main() {
+    // SAFETY: no other thread exists yet.
+    unsafe { std::env::set_var("POCL_DEVICES", "basic basic") };
+    let dir = std::env::temp_dir().join(format!("weft-kernels-{}", std::process::id()));
+    type Test = (&'static str, fn(&std::path::Path));
+    let tests: [Test; 4] = [
+        ("data_written_on_one_device_is_right_on_the_other_and_the_host", data_written_on_one_device_is_right_on_the_other_and_the_host),
+        ("a_problem_twice_the_device_memory_gives_right_results", a_problem_twice_the_device_memory_gives_right_results),
+        (
+            "a_kernel_that_fails_to_build_fails_its_task_and_cancels_dependents",
+            a_kernel_that_fails_to_build_fails_its_task_and_cancels_dependents,
+        ),
+        ("independent_kernels_use_both_devices", independent_kernels_use_both_devices),
+    ];
+    let filter: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
+    let (mut passed, mut failed) = (0, 0);
+    for (name, f) in tests {
+        if !filter.is_empty() && !filter.iter().any(|p| name.contains(p.as_str())) {
+            continue;
+        }
+        let r = std::panic::catch_unwind(|| f(&dir));
+        println!("test {name} ... {}", if r.is_ok() { "ok" } else { "FAILED" });
+        if r.is_ok() { passed += 1 } else { failed += 1 }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    println!("\n{passed} passed, {failed} failed");
+    if failed > 0 {
+        std::process::exit(1);
+    }
+}
