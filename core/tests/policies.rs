@@ -128,11 +128,23 @@ fn prio_runs_higher_priorities_first() {
             Ok(())
         })
         .build();
-    // All wait for one gate tag, so they become ready together.
+    // The only worker is kept busy until every task below is queued, so the order it then
+    // takes them in is the policy's alone.
+    let go = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let g = go.clone();
+    let blocker = Codelet::builder("blocker")
+        .cpu(move |_| {
+            while !g.load(Ordering::SeqCst) {
+                std::thread::yield_now();
+            }
+            Ok(())
+        })
+        .build();
+    rt.submit(TaskBuilder::new(&blocker)).unwrap();
     for p in [0, 5, -3, 2, 5, 1] {
-        rt.submit(TaskBuilder::new(&rec).arg(p).priority(p).after_tag(1000)).unwrap();
+        rt.submit(TaskBuilder::new(&rec).arg(p).priority(p)).unwrap();
     }
-    rt.tag_notify(1000).unwrap();
+    go.store(true, Ordering::SeqCst);
     rt.wait_for_all().unwrap();
     assert_eq!(*order.lock().unwrap(), vec![5, 5, 2, 1, 0, -3]);
 }
