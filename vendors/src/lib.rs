@@ -14,10 +14,13 @@
 //!
 //! * [`opencl`] (Cargo feature `opencl`, on by default): every device of every OpenCL
 //!   vendor, loaded at run time (no link-time dependency on `libOpenCL`).
-//!
-//! The CUDA backend comes behind a Cargo feature too (issue 3).
+//! * [`cuda`] (Cargo feature `cuda`, on by default): every NVIDIA GPU through the CUDA
+//!   driver API (cudarc), with NVRTC kernels and cuBLAS, loaded at run time (no
+//!   link-time dependency on `libcuda`, `libnvrtc` or `libcublas`).
 #![warn(unsafe_op_in_unsafe_fn)]
 
+#[cfg(feature = "cuda")]
+pub mod cuda;
 pub mod host;
 pub mod null;
 #[cfg(feature = "opencl")]
@@ -35,6 +38,8 @@ pub enum DeviceKind {
     Null,
     /// A device of an OpenCL vendor (its memory reached only by copies).
     OpenCl,
+    /// An NVIDIA GPU driven through CUDA (its memory reached only by copies).
+    Cuda,
 }
 
 impl fmt::Display for DeviceKind {
@@ -43,6 +48,7 @@ impl fmt::Display for DeviceKind {
             DeviceKind::Host => "host",
             DeviceKind::Null => "null",
             DeviceKind::OpenCl => "opencl",
+            DeviceKind::Cuda => "cuda",
         })
     }
 }
@@ -189,6 +195,13 @@ mod tests {
         unsafe { copy_rect_host(src.as_ptr(), dst.as_mut_ptr(), rect) };
         assert_eq!(dst, [0, 1, 2, 4, 5, 6]);
         assert_eq!(rect.bytes(), 6);
+    }
+
+    #[test]
+    fn device_kinds_display_their_feature_names() {
+        let names: Vec<String> =
+            [DeviceKind::Host, DeviceKind::Null, DeviceKind::OpenCl, DeviceKind::Cuda].iter().map(|k| k.to_string()).collect();
+        assert_eq!(names, ["host", "null", "opencl", "cuda"]);
     }
 
     #[test]
