@@ -6,6 +6,8 @@
 //! | `WEFT_SCHED` | scheduling policy: eager, prio, random, ws, lws | `lws` |
 //! | `WEFT_NOPENCL` | OpenCL devices to use (each a memory node with a driver worker) | all |
 //! | `WEFT_LIMIT_OPENCL_MEM` | memory limit of each OpenCL device, MiB | none |
+//! | `WEFT_NCUDA` | CUDA GPUs to use (each a memory node with a driver worker) | all |
+//! | `WEFT_LIMIT_CUDA_MEM` | memory limit of each CUDA GPU, MiB | 15/16 of the GPU's memory |
 //! | `WEFT_HOME` | where built kernels are cached (`$WEFT_HOME/kernels`) | `~/.cache/weft` |
 //! | `WEFT_NNULL` | simulated (null) devices, each a memory node with a driver worker | 0 |
 //! | `WEFT_LIMIT_NULL_MEM` | memory limit of each null device, MiB | none |
@@ -28,6 +30,12 @@ pub struct Config {
     pub nopencl: Option<usize>,
     /// Per OpenCL-device memory limit in bytes.
     pub opencl_mem_limit: Option<usize>,
+    /// CUDA GPUs to use at most; `None`: all. `Config::default()` uses none (a CPU-only
+    /// runtime); `from_env` uses all unless `WEFT_NCUDA` says otherwise.
+    pub ncuda: Option<usize>,
+    /// Per CUDA-GPU memory limit in bytes; `None`: 15/16 of the GPU's memory (the rest is
+    /// headroom for the context, modules and cuBLAS workspaces, which the runtime does not count).
+    pub cuda_mem_limit: Option<usize>,
     /// Directory of the on-disk kernel cache (`None`: memory only).
     pub kernel_cache: Option<std::path::PathBuf>,
     /// Per null-device memory limit in bytes.
@@ -47,6 +55,8 @@ impl Default for Config {
             nnull: 0,
             nopencl: Some(0),
             opencl_mem_limit: None,
+            ncuda: Some(0),
+            cuda_mem_limit: None,
             kernel_cache: None,
             null_mem_limit: None,
             cpu_mem_limit: None,
@@ -81,7 +91,7 @@ impl Config {
     }
 
     pub(crate) fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Config> {
-        let mut c = Config { nopencl: None, ..Config::default() };
+        let mut c = Config { nopencl: None, ncuda: None, ..Config::default() };
         c.kernel_cache = match get("WEFT_HOME") {
             Some(h) => Some(std::path::PathBuf::from(h).join("kernels")),
             None => get("XDG_CACHE_HOME")
@@ -103,6 +113,12 @@ impl Config {
         }
         if let Some(v) = get("WEFT_LIMIT_OPENCL_MEM") {
             c.opencl_mem_limit = Some(parse_num::<usize>("WEFT_LIMIT_OPENCL_MEM", &v)? << 20);
+        }
+        if let Some(v) = get("WEFT_NCUDA") {
+            c.ncuda = Some(parse_num("WEFT_NCUDA", &v)?);
+        }
+        if let Some(v) = get("WEFT_LIMIT_CUDA_MEM") {
+            c.cuda_mem_limit = Some(parse_num::<usize>("WEFT_LIMIT_CUDA_MEM", &v)? << 20);
         }
         if let Some(v) = get("WEFT_LIMIT_NULL_MEM") {
             c.null_mem_limit = Some(parse_num::<usize>("WEFT_LIMIT_NULL_MEM", &v)? << 20);
@@ -151,6 +167,25 @@ mod tests {
         assert_eq!(c.null_mem_limit, Some(4 << 20));
         assert!(!c.bind && c.stats);
         assert_eq!(c.spin_us, 7);
+    }
+
+    #[test]
+    fn device_counts_default_to_none_in_code_and_all_from_the_environment() {
+        let d = Config::default();
+        assert_eq!((d.nopencl, d.ncuda, d.cuda_mem_limit), (Some(0), Some(0), None));
+        let e = cfg(&[]).unwrap();
+        assert_eq!((e.nopencl, e.ncuda, e.cuda_mem_limit), (None, None, None));
+        let c = cfg(&[("WEFT_NCUDA", "2"), ("WEFT_LIMIT_CUDA_MEM", "64"), ("WEFT_NOPENCL", "0")]).unwrap();
+        assert_eq!((c.nopencl, c.ncuda, c.cuda_mem_limit), (Some(0), Some(2), Some(64 << 20)));
+        assert_eq!(cfg(&[("WEFT_NCUDA", "0")]).unwrap().ncuda, Some(0));
+    }
+
+    #[test]
+    fn bad_cuda_values_name_the_variable() {
+        let e = cfg(&[("WEFT_NCUDA", "all")]).unwrap_err().to_string();
+        assert!(e.contains("WEFT_NCUDA"), "{e}");
+        let e = cfg(&[("WEFT_LIMIT_CUDA_MEM", "-1")]).unwrap_err().to_string();
+        assert!(e.contains("WEFT_LIMIT_CUDA_MEM"), "{e}");
     }
 
     #[test]

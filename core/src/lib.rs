@@ -38,4 +38,9 @@ pub use error::{Error, Result};
 pub use runtime::Runtime;
 pub use sched::PolicyKind;
 pub use task::{AccessMode, Arch, Codelet, OpenClImpl, Tag, TaskBuilder, TaskContext, TaskError, TaskHandle};
+#[cfg(feature = "cuda")]
+pub use task::{CudaCode, CudaFn, CudaImpl, CudaTaskContext, LaunchDimsFn};
+/// The CUDA backend (devices, `LaunchDims`, cuBLAS through `cuda::cudarc`), for CUDA codelets.
+#[cfg(feature = "cuda")]
+pub use weft_vendors::cuda;
 pub use worker::WorkerInfo;

@@ -82,6 +82,12 @@ pub(crate) struct RuntimeInner {
     /// Per worker: its OpenCL driver state, for OpenCL workers.
     #[cfg(feature = "opencl")]
     pub(crate) drivers: Vec<Option<crate::worker::driver::OpenClDriver>>,
+    /// Modules built for CUDA GPUs (PTX by source, modules per context; memory only).
+    #[cfg(feature = "cuda")]
+    pub(crate) cuda_kernels: weft_vendors::cuda::KernelCache,
+    /// Per worker: its CUDA driver state, for CUDA workers.
+    #[cfg(feature = "cuda")]
+    pub(crate) cuda_drivers: Vec<Option<crate::worker::driver_cuda::CudaDriver>>,
 }
 
 #[cfg(feature = "opencl")]
@@ -109,9 +115,19 @@ impl Runtime {
             n => weft_vendors::opencl::devices().into_iter().take(n.unwrap_or(usize::MAX)).map(Arc::new).collect(),
         };
         #[cfg(feature = "opencl")]
-        let ndrivers = config.nnull + opencl_devices.len();
+        let nopencl = opencl_devices.len();
         #[cfg(not(feature = "opencl"))]
-        let ndrivers = config.nnull;
+        let nopencl = 0;
+        #[cfg(feature = "cuda")]
+        let cuda_devices: Vec<Arc<weft_vendors::cuda::CudaDevice>> = match config.ncuda {
+            Some(0) => Vec::new(),
+            n => weft_vendors::cuda::devices().into_iter().take(n.unwrap_or(usize::MAX)).map(Arc::new).collect(),
+        };
+        #[cfg(feature = "cuda")]
+        let ncuda = cuda_devices.len();
+        #[cfg(not(feature = "cuda"))]
+        let ncuda = 0;
+        let ndrivers = config.nnull + nopencl + ncuda;
         // One CPU worker fewer per device driver thread, as StarPU does, unless WEFT_NCPU says.
         let ncpu = config.ncpu.unwrap_or_else(|| topology.npus().saturating_sub(ndrivers).max(1));
 
@@ -146,6 +162,22 @@ impl Runtime {
             workers.push(WorkerInfo { id, arch: Arch::OpenCl, node, pu: None, name: format!("opencl{d}") });
             drivers.push(Some(crate::worker::driver::OpenClDriver::new(dev)));
         }
+        #[cfg(feature = "cuda")]
+        let mut cuda_drivers: Vec<Option<crate::worker::driver_cuda::CudaDriver>> = workers.iter().map(|_| None).collect();
+        #[cfg(feature = "cuda")]
+        for (d, dev) in cuda_devices.into_iter().enumerate() {
+            let node = nodes.len();
+            // Without a limit, leave 1/16 of the GPU to what the runtime does not count
+            // (context, modules, cuBLAS workspaces): a failing cuMemAlloc does not evict.
+            let limit = config.cuda_mem_limit.or_else(|| dev.memory_size().map(|m| m - m / 16));
+            nodes.push(Arc::new(MemoryNode::new(node, dev.clone() as Arc<dyn Device>, limit)));
+            let id = workers.len();
+            workers.push(WorkerInfo { id, arch: Arch::Cuda, node, pu: None, name: format!("cuda{d}") });
+            cuda_drivers.push(Some(crate::worker::driver_cuda::CudaDriver::new(dev)));
+        }
+        // Every worker has a slot in each driver table.
+        #[cfg(feature = "opencl")]
+        drivers.resize_with(workers.len(), || None);
         let present_archs = workers.iter().fold(0, |m, w| m | w.arch.bit());
         let nworkers = workers.len();
         if nworkers == 0 {
@@ -187,6 +219,10 @@ impl Runtime {
             programs: weft_vendors::opencl::ProgramCache::new(inner_cache_dir(&config_cache)),
             #[cfg(feature = "opencl")]
             drivers,
+            #[cfg(feature = "cuda")]
+            cuda_kernels: weft_vendors::cuda::KernelCache::new(),
+            #[cfg(feature = "cuda")]
+            cuda_drivers,
         });
         let mut threads = Vec::new();
         for w in 0..inner.workers.len() {
@@ -335,7 +371,7 @@ impl RuntimeInner {
         };
         if b.accesses.iter().any(|a| a.mode == AccessMode::Redux) {
             // REDUX contributions live in host memory: only host-code workers take part.
-            mask &= !Arch::OpenCl.bit();
+            mask &= !(Arch::OpenCl.bit() | Arch::Cuda.bit());
             if mask == 0 {
                 let name = b.codelet.as_ref().map_or("?", |c| c.name()).to_string();
                 return Err(Error::NoImplementation(format!("{name} (REDUX accesses need a CPU or null-device implementation)")));
@@ -515,6 +551,8 @@ impl RuntimeInner {
             None => match &t.kind {
                 #[cfg(feature = "opencl")]
                 TaskKind::Codelet(c) if self.workers[w].arch == Arch::OpenCl => self.run_opencl(w, &t, c),
+                #[cfg(feature = "cuda")]
+                TaskKind::Codelet(c) if self.workers[w].arch == Arch::Cuda => self.run_cuda(w, &t, c),
                 TaskKind::Codelet(c) => self.run_codelet(w, &t, c),
                 TaskKind::Reduction => self.run_reduction(w, &t),
                 TaskKind::Empty => Ok(()),
@@ -763,7 +801,12 @@ impl RuntimeInner {
 
 /// Call a task implementation; a panic becomes the task's error.
 pub(crate) fn call_implementation(f: &crate::task::ImplFn, ctx: &TaskContext<'_>, name: &str) -> Result<(), TaskError> {
-    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(ctx))) {
+    call_guarded(|| f(ctx), name)
+}
+
+/// Call application code for task `name`; an error or a panic becomes the task's error.
+pub(crate) fn call_guarded(f: impl FnOnce() -> std::result::Result<(), String>, name: &str) -> Result<(), TaskError> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
         Ok(Ok(())) => Ok(()),
         Ok(Err(msg)) => Err(TaskError::Failed { task: name.to_string(), msg }),
         Err(p) => {

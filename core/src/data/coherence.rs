@@ -131,6 +131,7 @@ impl TreeState {
     }
 
     /// Make entry `idx` usable on device node `node` with `mode`, pin it, and return its buffer.
+    #[cfg_attr(not(any(feature = "opencl", feature = "cuda")), allow(dead_code))] // only device drivers use it
     pub(crate) fn acquire_buffer(&mut self, tree: &Arc<Tree>, idx: usize, node: usize, mode: AccessMode) -> Result<weft_vendors::Buffer> {
         debug_assert!(node != 0, "home replicas are reached by address");
         self.acquire_replica(tree, idx, node, mode)?;

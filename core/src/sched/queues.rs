@@ -40,3 +40,50 @@ impl MaskQueues {
         self.queues.iter().all(|q| q.is_empty())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sync::atomic::AtomicUsize;
+    use crate::sync::{Arc, Condvar, Mutex};
+    use crate::task::{TaskInner, TaskKind, TaskState};
+    use smallvec::SmallVec;
+    use std::sync::OnceLock;
+
+    fn task(id: u64, arch_mask: u8) -> TaskRef {
+        Arc::new(TaskInner {
+            id,
+            kind: TaskKind::Empty,
+            accesses: SmallVec::new(),
+            args: SmallVec::new(),
+            priority: 0,
+            tag: None,
+            dep_tags: SmallVec::new(),
+            arch_mask,
+            worker: None,
+            has_commute: false,
+            callback: Mutex::new(None),
+            pending: AtomicUsize::new(0),
+            state: Mutex::new(TaskState { done: false, waiters: 0, result: None, successors: SmallVec::new() }),
+            cv: Condvar::new(),
+            poison: OnceLock::new(),
+        })
+    }
+
+    #[test]
+    fn every_mask_of_every_arch_has_a_queue() {
+        let q = MaskQueues::new();
+        assert_eq!(q.queues.len(), 1 << Arch::ALL.len());
+        let all = Arch::ALL.iter().fold(0, |m, a| m | a.bit());
+        q.push(task(1, Arch::Cpu.bit() | Arch::Cuda.bit()));
+        q.push(task(2, Arch::Cuda.bit()));
+        q.push(task(3, all));
+        q.push(task(4, Arch::Cpu.bit()));
+        // Tasks only the arch can run first, then shared ones.
+        assert_eq!(q.pop(Arch::Cuda).map(|t| t.id), Some(2));
+        assert!(q.pop(Arch::OpenCl).is_some_and(|t| t.id == 3));
+        assert_eq!(q.pop(Arch::Cpu).map(|t| t.id), Some(4));
+        assert_eq!(q.pop(Arch::Cuda).map(|t| t.id), Some(1));
+        assert!(q.pop(Arch::Cuda).is_none() && q.pop(Arch::Null).is_none() && q.is_empty());
+    }
+}

@@ -8,6 +8,8 @@
 //! A task is one `Arc<TaskInner>` allocation (accesses and dependencies are stored inline
 //! up to small counts); its argument blob and callback add one allocation each when given.
 
+#[cfg(feature = "cuda")]
+pub(crate) mod cuda;
 pub(crate) mod deps;
 pub(crate) mod tags;
 
@@ -17,6 +19,9 @@ use crate::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use crate::sync::{Arc, Condvar, Mutex, lock};
 use smallvec::SmallVec;
 use std::sync::OnceLock;
+
+#[cfg(feature = "cuda")]
+pub use cuda::{CudaCode, CudaFn, CudaImpl, CudaTaskContext, LaunchDimsFn};
 
 /// How a task accesses a data handle.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -50,10 +55,13 @@ pub enum Arch {
     Null = 1,
     /// An OpenCL device, driven by its own worker thread; runs OpenCL C kernels.
     OpenCl = 2,
+    /// A CUDA GPU, driven by its own worker thread; runs CUDA C kernels (NVRTC) or host
+    /// code that enqueues work on the GPU (`CodeletBuilder::cuda_fn`, e.g. cuBLAS calls).
+    Cuda = 3,
 }
 
 impl Arch {
-    pub const ALL: [Arch; 3] = [Arch::Cpu, Arch::Null, Arch::OpenCl];
+    pub const ALL: [Arch; 4] = [Arch::Cpu, Arch::Null, Arch::OpenCl, Arch::Cuda];
     pub fn bit(self) -> u8 {
         1 << self as u8
     }
@@ -62,6 +70,7 @@ impl Arch {
             Arch::Cpu => "cpu",
             Arch::Null => "null",
             Arch::OpenCl => "opencl",
+            Arch::Cuda => "cuda",
         }
     }
 }
@@ -175,10 +184,13 @@ static NEXT_CODELET: AtomicU64 = AtomicU64::new(1);
 /// One computation with an implementation per kind of worker.
 pub struct Codelet {
     /// Unique per codelet (device drivers cache built kernels by it).
+    #[cfg_attr(not(any(feature = "opencl", feature = "cuda")), allow(dead_code))]
     pub(crate) id: u64,
     pub(crate) name: String,
     pub(crate) impls: [Option<ImplFn>; 2],
     pub(crate) opencl: Option<Arc<OpenClImpl>>,
+    #[cfg(feature = "cuda")]
+    pub(crate) cuda: Option<CudaCode>,
     pub(crate) nbuffers: Option<usize>,
     pub(crate) modes: Option<Vec<AccessMode>>,
 }
@@ -197,6 +209,8 @@ impl Codelet {
                 name: name.into(),
                 impls: [None, None],
                 opencl: None,
+                #[cfg(feature = "cuda")]
+                cuda: None,
                 nbuffers: None,
                 modes: None,
             },
@@ -207,13 +221,18 @@ impl Codelet {
     }
     pub(crate) fn arch_mask(&self) -> u8 {
         let host = [Arch::Cpu, Arch::Null].iter().filter(|a| self.impls[**a as usize].is_some()).fold(0, |m, a| m | a.bit());
-        host | if self.opencl.is_some() { Arch::OpenCl.bit() } else { 0 }
+        let opencl = if self.opencl.is_some() { Arch::OpenCl.bit() } else { 0 };
+        #[cfg(feature = "cuda")]
+        let cuda = if self.cuda.is_some() { Arch::Cuda.bit() } else { 0 };
+        #[cfg(not(feature = "cuda"))]
+        let cuda = 0;
+        host | opencl | cuda
     }
     /// The host-code implementation for CPU workers or null devices.
     pub(crate) fn implementation(&self, a: Arch) -> Option<&ImplFn> {
         match a {
             Arch::Cpu | Arch::Null => self.impls[a as usize].as_ref(),
-            Arch::OpenCl => None,
+            Arch::OpenCl | Arch::Cuda => None,
         }
     }
 }
@@ -243,6 +262,7 @@ impl CodeletBuilder {
     /// Set a host-code implementation (CPU or null device) from a shared function object.
     pub fn implementation(mut self, arch: Arch, f: ImplFn) -> Self {
         assert!(arch != Arch::OpenCl, "OpenCL implementations are kernels: use CodeletBuilder::opencl");
+        assert!(arch != Arch::Cuda, "CUDA implementations are kernels or GPU code: use CodeletBuilder::cuda or cuda_fn");
         self.c.impls[arch as usize] = Some(f);
         self
     }
@@ -252,6 +272,25 @@ impl CodeletBuilder {
     }
     pub fn opencl_impl(mut self, imp: OpenClImpl) -> Self {
         self.c.opencl = Some(Arc::new(imp));
+        self
+    }
+    /// The CUDA implementation: `kernel` in CUDA C `source` (see [`CudaImpl`]).
+    #[cfg(feature = "cuda")]
+    pub fn cuda(self, source: impl Into<String>, kernel: impl Into<String>) -> Self {
+        self.cuda_impl(CudaImpl::new(source, kernel))
+    }
+    /// The CUDA implementation as a kernel with options (replaces a `cuda_fn`).
+    #[cfg(feature = "cuda")]
+    pub fn cuda_impl(mut self, imp: CudaImpl) -> Self {
+        self.c.cuda = Some(CudaCode::Kernel(Arc::new(imp)));
+        self
+    }
+    /// The CUDA implementation as host code that enqueues GPU work on the task's device
+    /// buffers (cuBLAS calls, several launches); see [`CudaTaskContext`]. Replaces a kernel
+    /// given with `cuda`/`cuda_impl`.
+    #[cfg(feature = "cuda")]
+    pub fn cuda_fn(mut self, f: impl Fn(&CudaTaskContext<'_>) -> std::result::Result<(), String> + Send + Sync + 'static) -> Self {
+        self.c.cuda = Some(CudaCode::Fn(Arc::new(f)));
         self
     }
     /// Declare how many buffers each task of this codelet accesses (checked at submission).

@@ -1,4 +1,5 @@
-//! Device drivers: running a task's kernel on the device its worker drives.
+//! Device drivers: running a task's kernel on the device its worker drives (OpenCL here;
+//! CUDA in `driver_cuda`, which shares the buffer acquisition and argument splitting).
 //!
 //! **Owns**: per-driver state (the device, the kernels built for it), turning a task into
 //! a kernel launch (buffers acquired on the device's memory node, the argument blob split
@@ -12,20 +13,28 @@
 
 use crate::error::Error;
 use crate::runtime::RuntimeInner;
+#[cfg(feature = "opencl")]
 use crate::sync::{Mutex, lock};
-use crate::task::{AccessMode, Codelet, OpenClImpl, TaskError, TaskRef};
+use crate::task::{AccessMode, TaskRef};
+#[cfg(feature = "opencl")]
+use crate::task::{Codelet, OpenClImpl, TaskError};
 use smallvec::SmallVec;
+#[cfg(feature = "opencl")]
 use std::collections::HashMap;
+#[cfg(feature = "opencl")]
 use std::sync::Arc;
 use weft_vendors::Buffer;
+#[cfg(feature = "opencl")]
 use weft_vendors::opencl::{Kernel, OpenClDevice};
 
+#[cfg(feature = "opencl")]
 pub(crate) struct OpenClDriver {
     pub dev: Arc<OpenClDevice>,
     /// Kernels built for this device, by codelet id. Only this driver's worker uses them.
     pub kernels: Mutex<HashMap<u64, Kernel>>,
 }
 
+#[cfg(feature = "opencl")]
 impl OpenClDriver {
     pub fn new(dev: Arc<OpenClDevice>) -> OpenClDriver {
         OpenClDriver { dev, kernels: Mutex::new(HashMap::new()) }
@@ -51,6 +60,7 @@ pub(crate) fn split_args<'a>(args: &'a [u8], sizes: &[usize]) -> Result<SmallVec
 }
 
 /// The default work size: the dimensions of buffer 0, without trailing ones.
+#[cfg_attr(not(feature = "opencl"), allow(dead_code))]
 pub(crate) fn default_global(shapes: &[crate::data::Shape]) -> Vec<usize> {
     let Some(s) = shapes.first() else { return vec![1] };
     let mut d = s.dims().to_vec();
@@ -62,25 +72,14 @@ pub(crate) fn default_global(shapes: &[crate::data::Shape]) -> Vec<usize> {
 
 impl RuntimeInner {
     /// Run `t`'s OpenCL implementation on driver worker `w`.
+    #[cfg(feature = "opencl")]
     pub(crate) fn run_opencl(&self, w: usize, t: &TaskRef, c: &Codelet) -> Result<(), TaskError> {
         let imp = c.opencl.as_ref().expect("invariant: scheduled on an OpenCL worker only with an OpenCL implementation");
         let drv = self.drivers[w].as_ref().expect("invariant: OpenCL workers have a driver");
         let node = self.workers[w].node;
         let mut bufs: SmallVec<[Buffer; 3]> = SmallVec::new();
         let mut scratch: SmallVec<[Buffer; 1]> = SmallVec::new();
-        let mut r = self.acquire_on_device(node, t, &mut bufs, &mut scratch);
-        let mut attempt = 0u32;
-        while let Err(Error::MemoryBusy(n)) = r {
-            self.release_on_device(node, t, bufs.len(), std::mem::take(&mut scratch));
-            bufs.clear();
-            attempt += 1;
-            if attempt > 2000 {
-                r = Err(Error::OutOfMemory { node: n, bytes: 0 });
-                break;
-            }
-            std::thread::sleep(std::time::Duration::from_micros(20 * u64::from(attempt.min(50))));
-            r = self.acquire_on_device(node, t, &mut bufs, &mut scratch);
-        }
+        let r = self.acquire_on_device_retrying(node, t, &mut bufs, &mut scratch);
         let result = match r {
             Err(e) => Err(TaskError::Data(e.to_string())),
             Ok(()) => self.launch(drv, c, imp, t, &bufs),
@@ -89,6 +88,33 @@ impl RuntimeInner {
         result
     }
 
+    /// Acquire `t`'s buffers on device node `node`; a full node whose replicas are in use
+    /// makes it let go of everything and try again later (giving up after a while). On
+    /// error, what was acquired is released by `release_on_device` (it counts `bufs`).
+    pub(crate) fn acquire_on_device_retrying(
+        &self,
+        node: usize,
+        t: &TaskRef,
+        bufs: &mut SmallVec<[Buffer; 3]>,
+        scratch: &mut SmallVec<[Buffer; 1]>,
+    ) -> crate::Result<()> {
+        let mut r = self.acquire_on_device(node, t, bufs, scratch);
+        let mut attempt = 0u32;
+        while let Err(Error::MemoryBusy(n)) = r {
+            self.release_on_device(node, t, bufs.len(), std::mem::take(scratch));
+            bufs.clear();
+            attempt += 1;
+            if attempt > 2000 {
+                r = Err(Error::OutOfMemory { node: n, bytes: 0 });
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_micros(20 * u64::from(attempt.min(50))));
+            r = self.acquire_on_device(node, t, bufs, scratch);
+        }
+        r
+    }
+
+    #[cfg(feature = "opencl")]
     fn launch(&self, drv: &OpenClDriver, c: &Codelet, imp: &OpenClImpl, t: &TaskRef, bufs: &[Buffer]) -> Result<(), TaskError> {
         let fail = |msg: String| TaskError::Failed { task: c.name.clone(), msg };
         let values = split_args(&t.args, &imp.arg_sizes).map_err(fail)?;
@@ -134,7 +160,7 @@ impl RuntimeInner {
                     scratch.push(b);
                     b
                 }
-                AccessMode::Redux => unreachable!("submission keeps REDUX tasks off OpenCL workers"),
+                AccessMode::Redux => unreachable!("submission keeps REDUX tasks off device-driver workers"),
                 mode => h.tree.lock().acquire_buffer(&h.tree, h.idx, node, mode)?,
             };
             bufs.push(b);
@@ -142,7 +168,7 @@ impl RuntimeInner {
         Ok(())
     }
 
-    fn release_on_device(&self, node: usize, t: &TaskRef, n: usize, scratch: SmallVec<[Buffer; 1]>) {
+    pub(crate) fn release_on_device(&self, node: usize, t: &TaskRef, n: usize, scratch: SmallVec<[Buffer; 1]>) {
         for a in t.accesses.iter().take(n) {
             if a.mode != AccessMode::Scratch {
                 a.handle.0.tree.lock().release(a.handle.0.idx, node);

@@ -4,8 +4,10 @@
 //! and the "current worker" thread-local (the one thread-local of the runtime).
 //! **Does not own**: what a task does (`runtime::execute`), which task runs (`sched`).
 
-#[cfg(feature = "opencl")]
+#[cfg(any(feature = "opencl", feature = "cuda"))]
 pub(crate) mod driver;
+#[cfg(feature = "cuda")]
+pub(crate) mod driver_cuda;
 pub(crate) mod sleep;
 
 use crate::runtime::RuntimeInner;
