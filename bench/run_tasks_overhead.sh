@@ -54,7 +54,7 @@ if [[ -z ${NO_OMP:-} ]] && command -v gcc > /dev/null; then
 fi
 
 export STARPU_SILENT=1 STARPU_NCPU=$NCPU STARPU_NCUDA=0 STARPU_NOPENCL=0
-export WEFT_NCPU=$NCPU WEFT_NOPENCL=0 OMP_NUM_THREADS=$NCPU
+export WEFT_NCPU=$NCPU WEFT_NOPENCL=0 WEFT_NCUDA=0 OMP_NUM_THREADS=$NCPU
 unset WEFT_SCHED STARPU_SCHED
 
 # Run one program; print "submit execution total" per-task microseconds, or "NA NA NA".

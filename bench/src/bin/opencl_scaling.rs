@@ -145,7 +145,7 @@ impl WeftSide {
 }
 
 fn runtime(base: &Config, ndev: usize) -> Result<Option<Runtime>, String> {
-    let rt = Runtime::new(Config { ncpu: Some(0), nopencl: Some(ndev), ..base.clone() }).map_err(|e| e.to_string())?;
+    let rt = Runtime::new(Config { ncpu: Some(0), nopencl: Some(ndev), ncuda: Some(0), ..base.clone() }).map_err(|e| e.to_string())?;
     let n = rt.workers().iter().filter(|w| w.arch == Arch::OpenCl).count();
     Ok((n == ndev).then_some(rt))
 }

@@ -201,7 +201,7 @@ struct WeftSide {
 impl WeftSide {
     fn new() -> Result<Option<WeftSide>, String> {
         let base = Config::from_env().map_err(|e| e.to_string())?;
-        let rt = Runtime::new(Config { ncpu: Some(0), nopencl: Some(1), ..base }).map_err(|e| e.to_string())?;
+        let rt = Runtime::new(Config { ncpu: Some(0), nopencl: Some(1), ncuda: Some(0), ..base }).map_err(|e| e.to_string())?;
         if !rt.workers().iter().any(|w| w.arch == Arch::OpenCl) {
             return Ok(None);
         }
