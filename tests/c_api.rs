@@ -57,8 +57,9 @@ fn compile(cc: &str, src: &str, name: &str) -> PathBuf {
 fn run(exe: &Path) -> Output {
     let mut child = Command::new(exe)
         .env("WEFT_NCPU", "2")
-        // The C API on CPU workers: no OpenCL device joins in, whatever is installed.
+        // The C API on CPU workers: no OpenCL or CUDA device joins in, whatever is installed.
         .env("WEFT_NOPENCL", "0")
+        .env("WEFT_NCUDA", "0")
         .env_remove("WEFT_SCHED")
         .env_remove("WEFT_NNULL")
         .stdout(Stdio::piped())
