@@ -567,22 +567,18 @@ impl RuntimeInner {
     fn run_codelet(&self, w: usize, t: &TaskRef, c: &crate::task::Codelet) -> Result<(), TaskError> {
         let info = &self.workers[w];
         let f = c.implementation(info.arch).expect("invariant: scheduled on a worker with an implementation");
-        let mut views: SmallVec<[View; 3]> = SmallVec::new();
-        let mut scratch: SmallVec<[(usize, weft_vendors::Buffer); 1]> = SmallVec::new();
-        let mut acquired = self.acquire_all(w, t, &mut views, &mut scratch);
-        // A full node whose replicas are in use: let go of everything and try again later.
-        let mut attempt = 0u32;
-        while let Err(Error::MemoryBusy(node)) = acquired {
-            self.release_all(w, t, views.len(), std::mem::take(&mut scratch));
-            views.clear();
-            attempt += 1;
-            if attempt > 2000 {
-                acquired = Err(Error::OutOfMemory { node, bytes: 0 });
-                break;
-            }
-            std::thread::sleep(Duration::from_micros(20 * u64::from(attempt.min(50))));
-            acquired = self.acquire_all(w, t, &mut views, &mut scratch);
-        }
+        let views: SmallVec<[View; 3]> = SmallVec::new();
+        let scratch: SmallVec<[(usize, weft_vendors::Buffer); 1]> = SmallVec::new();
+        let mut state = (views, scratch);
+        let acquired = retry_while_busy(
+            &mut state,
+            |(views, scratch)| self.acquire_all(w, t, views, scratch),
+            |(views, scratch)| {
+                self.release_all(w, t, views.len(), std::mem::take(scratch));
+                views.clear();
+            },
+        );
+        let (views, scratch) = state;
         let result = match acquired {
             Err(e) => Err(TaskError::Data(e.to_string())),
             Ok(()) => {
@@ -795,6 +791,26 @@ impl RuntimeInner {
                 }
                 st = lock(&t.state);
             }
+        }
+    }
+}
+
+/// Run `acquire` on `state` until it stops failing with `MemoryBusy` (a full memory node
+/// whose replicas are in use right now), calling `undo` between attempts so that the task
+/// holds nothing while it waits. Gives up as out of memory after about two seconds.
+pub(crate) fn retry_while_busy<S>(state: &mut S, acquire: impl Fn(&mut S) -> Result<()>, undo: impl Fn(&mut S)) -> Result<()> {
+    let mut attempt = 0u32;
+    loop {
+        match acquire(state) {
+            Err(Error::MemoryBusy(node)) => {
+                undo(state);
+                attempt += 1;
+                if attempt > 2000 {
+                    return Err(Error::OutOfMemory { node, bytes: 0 });
+                }
+                std::thread::sleep(Duration::from_micros(20 * u64::from(attempt.min(50))));
+            }
+            r => return r,
         }
     }
 }

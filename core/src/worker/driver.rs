@@ -11,7 +11,6 @@
 //! transfers with kernels is future work.
 #![allow(unsafe_code)] // setting kernel arguments and launching (the vendor API's contract)
 
-use crate::error::Error;
 use crate::runtime::RuntimeInner;
 #[cfg(feature = "opencl")]
 use crate::sync::{Mutex, lock};
@@ -98,19 +97,16 @@ impl RuntimeInner {
         bufs: &mut SmallVec<[Buffer; 3]>,
         scratch: &mut SmallVec<[Buffer; 1]>,
     ) -> crate::Result<()> {
-        let mut r = self.acquire_on_device(node, t, bufs, scratch);
-        let mut attempt = 0u32;
-        while let Err(Error::MemoryBusy(n)) = r {
-            self.release_on_device(node, t, bufs.len(), std::mem::take(scratch));
-            bufs.clear();
-            attempt += 1;
-            if attempt > 2000 {
-                r = Err(Error::OutOfMemory { node: n, bytes: 0 });
-                break;
-            }
-            std::thread::sleep(std::time::Duration::from_micros(20 * u64::from(attempt.min(50))));
-            r = self.acquire_on_device(node, t, bufs, scratch);
-        }
+        let mut state = (std::mem::take(bufs), std::mem::take(scratch));
+        let r = crate::runtime::retry_while_busy(
+            &mut state,
+            |(bufs, scratch)| self.acquire_on_device(node, t, bufs, scratch),
+            |(bufs, scratch)| {
+                self.release_on_device(node, t, bufs.len(), std::mem::take(scratch));
+                bufs.clear();
+            },
+        );
+        (*bufs, *scratch) = state;
         r
     }
 
