@@ -214,9 +214,13 @@ int main(void)
     int w[4] = {0};
     weft_data_handle hw;
     EXPECT(weft_vector_data_register(&hw, w, 4, sizeof(int)), 0);
+    /* The failing task waits for a tag released below, so its dependent is registered
+     * before it fails (a task submitted after a failure is not cancelled by it). */
+    weft_tag_t gate = 4242;
     t = weft_task_create(&fails_cl);
     EXPECT(weft_task_set_handle(t, 0, hw), 0);
     EXPECT(weft_task_set_detach(t, 0), 0);
+    EXPECT(weft_task_declare_deps_tags(t, 1, &gate), 0);
     EXPECT(weft_task_submit(t), 0);
     EXPECT_MSG(weft_task_submit(t), WEFT_EINVAL, "already submitted");
     struct weft_task *dep = weft_task_create(&inc_cl);
@@ -224,6 +228,7 @@ int main(void)
     EXPECT(weft_task_set_detach(dep, 0), 0);
     EXPECT(weft_task_declare_deps(dep, 1, &t), 0);
     EXPECT(weft_task_submit(dep), 0);
+    EXPECT(weft_tag_notify_from_apps(gate), 0);
     EXPECT_MSG(weft_task_wait(t), WEFT_ETASK, "returned 7");
     EXPECT_MSG(weft_task_wait(dep), WEFT_ETASK, "cancelled");
     EXPECT(weft_data_unregister(hw), 0);
