@@ -10,7 +10,6 @@
 //! locks only its handles' trees. No lock is held while a task runs.
 
 use crate::config::Config;
-use crate::data::handle::HandleInner;
 use crate::data::registry::Registry;
 use crate::data::{DataHandle, Tree, View};
 use crate::error::{Error, Result};
@@ -88,11 +87,6 @@ pub(crate) struct RuntimeInner {
     /// Per worker: its CUDA driver state, for CUDA workers.
     #[cfg(feature = "cuda")]
     pub(crate) cuda_drivers: Vec<Option<crate::worker::driver_cuda::CudaDriver>>,
-}
-
-#[cfg(feature = "opencl")]
-fn inner_cache_dir(dir: &Option<std::path::PathBuf>) -> Option<std::path::PathBuf> {
-    dir.clone()
 }
 
 /// A Weft runtime. Dropping it waits for submitted tasks and stops the workers.
@@ -216,7 +210,7 @@ impl Runtime {
             next_handle: AtomicU64::new(1),
             pinned: (0..nworkers).map(|_| crossbeam_deque::Injector::new()).collect(),
             #[cfg(feature = "opencl")]
-            programs: weft_vendors::opencl::ProgramCache::new(inner_cache_dir(&config_cache)),
+            programs: weft_vendors::opencl::ProgramCache::new(config_cache),
             #[cfg(feature = "opencl")]
             drivers,
             #[cfg(feature = "cuda")]
@@ -834,9 +828,4 @@ pub(crate) fn call_guarded(f: impl FnOnce() -> std::result::Result<(), String>, 
             Err(TaskError::Failed { task: name.to_string(), msg: format!("panicked: {msg}") })
         }
     }
-}
-
-#[allow(dead_code)]
-fn _assert_handle_inner_send(h: HandleInner) -> impl Send {
-    h
 }
