@@ -44,3 +44,4 @@ pub use task::{CudaCode, CudaFn, CudaImpl, CudaTaskContext, LaunchDimsFn};
 #[cfg(feature = "cuda")]
 pub use weft_vendors::cuda;
 pub use worker::WorkerInfo;
+pub use worker::jobs::JobFn;

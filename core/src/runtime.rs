@@ -75,6 +75,8 @@ pub(crate) struct RuntimeInner {
     pub(crate) next_handle: AtomicU64,
     /// Per worker: tasks submitted for that worker only (`TaskBuilder::on_worker`).
     pub(crate) pinned: Vec<crossbeam_deque::Injector<TaskRef>>,
+    /// Per worker: jobs posted to it (`Runtime::post_job`).
+    pub(crate) jobs: crate::worker::jobs::Mailboxes,
     /// Programs built for OpenCL devices (memory and disk cache).
     #[cfg(feature = "opencl")]
     pub(crate) programs: weft_vendors::opencl::ProgramCache,
@@ -209,6 +211,7 @@ impl Runtime {
             next_task: CachePadded::new(AtomicU64::new(1)),
             next_handle: AtomicU64::new(1),
             pinned: (0..nworkers).map(|_| crossbeam_deque::Injector::new()).collect(),
+            jobs: crate::worker::jobs::Mailboxes::new(nworkers),
             #[cfg(feature = "opencl")]
             programs: weft_vendors::opencl::ProgramCache::new(config_cache),
             #[cfg(feature = "opencl")]
@@ -304,6 +307,44 @@ impl Runtime {
             s += &format!("device {}: {} B copied, {} B allocated\n", d.name(), d.copied(), d.allocated());
         }
         s
+    }
+
+    /// Run `f(arg)` on CPU worker `w`, before the tasks it has not started yet: how front ends
+    /// whose work comes as threads (OpenMP teams) borrow the runtime's workers. The job may
+    /// run as long as it needs; meanwhile the worker runs no tasks except through
+    /// [`Runtime::help`]. Jobs posted to one worker run in order.
+    pub fn post_job(&self, w: usize, f: crate::worker::jobs::JobFn, arg: usize) -> Result<()> {
+        match self.inner.workers.get(w) {
+            Some(i) if i.arch == Arch::Cpu => {}
+            Some(i) => {
+                return Err(Error::Unsupported(format!("worker {w} ({}) is not a CPU worker: jobs run on CPU workers only", i.name)));
+            }
+            None => return Err(Error::Unsupported(format!("no worker {w}: the runtime has {}", self.inner.workers.len()))),
+        }
+        self.inner.jobs.post(w, f, arg);
+        if worker::current(self.inner.id) != Some(w) {
+            self.inner.sleep.wake(Target::Worker(w));
+        }
+        Ok(())
+    }
+
+    /// The worker the calling thread is, if it is one of this runtime's.
+    pub fn current_worker(&self) -> Option<usize> {
+        worker::current(self.inner.id)
+    }
+
+    /// Run one ready task on the calling worker, if the calling thread is a worker of this
+    /// runtime and one is ready for it: what a thread waiting inside a job (an OpenMP barrier
+    /// or taskwait) does meanwhile. Returns whether a task ran.
+    pub fn help(&self) -> bool {
+        let Some(w) = worker::current(self.inner.id) else { return false };
+        match self.inner.pop(w) {
+            Some(t) => {
+                self.inner.execute(w, t);
+                true
+            }
+            None => false,
+        }
     }
 
     pub(crate) fn inner(&self) -> &Arc<RuntimeInner> {
@@ -726,6 +767,17 @@ impl RuntimeInner {
         }
         let tags = self.tags.unbound_with_waiters();
         if tags.is_empty() { None } else { Some(tags) }
+    }
+
+    /// Run a job posted to worker `w`, if any (counted as busy for stall detection).
+    pub(crate) fn run_job(&self, w: usize) -> bool {
+        if !self.jobs.has_work(w) {
+            return false;
+        }
+        self.stats[w].busy.store(true, Ordering::Relaxed);
+        let ran = self.jobs.run_one(w);
+        self.stats[w].busy.store(false, Ordering::Relaxed);
+        ran
     }
 
     /// A task for worker `w`: one submitted for it alone first, then the policy's choice.

@@ -71,6 +71,22 @@ pub fn runtime() -> Option<Arc<Runtime>> {
     lock(&GLOBAL).state.as_ref().map(|s| s.rt.clone())
 }
 
+/// The process-wide runtime, started from the environment if nobody started it yet: what the
+/// other front ends (OpenMP, the OpenCL ICD) use, so that one process has one pool of workers.
+/// Each call that starts it holds a reference that is never dropped: a C program's last
+/// `weft_shutdown` then leaves it running for the front end that shares it.
+pub fn shared_runtime() -> Result<Arc<Runtime>, Error> {
+    let mut g = lock(&GLOBAL);
+    if let Some(s) = &g.state {
+        return Ok(s.rt.clone());
+    }
+    let rt = Arc::new(Runtime::from_env()?);
+    g.state =
+        Some(Arc::new(State { rt: rt.clone(), roots: Mutex::new(HashMap::new()), codelets: Mutex::new(task::CodeletCache::default()) }));
+    g.refs = 1;
+    Ok(rt)
+}
+
 pub(crate) fn state() -> CResult<Arc<State>> {
     lock(&GLOBAL)
         .state

@@ -8,6 +8,7 @@
 pub(crate) mod driver;
 #[cfg(feature = "cuda")]
 pub(crate) mod driver_cuda;
+pub(crate) mod jobs;
 pub(crate) mod sleep;
 
 use crate::runtime::RuntimeInner;
@@ -53,6 +54,9 @@ pub(crate) fn run(rt: Arc<RuntimeInner>, w: usize) {
     }
     let spin = Duration::from_micros(rt.config.spin_us);
     loop {
+        if rt.run_job(w) {
+            continue;
+        }
         if let Some(t) = rt.pop(w) {
             rt.execute(w, t);
             continue;
@@ -61,7 +65,7 @@ pub(crate) fn run(rt: Arc<RuntimeInner>, w: usize) {
         let start = Instant::now();
         let mut found = None;
         let mut i = 0u32;
-        while found.is_none() && !rt.shutdown.load(Ordering::Relaxed) {
+        while found.is_none() && !rt.shutdown.load(Ordering::Relaxed) && !rt.jobs.has_work(w) {
             if i < 64 {
                 std::hint::spin_loop();
             } else {
@@ -77,7 +81,14 @@ pub(crate) fn run(rt: Arc<RuntimeInner>, w: usize) {
             rt.execute(w, t);
             continue;
         }
+        if rt.jobs.has_work(w) {
+            continue;
+        }
         rt.sleep.announce(w);
+        if rt.jobs.has_work(w) {
+            rt.sleep.clear(w);
+            continue;
+        }
         if let Some(t) = rt.pop(w) {
             rt.sleep.clear(w);
             rt.execute(w, t);
