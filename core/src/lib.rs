@@ -37,7 +37,9 @@ pub use data::{AcquireGuard, DataHandle, Filter, ReplicaState, Shape, Strides, V
 pub use error::{Error, Result};
 pub use runtime::Runtime;
 pub use sched::PolicyKind;
-pub use task::{AccessMode, Arch, Codelet, OpenClImpl, Tag, TaskBuilder, TaskContext, TaskError, TaskHandle};
+#[cfg(feature = "opencl")]
+pub use task::OpenClLaunch;
+pub use task::{AccessMode, Arch, Codelet, OpenClImpl, OpenClLaunchFn, Tag, TaskBuilder, TaskContext, TaskError, TaskHandle};
 #[cfg(feature = "cuda")]
 pub use task::{CudaCode, CudaFn, CudaImpl, CudaTaskContext, LaunchDimsFn};
 /// The CUDA backend (devices, `LaunchDims`, cuBLAS through `cuda::cudarc`), for CUDA codelets.

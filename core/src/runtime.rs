@@ -328,6 +328,12 @@ impl Runtime {
         Ok(())
     }
 
+    /// The OpenCL devices the runtime drives, with their driver workers (for `on_worker`).
+    #[cfg(feature = "opencl")]
+    pub fn opencl_devices(&self) -> Vec<(usize, Arc<weft_vendors::opencl::OpenClDevice>)> {
+        self.inner.drivers.iter().enumerate().filter_map(|(w, d)| d.as_ref().map(|d| (w, d.dev.clone()))).collect()
+    }
+
     /// The worker the calling thread is, if it is one of this runtime's.
     pub fn current_worker(&self) -> Option<usize> {
         worker::current(self.inner.id)

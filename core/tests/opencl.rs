@@ -120,12 +120,46 @@ fn independent_kernels_use_both_devices(dir: &std::path::Path) {
     }
 }
 
+/// A front end that sets kernel arguments itself (the ICD) gets the device and the task's
+/// replicas; here it passes the two buffers swapped, which only a custom launch can do.
+fn a_custom_launch_enqueues_its_own_kernel_on_the_task_replicas(dir: &std::path::Path) {
+    let Some(rt) = runtime(0, None, dir) else { return };
+    let copy =
+        "__kernel void copy(__global float *dst, __global const float *src) { size_t i = get_global_id(0); dst[i] = src[i] * 2.0f; }";
+    let cache = Arc::new(weft_vendors::opencl::ProgramCache::new(None));
+    let c = Codelet::builder("custom")
+        .opencl_impl(OpenClImpl::custom(move |l| {
+            let p = l.device.build_program(&cache, copy, "").map_err(|e| e.to_string())?;
+            let mut k = l.device.create_kernel(&p, "copy").map_err(|e| e.to_string())?;
+            let n = u64::from_ne_bytes(l.args.try_into().unwrap()) as usize;
+            // SAFETY: both buffers are the task's replicas, pinned until the completion ends.
+            unsafe {
+                k.set_arg_buffer(0, l.buffers[1]).map_err(|e| e.to_string())?;
+                k.set_arg_buffer(1, l.buffers[0]).map_err(|e| e.to_string())?;
+            }
+            // SAFETY: as above. (`launch` takes the device's submission lock itself.)
+            unsafe { l.device.launch(&k, &[n], None) }.map_err(|e| e.to_string())
+        }))
+        .build();
+    let src = rt.register_vector((0..1000).map(|i| i as f32).collect::<Vec<f32>>()).unwrap();
+    let dst = rt.register_vector(vec![0.0f32; 1000]).unwrap();
+    let devs = rt.opencl_devices();
+    assert_eq!(devs.len(), 2);
+    rt.submit(TaskBuilder::new(&c).access(&src, AccessMode::R).access(&dst, AccessMode::W).arg(1000u64).on_worker(devs[1].0)).unwrap();
+    let out = dst.into_vec::<f32>().unwrap();
+    assert!(out.iter().enumerate().all(|(i, &x)| x == 2.0 * i as f32), "{:?}", &out[..4]);
+    // A failing launch function fails its task with its message.
+    let bad = Codelet::builder("bad").opencl_impl(OpenClImpl::custom(|_| Err("no such kernel".into()))).build();
+    let e = rt.submit(TaskBuilder::new(&bad)).unwrap().wait().unwrap_err();
+    assert!(e.to_string().contains("no such kernel"), "{e}");
+}
+
 fn main() {
     // SAFETY: no other thread exists yet.
     unsafe { std::env::set_var("POCL_DEVICES", "basic basic") };
     let dir = std::env::temp_dir().join(format!("weft-kernels-{}", std::process::id()));
     type Test = (&'static str, fn(&std::path::Path));
-    let tests: [Test; 4] = [
+    let tests: [Test; 5] = [
         ("data_written_on_one_device_is_right_on_the_other_and_the_host", data_written_on_one_device_is_right_on_the_other_and_the_host),
         ("a_problem_twice_the_device_memory_gives_right_results", a_problem_twice_the_device_memory_gives_right_results),
         (
@@ -133,6 +167,7 @@ fn main() {
             a_kernel_that_fails_to_build_fails_its_task_and_cancels_dependents,
         ),
         ("independent_kernels_use_both_devices", independent_kernels_use_both_devices),
+        ("a_custom_launch_enqueues_its_own_kernel_on_the_task_replicas", a_custom_launch_enqueues_its_own_kernel_on_the_task_replicas),
     ];
     let filter: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
     let (mut passed, mut failed) = (0, 0);

@@ -140,6 +140,9 @@ pub type WorkSizeFn = Arc<dyn Fn(&[crate::data::Shape], &[u8]) -> Vec<usize> + S
 /// size is `global(shapes, args)` if given, else the dimensions of buffer 0 (`[nx]`,
 /// `[nx, ny]` or `[nx, ny, nz]`). Programs are built once per device and cached, also on
 /// disk (`WEFT_HOME/kernels`).
+///
+/// A front end that enqueues its own kernels (the OpenCL ICD: the application set the
+/// arguments) gives a launch function instead ([`OpenClImpl::custom`]).
 #[derive(Clone)]
 pub struct OpenClImpl {
     pub source: String,
@@ -148,9 +151,40 @@ pub struct OpenClImpl {
     pub arg_sizes: Vec<usize>,
     pub global: Option<WorkSizeFn>,
     pub local: Option<Vec<usize>>,
+    /// Set by [`OpenClImpl::custom`]: launches instead of source, kernel and work sizes.
+    pub launch: Option<OpenClLaunchFn>,
 }
 
+/// What a custom OpenCL launch is given: the device its driver drives (its context and
+/// queue), and the task's buffers as replicas valid on that device for the task's access
+/// modes, in access order (`Buffer::addr` is the `cl_mem`), pinned until the returned
+/// completion is complete.
+#[cfg(feature = "opencl")]
+pub struct OpenClLaunch<'a> {
+    pub device: &'a Arc<weft_vendors::opencl::OpenClDevice>,
+    pub worker: usize,
+    pub buffers: &'a [weft_vendors::Buffer],
+    pub args: &'a [u8],
+}
+
+/// A custom OpenCL launch: enqueue on `device`'s queue and return the completion of the last
+/// command. `OpenClDevice`'s own enqueueing methods (`launch`, copies) take the device's
+/// submission lock themselves; raw enqueues through the dispatch table must hold
+/// `device.lock_submissions()` (not re-entrant: never around the device's own methods); an `Err` fails the task with that message.
+#[cfg(feature = "opencl")]
+pub type OpenClLaunchFn = Arc<dyn Fn(&OpenClLaunch<'_>) -> std::result::Result<weft_vendors::Completion, String> + Send + Sync>;
+#[cfg(not(feature = "opencl"))]
+pub type OpenClLaunchFn = Arc<dyn Fn() + Send + Sync>;
+
 impl OpenClImpl {
+    /// An implementation that runs `f` on the driver of the device the task is placed on.
+    #[cfg(feature = "opencl")]
+    pub fn custom(
+        f: impl Fn(&OpenClLaunch<'_>) -> std::result::Result<weft_vendors::Completion, String> + Send + Sync + 'static,
+    ) -> OpenClImpl {
+        OpenClImpl { launch: Some(Arc::new(f)), ..OpenClImpl::new("", "") }
+    }
+
     pub fn new(source: impl Into<String>, kernel: impl Into<String>) -> OpenClImpl {
         OpenClImpl {
             source: source.into(),
@@ -159,6 +193,7 @@ impl OpenClImpl {
             arg_sizes: Vec::new(),
             global: None,
             local: None,
+            launch: None,
         }
     }
     pub fn options(mut self, o: impl Into<String>) -> Self {

@@ -113,6 +113,15 @@ impl RuntimeInner {
     #[cfg(feature = "opencl")]
     fn launch(&self, drv: &OpenClDriver, c: &Codelet, imp: &OpenClImpl, t: &TaskRef, bufs: &[Buffer]) -> Result<(), TaskError> {
         let fail = |msg: String| TaskError::Failed { task: c.name.clone(), msg };
+        if let Some(f) = &imp.launch {
+            let w = crate::worker::current(self.id).expect("invariant: drivers launch on their worker thread");
+            let l = crate::task::OpenClLaunch { device: &drv.dev, worker: w, buffers: bufs, args: &t.args };
+            let done = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&l))) {
+                Ok(r) => r.map_err(fail)?,
+                Err(_) => return Err(fail("the launch function panicked".into())),
+            };
+            return done.wait().map_err(|e| fail(e.to_string()));
+        }
         let values = split_args(&t.args, &imp.arg_sizes).map_err(fail)?;
         let shapes: SmallVec<[crate::data::Shape; 3]> = t.accesses.iter().map(|a| a.handle.shape()).collect();
         let global = match &imp.global {

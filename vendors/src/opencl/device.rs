@@ -140,8 +140,9 @@ impl OpenClDevice {
         self.queue.finish().map_err(|e| super::conv::lost("clFinish", e))
     }
 
-    /// The submission lock (see the module doc). Hold it across every call that may run
-    /// commands on a PoCL "basic" device: enqueue, flush, finish.
+    /// The submission lock (see the module doc). Hold it across every raw call that may run
+    /// commands on a PoCL "basic" device: enqueue, flush, finish. This type's own methods
+    /// (`launch`, copies, `finish`) take it themselves; it is not re-entrant.
     pub fn lock_submissions(&self) -> MutexGuard<'_, ()> {
         self.submit_lock.lock().unwrap_or_else(|e| e.into_inner())
     }
