@@ -590,10 +590,8 @@ impl RuntimeInner {
         let result = match t.poison.get() {
             Some(e) => Err((**e).clone()),
             None => match &t.kind {
-                #[cfg(feature = "opencl")]
-                TaskKind::Codelet(c) if self.workers[w].arch == Arch::OpenCl => self.run_opencl(w, &t, c),
-                #[cfg(feature = "cuda")]
-                TaskKind::Codelet(c) if self.workers[w].arch == Arch::Cuda => self.run_cuda(w, &t, c),
+                #[cfg(any(feature = "opencl", feature = "cuda"))]
+                TaskKind::Codelet(c) if matches!(self.workers[w].arch, Arch::OpenCl | Arch::Cuda) => self.run_on_device(w, &t, c),
                 TaskKind::Codelet(c) => self.run_codelet(w, &t, c),
                 TaskKind::Reduction => self.run_reduction(w, &t),
                 TaskKind::Empty => Ok(()),

@@ -154,12 +154,48 @@ fn a_custom_launch_enqueues_its_own_kernel_on_the_task_replicas(dir: &std::path:
     assert!(e.to_string().contains("no such kernel"), "{e}");
 }
 
+/// A driver starts the next task while the device still runs the previous one (two in
+/// flight, never more), and retires them in order. The launch function hands back
+/// completions that another thread completes later, so the test sees what is in flight.
+fn a_driver_keeps_two_tasks_in_flight(dir: &std::path::Path) {
+    use std::sync::Mutex;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let Some(rt) = runtime(0, None, dir) else { return };
+    let flying = Arc::new(AtomicUsize::new(0));
+    let most = Arc::new(AtomicUsize::new(0));
+    let started = Arc::new(Mutex::new(Vec::new()));
+    let (f, m, st) = (flying.clone(), most.clone(), started.clone());
+    let c = Codelet::builder("slow")
+        .opencl_impl(OpenClImpl::custom(move |l| {
+            let i = u32::from_ne_bytes(l.args.try_into().unwrap());
+            st.lock().unwrap().push(i);
+            let now = f.fetch_add(1, Ordering::SeqCst) + 1;
+            m.fetch_max(now, Ordering::SeqCst);
+            let done = weft_vendors::Completion::new();
+            let (d, f2) = (done.clone(), f.clone());
+            std::thread::spawn(move || {
+                std::thread::sleep(std::time::Duration::from_millis(30));
+                f2.fetch_sub(1, Ordering::SeqCst);
+                d.complete(Ok(()));
+            });
+            Ok(done)
+        }))
+        .build();
+    let dev = rt.opencl_devices()[0].0;
+    let tasks: Vec<_> = (0..8u32).map(|i| rt.submit(TaskBuilder::new(&c).arg(i).on_worker(dev)).unwrap()).collect();
+    for t in tasks {
+        t.wait().unwrap();
+    }
+    assert_eq!(most.load(Ordering::SeqCst), 2, "tasks in flight at once");
+    assert_eq!(*started.lock().unwrap(), (0..8).collect::<Vec<_>>());
+}
+
 fn main() {
     // SAFETY: no other thread exists yet.
     unsafe { std::env::set_var("POCL_DEVICES", "basic basic") };
     let dir = std::env::temp_dir().join(format!("weft-kernels-{}", std::process::id()));
     type Test = (&'static str, fn(&std::path::Path));
-    let tests: [Test; 5] = [
+    let tests: [Test; 6] = [
         ("data_written_on_one_device_is_right_on_the_other_and_the_host", data_written_on_one_device_is_right_on_the_other_and_the_host),
         ("a_problem_twice_the_device_memory_gives_right_results", a_problem_twice_the_device_memory_gives_right_results),
         (
@@ -168,6 +204,7 @@ fn main() {
         ),
         ("independent_kernels_use_both_devices", independent_kernels_use_both_devices),
         ("a_custom_launch_enqueues_its_own_kernel_on_the_task_replicas", a_custom_launch_enqueues_its_own_kernel_on_the_task_replicas),
+        ("a_driver_keeps_two_tasks_in_flight", a_driver_keeps_two_tasks_in_flight),
     ];
     let filter: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
     let (mut passed, mut failed) = (0, 0);

@@ -142,6 +142,16 @@ impl Completion {
             s = self.0.cv.wait(s).unwrap_or_else(|e| e.into_inner());
         }
     }
+
+    /// Wait at most `timeout`; whether the operation is complete.
+    pub fn wait_timeout(&self, timeout: std::time::Duration) -> bool {
+        let s = self.0.state.lock().unwrap_or_else(|e| e.into_inner());
+        if s.is_some() {
+            return true;
+        }
+        let (s, _) = self.0.cv.wait_timeout(s, timeout).unwrap_or_else(|e| e.into_inner());
+        s.is_some()
+    }
 }
 
 /// The object-safe device interface core's memory nodes and drivers use.

@@ -7,22 +7,30 @@
 //! **Does not own**: coherence (`data::coherence` makes the replicas valid and pins them),
 //! building programs (`weft_vendors::opencl`, with its cache).
 //!
-//! The launch is waited for before the next task: keeping two tasks in flight to overlap
-//! transfers with kernels is future work.
+//! A driver keeps up to [`DEPTH`] tasks in flight (`worker::run_driver`): it prepares and
+//! launches the next task (its transfers included) while the device still runs the previous
+//! one, and retires tasks (waits, unpins, completes) in launch order.
 #![allow(unsafe_code)] // setting kernel arguments and launching (the vendor API's contract)
 
 use crate::runtime::RuntimeInner;
 #[cfg(feature = "opencl")]
 use crate::sync::{Mutex, lock};
-use crate::task::{AccessMode, TaskRef};
 #[cfg(feature = "opencl")]
-use crate::task::{Codelet, OpenClImpl, TaskError};
+use crate::task::OpenClImpl;
+use crate::task::{AccessMode, TaskRef};
+#[cfg(any(feature = "opencl", feature = "cuda"))]
+use crate::task::{Codelet, TaskError};
 use smallvec::SmallVec;
 #[cfg(feature = "opencl")]
 use std::collections::HashMap;
 #[cfg(feature = "opencl")]
 use std::sync::Arc;
 use weft_vendors::Buffer;
+#[cfg(any(feature = "opencl", feature = "cuda"))]
+use weft_vendors::Completion;
+
+/// How many tasks a device driver keeps started at once.
+pub(crate) const DEPTH: usize = 2;
 #[cfg(feature = "opencl")]
 use weft_vendors::opencl::{Kernel, OpenClDevice};
 
@@ -37,6 +45,35 @@ pub(crate) struct OpenClDriver {
 impl OpenClDriver {
     pub fn new(dev: Arc<OpenClDevice>) -> OpenClDriver {
         OpenClDriver { dev, kernels: Mutex::new(HashMap::new()) }
+    }
+}
+
+/// A task whose device work is started and not yet retired: it holds pins on its replicas.
+#[cfg(any(feature = "opencl", feature = "cuda"))]
+pub(crate) struct InFlight {
+    pub t: TaskRef,
+    node: usize,
+    /// How many of the task's accesses were acquired (all of them).
+    n: usize,
+    scratch: SmallVec<[Buffer; 1]>,
+    pub done: Completion,
+}
+
+/// What starting a task on a device gave.
+#[cfg(any(feature = "opencl", feature = "cuda"))]
+pub(crate) enum Start {
+    Flying(InFlight),
+    /// Failed before reaching the device (data or launch error).
+    Finished(Result<(), TaskError>),
+    /// The node is full of pinned replicas: retire the tasks in flight, then start again.
+    Busy,
+}
+
+#[cfg(any(feature = "opencl", feature = "cuda"))]
+fn codelet_name(t: &TaskRef) -> String {
+    match &t.kind {
+        crate::task::TaskKind::Codelet(c) => c.name.clone(),
+        _ => String::from("task"),
     }
 }
 
@@ -70,21 +107,107 @@ pub(crate) fn default_global(shapes: &[crate::data::Shape]) -> Vec<usize> {
 }
 
 impl RuntimeInner {
-    /// Run `t`'s OpenCL implementation on driver worker `w`.
-    #[cfg(feature = "opencl")]
-    pub(crate) fn run_opencl(&self, w: usize, t: &TaskRef, c: &Codelet) -> Result<(), TaskError> {
-        let imp = c.opencl.as_ref().expect("invariant: scheduled on an OpenCL worker only with an OpenCL implementation");
-        let drv = self.drivers[w].as_ref().expect("invariant: OpenCL workers have a driver");
+    /// Start `t` (a codelet task) on device driver worker `w`: acquire its buffers on the
+    /// device's node and launch its implementation there, without waiting for the device.
+    /// `retry`: wait out a full node whose replicas are in use (else report `Busy`, so that a
+    /// driver with tasks in flight retires them first: they hold the pins).
+    #[cfg(any(feature = "opencl", feature = "cuda"))]
+    pub(crate) fn start_on_device(&self, w: usize, t: &TaskRef, c: &Codelet, retry: bool) -> Start {
         let node = self.workers[w].node;
         let mut bufs: SmallVec<[Buffer; 3]> = SmallVec::new();
         let mut scratch: SmallVec<[Buffer; 1]> = SmallVec::new();
-        let r = self.acquire_on_device_retrying(node, t, &mut bufs, &mut scratch);
-        let result = match r {
-            Err(e) => Err(TaskError::Data(e.to_string())),
-            Ok(()) => self.launch(drv, c, imp, t, &bufs),
+        let acquired = if retry {
+            self.acquire_on_device_retrying(node, t, &mut bufs, &mut scratch)
+        } else {
+            match self.acquire_on_device(node, t, &mut bufs, &mut scratch) {
+                Err(crate::Error::MemoryBusy(_)) => {
+                    self.release_on_device(node, t, bufs.len(), scratch);
+                    return Start::Busy;
+                }
+                r => r,
+            }
         };
-        self.release_on_device(node, t, bufs.len(), scratch);
-        result
+        let launched = match acquired {
+            Err(e) => Err(TaskError::Data(e.to_string())),
+            Ok(()) => self.launch_on(w, t, c, &bufs),
+        };
+        match launched {
+            Ok(done) => Start::Flying(InFlight { t: t.clone(), node, n: bufs.len(), scratch, done }),
+            Err(e) => {
+                self.release_on_device(node, t, bufs.len(), scratch);
+                Start::Finished(Err(e))
+            }
+        }
+    }
+
+    #[cfg(any(feature = "opencl", feature = "cuda"))]
+    fn launch_on(&self, w: usize, t: &TaskRef, c: &Codelet, bufs: &[Buffer]) -> Result<Completion, TaskError> {
+        match self.workers[w].arch {
+            #[cfg(feature = "opencl")]
+            crate::task::Arch::OpenCl => {
+                let imp = c.opencl.as_ref().expect("invariant: scheduled on an OpenCL worker only with an OpenCL implementation");
+                let drv = self.drivers[w].as_ref().expect("invariant: OpenCL workers have a driver");
+                self.launch(w, drv, c, imp, t, bufs)
+            }
+            #[cfg(feature = "cuda")]
+            crate::task::Arch::Cuda => self.start_cuda(w, t, c, bufs),
+            a => unreachable!("start_on_device on a {a:?} worker"),
+        }
+    }
+
+    /// Start `t` on driver worker `w`, adding it to the tasks in flight; a task that does not
+    /// reach the device (failed preparation, poisoned, not a codelet) completes here.
+    #[cfg(any(feature = "opencl", feature = "cuda"))]
+    pub(crate) fn start_task_on_driver(&self, w: usize, t: TaskRef, flight: &mut std::collections::VecDeque<InFlight>) {
+        self.stats[w].busy.store(true, std::sync::atomic::Ordering::Relaxed);
+        let c = match (&t.kind, t.poison.get()) {
+            (crate::task::TaskKind::Codelet(c), None) => c.clone(),
+            _ => return self.execute(w, t),
+        };
+        loop {
+            match self.start_on_device(w, &t, &c, flight.is_empty()) {
+                Start::Flying(f) => return flight.push_back(f),
+                Start::Finished(r) => return self.finish_on_driver(w, &t, r),
+                // The tasks in flight pin the replicas that would make room: retire them.
+                Start::Busy => {
+                    while let Some(f) = flight.pop_front() {
+                        self.finish_in_flight(w, f);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Retire a task in flight and complete it.
+    #[cfg(any(feature = "opencl", feature = "cuda"))]
+    pub(crate) fn finish_in_flight(&self, w: usize, f: InFlight) {
+        let t = f.t.clone();
+        let r = self.retire(f);
+        self.finish_on_driver(w, &t, r);
+    }
+
+    #[cfg(any(feature = "opencl", feature = "cuda"))]
+    fn finish_on_driver(&self, w: usize, t: &TaskRef, r: Result<(), TaskError>) {
+        self.stats[w].tasks.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.complete(t, r, Some(w));
+    }
+
+    /// Wait for a started task's device work, then unpin its buffers.
+    #[cfg(any(feature = "opencl", feature = "cuda"))]
+    pub(crate) fn retire(&self, f: InFlight) -> Result<(), TaskError> {
+        let r = f.done.wait().map_err(|e| TaskError::Failed { task: codelet_name(&f.t), msg: e.to_string() });
+        self.release_on_device(f.node, &f.t, f.n, f.scratch);
+        r
+    }
+
+    /// Run `t` on device worker `w` and wait for it (the non-pipelined path).
+    #[cfg(any(feature = "opencl", feature = "cuda"))]
+    pub(crate) fn run_on_device(&self, w: usize, t: &TaskRef, c: &Codelet) -> Result<(), TaskError> {
+        match self.start_on_device(w, t, c, true) {
+            Start::Flying(f) => self.retire(f),
+            Start::Finished(r) => r,
+            Start::Busy => unreachable!("a retrying start does not report Busy"),
+        }
     }
 
     /// Acquire `t`'s buffers on device node `node`; a full node whose replicas are in use
@@ -111,16 +234,23 @@ impl RuntimeInner {
     }
 
     #[cfg(feature = "opencl")]
-    fn launch(&self, drv: &OpenClDriver, c: &Codelet, imp: &OpenClImpl, t: &TaskRef, bufs: &[Buffer]) -> Result<(), TaskError> {
+    fn launch(
+        &self,
+        w: usize,
+        drv: &OpenClDriver,
+        c: &Codelet,
+        imp: &OpenClImpl,
+        t: &TaskRef,
+        bufs: &[Buffer],
+    ) -> Result<Completion, TaskError> {
         let fail = |msg: String| TaskError::Failed { task: c.name.clone(), msg };
         if let Some(f) = &imp.launch {
-            let w = crate::worker::current(self.id).expect("invariant: drivers launch on their worker thread");
             let l = crate::task::OpenClLaunch { device: &drv.dev, worker: w, buffers: bufs, args: &t.args };
             let done = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&l))) {
                 Ok(r) => r.map_err(fail)?,
                 Err(_) => return Err(fail("the launch function panicked".into())),
             };
-            return done.wait().map_err(|e| fail(e.to_string()));
+            return Ok(done);
         }
         let values = split_args(&t.args, &imp.arg_sizes).map_err(fail)?;
         let shapes: SmallVec<[crate::data::Shape; 3]> = t.accesses.iter().map(|a| a.handle.shape()).collect();
@@ -142,11 +272,11 @@ impl RuntimeInner {
         };
         // SAFETY: every buffer is a replica acquired (allocated, valid, pinned) on this
         // device's node for the task's access mode, and stays so until release_on_device,
-        // which runs after the launch completed (waited for below).
+        // which `retire` calls after the launch's completion fired. Arguments are captured
+        // at enqueue: setting them for the next task does not touch this launch.
         unsafe { kernel.set_task_args(bufs, &values) }.map_err(|e| fail(format!("setting kernel arguments: {e}")))?;
-        // SAFETY: as above: the arguments stay live and unaliased until the wait returns.
-        let done = unsafe { drv.dev.launch(kernel, &global, imp.local.as_deref()) }.map_err(|e| fail(e.to_string()))?;
-        done.wait().map_err(|e| fail(e.to_string()))
+        // SAFETY: as above: the arguments stay live and unaliased until the launch completes.
+        unsafe { drv.dev.launch(kernel, &global, imp.local.as_deref()) }.map_err(|e| fail(e.to_string()))
     }
 
     fn acquire_on_device(

@@ -26,8 +26,8 @@ use crate::worker::driver::split_args;
 use smallvec::SmallVec;
 use std::collections::HashMap;
 use std::sync::Arc;
-use weft_vendors::Buffer;
 use weft_vendors::cuda::{CudaDevice, CudaKernel};
+use weft_vendors::{Buffer, Completion};
 
 pub(crate) struct CudaDriver {
     pub dev: Arc<CudaDevice>,
@@ -43,27 +43,20 @@ impl CudaDriver {
 
 impl RuntimeInner {
     /// Run `t`'s CUDA implementation on driver worker `w`.
-    pub(crate) fn run_cuda(&self, w: usize, t: &TaskRef, c: &Codelet) -> Result<(), TaskError> {
+    /// Launch `t`'s CUDA implementation on the acquired `bufs`, without waiting.
+    pub(crate) fn start_cuda(&self, w: usize, t: &TaskRef, c: &Codelet, bufs: &[Buffer]) -> Result<Completion, TaskError> {
         let code = c.cuda.as_ref().expect("invariant: scheduled on a CUDA worker only with a CUDA implementation");
         let drv = self.cuda_drivers[w].as_ref().expect("invariant: CUDA workers have a driver");
-        let node = self.workers[w].node;
-        let mut bufs: SmallVec<[Buffer; 3]> = SmallVec::new();
-        let mut scratch: SmallVec<[Buffer; 1]> = SmallVec::new();
-        let result = match self.acquire_on_device_retrying(node, t, &mut bufs, &mut scratch) {
-            Err(e) => Err(TaskError::Data(e.to_string())),
-            Ok(()) => match code {
-                // cudarc panics on some driver failures (a missing symbol); the backend guards
-                // most calls, and this keeps any other panic from killing the worker thread.
-                CudaCode::Kernel(imp) => std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.launch_cuda(drv, c, imp, t, &bufs)))
-                    .unwrap_or_else(|_| Err(TaskError::Failed { task: c.name.clone(), msg: "panicked inside the CUDA backend".into() })),
-                CudaCode::Fn(f) => self.call_cuda_fn(w, drv, c, f, t, &bufs),
-            },
-        };
-        self.release_on_device(node, t, bufs.len(), scratch);
-        result
+        match code {
+            // cudarc panics on some driver failures (a missing symbol); the backend guards
+            // most calls, and this keeps any other panic from killing the worker thread.
+            CudaCode::Kernel(imp) => std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.launch_cuda(drv, c, imp, t, bufs)))
+                .unwrap_or_else(|_| Err(TaskError::Failed { task: c.name.clone(), msg: "panicked inside the CUDA backend".into() })),
+            CudaCode::Fn(f) => self.call_cuda_fn(w, drv, c, f, t, bufs),
+        }
     }
 
-    fn launch_cuda(&self, drv: &CudaDriver, c: &Codelet, imp: &CudaImpl, t: &TaskRef, bufs: &[Buffer]) -> Result<(), TaskError> {
+    fn launch_cuda(&self, drv: &CudaDriver, c: &Codelet, imp: &CudaImpl, t: &TaskRef, bufs: &[Buffer]) -> Result<Completion, TaskError> {
         let fail = |msg: String| TaskError::Failed { task: c.name.clone(), msg };
         let values = split_args(&t.args, &imp.arg_sizes).map_err(fail)?;
         let shapes: SmallVec<[Shape; 3]> = t.accesses.iter().map(|a| a.handle.shape()).collect();
@@ -85,22 +78,38 @@ impl RuntimeInner {
         };
         // SAFETY: every buffer is a replica acquired (allocated, valid, pinned) on this GPU's
         // node for the task's access mode; acquisition waited for the copies that filled
-        // them; they stay so until release_on_device, which runs after the launch's
-        // completion fired (waited for below). The by-value arguments are the blob split by
-        // the codelet's declared sizes (the codelet's contract with its kernel's parameters).
-        let done = unsafe { drv.dev.launch(kernel, dims, bufs, &values) }.map_err(|e| fail(e.to_string()))?;
-        done.wait().map_err(|e| fail(e.to_string()))
+        // them; they stay so until release_on_device, which `retire` calls after the launch's
+        // completion fired. The by-value arguments are the blob split by the codelet's
+        // declared sizes (the codelet's contract with its kernel's parameters).
+        unsafe { drv.dev.launch(kernel, dims, bufs, &values) }.map_err(|e| fail(e.to_string()))
     }
 
-    /// Call the codelet's CUDA host code, then wait for the GPU work it enqueued.
-    fn call_cuda_fn(&self, w: usize, drv: &CudaDriver, c: &Codelet, f: &CudaFn, t: &TaskRef, bufs: &[Buffer]) -> Result<(), TaskError> {
+    /// Call the codelet's CUDA host code; its completion is a fence after the GPU work it
+    /// enqueued.
+    fn call_cuda_fn(
+        &self,
+        w: usize,
+        drv: &CudaDriver,
+        c: &Codelet,
+        f: &CudaFn,
+        t: &TaskRef,
+        bufs: &[Buffer],
+    ) -> Result<Completion, TaskError> {
         let fail = |msg: String| TaskError::Failed { task: c.name.clone(), msg };
         let shapes: SmallVec<[Shape; 3]> = t.accesses.iter().map(|a| a.handle.shape()).collect();
         let ctx = CudaTaskContext { device: &drv.dev, buffers: bufs, shapes: &shapes, args: &t.args, worker: w };
         let called = call_guarded(|| f(&ctx), c.name());
-        // Even after an error the code may have enqueued work on the buffers: wait for it
-        // before they are released.
-        let fenced = drv.dev.fence().and_then(|done| done.wait()).map_err(|e| fail(format!("waiting for its GPU work: {e}")));
-        called.and(fenced)
+        let fence = drv.dev.fence().map_err(|e| fail(format!("fencing its GPU work: {e}")));
+        match called {
+            Ok(()) => fence,
+            Err(e) => {
+                // Even after an error the code may have enqueued work on the buffers: wait
+                // for it before they are released.
+                if let Ok(f) = fence {
+                    let _ = f.wait();
+                }
+                Err(e)
+            }
+        }
     }
 }

@@ -53,53 +53,105 @@ pub(crate) fn run(rt: Arc<RuntimeInner>, w: usize) {
         rt.topology.bind_current_thread(pu);
     }
     let spin = Duration::from_micros(rt.config.spin_us);
+    #[cfg(any(feature = "opencl", feature = "cuda"))]
+    if matches!(info.arch, Arch::OpenCl | Arch::Cuda) {
+        run_driver(&rt, w, spin);
+        CURRENT.with(|c| c.set(None));
+        return;
+    }
     loop {
         if rt.run_job(w) {
             continue;
         }
-        if let Some(t) = rt.pop(w) {
-            rt.execute(w, t);
-            continue;
+        match rt.pop(w).map_or_else(|| idle(&rt, w, spin), Found::Task) {
+            Found::Task(t) => rt.execute(w, t),
+            Found::Job => {}
+            Found::Shutdown => break,
         }
-        // Spin a little: work often arrives within microseconds.
+    }
+    CURRENT.with(|c| c.set(None));
+}
+
+enum Found {
+    Task(crate::task::TaskRef),
+    /// A job was posted to this (CPU) worker.
+    Job,
+    Shutdown,
+}
+
+/// Nothing to do: spin a little (work often arrives within microseconds), then sleep until a
+/// push or a posted job wakes the worker.
+fn idle(rt: &RuntimeInner, w: usize, spin: Duration) -> Found {
+    loop {
         let start = Instant::now();
-        let mut found = None;
         let mut i = 0u32;
-        while found.is_none() && !rt.shutdown.load(Ordering::Relaxed) && !rt.jobs.has_work(w) {
+        while !rt.shutdown.load(Ordering::Relaxed) {
+            if rt.jobs.has_work(w) {
+                return Found::Job;
+            }
+            if let Some(t) = rt.pop(w) {
+                return Found::Task(t);
+            }
             if i < 64 {
                 std::hint::spin_loop();
             } else {
                 std::thread::yield_now();
             }
             i += 1;
-            found = rt.pop(w);
             if i.is_multiple_of(16) && start.elapsed() >= spin {
                 break;
             }
         }
-        if let Some(t) = found {
-            rt.execute(w, t);
-            continue;
-        }
-        if rt.jobs.has_work(w) {
-            continue;
-        }
         rt.sleep.announce(w);
         if rt.jobs.has_work(w) {
             rt.sleep.clear(w);
-            continue;
+            return Found::Job;
         }
         if let Some(t) = rt.pop(w) {
             rt.sleep.clear(w);
-            rt.execute(w, t);
-            continue;
+            return Found::Task(t);
         }
         if rt.shutdown.load(Ordering::SeqCst) {
             rt.sleep.clear(w);
-            break;
+            return Found::Shutdown;
         }
         std::thread::park();
         rt.sleep.clear(w);
     }
-    CURRENT.with(|c| c.set(None));
+}
+
+/// A device driver's loop: up to `driver::DEPTH` tasks started at once, retired in order.
+#[cfg(any(feature = "opencl", feature = "cuda"))]
+fn run_driver(rt: &RuntimeInner, w: usize, spin: Duration) {
+    use driver::{DEPTH, InFlight};
+    use std::collections::VecDeque;
+    let mut flight: VecDeque<InFlight> = VecDeque::with_capacity(DEPTH);
+    loop {
+        while flight.front().is_some_and(|f| f.done.is_complete()) {
+            let f = flight.pop_front().expect("checked");
+            rt.finish_in_flight(w, f);
+        }
+        if flight.len() < DEPTH
+            && let Some(t) = rt.pop(w)
+        {
+            rt.start_task_on_driver(w, t, &mut flight);
+            continue;
+        }
+        if let Some(f) = flight.front() {
+            // Full: wait for the oldest. Otherwise wait a little and look for new work again,
+            // so the next task starts while the device runs this one.
+            if flight.len() >= DEPTH {
+                let _ = f.done.wait();
+            } else {
+                f.done.wait_timeout(Duration::from_micros(50));
+            }
+            continue;
+        }
+        rt.stats[w].busy.store(false, Ordering::Relaxed);
+        match idle(rt, w, spin) {
+            Found::Task(t) => rt.start_task_on_driver(w, t, &mut flight),
+            Found::Job => unreachable!("jobs are posted to CPU workers only"),
+            Found::Shutdown => break,
+        }
+    }
 }
