@@ -6,8 +6,8 @@
 //! `cargo run --release --example cholesky -- [n] [tile]` (defaults: n = 1536, tile = 256;
 //! `n` must be a multiple of `tile`). `WEFT_NCPU` and `WEFT_NOPENCL` choose the workers.
 //!
-//! GEMM and SYRK (all but `O(n³/t)` of the flops) have CPU and OpenCL implementations;
-//! POTRF and TRSM are CPU-only codelets, so they run on CPU workers. The matrix is random
+//! GEMM and SYRK (all but `O(n³/t)` of the flops) have CPU, OpenCL and CUDA (cuBLAS)
+//! implementations; TRSM CPU and CUDA; POTRF CPU only. The matrix is random
 //! symmetric plus `n·I` (so positive definite), and the result is checked on the host:
 //! `‖L·Lᵀ − A‖_F / ‖A‖_F < 1e-10`.
 //!
@@ -170,13 +170,24 @@ pub fn run(rt: &Runtime, n: usize, nb: usize) -> Result<(), Box<dyn std::error::
     };
     let gemm_cl = OpenClImpl::new(CHOLESKY_CL, kernel("dgemm")).arg_sizes(&[4, 4, 4]).global(move |s, _| global(&s[2]));
     let syrk_cl = OpenClImpl::new(CHOLESKY_CL, kernel("dsyrk")).arg_sizes(&[4, 4]).global(move |s, _| global(&s[1]));
-    // TODO(issue 3): CUDA implementations (cuSOLVER potrf, cuBLAS trsm/syrk/gemm, as
-    // StarPU's cholesky does) once Weft has CUDA workers: `.cuda(..)` on each codelet.
-    // POTRF and TRSM have no OpenCL implementation: they run on CPU workers.
+    // CUDA implementations use cuBLAS (GEMM with Bᵀ for both GEMM and SYRK, which updates
+    // both triangles here; TRSM). POTRF has only a CPU implementation (cuSOLVER is not
+    // bound), and TRSM none for OpenCL: those run where they can.
     let potrf = Codelet::builder("potrf").cpu(potrf_cpu).modes(&[AccessMode::RW]).build();
-    let trsm = Codelet::builder("trsm").cpu(trsm_cpu).modes(&[AccessMode::R, AccessMode::RW]).build();
-    let syrk = Codelet::builder("syrk").cpu(syrk_cpu).opencl_impl(syrk_cl).modes(&[AccessMode::R, AccessMode::RW]).build();
-    let dgemm = Codelet::builder("gemm").cpu(gemm_cpu).opencl_impl(gemm_cl).modes(&[AccessMode::R, AccessMode::R, AccessMode::RW]).build();
+    let trsm =
+        Codelet::builder("trsm").cpu(trsm_cpu).cuda_fn(common::cublas::dtrsm_right_lower_t).modes(&[AccessMode::R, AccessMode::RW]).build();
+    let syrk = Codelet::builder("syrk")
+        .cpu(syrk_cpu)
+        .opencl_impl(syrk_cl)
+        .cuda_fn(|ctx| common::cublas::dgemm(ctx, [0, 0, 1], true, -1.0, 1.0))
+        .modes(&[AccessMode::R, AccessMode::RW])
+        .build();
+    let dgemm = Codelet::builder("gemm")
+        .cpu(gemm_cpu)
+        .opencl_impl(gemm_cl)
+        .cuda_fn(|ctx| common::cublas::dgemm(ctx, [0, 1, 2], true, -1.0, 1.0))
+        .modes(&[AccessMode::R, AccessMode::R, AccessMode::RW])
+        .build();
 
     let b = nb as u32;
     let start = Instant::now();

@@ -1,6 +1,6 @@
 //! Tiled SGEMM `C = A·B` (f32) on every worker of the machine: CPU workers run a
 //! register-blocked host kernel (`common::gemm`), OpenCL devices the `float8`
-//! register-blocked kernel of `bench/src/bin/sgemm_opencl.rs`.
+//! register-blocked kernel of `bench/src/bin/sgemm_opencl.rs`, CUDA GPUs cuBLAS.
 //!
 //! `cargo run --release --example sgemm -- [n] [tile]` (defaults: n = 1024, tile = 256; `n`
 //! must be a multiple of `tile`). `WEFT_NCPU` and `WEFT_NOPENCL` choose the workers, e.g.
@@ -56,6 +56,12 @@ fn sgemm_cpu(ctx: &weft_core::TaskContext<'_>) -> Result<(), String> {
     Ok(())
 }
 
+/// The CUDA implementation: cuBLAS.
+fn sgemm_cuda(ctx: &weft_core::CudaTaskContext<'_>) -> Result<(), String> {
+    let [_, _, _, beta] = ctx.arg::<Args>();
+    common::cublas::sgemm(ctx, false, 1.0, f32::from_bits(beta))
+}
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<usize> = std::env::args().skip(1).filter_map(|a| a.parse().ok()).collect();
     let n = args.first().copied().unwrap_or(1024);
@@ -102,9 +108,7 @@ pub fn run(rt: &Runtime, n: usize, tile: usize) -> Result<(), Box<dyn std::error
         let [m, n, _] = shapes[2].dims();
         if blocked { vec![m / RB, n / CB] } else { vec![m, n] }
     });
-    // TODO(issue 3): CUDA implementation (cuBLAS sgemm, or the same register blocking in
-    // CUDA C) once Weft has CUDA workers: `.cuda(..)` next to `.cpu(..)` and `.opencl_impl(..)`.
-    let codelet = Codelet::builder("sgemm").cpu(sgemm_cpu).opencl_impl(cl).nbuffers(3).build();
+    let codelet = Codelet::builder("sgemm").cpu(sgemm_cpu).opencl_impl(cl).cuda_fn(sgemm_cuda).nbuffers(3).build();
 
     let start = Instant::now();
     for j in 0..t {

@@ -273,3 +273,114 @@ pub fn update<T: Real, R>(v: &weft_core::View, read: bool, f: impl FnOnce(&mut [
     }
     r
 }
+
+/// CUDA implementations through cuBLAS (the examples' codelets on CUDA workers). Buffers on
+/// a GPU are packed column-major replicas: a matrix's leading dimension there is its rows.
+#[allow(dead_code)] // each example uses some of them
+pub mod cublas {
+    use weft_core::CudaTaskContext;
+    use weft_core::Shape;
+    use weft_core::cuda::cudarc::cublas::sys;
+
+    fn dims(ctx: &CudaTaskContext<'_>, i: usize) -> Result<(i32, i32), String> {
+        match ctx.shape(i) {
+            Shape::Matrix { nx, ny, .. } => Ok((nx as i32, ny as i32)),
+            s => Err(format!("buffer {i}: a matrix expected, got {s:?}")),
+        }
+    }
+
+    fn check(what: &str, s: sys::cublasStatus_t) -> Result<(), String> {
+        if s == sys::cublasStatus_t::CUBLAS_STATUS_SUCCESS { Ok(()) } else { Err(format!("{what}: {s:?}")) }
+    }
+
+    fn op(t: bool) -> sys::cublasOperation_t {
+        if t { sys::cublasOperation_t::CUBLAS_OP_T } else { sys::cublasOperation_t::CUBLAS_OP_N }
+    }
+
+    /// `C = alpha·A·op(B) + beta·C` in f32 on buffers 0 (A, m×k), 1 (B) and 2 (C, m×n).
+    pub fn sgemm(ctx: &CudaTaskContext<'_>, trans_b: bool, alpha: f32, beta: f32) -> Result<(), String> {
+        let ((m, k), (c_rows, n)) = (dims(ctx, 0)?, dims(ctx, 2)?);
+        let ldb = dims(ctx, 1)?.0;
+        if c_rows != m {
+            return Err(format!("C has {c_rows} rows, A {m}"));
+        }
+        let blas = ctx.device().cublas().map_err(|e| e.to_string())?;
+        // SAFETY: the buffers are this task's packed replicas on this GPU (leading dimensions
+        // their row counts), valid until the driver's fence after this call completes;
+        // alpha and beta are host values read during the call (host pointer mode).
+        let s = unsafe {
+            sys::cublasSgemm_v2(
+                *blas.handle(),
+                op(false),
+                op(trans_b),
+                m,
+                n,
+                k,
+                &alpha,
+                ctx.device_ptr(0) as *const f32,
+                m,
+                ctx.device_ptr(1) as *const f32,
+                ldb,
+                &beta,
+                ctx.device_ptr(2) as *mut f32,
+                m,
+            )
+        };
+        check("cublasSgemm", s)
+    }
+
+    /// `C = alpha·A·op(B) + beta·C` in f64 on buffers `ia` (A, m×k), `ib` (B) and `ic` (C, m×n).
+    pub fn dgemm(ctx: &CudaTaskContext<'_>, [ia, ib, ic]: [usize; 3], trans_b: bool, alpha: f64, beta: f64) -> Result<(), String> {
+        let ((m, k), (c_rows, n)) = (dims(ctx, ia)?, dims(ctx, ic)?);
+        let ldb = dims(ctx, ib)?.0;
+        if c_rows != m {
+            return Err(format!("C has {c_rows} rows, A {m}"));
+        }
+        let blas = ctx.device().cublas().map_err(|e| e.to_string())?;
+        // SAFETY: as in `sgemm`.
+        let s = unsafe {
+            sys::cublasDgemm_v2(
+                *blas.handle(),
+                op(false),
+                op(trans_b),
+                m,
+                n,
+                k,
+                &alpha,
+                ctx.device_ptr(ia) as *const f64,
+                m,
+                ctx.device_ptr(ib) as *const f64,
+                ldb,
+                &beta,
+                ctx.device_ptr(ic) as *mut f64,
+                m,
+            )
+        };
+        check("cublasDgemm", s)
+    }
+
+    /// `B = B·L⁻ᵀ` in f64: buffer 0 is the lower triangular `L` (n×n), buffer 1 `B` (m×n).
+    pub fn dtrsm_right_lower_t(ctx: &CudaTaskContext<'_>) -> Result<(), String> {
+        let ((nl, _), (m, n)) = (dims(ctx, 0)?, dims(ctx, 1)?);
+        let blas = ctx.device().cublas().map_err(|e| e.to_string())?;
+        let one = 1.0f64;
+        // SAFETY: as in `sgemm`.
+        let s = unsafe {
+            sys::cublasDtrsm_v2(
+                *blas.handle(),
+                sys::cublasSideMode_t::CUBLAS_SIDE_RIGHT,
+                sys::cublasFillMode_t::CUBLAS_FILL_MODE_LOWER,
+                op(true),
+                sys::cublasDiagType_t::CUBLAS_DIAG_NON_UNIT,
+                m,
+                n,
+                &one,
+                ctx.device_ptr(0) as *const f64,
+                nl,
+                ctx.device_ptr(1) as *mut f64,
+                m,
+            )
+        };
+        check("cublasDtrsm", s)
+    }
+}
