@@ -30,12 +30,17 @@ use crate::{Buffer, Completion, Device, DeviceError, DeviceKind, Endpoint, Rect}
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
-/// An OpenCL device of some vendor platform, with its own context and in-order queue.
+/// An OpenCL device of some vendor platform, with its own context and two in-order queues:
+/// one for kernels, one for transfers (copies and fills), so that a driver's next task's
+/// transfers can run while the current kernel does. Whoever submits orders the two: core
+/// waits for a task's transfers before launching its kernel, and retires a kernel before
+/// anything else may touch the buffers it writes.
 pub struct OpenClDevice {
     pub(crate) platform: Platform,
     pub(crate) id: DeviceId,
-    // Field order matters for drop: the queue before the context.
+    // Field order matters for drop: the queues before the context.
     pub(crate) queue: Queue,
+    pub(crate) transfer: Queue,
     pub(crate) context: Context,
     name: String,
     platform_name: String,
@@ -70,11 +75,13 @@ impl OpenClDevice {
         let max_alloc = id.info_u64(CL_DEVICE_MAX_MEM_ALLOC_SIZE).ok().map(|n| n as usize);
         let context = Context::new(platform, &[id]).map_err(at("clCreateContext"))?;
         let queue = Queue::new(&context, id).map_err(at("clCreateCommandQueue"))?;
+        let transfer = Queue::new(&context, id).map_err(at("clCreateCommandQueue"))?;
         let identity = format!("{platform_name} | {platform_version} | {name} | {device_version} | {driver_version}");
         Ok(OpenClDevice {
             platform,
             id,
             queue,
+            transfer,
             context,
             name,
             platform_name,
@@ -137,6 +144,7 @@ impl OpenClDevice {
     /// Block until every command submitted so far has completed.
     pub fn finish(&self) -> Result<(), DeviceError> {
         let _submitting = self.lock_submissions();
+        self.transfer.finish().map_err(|e| super::conv::lost("clFinish", e))?;
         self.queue.finish().map_err(|e| super::conv::lost("clFinish", e))
     }
 

@@ -26,8 +26,8 @@ impl OpenClDevice {
         let width = 1usize << size.trailing_zeros().min(7);
         let submitting = self.lock_submissions();
         // SAFETY: queue and buffer are live; the pattern is copied by the call.
-        let fill = unsafe { r::enqueue_fill_buffer(self.queue.as_raw(), mem.as_raw(), &pattern[..width], 0, size, &[]) };
-        let _ = self.queue.flush();
+        let fill = unsafe { r::enqueue_fill_buffer(self.transfer.as_raw(), mem.as_raw(), &pattern[..width], 0, size, &[]) };
+        let _ = self.transfer.flush();
         drop(submitting);
         match fill {
             // SAFETY: a new event whose one reference we own.
@@ -37,9 +37,9 @@ impl OpenClDevice {
                 let zeros = vec![0u8; size];
                 let submitting = self.lock_submissions();
                 // SAFETY: `zeros` outlives the wait below.
-                let ev = unsafe { r::enqueue_write_buffer(self.queue.as_raw(), mem.as_raw(), 0, size, zeros.as_ptr().cast(), &[]) }
+                let ev = unsafe { r::enqueue_write_buffer(self.transfer.as_raw(), mem.as_raw(), 0, size, zeros.as_ptr().cast(), &[]) }
                     .map_err(oom_or_lost("clEnqueueWriteBuffer"))?;
-                let _ = self.queue.flush();
+                let _ = self.transfer.flush();
                 drop(submitting);
                 // SAFETY: a new event whose one reference we own.
                 unsafe { Event::from_raw(ev) }.wait().map_err(oom_or_lost("clEnqueueWriteBuffer"))?;

@@ -23,7 +23,7 @@ use super::conv::{RectPlan, lost, rect_plan};
 use super::device::OpenClDevice;
 use super::memory::raw_mem;
 use super::result::{self as r, ClError, ClResult, RectArgs};
-use super::safe::{Event, Kernel};
+use super::safe::{Event, Kernel, Queue};
 use super::sys::*;
 use crate::{Completion, DeviceError, Endpoint, Rect};
 use std::ffi::c_void;
@@ -62,9 +62,9 @@ unsafe extern "C" fn on_event_complete(_event: cl_event, status: cl_int, user: *
 }
 
 impl OpenClDevice {
-    /// A completion for `events` (all submitted to this device's queue): registers the
-    /// callbacks, then flushes. The caller holds the submission lock.
-    fn track(&self, events: Vec<Event>) -> Result<Completion, DeviceError> {
+    /// A completion for `events` (all submitted to `queue`, one of this device's): registers
+    /// the callbacks, then flushes. The caller holds the submission lock.
+    fn track(&self, queue: &Queue, events: Vec<Event>) -> Result<Completion, DeviceError> {
         if events.is_empty() {
             return Ok(Completion::done());
         }
@@ -77,7 +77,7 @@ impl OpenClDevice {
                 // SAFETY: the callback was not registered, so the reference is still ours.
                 drop(unsafe { Arc::from_raw(user.cast_const().cast::<Pending>()) });
                 // No callbacks (or a broken one): wait here instead.
-                let _ = self.queue.flush();
+                let _ = queue.flush();
                 let status = match ev.wait() {
                     Ok(()) => CL_COMPLETE,
                     Err(e) => e.0,
@@ -85,14 +85,15 @@ impl OpenClDevice {
                 pending.one_done(status);
             }
         }
-        self.queue.flush().map_err(|e| lost("clFlush", e))?;
+        queue.flush().map_err(|e| lost("clFlush", e))?;
         Ok(done)
     }
 
-    /// Submit `commands` in order; on a failure, wait for those already submitted and
-    /// return the error.
+    /// Submit `commands` to `queue` in order; on a failure, wait for those already
+    /// submitted and return the error.
     fn submit(
         &self,
+        queue: &Queue,
         call: &'static str,
         commands: impl IntoIterator<Item = impl FnOnce() -> ClResult<cl_event>>,
     ) -> Result<Completion, DeviceError> {
@@ -103,7 +104,7 @@ impl OpenClDevice {
                 // SAFETY: a new event whose one reference we own.
                 Ok(ev) => events.push(unsafe { Event::from_raw(ev) }),
                 Err(e) => {
-                    let _ = self.queue.flush();
+                    let _ = queue.flush();
                     drop(submitting);
                     for ev in &events {
                         let _ = ev.wait();
@@ -112,7 +113,7 @@ impl OpenClDevice {
                 }
             }
         }
-        self.track(events)
+        self.track(queue, events)
     }
 
     /// `Device::copy`.
@@ -123,7 +124,7 @@ impl OpenClDevice {
         if rect.bytes() == 0 {
             return Ok(Completion::done());
         }
-        let q = self.queue.as_raw();
+        let (tq, q) = (&self.transfer, self.transfer.as_raw());
         let plan = rect_plan(&rect);
         let shift = |mut a: RectArgs, a_off: usize, b_off: usize| {
             a.a_origin[0] += a_off;
@@ -141,11 +142,13 @@ impl OpenClDevice {
             }
             (Endpoint::Host(h), Endpoint::Device(b, off)) => match plan {
                 RectPlan::Linear(n) => self.submit(
+                    tq,
                     "clEnqueueWriteBuffer",
                     // SAFETY: the arguments meet the call's contract (see above this `match`).
                     [|| unsafe { r::enqueue_write_buffer(q, raw_mem(b), off, n, h.cast_const().cast(), &[]) }],
                 ),
                 RectPlan::Rects(rects) => self.submit(
+                    tq,
                     "clEnqueueWriteBufferRect",
                     rects.into_iter().map(|a| {
                         // Buffer side first in `RectArgs` for the read/write calls.
@@ -165,9 +168,10 @@ impl OpenClDevice {
             (Endpoint::Device(b, off), Endpoint::Host(h)) => match plan {
                 RectPlan::Linear(n) => {
                     // SAFETY: the arguments meet the call's contract (see above this `match`).
-                    self.submit("clEnqueueReadBuffer", [|| unsafe { r::enqueue_read_buffer(q, raw_mem(b), off, n, h.cast(), &[]) }])
+                    self.submit(tq, "clEnqueueReadBuffer", [|| unsafe { r::enqueue_read_buffer(q, raw_mem(b), off, n, h.cast(), &[]) }])
                 }
                 RectPlan::Rects(rects) => self.submit(
+                    tq,
                     "clEnqueueReadBufferRect",
                     rects.into_iter().map(|a| {
                         let a = shift(a, off, 0);
@@ -179,8 +183,9 @@ impl OpenClDevice {
             (Endpoint::Device(s, soff), Endpoint::Device(d, doff)) => match plan {
                 RectPlan::Linear(n) => self
                     // SAFETY: the arguments meet the call's contract (see above this `match`).
-                    .submit("clEnqueueCopyBuffer", [|| unsafe { r::enqueue_copy_buffer(q, raw_mem(s), raw_mem(d), soff, doff, n, &[]) }]),
+                    .submit(tq, "clEnqueueCopyBuffer", [|| unsafe { r::enqueue_copy_buffer(q, raw_mem(s), raw_mem(d), soff, doff, n, &[]) }]),
                 RectPlan::Rects(rects) => self.submit(
+                    tq,
                     "clEnqueueCopyBufferRect",
                     rects.into_iter().map(|a| {
                         let a = shift(a, soff, doff);
@@ -203,6 +208,6 @@ impl OpenClDevice {
     pub unsafe fn launch(&self, kernel: &Kernel, global: &[usize], local: Option<&[usize]>) -> Result<Completion, DeviceError> {
         let (q, k) = (self.queue.as_raw(), kernel.as_raw());
         // SAFETY: queue and kernel are live; the caller keeps the arguments alive.
-        self.submit("clEnqueueNDRangeKernel", [|| unsafe { r::enqueue_nd_range_kernel(q, k, global, local, &[]) }])
+        self.submit(&self.queue, "clEnqueueNDRangeKernel", [|| unsafe { r::enqueue_nd_range_kernel(q, k, global, local, &[]) }])
     }
 }
