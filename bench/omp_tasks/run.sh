@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Issue 6's OpenMP task benchmarks, side by side in one run: GNU libgomp (the system's),
+# LLVM libomp (LD_PRELOAD of Debian's libomp.so.5) and Weft (libweft.so standing in for
+# libgomp.so.1, so libgomp is not loaded at all), when Weft's library exports GOMP_task.
+#
+#   tasks_million  a million empty tasks created by one thread     target: Weft <= libgomp
+#   fib            fib(30), a task per call above an `if` cutoff   target: Weft <= 1.1x libgomp
+#   cholesky       tiled Cholesky with depend clauses              target: Weft <= both
+#   sparselu       BOTS SparseLU with depend clauses               target: Weft <= both
+#
+# Usage: bench/omp_tasks/run.sh [rounds]   (default 5; medians of the rounds)
+# Environment: OMP_NUM_THREADS (default 2), WEFT_LIB (default target/release/libweft.so),
+#              LIBOMP (default: the first libomp.so.5 found under /usr/lib).
+# Each program checks its own result and prints `RESULT name=… seconds=… check=ok`.
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+src=$root/bench/omp_tasks
+rounds=${1:-5}
+case $rounds in '' | *[!0-9]* | 0) echo "rounds must be a positive number" >&2; exit 2 ;; esac
+export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+
+progs="tasks_million fib cholesky sparselu"
+for p in $progs; do
+    gcc -O3 -fopenmp -o "$out/$p" "$src/$p.c" -lm
+done
+
+runtimes="libgomp"
+libomp=${LIBOMP:-$(ls /usr/lib/llvm-*/lib/libomp.so.5 /usr/lib/x86_64-linux-gnu/libomp.so.5 2>/dev/null | head -n 1 || true)}
+[ -n "$libomp" ] && runtimes="$runtimes libomp" || echo "(no libomp.so.5: install libomp5 for the LLVM column)" >&2
+weft=${WEFT_LIB:-$root/target/release/libweft.so}
+if [ -f "$weft" ] && nm -D --defined-only "$weft" 2>/dev/null | grep -q ' GOMP_task\b'; then
+    mkdir -p "$out/weft"
+    ln -s "$weft" "$out/weft/libgomp.so.1"
+    runtimes="$runtimes weft"
+else
+    echo "(Weft column left out: $weft does not export GOMP_task yet)" >&2
+fi
+
+run() { # runtime program -> seconds (fails loudly on a wrong result)
+    local line
+    case $1 in
+        libgomp) line=$("$out/$2") ;;
+        libomp) line=$(LD_PRELOAD=$libomp "$out/$2") ;;
+        weft) line=$(LD_LIBRARY_PATH=$out/weft "$out/$2") ;;
+    esac
+    case $line in *check=ok*) ;; *) echo "$1 $2: wrong result: $line" >&2; return 1 ;; esac
+    sed -n 's/.*seconds=\([0-9.]*\).*/\1/p' <<<"$line"
+}
+
+median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+
+printf '%-14s' program
+for r in $runtimes; do printf ' | %-10s' "$r (s)"; done
+[[ $runtimes == *weft* ]] && printf ' | %-14s | %-14s' "weft/libgomp" "weft/libomp"
+echo
+for p in $progs; do
+    declare -A med=()
+    for r in $runtimes; do
+        for _ in $(seq "$rounds"); do run "$r" "$p"; done >"$out/times"
+        med[$r]=$(median <"$out/times")
+    done
+    printf '%-14s' "$p"
+    for r in $runtimes; do printf ' | %-10s' "${med[$r]}"; done
+    if [[ $runtimes == *weft* ]]; then
+        awk -v w="${med[weft]}" -v g="${med[libgomp]}" -v o="${med[libomp]:-0}" \
+            'BEGIN { printf " | %-14.3f | %-14s", w / g, (o > 0 ? sprintf("%.3f", w / o) : "-") }'
+    fi
+    echo
+    unset med
+done
+echo "(OMP_NUM_THREADS=$OMP_NUM_THREADS, medians of $rounds rounds; load average: $(cut -d' ' -f1-3 /proc/loadavg))"

@@ -1,0 +1,111 @@
+/* SparseLU with `depend` clauses (BOTS sparselu's matrix and kernels, the task-dependency
+ * form of KASTORS): LU of a sparse block matrix, fill-in blocks allocated by the creating
+ * thread, LU0/FWD/BDIV/BMOD tasks ordered by their in/inout blocks only. Every block's
+ * updates then happen in the sequential order, so the result is checked bit for bit
+ * against a sequential run. Usage: sparselu [blocks] [block order] (defaults 50, 64). */
+#include "common.h"
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int NB, BS;
+
+static float *new_block(void) { return calloc((size_t)BS * BS, sizeof(float)); }
+
+static void genmat(float **M) {
+    int init_val = 1325;
+    for (int ii = 0; ii < NB; ii++)
+        for (int jj = 0; jj < NB; jj++) {
+            int null_entry = 0;
+            if (ii < jj && ii % 3 != 0) null_entry = 1;
+            if (ii > jj && jj % 3 != 0) null_entry = 1;
+            if (ii % 2 == 1) null_entry = 1;
+            if (jj % 2 == 1) null_entry = 1;
+            if (ii == jj || ii == jj - 1 || ii - 1 == jj) null_entry = 0;
+            if (null_entry) { M[ii * NB + jj] = NULL; continue; }
+            float *p = M[ii * NB + jj] = new_block();
+            for (int i = 0; i < BS * BS; i++) {
+                init_val = (3125 * init_val) % 65536;
+                p[i] = (float)((init_val - 32768.0) / 16384.0);
+            }
+        }
+}
+
+static void lu0(float *d) {
+    for (int k = 0; k < BS; k++)
+        for (int i = k + 1; i < BS; i++) {
+            d[i * BS + k] /= d[k * BS + k];
+            for (int j = k + 1; j < BS; j++) d[i * BS + j] -= d[i * BS + k] * d[k * BS + j];
+        }
+}
+static void fwd(const float *d, float *col) {
+    for (int k = 0; k < BS; k++)
+        for (int i = k + 1; i < BS; i++)
+            for (int j = 0; j < BS; j++) col[i * BS + j] -= d[i * BS + k] * col[k * BS + j];
+}
+static void bdiv(const float *d, float *row) {
+    for (int i = 0; i < BS; i++)
+        for (int k = 0; k < BS; k++) {
+            row[i * BS + k] /= d[k * BS + k];
+            for (int j = k + 1; j < BS; j++) row[i * BS + j] -= row[i * BS + k] * d[k * BS + j];
+        }
+}
+static void bmod(const float *row, const float *col, float *inner) {
+    for (int i = 0; i < BS; i++)
+        for (int j = 0; j < BS; j++) {
+            float s = inner[i * BS + j];
+            for (int k = 0; k < BS; k++) s -= row[i * BS + k] * col[k * BS + j];
+            inner[i * BS + j] = s;
+        }
+}
+
+static void sparselu(float **M, int tasks) {
+#define B(i, j) M[(i) * NB + (j)]
+    for (int kk = 0; kk < NB; kk++) {
+        float *dk = B(kk, kk);
+#pragma omp task depend(inout: dk[0]) firstprivate(dk) if(tasks)
+        lu0(dk);
+        for (int jj = kk + 1; jj < NB; jj++)
+            if (B(kk, jj)) {
+                float *c = B(kk, jj);
+#pragma omp task depend(in: dk[0]) depend(inout: c[0]) firstprivate(dk, c) if(tasks)
+                fwd(dk, c);
+            }
+        for (int ii = kk + 1; ii < NB; ii++)
+            if (B(ii, kk)) {
+                float *r = B(ii, kk);
+#pragma omp task depend(in: dk[0]) depend(inout: r[0]) firstprivate(dk, r) if(tasks)
+                bdiv(dk, r);
+            }
+        for (int ii = kk + 1; ii < NB; ii++)
+            if (B(ii, kk))
+                for (int jj = kk + 1; jj < NB; jj++)
+                    if (B(kk, jj)) {
+                        if (!B(ii, jj)) B(ii, jj) = new_block();
+                        float *r = B(ii, kk), *c = B(kk, jj), *in = B(ii, jj);
+#pragma omp task depend(in: r[0], c[0]) depend(inout: in[0]) firstprivate(r, c, in) if(tasks)
+                        bmod(r, c, in);
+                    }
+    }
+#pragma omp taskwait
+}
+
+int main(int argc, char **argv) {
+    NB = argc > 1 ? atoi(argv[1]) : 50;
+    BS = argc > 2 ? atoi(argv[2]) : 64;
+    float **M = calloc((size_t)NB * NB, sizeof(float *)), **S = calloc((size_t)NB * NB, sizeof(float *));
+    genmat(M);
+    genmat(S);
+    double t0 = now();
+#pragma omp parallel
+#pragma omp single
+    sparselu(M, 1);
+    double t = now() - t0;
+    sparselu(S, 0); /* outside any parallel region: the reference */
+    int ok = 1;
+    for (int i = 0; i < NB * NB && ok; i++)
+        if ((M[i] == NULL) != (S[i] == NULL) || (M[i] && memcmp(M[i], S[i], sizeof(float) * BS * BS))) ok = 0;
+    char extra[64];
+    snprintf(extra, sizeof extra, "blocks=%d bs=%d", NB, BS);
+    return report("sparselu", t, ok, extra);
+}
