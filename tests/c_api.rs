@@ -55,7 +55,13 @@ fn compile(cc: &str, src: &str, name: &str) -> PathBuf {
 
 /// Run `exe` with two CPU workers, killing it if it hangs.
 fn run(exe: &Path) -> Output {
+    run_with(exe, &[])
+}
+
+/// `run` with extra environment variables.
+fn run_with(exe: &Path, env: &[(&str, &str)]) -> Output {
     let mut child = Command::new(exe)
+        .envs(env.iter().copied())
         .env("WEFT_NCPU", "2")
         // The C API on CPU workers: no OpenCL or CUDA device joins in, whatever is installed.
         .env("WEFT_NOPENCL", "0")
@@ -138,4 +144,30 @@ fn application_threads_share_the_runtime() {
         return;
     };
     assert!(out.contains("threads: ok"), "{out}");
+}
+
+#[test]
+fn a_runtime_never_shut_down_reports_its_statistics_at_exit() {
+    let Some(cc) = compiler() else {
+        println!("skipped: gcc not found");
+        return;
+    };
+    let exe = compile(&cc, "tests/c/stats_at_exit.c", "stats_at_exit");
+    let out = run_with(&exe, &[("WEFT_STATS", "1")]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "exit {}: {stderr}", out.status);
+    assert!(stderr.contains("weft: statistics at exit"), "{stderr}");
+    let tasks: u64 = stderr
+        .lines()
+        .filter(|l| l.starts_with("worker "))
+        .map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            let at = f.iter().position(|&w| w == "tasks").unwrap_or_else(|| panic!("no task count: {l}"));
+            f[at + 1].parse::<u64>().unwrap_or_else(|_| panic!("bad task count: {l}"))
+        })
+        .sum();
+    assert_eq!(tasks, 10, "{stderr}");
+    // Without WEFT_STATS nothing is printed.
+    let quiet = run(&exe);
+    assert!(quiet.status.success() && quiet.stderr.is_empty(), "{}", String::from_utf8_lossy(&quiet.stderr));
 }

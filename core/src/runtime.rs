@@ -37,6 +37,8 @@ static NEXT_RUNTIME: AtomicU64 = AtomicU64::new(1);
 #[derive(Default)]
 pub(crate) struct WorkerStats {
     pub tasks: AtomicU64,
+    /// Jobs run (`post_job`: e.g. an OpenMP team member's share of a parallel region).
+    pub jobs: AtomicU64,
     pub busy: AtomicBool,
 }
 
@@ -291,7 +293,14 @@ impl Runtime {
     pub fn stats_report(&self) -> String {
         let mut s = String::new();
         for (w, st) in self.inner.workers.iter().zip(&self.inner.stats) {
-            s += &format!("worker {:>2} {:<6} node {} tasks {}\n", w.id, w.name, w.node, st.tasks.load(Ordering::Relaxed));
+            s += &format!(
+                "worker {:>2} {:<8} node {} tasks {:>8} jobs {:>8}\n",
+                w.id,
+                w.name,
+                w.node,
+                st.tasks.load(Ordering::Relaxed),
+                st.jobs.load(Ordering::Relaxed)
+            );
         }
         for n in self.inner.nodes.iter() {
             s += &format!(
@@ -780,6 +789,7 @@ impl RuntimeInner {
         }
         self.stats[w].busy.store(true, Ordering::Relaxed);
         let ran = self.jobs.run_one(w);
+        self.stats[w].jobs.fetch_add(u64::from(ran), Ordering::Relaxed);
         self.stats[w].busy.store(false, Ordering::Relaxed);
         ran
     }

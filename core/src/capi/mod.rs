@@ -87,6 +87,30 @@ pub fn shared_runtime() -> Result<Arc<Runtime>, Error> {
     Ok(rt)
 }
 
+/// At process exit (or when libweft.so is unloaded), print the statistics of a runtime that is
+/// still running when `WEFT_STATS=1`: the shared runtime of a program run through the
+/// OpenMP or OpenCL front end is never shut down, so this is where it shows where tasks ran.
+/// A runtime stopped by `weft_shutdown` printed its own when it stopped.
+extern "C" fn report_stats_at_exit() {
+    let _ = std::panic::catch_unwind(|| {
+        // try_lock: at exit another thread may be stopped inside a critical section.
+        let Ok(g) = GLOBAL.try_lock() else { return };
+        if let Some(st) = &g.state
+            && st.rt.config().stats
+        {
+            eprint!("weft: statistics at exit\n{}", st.rt.stats_report());
+        }
+    });
+}
+
+// SAFETY (link section): an entry of `.fini_array` is a pointer to a function taking and
+// returning nothing, which the dynamic loader calls once when this module is unloaded or
+// the process exits; `report_stats_at_exit` is such a function and never unwinds.
+#[cfg(target_os = "linux")]
+#[used]
+#[unsafe(link_section = ".fini_array")]
+static REPORT_STATS_AT_EXIT: extern "C" fn() = report_stats_at_exit;
+
 pub(crate) fn state() -> CResult<Arc<State>> {
     lock(&GLOBAL)
         .state

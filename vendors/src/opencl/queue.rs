@@ -183,7 +183,11 @@ impl OpenClDevice {
             (Endpoint::Device(s, soff), Endpoint::Device(d, doff)) => match plan {
                 RectPlan::Linear(n) => self
                     // SAFETY: the arguments meet the call's contract (see above this `match`).
-                    .submit(tq, "clEnqueueCopyBuffer", [|| unsafe { r::enqueue_copy_buffer(q, raw_mem(s), raw_mem(d), soff, doff, n, &[]) }]),
+                    .submit(
+                        tq,
+                        "clEnqueueCopyBuffer",
+                        [|| unsafe { r::enqueue_copy_buffer(q, raw_mem(s), raw_mem(d), soff, doff, n, &[]) }],
+                    ),
                 RectPlan::Rects(rects) => self.submit(
                     tq,
                     "clEnqueueCopyBufferRect",
