@@ -39,6 +39,8 @@ pub(crate) struct WorkerStats {
     pub tasks: AtomicU64,
     /// Jobs run (`post_job`: e.g. an OpenMP team member's share of a parallel region).
     pub jobs: AtomicU64,
+    /// Device drivers: task starts put off while their data came home from another device.
+    pub deferred: AtomicU64,
     pub busy: AtomicBool,
 }
 
@@ -294,12 +296,13 @@ impl Runtime {
         let mut s = String::new();
         for (w, st) in self.inner.workers.iter().zip(&self.inner.stats) {
             s += &format!(
-                "worker {:>2} {:<8} node {} tasks {:>8} jobs {:>8}\n",
+                "worker {:>2} {:<8} node {} tasks {:>8} jobs {:>8} deferred {:>6}\n",
                 w.id,
                 w.name,
                 w.node,
                 st.tasks.load(Ordering::Relaxed),
-                st.jobs.load(Ordering::Relaxed)
+                st.jobs.load(Ordering::Relaxed),
+                st.deferred.load(Ordering::Relaxed)
             );
         }
         for n in self.inner.nodes.iter() {
@@ -858,7 +861,7 @@ impl RuntimeInner {
 /// Run `acquire` on `state` until it stops failing with `MemoryBusy` (a full memory node
 /// whose replicas are in use right now), calling `undo` between attempts so that the task
 /// holds nothing while it waits. Gives up as out of memory after about two seconds.
-pub(crate) fn retry_while_busy<S>(state: &mut S, acquire: impl Fn(&mut S) -> Result<()>, undo: impl Fn(&mut S)) -> Result<()> {
+pub(crate) fn retry_while_busy<S, T>(state: &mut S, acquire: impl Fn(&mut S) -> Result<T>, undo: impl Fn(&mut S)) -> Result<T> {
     let mut attempt = 0u32;
     loop {
         match acquire(state) {

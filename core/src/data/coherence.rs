@@ -9,6 +9,13 @@
 //! whose home copy is stale is written back home first, and a write invalidates the
 //! relatives' non-home replicas. Dependencies keep conflicting relatives from running at
 //! the same time, so at most one entry on any ancestor chain is stale at home.
+//!
+//! **Copies home in flight.** A device driver never waits for the first hop of a
+//! device-to-device transfer: `acquire_buffer` starts the copy home (`start_write_back`,
+//! recorded in `Entry::pending_home`, the source replica pinned) and returns its completion;
+//! the driver runs other tasks and asks again when it completed. Until it is *settled* home
+//! stays Invalid, and every path that looks at home (`acquire_replica`, `write_back`, hence
+//! eviction, flushing and fetching) settles it first, waiting if it must.
 #![allow(unsafe_code)] // issuing device copies (one `unsafe` call, with its SAFETY argument)
 
 use super::{Entry, Home, ReplicaState, Tree, TreeState, relatives};
@@ -18,6 +25,14 @@ use crate::sync::Arc;
 use crate::sync::atomic::Ordering;
 use crate::task::AccessMode;
 use weft_vendors::Endpoint;
+
+/// What a device driver's acquisition gave.
+#[cfg_attr(not(any(feature = "opencl", feature = "cuda")), allow(dead_code))] // only device drivers use it
+pub(crate) enum Acquired {
+    Ready(weft_vendors::Buffer),
+    /// The data is on its way home from another device: ask again once this completed.
+    Pending(weft_vendors::Completion),
+}
 
 impl TreeState {
     /// Address of the root's home memory, allocating it for runtime-allocated data.
@@ -113,6 +128,7 @@ impl TreeState {
 
     /// Write entry `idx` back to its home replica if that is stale.
     pub(crate) fn write_back(&mut self, tree: &Arc<Tree>, idx: usize) -> Result<()> {
+        self.settle(tree, idx, true)?;
         if self.entries[idx].replicas[0].valid() {
             return Ok(());
         }
@@ -126,20 +142,87 @@ impl TreeState {
 
     /// Make entry `idx` usable on `node` with `mode`, pin it, and return its host address.
     pub(crate) fn acquire(&mut self, tree: &Arc<Tree>, idx: usize, node: usize, mode: AccessMode) -> Result<*mut u8> {
-        self.acquire_replica(tree, idx, node, mode)?;
+        let ready = self.acquire_replica(tree, idx, node, mode, true)?;
+        debug_assert!(ready.is_none(), "a waiting acquisition is never left pending");
         self.host_addr(tree, idx, node).inspect_err(|_| self.release(idx, node))
     }
 
-    /// Make entry `idx` usable on device node `node` with `mode`, pin it, and return its buffer.
+    /// Make entry `idx` usable on device node `node` with `mode`, pin it, and return its
+    /// buffer; or, when the only valid copy is on another device, start copying it home and
+    /// return that copy's completion without waiting (nothing pinned): the device driver
+    /// asks again once it completed, and meanwhile runs other tasks. The second hop (home to
+    /// this device) is then a single copy, which the driver's window overlaps with kernels.
     #[cfg_attr(not(any(feature = "opencl", feature = "cuda")), allow(dead_code))] // only device drivers use it
-    pub(crate) fn acquire_buffer(&mut self, tree: &Arc<Tree>, idx: usize, node: usize, mode: AccessMode) -> Result<weft_vendors::Buffer> {
+    pub(crate) fn acquire_buffer(&mut self, tree: &Arc<Tree>, idx: usize, node: usize, mode: AccessMode) -> Result<Acquired> {
         debug_assert!(node != 0, "home replicas are reached by address");
-        self.acquire_replica(tree, idx, node, mode)?;
-        Ok(self.entries[idx].replicas[node].buf.expect("invariant: allocated by acquire_replica"))
+        if let Some(pending) = self.acquire_replica(tree, idx, node, mode, false)? {
+            return Ok(Acquired::Pending(pending));
+        }
+        Ok(Acquired::Ready(self.entries[idx].replicas[node].buf.expect("invariant: allocated by acquire_replica")))
     }
 
-    /// Coherence for a use of entry `idx` on `node` with `mode`; pins the replica.
-    fn acquire_replica(&mut self, tree: &Arc<Tree>, idx: usize, node: usize, mode: AccessMode) -> Result<()> {
+    /// Settle entry `idx`'s copy home in flight, if any: once it completed, home is valid
+    /// and the source replica unpinned. `wait`: block until it completes; else a copy still
+    /// running is returned.
+    fn settle(&mut self, tree: &Tree, idx: usize, wait: bool) -> Result<Option<weft_vendors::Completion>> {
+        let Some(p) = &self.entries[idx].pending_home else { return Ok(None) };
+        if !wait && !p.done.is_complete() {
+            return Ok(Some(p.done.clone()));
+        }
+        let p = self.entries[idx].pending_home.take().expect("invariant: checked above");
+        let r = p.done.wait();
+        let e = &mut self.entries[idx];
+        e.replicas[p.src].pins -= 1;
+        r?;
+        e.replicas[0].state = ReplicaState::Shared;
+        normalize(e);
+        tree.nodes[0].bytes_in.fetch_add(p.bytes, Ordering::Relaxed);
+        Ok(None)
+    }
+
+    /// Start copying entry `idx` home from the device that holds it, without waiting; the
+    /// source replica stays pinned until `settle`. Returns the copy's completion.
+    fn start_write_back(&mut self, tree: &Arc<Tree>, idx: usize) -> Result<weft_vendors::Completion> {
+        debug_assert!(self.entries[idx].pending_home.is_none() && !self.entries[idx].replicas[0].valid());
+        let src = self.any_valid(idx, 0).expect("invariant: a live entry has a valid replica");
+        self.home_base(tree)?;
+        let e = &self.entries[idx];
+        let rect = e.shape.rect(e.strides_on(src), e.strides_on(0));
+        let s = self.endpoint(tree, idx, src)?;
+        let d = self.endpoint(tree, idx, 0)?;
+        // SAFETY: both replicas are allocated and span the rectangle; the source stays pinned
+        // (so neither evicted nor freed) until the copy is settled, home memory lives as long
+        // as the tree, and nobody reads home before `settle` marks it valid (every path that
+        // looks at home settles first) nor writes the entry meanwhile (the task waiting for
+        // this copy holds its dependencies).
+        let done = unsafe { tree.nodes[src].device.copy(s, d, rect) }?;
+        self.entries[idx].replicas[src].pins += 1;
+        self.entries[idx].pending_home = Some(super::PendingCopy { done: done.clone(), src, bytes: rect.bytes() });
+        Ok(done)
+    }
+
+    /// Coherence for a use of entry `idx` on `node` with `mode`; pins the replica. With
+    /// `wait` false, a copy home that has not completed yet is returned instead (see
+    /// `acquire_buffer`), before anything was changed or pinned.
+    fn acquire_replica(
+        &mut self,
+        tree: &Arc<Tree>,
+        idx: usize,
+        node: usize,
+        mode: AccessMode,
+        wait: bool,
+    ) -> Result<Option<weft_vendors::Completion>> {
+        if let Some(c) = self.settle(tree, idx, wait)? {
+            return Ok(Some(c));
+        }
+        if !wait && node != 0 && mode.reads() && !self.entries[idx].replicas[node].valid() && !self.entries[idx].replicas[0].valid() {
+            // The data is only on other devices: route it home without blocking the driver.
+            let c = self.start_write_back(tree, idx)?;
+            if !c.is_complete() {
+                return Ok(Some(c));
+            }
+            self.settle(tree, idx, true)?;
+        }
         let rel = relatives(self, idx);
         for &r in &rel {
             self.write_back(tree, r)?;
@@ -170,7 +253,7 @@ impl TreeState {
         }
         normalize(e);
         e.replicas[node].last_use = tick();
-        Ok(())
+        Ok(None)
     }
 
     fn fetch_for(&mut self, tree: &Arc<Tree>, idx: usize, node: usize, mode: AccessMode) -> Result<()> {

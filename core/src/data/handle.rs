@@ -63,6 +63,7 @@ fn new_entry(id: u64, shape: Shape, strides: Strides, nnodes: usize, parent: Opt
         redux: None,
         alive: true,
         host_addr: None,
+        pending_home: None,
     }
 }
 

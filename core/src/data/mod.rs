@@ -118,6 +118,16 @@ pub(crate) struct Entry {
     pub redux: Option<Redux>,
     pub alive: bool,
     pub host_addr: Option<usize>,
+    /// A copy home from a device still in flight (started by a device driver that does not
+    /// wait for it, see `coherence`): home becomes valid when it is settled.
+    pub pending_home: Option<PendingCopy>,
+}
+
+/// A copy into the home replica from device node `src`, whose replica it keeps pinned.
+pub(crate) struct PendingCopy {
+    pub done: weft_vendors::Completion,
+    pub src: usize,
+    pub bytes: usize,
 }
 
 impl Entry {
@@ -150,6 +160,10 @@ impl Drop for Tree {
     fn drop(&mut self) {
         let st = self.state.get_mut().unwrap_or_else(|e| e.into_inner());
         for (idx, e) in st.entries.iter_mut().enumerate() {
+            // A copy still writing home memory or reading a replica must end before either goes.
+            if let Some(p) = e.pending_home.take() {
+                let _ = p.done.wait();
+            }
             for (n, r) in e.replicas.iter_mut().enumerate() {
                 if let Some(b) = r.buf.take() {
                     self.nodes[n].forget_resident((self.id, idx));

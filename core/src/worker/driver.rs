@@ -12,6 +12,7 @@
 //! one, and retires tasks (waits, unpins, completes) in launch order.
 #![allow(unsafe_code)] // setting kernel arguments and launching (the vendor API's contract)
 
+use crate::data::coherence::Acquired;
 use crate::runtime::RuntimeInner;
 #[cfg(feature = "opencl")]
 use crate::sync::{Mutex, lock};
@@ -67,6 +68,9 @@ pub(crate) enum Start {
     Finished(Result<(), TaskError>),
     /// The node is full of pinned replicas: retire the tasks in flight, then start again.
     Busy,
+    /// Some of its data is being copied home from another device: start it again once this
+    /// completed (the driver runs other tasks meanwhile).
+    Deferred(Completion),
 }
 
 #[cfg(any(feature = "opencl", feature = "cuda"))]
@@ -129,7 +133,11 @@ impl RuntimeInner {
         };
         let launched = match acquired {
             Err(e) => Err(TaskError::Data(e.to_string())),
-            Ok(()) => self.launch_on(w, t, c, &bufs),
+            Ok(Some(copy)) => {
+                self.release_on_device(node, t, bufs.len(), scratch);
+                return Start::Deferred(copy);
+            }
+            Ok(None) => self.launch_on(w, t, c, &bufs),
         };
         match launched {
             Ok(done) => Start::Flying(InFlight { t: t.clone(), node, n: bufs.len(), scratch, done }),
@@ -158,7 +166,13 @@ impl RuntimeInner {
     /// Start `t` on driver worker `w`, adding it to the tasks in flight; a task that does not
     /// reach the device (failed preparation, poisoned, not a codelet) completes here.
     #[cfg(any(feature = "opencl", feature = "cuda"))]
-    pub(crate) fn start_task_on_driver(&self, w: usize, t: TaskRef, flight: &mut std::collections::VecDeque<InFlight>) {
+    pub(crate) fn start_task_on_driver(
+        &self,
+        w: usize,
+        t: TaskRef,
+        flight: &mut std::collections::VecDeque<InFlight>,
+        deferred: &mut Vec<(TaskRef, Completion)>,
+    ) {
         self.stats[w].busy.store(true, std::sync::atomic::Ordering::Relaxed);
         let c = match (&t.kind, t.poison.get()) {
             (crate::task::TaskKind::Codelet(c), None) => c.clone(),
@@ -168,6 +182,10 @@ impl RuntimeInner {
             match self.start_on_device(w, &t, &c, flight.is_empty()) {
                 Start::Flying(f) => return flight.push_back(f),
                 Start::Finished(r) => return self.finish_on_driver(w, &t, r),
+                Start::Deferred(copy) => {
+                    self.stats[w].deferred.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    return deferred.push((t, copy));
+                }
                 // The tasks in flight pin the replicas that would make room: retire them.
                 Start::Busy => {
                     while let Some(f) = flight.pop_front() {
@@ -203,10 +221,15 @@ impl RuntimeInner {
     /// Run `t` on device worker `w` and wait for it (the non-pipelined path).
     #[cfg(any(feature = "opencl", feature = "cuda"))]
     pub(crate) fn run_on_device(&self, w: usize, t: &TaskRef, c: &Codelet) -> Result<(), TaskError> {
-        match self.start_on_device(w, t, c, true) {
-            Start::Flying(f) => self.retire(f),
-            Start::Finished(r) => r,
-            Start::Busy => unreachable!("a retrying start does not report Busy"),
+        loop {
+            match self.start_on_device(w, t, c, true) {
+                Start::Flying(f) => return self.retire(f),
+                Start::Finished(r) => return r,
+                Start::Deferred(copy) => {
+                    let _ = copy.wait();
+                }
+                Start::Busy => unreachable!("a retrying start does not report Busy"),
+            }
         }
     }
 
@@ -219,7 +242,7 @@ impl RuntimeInner {
         t: &TaskRef,
         bufs: &mut SmallVec<[Buffer; 3]>,
         scratch: &mut SmallVec<[Buffer; 1]>,
-    ) -> crate::Result<()> {
+    ) -> crate::Result<Option<Completion>> {
         let mut state = (std::mem::take(bufs), std::mem::take(scratch));
         let r = crate::runtime::retry_while_busy(
             &mut state,
@@ -279,13 +302,15 @@ impl RuntimeInner {
         unsafe { drv.dev.launch(kernel, &global, imp.local.as_deref()) }.map_err(|e| fail(e.to_string()))
     }
 
+    /// Acquire `t`'s buffers on device node `node`, in access order; `Some(copy)` when one of
+    /// them is still on its way home from another device (see `TreeState::acquire_buffer`).
     fn acquire_on_device(
         &self,
         node: usize,
         t: &TaskRef,
         bufs: &mut SmallVec<[Buffer; 3]>,
         scratch: &mut SmallVec<[Buffer; 1]>,
-    ) -> crate::Result<()> {
+    ) -> crate::Result<Option<Completion>> {
         for a in &t.accesses {
             let h = &a.handle.0;
             let b = match a.mode {
@@ -296,11 +321,14 @@ impl RuntimeInner {
                     b
                 }
                 AccessMode::Redux => unreachable!("submission keeps REDUX tasks off device-driver workers"),
-                mode => h.tree.lock().acquire_buffer(&h.tree, h.idx, node, mode)?,
+                mode => match h.tree.lock().acquire_buffer(&h.tree, h.idx, node, mode)? {
+                    Acquired::Ready(b) => b,
+                    Acquired::Pending(c) => return Ok(Some(c)),
+                },
             };
             bufs.push(b);
         }
-        Ok(())
+        Ok(None)
     }
 
     pub(crate) fn release_on_device(&self, node: usize, t: &TaskRef, n: usize, scratch: SmallVec<[Buffer; 1]>) {

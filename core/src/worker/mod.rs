@@ -126,15 +126,24 @@ fn run_driver(rt: &RuntimeInner, w: usize, spin: Duration) {
     use driver::{DEPTH, InFlight};
     use std::collections::VecDeque;
     let mut flight: VecDeque<InFlight> = VecDeque::with_capacity(DEPTH);
+    // Tasks waiting for a copy home from another device, with that copy's completion.
+    let mut deferred: Vec<(crate::task::TaskRef, weft_vendors::Completion)> = Vec::new();
     loop {
         while flight.front().is_some_and(|f| f.done.is_complete()) {
             let f = flight.pop_front().expect("checked");
             rt.finish_in_flight(w, f);
         }
         if flight.len() < DEPTH
+            && let Some(i) = deferred.iter().position(|(_, c)| c.is_complete())
+        {
+            let (t, _) = deferred.swap_remove(i);
+            rt.start_task_on_driver(w, t, &mut flight, &mut deferred);
+            continue;
+        }
+        if flight.len() < DEPTH
             && let Some(t) = rt.pop(w)
         {
-            rt.start_task_on_driver(w, t, &mut flight);
+            rt.start_task_on_driver(w, t, &mut flight, &mut deferred);
             continue;
         }
         if let Some(f) = flight.front() {
@@ -147,9 +156,14 @@ fn run_driver(rt: &RuntimeInner, w: usize, spin: Duration) {
             }
             continue;
         }
+        if let Some((_, c)) = deferred.first() {
+            // Nothing in flight: wait a little for a copy home, looking for new work between.
+            c.wait_timeout(Duration::from_micros(50));
+            continue;
+        }
         rt.stats[w].busy.store(false, Ordering::Relaxed);
         match idle(rt, w, spin) {
-            Found::Task(t) => rt.start_task_on_driver(w, t, &mut flight),
+            Found::Task(t) => rt.start_task_on_driver(w, t, &mut flight, &mut deferred),
             Found::Job => unreachable!("jobs are posted to CPU workers only"),
             Found::Shutdown => break,
         }
