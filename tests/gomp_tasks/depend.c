@@ -1,0 +1,64 @@
+/* depend(in/out/inout): per address, an out/inout task runs after every earlier sibling task
+ * on that address and before every later one; in tasks run after the last earlier writer and
+ * may overlap each other. Dependencies are among siblings only: a child depending on its
+ * parent's address must not wait for the parent (no deadlock). */
+#include "check.h"
+#include <omp.h>
+
+#define N 64
+
+int main(void) {
+    int x = 0, y = 0, log_x[N], readers_ok = 1;
+    int parent_child = 0;
+#pragma omp parallel num_threads(4)
+#pragma omp single
+    {
+        for (int i = 0; i < N; i++) {
+            if (i % 4 == 3) {
+                /* a reader: sees the value of the last writer before it */
+                int want = i / 4 * 3 + 3;
+#pragma omp task depend(in: x) firstprivate(want) shared(x, readers_ok)
+                {
+                    pause_us(50);
+                    if (x != want) {
+#pragma omp atomic write
+                        readers_ok = 0;
+                    }
+                }
+            } else {
+#pragma omp task depend(inout: x) firstprivate(i) shared(x, log_x)
+                {
+                    pause_us(i % 3 * 100);
+                    log_x[x] = i;
+                    x++;
+                }
+            }
+        }
+        /* out after in: waits for all the readers above */
+#pragma omp task depend(out: x) shared(x)
+        x = -1;
+        /* independent address: may run any time */
+#pragma omp task depend(inout: y) shared(y)
+        y = 1;
+        /* a parent with inout(y2) whose child has inout(y2): the child is not the parent's
+         * sibling, so it runs (the parent waits for it inside). */
+        int y2 = 0;
+#pragma omp task depend(inout: y2) shared(y2, parent_child)
+        {
+#pragma omp task depend(inout: y2) shared(y2)
+            y2 = 41;
+#pragma omp taskwait
+            parent_child = y2 + 1;
+        }
+#pragma omp taskwait
+        CHECK(parent_child == 42);
+    }
+    CHECK(readers_ok);
+    CHECK(x == -1 && y == 1);
+    /* writers ran in submission order */
+    int k = 0;
+    for (int i = 0; i < N; i++)
+        if (i % 4 != 3) CHECK(log_x[k++] == i);
+    printf("depend: ok\n");
+    return 0;
+}
