@@ -6,8 +6,9 @@
 //! `cargo run --release --example cholesky -- [n] [tile]` (defaults: n = 1536, tile = 256;
 //! `n` must be a multiple of `tile`). `WEFT_NCPU` and `WEFT_NOPENCL` choose the workers.
 //!
-//! GEMM and SYRK (all but `O(n³/t)` of the flops) have CPU, OpenCL and CUDA (cuBLAS)
-//! implementations; TRSM CPU and CUDA; POTRF CPU only. The matrix is random
+//! Every codelet has CPU, OpenCL and CUDA implementations: GEMM and SYRK (all but
+//! `O(n³/t)` of the flops) register-blocked OpenCL kernels and cuBLAS; TRSM a work-item per
+//! row and cuBLAS; POTRF one work-item (or CUDA thread) per tile. The matrix is random
 //! symmetric plus `n·I` (so positive definite), and the result is checked on the host:
 //! `‖L·Lᵀ − A‖_F / ‖A‖_F < 1e-10`.
 //!
@@ -19,7 +20,7 @@ mod common;
 
 use common::{Op, Rng, gemm};
 use std::time::Instant;
-use weft_core::{AccessMode, Arch, Codelet, Filter, OpenClImpl, Runtime, Shape, TaskBuilder, TaskContext};
+use weft_core::{AccessMode, Codelet, Filter, OpenClImpl, Runtime, Shape, TaskBuilder, TaskContext};
 
 /// `C −= A·Bᵀ` (GEMM) and `C −= A·Aᵀ` (SYRK, both triangles) on packed column-major
 /// tiles: `A` is `m×k`, `B` `n×k`, `C` `m×n`. The blocked kernels compute 8 rows × 4
@@ -58,6 +59,47 @@ __kernel void dgemm_simple(__global const double *A, __global const double *B, _
                            int m, int n, int k) { gemm_nt_simple(A, B, C, m, n, k); }
 __kernel void dsyrk_simple(__global const double *A, __global double *C, int m, int k) {
     gemm_nt_simple(A, A, C, m, m, k);
+}
+
+/* POTRF of an nb×nb tile by one work-item, left-looking as the CPU version; a pivot that is
+ * not positive becomes NaN, which the final check reports. */
+__kernel void dpotrf(__global double *A, int nb) {
+    for (int j = 0; j < nb; j++) {
+        for (int p = 0; p < j; p++) {
+            double l = A[j + p * nb];
+            for (int i = j; i < nb; i++) A[i + j * nb] -= A[i + p * nb] * l;
+        }
+        double d = A[j + j * nb];
+        d = d > 0.0 ? sqrt(d) : NAN;
+        A[j + j * nb] = d;
+        for (int i = j + 1; i < nb; i++) A[i + j * nb] /= d;
+    }
+}
+
+/* TRSM: B = B·L⁻ᵀ, one work-item per row of B (m×n; L n×n): rows are independent. */
+__kernel void dtrsm(__global const double *L, __global double *B, int m, int n) {
+    int i = get_global_id(0);
+    for (int j = 0; j < n; j++) {
+        double x = B[i + j * m];
+        for (int p = 0; p < j; p++) x -= B[i + p * m] * L[j + p * n];
+        B[i + j * m] = x / L[j + j * n];
+    }
+}
+"#;
+
+/// POTRF for CUDA GPUs (NVRTC): the OpenCL kernel's algorithm, one thread per tile.
+const POTRF_CU: &str = r#"
+extern "C" __global__ void dpotrf(double *A, int nb) {
+    for (int j = 0; j < nb; j++) {
+        for (int p = 0; p < j; p++) {
+            double l = A[j + p * nb];
+            for (int i = j; i < nb; i++) A[i + j * nb] -= A[i + p * nb] * l;
+        }
+        double d = A[j + j * nb];
+        d = d > 0.0 ? sqrt(d) : nan("");
+        A[j + j * nb] = d;
+        for (int i = j + 1; i < nb; i++) A[i + j * nb] /= d;
+    }
 }
 "#;
 
@@ -143,9 +185,6 @@ pub fn run(rt: &Runtime, n: usize, nb: usize) -> Result<(), Box<dyn std::error::
     let t = n / nb;
     println!("Weft cholesky: A = L·Lᵀ, {n}×{n} doubles in {t}×{t} tiles of {nb}, policy '{}'", rt.policy_name());
     common::print_workers(rt);
-    if !rt.workers().iter().any(|w| w.arch == Arch::Cpu) {
-        return Err("POTRF and TRSM only have CPU implementations: run with at least one CPU worker (WEFT_NCPU)".into());
-    }
 
     // Random symmetric, plus n·I: strictly diagonally dominant, so positive definite.
     let mut rng = Rng::new(0x9e37_79b9_7f4a_7c15);
@@ -171,11 +210,23 @@ pub fn run(rt: &Runtime, n: usize, nb: usize) -> Result<(), Box<dyn std::error::
     let gemm_cl = OpenClImpl::new(CHOLESKY_CL, kernel("dgemm")).arg_sizes(&[4, 4, 4]).global(move |s, _| global(&s[2]));
     let syrk_cl = OpenClImpl::new(CHOLESKY_CL, kernel("dsyrk")).arg_sizes(&[4, 4]).global(move |s, _| global(&s[1]));
     // CUDA implementations use cuBLAS (GEMM with Bᵀ for both GEMM and SYRK, which updates
-    // both triangles here; TRSM). POTRF has only a CPU implementation (cuSOLVER is not
-    // bound), and TRSM none for OpenCL: those run where they can.
-    let potrf = Codelet::builder("potrf").cpu(potrf_cpu).modes(&[AccessMode::RW]).build();
-    let trsm =
-        Codelet::builder("trsm").cpu(trsm_cpu).cuda_fn(common::cublas::dtrsm_right_lower_t).modes(&[AccessMode::R, AccessMode::RW]).build();
+    // both triangles here; TRSM) and, for POTRF, a one-thread NVRTC kernel (cuSOLVER is not
+    // bound). POTRF on OpenCL and CUDA is one work-item per tile: correct everywhere, fast
+    // nowhere; it is O(nb³/3) per step against the O(t·nb³) of the updates.
+    let potrf_cl = OpenClImpl::new(CHOLESKY_CL, "dpotrf").arg_sizes(&[4]).global(|_, _| vec![1]);
+    let trsm_cl = OpenClImpl::new(CHOLESKY_CL, "dtrsm").arg_sizes(&[4, 4]).global(|s, _| vec![s[1].dims()[0]]);
+    let potrf_cu = weft_core::CudaImpl::new(POTRF_CU, "dpotrf").arg_sizes(&[4]).dims(|_, _| weft_core::cuda::LaunchDims {
+        grid: (1, 1, 1),
+        block: (1, 1, 1),
+        shared_mem_bytes: 0,
+    });
+    let potrf = Codelet::builder("potrf").cpu(potrf_cpu).opencl_impl(potrf_cl).cuda_impl(potrf_cu).modes(&[AccessMode::RW]).build();
+    let trsm = Codelet::builder("trsm")
+        .cpu(trsm_cpu)
+        .opencl_impl(trsm_cl)
+        .cuda_fn(common::cublas::dtrsm_right_lower_t)
+        .modes(&[AccessMode::R, AccessMode::RW])
+        .build();
     let syrk = Codelet::builder("syrk")
         .cpu(syrk_cpu)
         .opencl_impl(syrk_cl)
@@ -194,9 +245,11 @@ pub fn run(rt: &Runtime, n: usize, nb: usize) -> Result<(), Box<dyn std::error::
     for k in 0..t {
         // Priorities as in StarPU's example: the critical path (the next panel) first.
         let prio = |base: usize| (2 * (t - k) + base) as i32;
-        rt.submit(TaskBuilder::new(&potrf).access(at(k, k), AccessMode::RW).priority(prio(2)))?;
+        rt.submit(TaskBuilder::new(&potrf).access(at(k, k), AccessMode::RW).arg(b).priority(prio(2)))?;
         for i in k + 1..t {
-            rt.submit(TaskBuilder::new(&trsm).access(at(k, k), AccessMode::R).access(at(i, k), AccessMode::RW).priority(prio(1)))?;
+            rt.submit(
+                TaskBuilder::new(&trsm).access(at(k, k), AccessMode::R).access(at(i, k), AccessMode::RW).arg([b, b]).priority(prio(1)),
+            )?;
         }
         for i in k + 1..t {
             let next = if i == k + 1 { 1 } else { 0 };
