@@ -4,9 +4,13 @@
 #
 # Usage: scripts/conformance-pyopencl.sh [weft|pocl] [pytest args...]
 #   weft (default): only Weft's platform is visible (OCL_ICD_VENDORS = a directory holding
-#                   weft.icd → $CARGO_TARGET_DIR/release/libweft_icd.so; build it first with
-#                   `cargo build --release`); Weft drives PoCL underneath.
-#   pocl:           only PoCL is visible (the system's pocl.icd).
+#                   weft.icd → $CARGO_TARGET_DIR/release/libweft_icd.so, built here), and the
+#                   tests use its unified device ("Weft (all N devices)"), which places each
+#                   kernel on the PoCL devices underneath (POCL_DEVICES, default "basic basic").
+#                   WEFT_LIMIT_OPENCL_MEM defaults to 2048 (MiB per device): PoCL's CPU devices
+#                   allocate host RAM and pyopencl allocates many sizes, which core's
+#                   allocation cache would otherwise keep (20 GB RSS seen without a limit).
+#   pocl:           only PoCL is visible (the system's pocl.icd, its default device).
 # Extra arguments go to pytest (e.g. `-k test_wrapper` or `-x`).
 #
 # Everything it fetches stays under target/conformance/pyopencl (a venv with the pyopencl
@@ -40,12 +44,13 @@ fi
 
 case $mode in
     weft)
+        (cd "$root" && cargo build --release -q)
         lib=$target/release/libweft_icd.so
-        [ -f "$lib" ] || { echo "$lib not built: run cargo build --release" >&2; exit 1; }
         mkdir -p "$work/vendors-weft"
         echo "$lib" >"$work/vendors-weft/weft.icd"
         vendors=$work/vendors-weft
-        platform=Weft
+        platform=Weft:all # the unified device, "Weft (all N devices)"
+        export POCL_DEVICES=${POCL_DEVICES:-basic basic} WEFT_LIMIT_OPENCL_MEM=${WEFT_LIMIT_OPENCL_MEM:-2048}
         ;;
     pocl)
         vendors=$(grep -l -i pocl /etc/OpenCL/vendors/*.icd | head -n 1)

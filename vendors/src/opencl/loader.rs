@@ -45,10 +45,27 @@ impl std::fmt::Debug for Vendor {
 
 /// The vendor libraries named by the configured `.icd` files, in file-name order, plus a
 /// note for each file that could not be used (unreadable, empty, or naming Weft).
+///
+/// `WEFT_OCL_VENDORS`, when set, is read instead of `OCL_ICD_VENDORS` (the vendors Weft's
+/// own OpenCL platform runs on, when a program's loader is pointed elsewhere). When the
+/// configured source names Weft only (a vendors directory holding just `weft.icd`, as
+/// `OCL_ICD_VENDORS=PREFIX/etc/OpenCL/vendors clinfo` gives), the system's
+/// `/etc/OpenCL/vendors` is read as well: those are the devices Weft's platform stands on.
 pub fn vendor_libraries() -> (Vec<String>, Vec<String>) {
-    let source = std::env::var_os("OCL_ICD_VENDORS").map(PathBuf::from);
-    let source = source.as_deref().unwrap_or(Path::new(DEFAULT_VENDORS_DIR));
-    libraries_from(source)
+    let source = std::env::var_os("WEFT_OCL_VENDORS").or_else(|| std::env::var_os("OCL_ICD_VENDORS")).map(PathBuf::from);
+    resolve(source.as_deref(), Path::new(DEFAULT_VENDORS_DIR))
+}
+
+/// [`vendor_libraries`] for a configured `source` (or none) and the system's directory.
+fn resolve(source: Option<&Path>, system: &Path) -> (Vec<String>, Vec<String>) {
+    let (libs, mut notes) = libraries_from(source.unwrap_or(system));
+    let only_weft = libs.is_empty() && notes.iter().any(|n| n.contains("(Weft itself)"));
+    if only_weft && source.is_some_and(|s| s != system) {
+        let (sys, sys_notes) = libraries_from(system);
+        notes.extend(sys_notes);
+        return (sys, notes);
+    }
+    (libs, notes)
 }
 
 fn libraries_from(source: &Path) -> (Vec<String>, Vec<String>) {
@@ -179,6 +196,20 @@ mod tests {
         let (none, notes) = libraries_from(&d.join("missing"));
         assert!(none.is_empty() && notes.is_empty());
         std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn a_vendors_directory_naming_only_weft_falls_back_to_the_system_one() {
+        let (mine, system) = (tmpdir("only-weft"), tmpdir("system"));
+        std::fs::write(mine.join("weft.icd"), "/opt/weft/lib/libweft_icd.so\n").unwrap();
+        std::fs::write(system.join("pocl.icd"), "libpocl.so.2\n").unwrap();
+        assert_eq!(resolve(Some(&mine), &system).0, ["libpocl.so.2"]);
+        // A directory naming another vendor is used as it is.
+        std::fs::write(mine.join("other.icd"), "libother.so\n").unwrap();
+        assert_eq!(resolve(Some(&mine), &system).0, ["libother.so"]);
+        assert_eq!(resolve(None, &system).0, ["libpocl.so.2"]);
+        std::fs::remove_dir_all(&mine).unwrap();
+        std::fs::remove_dir_all(&system).unwrap();
     }
 
     #[test]

@@ -14,7 +14,9 @@
 //! platforms through `clGetExtensionFunctionAddress("clIcdGetPlatformIDsKHR")`. Every
 //! later call goes through the dispatch table that each OpenCL object points to with its
 //! first word (`struct _cl_icd_dispatch`, mirrored in [`sys`]), as ocl-icd does. With no
-//! vendor installed, [`devices`] is empty: no error, no panic.
+//! vendor installed, [`devices`] is empty: no error, no panic. `WEFT_OCL_VENDORS` overrides
+//! `OCL_ICD_VENDORS`; a source naming Weft only falls back to `/etc/OpenCL/vendors` (see
+//! [`loader::vendor_libraries`]).
 //!
 //! # Layers (as cudarc)
 //! [`sys`] raw types, constants and the dispatch table → [`result`] one fallible function

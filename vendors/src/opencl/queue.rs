@@ -214,4 +214,20 @@ impl OpenClDevice {
         // SAFETY: queue and kernel are live; the caller keeps the arguments alive.
         self.submit(&self.queue, "clEnqueueNDRangeKernel", [|| unsafe { r::enqueue_nd_range_kernel(q, k, global, local, &[]) }])
     }
+
+    /// [`OpenClDevice::launch`] with a global work offset (`None`: zero).
+    ///
+    /// # Safety
+    /// As [`OpenClDevice::launch`].
+    pub unsafe fn launch_at(
+        &self,
+        kernel: &Kernel,
+        offset: Option<&[usize]>,
+        global: &[usize],
+        local: Option<&[usize]>,
+    ) -> Result<Completion, DeviceError> {
+        let (q, k) = (self.queue.as_raw(), kernel.as_raw());
+        // SAFETY: queue and kernel are live; the caller keeps the arguments alive.
+        self.submit(&self.queue, "clEnqueueNDRangeKernel", [|| unsafe { r::enqueue_nd_range_kernel_at(q, k, offset, global, local) }])
+    }
 }

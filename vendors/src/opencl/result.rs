@@ -271,6 +271,18 @@ pub unsafe fn create_buffer(c: cl_context, flags: cl_mem_flags, size: usize, hos
     check_obj(m, err)
 }
 
+/// A sub-buffer of `m` covering `origin..origin + size` (`CL_BUFFER_CREATE_TYPE_REGION`).
+///
+/// # Safety
+/// See the module doc.
+pub unsafe fn create_sub_buffer(m: cl_mem, flags: cl_mem_flags, origin: usize, size: usize) -> ClResult<cl_mem> {
+    const CL_BUFFER_CREATE_TYPE_REGION: cl_uint = 0x1220;
+    let region = [origin, size];
+    let mut err = CL_SUCCESS;
+    let sub = cl_call!(m => clCreateSubBuffer(m, flags, CL_BUFFER_CREATE_TYPE_REGION, region.as_ptr().cast(), &mut err));
+    check_obj(sub, err)
+}
+
 /// # Safety
 /// See the module doc.
 pub unsafe fn retain_mem_object(m: cl_mem) -> ClResult<()> {
@@ -435,6 +447,32 @@ pub unsafe fn enqueue_nd_range_kernel(
     check_obj(ev, CL_SUCCESS)
 }
 
+/// As [`enqueue_nd_range_kernel`], with a global work offset (`offset` has as many
+/// dimensions as `global`).
+///
+/// # Safety
+/// As [`enqueue_nd_range_kernel`].
+pub unsafe fn enqueue_nd_range_kernel_at(
+    q: cl_command_queue,
+    k: cl_kernel,
+    offset: Option<&[usize]>,
+    global: &[usize],
+    local: Option<&[usize]>,
+) -> ClResult<cl_event> {
+    if global.is_empty()
+        || global.len() > 3
+        || local.is_some_and(|l| l.len() != global.len())
+        || offset.is_some_and(|o| o.len() != global.len())
+    {
+        return Err(ClError(CL_INVALID_WORK_DIMENSION));
+    }
+    let mut ev = null_mut();
+    let local = local.map_or(null(), |l| l.as_ptr());
+    let offset = offset.map_or(null(), |o| o.as_ptr());
+    check(cl_call!(q => clEnqueueNDRangeKernel(q, k, global.len() as cl_uint, offset, global.as_ptr(), local, 0, null(), &mut ev)))?;
+    check_obj(ev, CL_SUCCESS)
+}
+
 // ---- programs and kernels ----
 
 /// # Safety
@@ -554,6 +592,30 @@ pub unsafe fn get_kernel_info(k: cl_kernel, param: cl_kernel_info) -> ClResult<V
     let f = table.clGetKernelInfo.ok_or(ClError(WEFT_BAD_VENDOR))?;
     // SAFETY: as in `get_platform_info`.
     info_bytes(|n, v, r| unsafe { f(k, param, n, v, r) })
+}
+
+/// `clGetKernelArgInfo` (`CL_KERNEL_ARG_INFO_NOT_AVAILABLE` when the vendor kept none).
+///
+/// # Safety
+/// See the module doc.
+pub unsafe fn get_kernel_arg_info(k: cl_kernel, index: cl_uint, param: cl_uint) -> ClResult<Vec<u8>> {
+    // SAFETY: the caller guarantees the handle is null or live (module doc).
+    let table = unsafe { dispatch(k) }?;
+    let f = table.clGetKernelArgInfo.ok_or(ClError(WEFT_BAD_VENDOR))?;
+    // SAFETY: as in `get_platform_info`.
+    info_bytes(|n, v, r| unsafe { f(k, index, param, n, v, r) })
+}
+
+/// `clGetKernelWorkGroupInfo` for device `d` (of the kernel's program).
+///
+/// # Safety
+/// See the module doc.
+pub unsafe fn get_kernel_work_group_info(k: cl_kernel, d: cl_device_id, param: cl_uint) -> ClResult<Vec<u8>> {
+    // SAFETY: the caller guarantees the handle is null or live (module doc).
+    let table = unsafe { dispatch(k) }?;
+    let f = table.clGetKernelWorkGroupInfo.ok_or(ClError(WEFT_BAD_VENDOR))?;
+    // SAFETY: as in `get_platform_info`.
+    info_bytes(|n, v, r| unsafe { f(k, d, param, n, v, r) })
 }
 
 /// # Safety

@@ -131,7 +131,7 @@ dispatch_table! {
     clReleaseKernel: [fn(cl_kernel) -> cl_int];
     clSetKernelArg: [fn(cl_kernel, cl_uint, usize, *const c_void) -> cl_int];
     clGetKernelInfo: [fn(cl_kernel, cl_kernel_info, usize, *mut c_void, *mut usize) -> cl_int];
-    clGetKernelWorkGroupInfo: [];
+    clGetKernelWorkGroupInfo: [fn(cl_kernel, cl_device_id, cl_uint, usize, *mut c_void, *mut usize) -> cl_int];
     clWaitForEvents: [fn(cl_uint, *const cl_event) -> cl_int];
     clGetEventInfo: [fn(cl_event, cl_event_info, usize, *mut c_void, *mut usize) -> cl_int];
     clRetainEvent: [fn(cl_event) -> cl_int];
@@ -173,7 +173,7 @@ dispatch_table! {
     clEnqueueAcquireD3D10ObjectsKHR: [];
     clEnqueueReleaseD3D10ObjectsKHR: [];
     clSetEventCallback: [fn(cl_event, cl_int, Option<EventNotify>, *mut c_void) -> cl_int];
-    clCreateSubBuffer: [];
+    clCreateSubBuffer: [fn(cl_mem, cl_mem_flags, cl_uint, *const c_void, *mut cl_int) -> cl_mem];
     clSetMemObjectDestructorCallback: [];
     clCreateUserEvent: [];
     clSetUserEventStatus: [];
@@ -192,7 +192,7 @@ dispatch_table! {
     clCompileProgram: [];
     clLinkProgram: [];
     clUnloadPlatformCompiler: [];
-    clGetKernelArgInfo: [];
+    clGetKernelArgInfo: [fn(cl_kernel, cl_uint, cl_uint, usize, *mut c_void, *mut usize) -> cl_int];
     clEnqueueFillBuffer: [fn(cl_command_queue, cl_mem, *const c_void, usize, usize, usize, cl_uint, *const cl_event, *mut cl_event) -> cl_int];
     clEnqueueFillImage: [];
     clEnqueueMigrateMemObjects: [];

@@ -1,0 +1,163 @@
+//! Contexts: a set of Weft devices. Buffers are core data handles, valid on every device,
+//! so a context holds no device memory of its own.
+
+use super::cl::*;
+use super::icd::{self, Obj, new_obj, publish};
+use super::platform::{DeviceKind, Platform, check_platform, device_list, platform};
+use super::{ClResult, info_ptr, info_val, info_vals, ret_code, ret_obj, write_info};
+use std::ffi::{c_char, c_void};
+use std::sync::Arc;
+
+pub type ContextNotify = unsafe extern "C" fn(*const c_char, *const c_void, usize, *mut c_void);
+
+pub struct Context {
+    pub platform: &'static Arc<Obj<Platform>>,
+    pub devices: Vec<DeviceKind>,
+    pub properties: Vec<isize>,
+}
+crate::cl_object!(Context, CL_INVALID_CONTEXT);
+
+impl Context {
+    pub fn has(&self, k: DeviceKind) -> bool {
+        self.devices.contains(&k)
+    }
+}
+
+/// Parse a 0-terminated property list; only `CL_CONTEXT_PLATFORM` (Weft's) and
+/// `CL_CONTEXT_INTEROP_USER_SYNC` are known.
+///
+/// # Safety
+/// `props` is null or a 0-terminated list of pairs.
+unsafe fn properties(props: *const isize) -> ClResult<Vec<isize>> {
+    let mut out = Vec::new();
+    if props.is_null() {
+        return Ok(out);
+    }
+    let mut i = 0;
+    loop {
+        // SAFETY: the caller's contract: read up to the terminating 0.
+        let key = unsafe { props.add(i).read_unaligned() };
+        if key == 0 {
+            break;
+        }
+        // SAFETY: as above: a key is followed by its value.
+        let value = unsafe { props.add(i + 1).read_unaligned() };
+        match key {
+            // CL_INVALID_PLATFORM if [the] platform value specified in properties is not a valid platform.
+            CL_CONTEXT_PLATFORM => {
+                check_platform(value as Handle)?;
+                if value == 0 {
+                    return Err(CL_INVALID_PLATFORM);
+                }
+            }
+            CL_CONTEXT_INTEROP_USER_SYNC => {}
+            // CL_INVALID_PROPERTY if context property name in properties is not a supported property name
+            _ => return Err(CL_INVALID_PROPERTY),
+        }
+        // CL_INVALID_PROPERTY if [...] the same property name is specified more than once.
+        if out.chunks(2).any(|c| c[0] == key) {
+            return Err(CL_INVALID_PROPERTY);
+        }
+        out.extend([key, value]);
+        i += 2;
+        if i > 64 {
+            return Err(CL_INVALID_PROPERTY);
+        }
+    }
+    out.push(0);
+    Ok(out)
+}
+
+fn create(props: Vec<isize>, devices: Vec<DeviceKind>) -> ClResult<Handle> {
+    let platform = platform().map_err(|_| CL_INVALID_PLATFORM)?;
+    Ok(publish(&new_obj(Context { platform, devices, properties: props })))
+}
+
+/// # Safety
+/// Pointers per the OpenCL specification of `clCreateContext`.
+pub unsafe extern "C" fn clCreateContext(
+    properties_: *const isize,
+    num_devices: cl_uint,
+    devices: *const Handle,
+    pfn_notify: Option<ContextNotify>,
+    user_data: *mut c_void,
+    errcode_ret: *mut cl_int,
+) -> Handle {
+    // SAFETY: the caller's contract.
+    unsafe {
+        ret_obj(errcode_ret, || {
+            // CL_INVALID_VALUE if pfn_notify is NULL but user_data is not NULL.
+            if pfn_notify.is_none() && !user_data.is_null() {
+                return Err(CL_INVALID_VALUE);
+            }
+            let props = properties(properties_)?;
+            let p = platform().map_err(|_| CL_INVALID_PLATFORM)?;
+            let devs = device_list(p, num_devices, devices)?;
+            create(props, devs)
+        })
+    }
+}
+
+/// # Safety
+/// Pointers per the OpenCL specification of `clCreateContextFromType`.
+pub unsafe extern "C" fn clCreateContextFromType(
+    properties_: *const isize,
+    device_type: cl_bitfield,
+    pfn_notify: Option<ContextNotify>,
+    user_data: *mut c_void,
+    errcode_ret: *mut cl_int,
+) -> Handle {
+    // SAFETY: the caller's contract.
+    unsafe {
+        ret_obj(errcode_ret, || {
+            if pfn_notify.is_none() && !user_data.is_null() {
+                return Err(CL_INVALID_VALUE);
+            }
+            let props = properties(properties_)?;
+            let p = platform().map_err(|_| CL_INVALID_PLATFORM)?;
+            let mut n = 0u32;
+            let mut hs = vec![std::ptr::null_mut(); p.devices.len().max(1)];
+            let code = super::platform::clGetDeviceIDs(std::ptr::null_mut(), device_type, hs.len() as u32, hs.as_mut_ptr(), &mut n);
+            if code != CL_SUCCESS {
+                return Err(code);
+            }
+            let devs = device_list(p, n, hs.as_ptr())?;
+            create(props, devs)
+        })
+    }
+}
+
+pub extern "C" fn clRetainContext(context: Handle) -> cl_int {
+    ret_code(|| icd::retain::<Context>(context))
+}
+
+pub extern "C" fn clReleaseContext(context: Handle) -> cl_int {
+    ret_code(|| icd::release::<Context>(context).map(drop))
+}
+
+/// # Safety
+/// `value` null or writable for `size` bytes; `size_ret` null or writable.
+pub unsafe extern "C" fn clGetContextInfo(
+    context: Handle,
+    param: cl_uint,
+    size: usize,
+    value: *mut c_void,
+    size_ret: *mut usize,
+) -> cl_int {
+    ret_code(|| {
+        let c = icd::get::<Context>(context)?;
+        let bytes = match param {
+            CL_CONTEXT_REFERENCE_COUNT => info_val(icd::refcount::<Context>(context)),
+            CL_CONTEXT_NUM_DEVICES => info_val(c.devices.len() as cl_uint),
+            CL_CONTEXT_DEVICES => {
+                let hs: Vec<usize> = c.devices.iter().map(|&k| c.platform.handle(k) as usize).collect();
+                info_vals(&hs)
+            }
+            CL_CONTEXT_PROPERTIES => info_vals(&c.properties),
+            _ => return Err(CL_INVALID_VALUE),
+        };
+        let _ = info_ptr;
+        // SAFETY: the caller's contract.
+        unsafe { write_info(&bytes, size, value, size_ret) }
+    })
+}

@@ -1,0 +1,363 @@
+//! Events: a command's completion (a core task's), or a user event (a gate task that
+//! waits on a core tag until `clSetUserEventStatus`).
+//!
+//! **Owns**: status, callbacks, profiling timestamps (host monotonic nanoseconds, taken
+//! when the command is enqueued, when its task starts, and when it completes).
+//! **Invariants**: the status only goes down (queued → submitted → running → complete
+//! or an error) and is final once ≤ 0; callbacks run once, outside every lock.
+
+use super::cl::*;
+use super::context::Context;
+use super::icd::{self, Obj, new_obj, publish};
+use super::queue::Queue;
+use super::{ClResult, info_ptr, info_val, ret_code, ret_obj, slice, write_info};
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, LazyLock, Mutex};
+use std::time::Instant;
+use weft_core::task::{Codelet, TaskBuilder, TaskError, TaskHandle};
+
+pub type EventNotify = unsafe extern "C" fn(Handle, cl_int, *mut c_void);
+
+/// Host monotonic time in nanoseconds (the profiling clock).
+pub fn now_ns() -> u64 {
+    static EPOCH: LazyLock<Instant> = LazyLock::new(Instant::now);
+    EPOCH.elapsed().as_nanos() as u64 + 1
+}
+
+struct Callback {
+    event: Arc<Obj<Event>>,
+    f: EventNotify,
+    user_data: usize,
+    trigger: cl_int,
+}
+
+#[derive(Default)]
+pub struct EventState {
+    status: Mutex<Option<cl_int>>,
+    cv: Condvar,
+    callbacks: Mutex<Vec<Callback>>,
+    /// queued, submit, start, end.
+    times: [AtomicU64; 4],
+    task: Mutex<Option<TaskHandle>>,
+}
+
+impl EventState {
+    pub fn new_queued() -> Arc<EventState> {
+        let s = Arc::new(EventState::default());
+        let t = now_ns();
+        s.times[0].store(t, Ordering::Relaxed);
+        s.times[1].store(t, Ordering::Relaxed);
+        *s.status.lock().unwrap_or_else(|e| e.into_inner()) = Some(CL_SUBMITTED);
+        s
+    }
+
+    /// The command started (its task runs).
+    pub fn started(&self) {
+        // Relaxed: a timestamp read only after the status says complete (under the lock).
+        let _ = self.times[2].compare_exchange(0, now_ns(), Ordering::Relaxed, Ordering::Relaxed);
+        let mut s = self.status.lock().unwrap_or_else(|e| e.into_inner());
+        if s.is_some_and(|v| v > CL_RUNNING) {
+            *s = Some(CL_RUNNING);
+        }
+    }
+
+    pub fn set_task(&self, t: TaskHandle) {
+        *self.task.lock().unwrap_or_else(|e| e.into_inner()) = Some(t);
+    }
+
+    pub fn task(&self) -> Option<TaskHandle> {
+        self.task.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    pub fn status(&self) -> cl_int {
+        self.status.lock().unwrap_or_else(|e| e.into_inner()).unwrap_or(CL_QUEUED)
+    }
+
+    /// Final status `code` (`CL_COMPLETE` or an error); runs the callbacks.
+    pub fn complete(&self, code: cl_int) {
+        let _ = self.times[2].compare_exchange(0, now_ns(), Ordering::Relaxed, Ordering::Relaxed);
+        self.times[3].store(now_ns(), Ordering::Relaxed);
+        {
+            let mut s = self.status.lock().unwrap_or_else(|e| e.into_inner());
+            if s.is_some_and(|v| v <= CL_COMPLETE) {
+                return;
+            }
+            *s = Some(code);
+        }
+        self.cv.notify_all();
+        let cbs = std::mem::take(&mut *self.callbacks.lock().unwrap_or_else(|e| e.into_inner()));
+        for cb in cbs {
+            call(&cb, code);
+        }
+    }
+
+    /// Block until final; the final status.
+    pub fn wait(&self) -> cl_int {
+        let mut s = self.status.lock().unwrap_or_else(|e| e.into_inner());
+        loop {
+            match *s {
+                Some(v) if v <= CL_COMPLETE => return v,
+                _ => s = self.cv.wait(s).unwrap_or_else(|e| e.into_inner()),
+            }
+        }
+    }
+
+    pub fn time(&self, i: usize) -> u64 {
+        self.times[i].load(Ordering::Relaxed)
+    }
+}
+
+fn call(cb: &Callback, status: cl_int) {
+    let h = icd::handle_of(&cb.event);
+    let code = if status < 0 { status } else { cb.trigger };
+    // SAFETY: the application registered `f` for this event with this `user_data`; the
+    // event object is kept alive by `cb` for the call.
+    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| unsafe { (cb.f)(h, code, cb.user_data as *mut c_void) }));
+}
+
+/// The CL status for a task's result.
+pub fn code_of(r: &Result<(), TaskError>) -> cl_int {
+    match r {
+        Ok(()) => CL_COMPLETE,
+        Err(TaskError::Cancelled(_)) => CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST,
+        Err(e) => {
+            eprintln!("weft: an OpenCL command failed: {e}");
+            CL_OUT_OF_RESOURCES
+        }
+    }
+}
+
+pub struct Event {
+    pub context: Arc<Obj<Context>>,
+    pub queue: Option<Arc<Obj<Queue>>>,
+    pub command: cl_uint,
+    pub state: Arc<EventState>,
+    /// For user events: the tag its gate task waits on, and the status the application set.
+    user: Option<(u64, Arc<Mutex<Option<cl_int>>>)>,
+}
+crate::cl_object!(Event, CL_INVALID_EVENT);
+
+/// Make an event object for a command's state.
+pub fn new_event(context: Arc<Obj<Context>>, queue: Option<Arc<Obj<Queue>>>, command: cl_uint, state: Arc<EventState>) -> Arc<Obj<Event>> {
+    new_obj(Event { context, queue, command, state, user: None })
+}
+
+/// Validate a wait list: every event live and of `context` (when given).
+///
+/// # Safety
+/// `list` null or readable for `n` handles.
+pub unsafe fn wait_list(n: cl_uint, list: *const Handle, context: Option<&Arc<Obj<Context>>>) -> ClResult<Vec<Arc<Obj<Event>>>> {
+    // CL_INVALID_EVENT_WAIT_LIST if event_wait_list is NULL and num_events_in_wait_list > 0,
+    // or event_wait_list is not NULL and num_events_in_wait_list is 0, or if event objects
+    // in event_wait_list are not valid events.
+    if (list.is_null() && n > 0) || (!list.is_null() && n == 0) {
+        return Err(CL_INVALID_EVENT_WAIT_LIST);
+    }
+    // SAFETY: the caller's contract.
+    let hs = unsafe { slice(list, n as usize) }.map_err(|_| CL_INVALID_EVENT_WAIT_LIST)?;
+    let mut out = Vec::with_capacity(hs.len());
+    for &h in hs {
+        let e = icd::get::<Event>(h).map_err(|_| CL_INVALID_EVENT_WAIT_LIST)?;
+        // CL_INVALID_CONTEXT if the context associated with command_queue and events in
+        // event_wait_list are not the same.
+        if let Some(c) = context
+            && !Arc::ptr_eq(c, &e.context)
+        {
+            return Err(CL_INVALID_CONTEXT);
+        }
+        out.push(e);
+    }
+    Ok(out)
+}
+
+/// Make the task of `b` wait for `events`.
+pub fn after_events(mut b: TaskBuilder, events: &[Arc<Obj<Event>>]) -> TaskBuilder {
+    for e in events {
+        if let Some(t) = e.state.task() {
+            b = b.after(&t);
+        }
+    }
+    b
+}
+
+/// Write a new event's handle to `event` if asked.
+///
+/// # Safety
+/// `event` null or writable.
+pub unsafe fn hand_out(e: &Arc<Obj<Event>>, event: *mut Handle) {
+    if !event.is_null() {
+        // SAFETY: the caller's contract.
+        unsafe { event.write_unaligned(publish(e)) };
+    }
+}
+
+/// # Safety
+/// `list` null or readable for `n` handles.
+pub unsafe extern "C" fn clWaitForEvents(n: cl_uint, list: *const Handle) -> cl_int {
+    ret_code(|| {
+        // CL_INVALID_VALUE if num_events is zero or event_list is NULL.
+        if n == 0 || list.is_null() {
+            return Err(CL_INVALID_VALUE);
+        }
+        // SAFETY: the caller's contract.
+        let hs = unsafe { slice(list, n as usize) }?;
+        let evs = hs.iter().map(|&h| icd::get::<Event>(h)).collect::<ClResult<Vec<_>>>()?;
+        // CL_INVALID_CONTEXT if events specified in event_list do not belong to the same context.
+        if evs.iter().any(|e| !Arc::ptr_eq(&e.context, &evs[0].context)) {
+            return Err(CL_INVALID_CONTEXT);
+        }
+        let mut failed = false;
+        for e in &evs {
+            failed |= e.state.wait() < 0;
+        }
+        // CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST if the execution status of any of the
+        // events in event_list is a negative integer value.
+        if failed { Err(CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST) } else { Ok(()) }
+    })
+}
+
+/// # Safety
+/// `value` null or writable for `size` bytes; `size_ret` null or writable.
+pub unsafe extern "C" fn clGetEventInfo(event: Handle, param: cl_uint, size: usize, value: *mut c_void, size_ret: *mut usize) -> cl_int {
+    ret_code(|| {
+        let e = icd::get::<Event>(event)?;
+        let bytes = match param {
+            CL_EVENT_COMMAND_QUEUE => info_ptr(e.queue.as_ref().map_or(std::ptr::null(), |q| icd::handle_of(q).cast_const())),
+            CL_EVENT_CONTEXT => info_ptr(icd::handle_of(&e.context)),
+            CL_EVENT_COMMAND_TYPE => info_val(e.command),
+            CL_EVENT_COMMAND_EXECUTION_STATUS => info_val(e.state.status()),
+            CL_EVENT_REFERENCE_COUNT => info_val(icd::refcount::<Event>(event)),
+            _ => return Err(CL_INVALID_VALUE),
+        };
+        // SAFETY: the caller's contract.
+        unsafe { write_info(&bytes, size, value, size_ret) }
+    })
+}
+
+pub extern "C" fn clRetainEvent(event: Handle) -> cl_int {
+    ret_code(|| icd::retain::<Event>(event))
+}
+
+pub extern "C" fn clReleaseEvent(event: Handle) -> cl_int {
+    ret_code(|| icd::release::<Event>(event).map(drop))
+}
+
+/// # Safety
+/// `value` null or writable for `size` bytes; `size_ret` null or writable.
+pub unsafe extern "C" fn clGetEventProfilingInfo(
+    event: Handle,
+    param: cl_uint,
+    size: usize,
+    value: *mut c_void,
+    size_ret: *mut usize,
+) -> cl_int {
+    ret_code(|| {
+        let e = icd::get::<Event>(event)?;
+        // CL_PROFILING_INFO_NOT_AVAILABLE if the CL_QUEUE_PROFILING_ENABLE flag is not set for
+        // the command-queue, if the execution status of the command identified by event is
+        // not CL_COMPLETE or if event is a user event object.
+        let Some(q) = &e.queue else { return Err(CL_PROFILING_INFO_NOT_AVAILABLE) };
+        if q.properties & CL_QUEUE_PROFILING_ENABLE == 0 || e.state.status() != CL_COMPLETE {
+            return Err(CL_PROFILING_INFO_NOT_AVAILABLE);
+        }
+        let i = match param {
+            CL_PROFILING_COMMAND_QUEUED => 0,
+            CL_PROFILING_COMMAND_SUBMIT => 1,
+            CL_PROFILING_COMMAND_START => 2,
+            CL_PROFILING_COMMAND_END | CL_PROFILING_COMMAND_COMPLETE => 3,
+            _ => return Err(CL_INVALID_VALUE),
+        };
+        let t = (0..=i).map(|j| e.state.time(j)).max().unwrap_or(0);
+        // SAFETY: the caller's contract.
+        unsafe { write_info(&info_val(t), size, value, size_ret) }
+    })
+}
+
+/// # Safety
+/// `f` is callable with `user_data` from any thread.
+pub unsafe extern "C" fn clSetEventCallback(event: Handle, trigger: cl_int, f: Option<EventNotify>, user_data: *mut c_void) -> cl_int {
+    ret_code(|| {
+        let e = icd::get::<Event>(event)?;
+        // CL_INVALID_VALUE if pfn_event_notify is NULL or if command_exec_callback_type is not
+        // CL_SUBMITTED, CL_RUNNING or CL_COMPLETE.
+        let f = f.ok_or(CL_INVALID_VALUE)?;
+        if ![CL_SUBMITTED, CL_RUNNING, CL_COMPLETE].contains(&trigger) {
+            return Err(CL_INVALID_VALUE);
+        }
+        let cb = Callback { event: e.clone(), f, user_data: user_data as usize, trigger };
+        let status = e.state.status();
+        if status <= trigger {
+            call(&cb, status);
+        } else {
+            e.state.callbacks.lock().unwrap_or_else(|e| e.into_inner()).push(cb);
+            // Completed meanwhile: run what is left.
+            let s = e.state.status();
+            if s <= CL_COMPLETE {
+                let cbs = std::mem::take(&mut *e.state.callbacks.lock().unwrap_or_else(|e| e.into_inner()));
+                for cb in cbs {
+                    call(&cb, s);
+                }
+            }
+        }
+        Ok(())
+    })
+}
+
+static NEXT_TAG: AtomicU64 = AtomicU64::new(1 << 62);
+
+/// # Safety
+/// `errcode_ret` null or writable.
+pub unsafe extern "C" fn clCreateUserEvent(context: Handle, errcode_ret: *mut cl_int) -> Handle {
+    // SAFETY: the caller's contract.
+    unsafe {
+        ret_obj(errcode_ret, || {
+            let c = icd::get::<Context>(context)?;
+            let rt = &c.platform.rt;
+            let tag = NEXT_TAG.fetch_add(1, Ordering::Relaxed);
+            let set: Arc<Mutex<Option<cl_int>>> = Arc::default();
+            let state = Arc::new(EventState::default());
+            *state.status.lock().unwrap_or_else(|e| e.into_inner()) = Some(CL_SUBMITTED);
+            // The gate: a CPU task released by the tag, failing when the status set is an error,
+            // so that commands waiting on the event are cancelled (their status an error too).
+            let seen = set.clone();
+            let gate = Codelet::builder("clCreateUserEvent")
+                .cpu(move |_| match *seen.lock().unwrap_or_else(|e| e.into_inner()) {
+                    Some(s) if s < 0 => Err(format!("user event set to {s}")),
+                    _ => Ok(()),
+                })
+                .build();
+            let st = state.clone();
+            let set2 = set.clone();
+            let b = TaskBuilder::new(&gate).after_tag(tag).callback(move |_| {
+                let s = set2.lock().unwrap_or_else(|e| e.into_inner()).unwrap_or(CL_COMPLETE);
+                st.complete(s.min(CL_COMPLETE));
+            });
+            let t = rt.submit(b).map_err(|_| CL_OUT_OF_RESOURCES)?;
+            state.set_task(t);
+            let e = new_obj(Event { context: c.clone(), queue: None, command: CL_COMMAND_USER, state, user: Some((tag, set)) });
+            Ok(publish(&e))
+        })
+    }
+}
+
+pub extern "C" fn clSetUserEventStatus(event: Handle, status: cl_int) -> cl_int {
+    ret_code(|| {
+        let e = icd::get::<Event>(event)?;
+        let Some((tag, set)) = &e.user else { return Err(CL_INVALID_EVENT) };
+        // CL_INVALID_VALUE if the execution_status is not CL_COMPLETE or a negative integer value.
+        if status > CL_COMPLETE {
+            return Err(CL_INVALID_VALUE);
+        }
+        {
+            let mut s = set.lock().unwrap_or_else(|e| e.into_inner());
+            // CL_INVALID_OPERATION if the execution_status for event has already been changed
+            // by a previous call to clSetUserEventStatus.
+            if s.is_some() {
+                return Err(CL_INVALID_OPERATION);
+            }
+            *s = Some(status);
+        }
+        e.context.platform.rt.tag_notify(*tag).map_err(|_| CL_OUT_OF_RESOURCES)
+    })
+}

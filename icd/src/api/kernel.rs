@@ -1,0 +1,527 @@
+//! Kernels and their launch: `clEnqueueNDRangeKernel` submits a core task whose codelet
+//! has a custom OpenCL launch. The task's accesses are the distinct buffers among the
+//! arguments (`R` where every use is a `const` or `__constant` pointer or the buffer is
+//! `CL_MEM_READ_ONLY`, else `RW`), so core moves the data to whichever device runs the
+//! kernel. On that device's driver the launch takes a vendor kernel of the program built
+//! for that device (a small pool per device), sets the arguments (buffers are the task's
+//! replicas there), and enqueues it.
+//!
+//! Placement: a queue on a real device pins the task to that device's driver
+//! (`on_worker`); a queue on the unified device lets the scheduler choose.
+
+use super::cl::*;
+use super::event::{EventState, hand_out};
+use super::icd::{self, Obj, new_obj, publish};
+use super::memory::Mem;
+use super::platform::DeviceKind;
+use super::program::Program;
+use super::queue::{Queue, submit};
+use super::{ClResult, c_str, info_ptr, info_str, info_val, ret_code, ret_obj, slice, write_info};
+use std::ffi::{c_char, c_void};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex, Weak};
+use weft_core::task::{AccessMode, Codelet, OpenClImpl, OpenClLaunch, TaskBuilder};
+use weft_vendors::opencl::Kernel as VendorKernel;
+use weft_vendors::opencl::Mem as VendorMem;
+use weft_vendors::opencl::result as vr;
+
+/// What an argument is, from the kernel's argument info.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ArgKind {
+    /// A `__global` pointer (`const`-qualified or not) or a `__constant` one (read-only).
+    Buffer {
+        read_only: bool,
+    },
+    Local,
+    Value,
+    /// No argument info: decided by the value set.
+    Unknown,
+}
+
+/// An argument as set. Buffers are held weakly, as OpenCL does not retain them: a kernel
+/// kept in a cache must not keep its last buffers alive (released buffers make the next
+/// enqueue fail with `CL_INVALID_KERNEL_ARGS`).
+#[derive(Clone)]
+pub enum KArg {
+    Mem(Option<Weak<Obj<Mem>>>),
+    Local(usize),
+    Bytes(Vec<u8>),
+}
+
+pub struct Kernel {
+    pub program: Arc<Obj<Program>>,
+    pub name: String,
+    pub kinds: Vec<ArgKind>,
+    pub args: Mutex<Vec<Option<KArg>>>,
+    /// Idle vendor kernels, per real device (index into the platform's `real`).
+    pools: Vec<Mutex<Vec<VendorKernel>>>,
+}
+crate::cl_object!(Kernel, CL_INVALID_KERNEL);
+
+impl Drop for Kernel {
+    fn drop(&mut self) {
+        self.program.kernels.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+impl Kernel {
+    /// A vendor kernel for real device `i` (from the pool, or new).
+    fn take(&self, i: usize) -> ClResult<VendorKernel> {
+        if let Some(k) = self.pools.get(i).and_then(|p| p.lock().unwrap_or_else(|e| e.into_inner()).pop()) {
+            return Ok(k);
+        }
+        let st = self.program.state.lock().unwrap_or_else(|e| e.into_inner());
+        let vp = st.builds.get(i).and_then(|b| b.as_ref()).and_then(|b| b.program.as_ref()).ok_or(CL_INVALID_PROGRAM_EXECUTABLE)?;
+        VendorKernel::new(vp, &self.name).map_err(|e| e.0)
+    }
+
+    fn give_back(&self, i: usize, k: VendorKernel) {
+        if let Some(p) = self.pools.get(i) {
+            p.lock().unwrap_or_else(|e| e.into_inner()).push(k);
+        }
+    }
+
+    /// Run `f` on a vendor kernel of the first real device it is built for.
+    fn with_template<T>(&self, f: impl FnOnce(&mut VendorKernel, usize) -> ClResult<T>) -> ClResult<T> {
+        let &i = self.program.built().first().ok_or(CL_INVALID_PROGRAM_EXECUTABLE)?;
+        let mut k = self.take(i)?;
+        let r = f(&mut k, i);
+        self.give_back(i, k);
+        r
+    }
+}
+
+fn create_kernel(program: Handle, name: &str) -> ClResult<Handle> {
+    let p = icd::get::<Program>(program)?;
+    let built = p.built();
+    // CL_INVALID_PROGRAM_EXECUTABLE if there is no successfully built executable for program.
+    let &first = built.first().ok_or(CL_INVALID_PROGRAM_EXECUTABLE)?;
+    let nreal = p.context.platform.real.len();
+    let mut pools: Vec<Mutex<Vec<VendorKernel>>> = (0..nreal).map(|_| Mutex::new(Vec::new())).collect();
+    let (kinds, template) = {
+        let st = p.state.lock().unwrap_or_else(|e| e.into_inner());
+        let vp = st.builds[first].as_ref().and_then(|b| b.program.as_ref()).ok_or(CL_INVALID_PROGRAM_EXECUTABLE)?;
+        // CL_INVALID_KERNEL_NAME if kernel_name is not found in program.
+        let k = VendorKernel::new(vp, name).map_err(|e| if e.0 == CL_INVALID_VALUE { CL_INVALID_KERNEL_NAME } else { e.0 })?;
+        let n = k.num_args().map_err(|e| e.0)?;
+        let kinds = (0..n).map(|i| arg_kind(&k, i)).collect::<Vec<_>>();
+        (kinds, k)
+    };
+    pools[first].get_mut().unwrap_or_else(|e| e.into_inner()).push(template);
+    p.kernels.fetch_add(1, Ordering::AcqRel);
+    let k = new_obj(Kernel { program: p.clone(), name: name.to_owned(), args: Mutex::new(vec![None; kinds.len()]), kinds, pools });
+    Ok(publish(&k))
+}
+
+fn arg_u32(k: &VendorKernel, i: u32, param: cl_uint) -> Option<u64> {
+    // SAFETY: the vendor kernel is live.
+    let b = unsafe { vr::get_kernel_arg_info(k.as_raw(), i, param) }.ok()?;
+    vr::bytes_to_u64(&b).ok()
+}
+
+fn arg_kind(k: &VendorKernel, i: u32) -> ArgKind {
+    let Some(addr) = arg_u32(k, i, CL_KERNEL_ARG_ADDRESS_QUALIFIER) else { return ArgKind::Unknown };
+    let qual = arg_u32(k, i, CL_KERNEL_ARG_TYPE_QUALIFIER).unwrap_or(0);
+    // SAFETY: the vendor kernel is live.
+    let ty = unsafe { vr::get_kernel_arg_info(k.as_raw(), i, CL_KERNEL_ARG_TYPE_NAME) }.map(vr::bytes_to_string).unwrap_or_default();
+    match addr as cl_uint {
+        CL_KERNEL_ARG_ADDRESS_GLOBAL if ty.contains('*') || !ty.contains("image") => {
+            ArgKind::Buffer { read_only: qual & CL_KERNEL_ARG_TYPE_CONST != 0 }
+        }
+        CL_KERNEL_ARG_ADDRESS_CONSTANT => ArgKind::Buffer { read_only: true },
+        CL_KERNEL_ARG_ADDRESS_LOCAL => ArgKind::Local,
+        _ => ArgKind::Value,
+    }
+}
+
+/// # Safety
+/// `name` null or NUL-terminated; `errcode_ret` null or writable.
+pub unsafe extern "C" fn clCreateKernel(program: Handle, name: *const c_char, errcode_ret: *mut cl_int) -> Handle {
+    // SAFETY: the caller's contract.
+    unsafe {
+        ret_obj(errcode_ret, || {
+            icd::get::<Program>(program)?;
+            // CL_INVALID_VALUE if kernel_name is NULL.
+            let name = c_str(name).ok_or(CL_INVALID_VALUE)?.to_string_lossy().into_owned();
+            create_kernel(program, &name)
+        })
+    }
+}
+
+/// # Safety
+/// `kernels` null or writable for `n` handles; `n_ret` null or writable.
+pub unsafe extern "C" fn clCreateKernelsInProgram(program: Handle, n: cl_uint, kernels: *mut Handle, n_ret: *mut cl_uint) -> cl_int {
+    ret_code(|| {
+        let p = icd::get::<Program>(program)?;
+        let names = vr::bytes_to_string(super::program::vendor_names(&p)?);
+        let names: Vec<&str> = names.split(';').filter(|s| !s.is_empty()).collect();
+        // CL_INVALID_VALUE if kernels is not NULL and num_kernels is less than the number of
+        // kernels in program.
+        if !kernels.is_null() && (n as usize) < names.len() {
+            return Err(CL_INVALID_VALUE);
+        }
+        if !kernels.is_null() {
+            for (i, name) in names.iter().enumerate() {
+                let h = create_kernel(program, name)?;
+                // SAFETY: the caller's contract; i < n.
+                unsafe { kernels.add(i).write_unaligned(h) };
+            }
+        }
+        if !n_ret.is_null() {
+            // SAFETY: the caller's contract.
+            unsafe { n_ret.write_unaligned(names.len() as cl_uint) };
+        }
+        Ok(())
+    })
+}
+
+pub extern "C" fn clRetainKernel(kernel: Handle) -> cl_int {
+    ret_code(|| icd::retain::<Kernel>(kernel))
+}
+
+pub extern "C" fn clReleaseKernel(kernel: Handle) -> cl_int {
+    ret_code(|| icd::release::<Kernel>(kernel).map(drop))
+}
+
+fn set_arg(k: &Kernel, index: cl_uint, size: usize, value: *const c_void) -> ClResult<()> {
+    // CL_INVALID_ARG_INDEX if arg_index is not a valid argument index.
+    let kind = *k.kinds.get(index as usize).ok_or(CL_INVALID_ARG_INDEX)?;
+    let mem_arg = |value: *const c_void| -> ClResult<KArg> {
+        // CL_INVALID_ARG_SIZE if [...] the argument is a memory object and arg_size != sizeof(cl_mem).
+        if size != size_of::<Handle>() {
+            return Err(CL_INVALID_ARG_SIZE);
+        }
+        if value.is_null() {
+            return Ok(KArg::Mem(None));
+        }
+        // SAFETY: the application passes a pointer to a cl_mem (`size` bytes, checked).
+        let h = unsafe { value.cast::<Handle>().read_unaligned() };
+        if h.is_null() {
+            return Ok(KArg::Mem(None));
+        }
+        // CL_INVALID_MEM_OBJECT for an argument declared to be a memory object when the
+        // specified arg_value is not a valid memory object.
+        let m = icd::get::<Mem>(h)?;
+        if !Arc::ptr_eq(&m.context, &k.program.context) {
+            return Err(CL_INVALID_MEM_OBJECT);
+        }
+        Ok(KArg::Mem(Some(Arc::downgrade(&m))))
+    };
+    let arg = match kind {
+        ArgKind::Buffer { .. } => mem_arg(value)?,
+        ArgKind::Local => {
+            // CL_INVALID_ARG_VALUE if the argument is declared with the local qualifier and
+            // arg_value is not NULL; CL_INVALID_ARG_SIZE if arg_size is zero and the argument is
+            // declared with the local qualifier.
+            if !value.is_null() {
+                return Err(CL_INVALID_ARG_VALUE);
+            }
+            if size == 0 {
+                return Err(CL_INVALID_ARG_SIZE);
+            }
+            KArg::Local(size)
+        }
+        ArgKind::Value | ArgKind::Unknown => {
+            if kind == ArgKind::Unknown && value.is_null() && size > 0 {
+                KArg::Local(size)
+            } else if kind == ArgKind::Unknown
+                && size == size_of::<Handle>()
+                // SAFETY: `size` readable bytes at `value` (the application's contract).
+                && icd::is::<Mem>(unsafe { value.cast::<Handle>().read_unaligned() })
+            {
+                mem_arg(value)?
+            } else {
+                // CL_INVALID_ARG_VALUE if arg_value specified is not a valid value.
+                if value.is_null() {
+                    return Err(CL_INVALID_ARG_VALUE);
+                }
+                // SAFETY: the application's contract: `size` readable bytes.
+                let bytes = unsafe { slice(value.cast::<u8>(), size) }?.to_vec();
+                // The vendor checks the size against the parameter's type.
+                k.with_template(|vk, _| vk.set_arg_bytes(index, &bytes).map_err(|e| e.0))?;
+                KArg::Bytes(bytes)
+            }
+        }
+    };
+    k.args.lock().unwrap_or_else(|e| e.into_inner())[index as usize] = Some(arg);
+    Ok(())
+}
+
+/// # Safety
+/// `value` null or readable for `size` bytes.
+pub unsafe extern "C" fn clSetKernelArg(kernel: Handle, index: cl_uint, size: usize, value: *const c_void) -> cl_int {
+    ret_code(|| set_arg(&**icd::get::<Kernel>(kernel)?, index, size, value))
+}
+
+/// # Safety
+/// `value` null or writable for `size` bytes; `size_ret` null or writable.
+pub unsafe extern "C" fn clGetKernelInfo(kernel: Handle, param: cl_uint, size: usize, value: *mut c_void, size_ret: *mut usize) -> cl_int {
+    ret_code(|| {
+        let k = icd::get::<Kernel>(kernel)?;
+        let bytes = match param {
+            CL_KERNEL_FUNCTION_NAME => info_str(&k.name),
+            CL_KERNEL_NUM_ARGS => info_val(k.kinds.len() as cl_uint),
+            CL_KERNEL_REFERENCE_COUNT => info_val(icd::refcount::<Kernel>(kernel)),
+            CL_KERNEL_CONTEXT => info_ptr(icd::handle_of(&k.program.context)),
+            CL_KERNEL_PROGRAM => info_ptr(icd::handle_of(&k.program)),
+            CL_KERNEL_ATTRIBUTES => k
+                // SAFETY: the vendor kernel is live.
+                .with_template(|vk, _| unsafe { vr::get_kernel_info(vk.as_raw(), param) }.map_err(|e| e.0))
+                .unwrap_or_else(|_| info_str("")),
+            _ => return Err(CL_INVALID_VALUE),
+        };
+        // SAFETY: the caller's contract.
+        unsafe { write_info(&bytes, size, value, size_ret) }
+    })
+}
+
+/// # Safety
+/// `value` null or writable for `size` bytes; `size_ret` null or writable.
+pub unsafe extern "C" fn clGetKernelWorkGroupInfo(
+    kernel: Handle,
+    device: Handle,
+    param: cl_uint,
+    size: usize,
+    value: *mut c_void,
+    size_ret: *mut usize,
+) -> cl_int {
+    ret_code(|| {
+        let k = icd::get::<Kernel>(kernel)?;
+        let plat = k.program.context.platform;
+        let kind = if device.is_null() {
+            // CL_INVALID_DEVICE if device is NULL but there is more than one device associated with kernel.
+            if k.program.devices.len() != 1 {
+                return Err(CL_INVALID_DEVICE);
+            }
+            k.program.devices[0]
+        } else {
+            let d = plat.device(device)?;
+            if !k.program.devices.contains(&d.kind) {
+                return Err(CL_INVALID_DEVICE);
+            }
+            d.kind
+        };
+        let real = match kind {
+            DeviceKind::Real(i) => i,
+            DeviceKind::Unified => *k.program.built().first().ok_or(CL_INVALID_PROGRAM_EXECUTABLE)?,
+        };
+        let mut vk = k.take(real)?;
+        // SAFETY: the vendor kernel and device are live.
+        let r = unsafe { vr::get_kernel_work_group_info(vk.as_raw(), plat.real[real].1.id().as_raw(), param) }.map_err(|e| e.0);
+        let _ = &mut vk;
+        k.give_back(real, vk);
+        let bytes = r?;
+        // SAFETY: the caller's contract.
+        unsafe { write_info(&bytes, size, value, size_ret) }
+    })
+}
+
+/// # Safety
+/// `value` null or writable for `size` bytes; `size_ret` null or writable.
+pub unsafe extern "C" fn clGetKernelArgInfo(
+    kernel: Handle,
+    index: cl_uint,
+    param: cl_uint,
+    size: usize,
+    value: *mut c_void,
+    size_ret: *mut usize,
+) -> cl_int {
+    ret_code(|| {
+        let k = icd::get::<Kernel>(kernel)?;
+        // CL_INVALID_ARG_INDEX if arg_indx is not a valid argument index.
+        if index as usize >= k.kinds.len() {
+            return Err(CL_INVALID_ARG_INDEX);
+        }
+        // SAFETY: the vendor kernel is live.
+        let bytes = k.with_template(|vk, _| unsafe { vr::get_kernel_arg_info(vk.as_raw(), index, param) }.map_err(|e| e.0))?;
+        // SAFETY: the caller's contract.
+        unsafe { write_info(&bytes, size, value, size_ret) }
+    })
+}
+
+/// Work sizes of an enqueue.
+///
+/// # Safety
+/// Each pointer null or readable for `dim` elements.
+unsafe fn sizes(dim: cl_uint, p: *const usize) -> ClResult<Option<Vec<usize>>> {
+    // SAFETY: the caller's contract.
+    Ok(if p.is_null() { None } else { Some(unsafe { slice(p, dim as usize) }?.to_vec()) })
+}
+
+/// # Safety
+/// Pointers per OpenCL's clEnqueueNDRangeKernel.
+pub unsafe extern "C" fn clEnqueueNDRangeKernel(
+    q: Handle,
+    kernel: Handle,
+    dim: cl_uint,
+    offset: *const usize,
+    global: *const usize,
+    local: *const usize,
+    n: cl_uint,
+    list: *const Handle,
+    event: *mut Handle,
+) -> cl_int {
+    ret_code(|| {
+        let qq = icd::get::<Queue>(q)?;
+        let k = icd::get::<Kernel>(kernel)?;
+        // CL_INVALID_CONTEXT if context associated with command_queue and kernel are not the same.
+        if !Arc::ptr_eq(&qq.context, &k.program.context) {
+            return Err(CL_INVALID_CONTEXT);
+        }
+        // SAFETY: the caller's contract.
+        let waits = unsafe { super::event::wait_list(n, list, Some(&qq.context)) }?;
+        // CL_INVALID_WORK_DIMENSION if work_dim is not a valid value (i.e. a value between 1 and 3).
+        if !(1..=3).contains(&dim) {
+            return Err(CL_INVALID_WORK_DIMENSION);
+        }
+        // SAFETY: the caller's contract.
+        let (offset, global, local) = unsafe { (sizes(dim, offset)?, sizes(dim, global)?, sizes(dim, local)?) };
+        // CL_INVALID_GLOBAL_WORK_SIZE if global_work_size is NULL, or if any of the values
+        // specified in global_work_size[0], ...global_work_size[work_dim - 1] are 0.
+        let global = global.ok_or(CL_INVALID_GLOBAL_WORK_SIZE)?;
+        if global.contains(&0) {
+            return Err(CL_INVALID_GLOBAL_WORK_SIZE);
+        }
+        if let Some(l) = &local {
+            // CL_INVALID_WORK_GROUP_SIZE if local_work_size is specified and number of work-items
+            // specified by global_work_size is not evenly divisible by size of work-group given by
+            // local_work_size.
+            if l.contains(&0) || global.iter().zip(l).any(|(g, l)| g % l != 0) {
+                return Err(CL_INVALID_WORK_GROUP_SIZE);
+            }
+        }
+        launch(&qq, &k, offset, global, local, &waits, event)
+    })
+}
+
+fn launch(
+    qq: &Arc<Obj<Queue>>,
+    k: &Arc<Obj<Kernel>>,
+    offset: Option<Vec<usize>>,
+    global: Vec<usize>,
+    local: Option<Vec<usize>>,
+    waits: &[Arc<Obj<super::event::Event>>],
+    event: *mut Handle,
+) -> ClResult<()> {
+    let plat = qq.context.platform;
+    // The real devices the kernel may run on: the queue's, built.
+    let built = k.program.built();
+    let allowed: Vec<usize> = plat.reals(qq.device).into_iter().filter(|i| built.contains(i)).collect();
+    // CL_INVALID_PROGRAM_EXECUTABLE if there is no successfully built program executable
+    // available for device associated with command_queue.
+    if allowed.is_empty() {
+        return Err(CL_INVALID_PROGRAM_EXECUTABLE);
+    }
+    let args = k.args.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    // CL_INVALID_KERNEL_ARGS if the kernel argument values have not been specified.
+    if args.iter().any(Option::is_none) {
+        return Err(CL_INVALID_KERNEL_ARGS);
+    }
+    // Distinct buffers, each with its access mode; each argument's access index.
+    let mut mems: Vec<(Arc<Obj<Mem>>, bool)> = Vec::new();
+    let mut slots: Vec<LaunchArg> = Vec::new();
+    for (i, a) in args.into_iter().flatten().enumerate() {
+        slots.push(match a {
+            KArg::Mem(Some(weak)) => {
+                let sub = weak.upgrade().ok_or(CL_INVALID_KERNEL_ARGS)?;
+                let ro = matches!(k.kinds[i], ArgKind::Buffer { read_only: true }) || sub.flags & CL_MEM_READ_ONLY != 0;
+                let region = sub.parent.is_some().then_some((sub.offset, sub.size));
+                let m = super::memory::root(&sub);
+                let j = match mems.iter().position(|(x, _)| Arc::ptr_eq(x, &m)) {
+                    Some(j) => {
+                        mems[j].1 &= ro;
+                        j
+                    }
+                    None => {
+                        mems.push((m, ro));
+                        mems.len() - 1
+                    }
+                };
+                LaunchArg::Buffer(j, region)
+            }
+            KArg::Mem(None) => LaunchArg::Null,
+            KArg::Local(n) => LaunchArg::Local(n),
+            KArg::Bytes(b) => LaunchArg::Bytes(b),
+        });
+    }
+    let state = EventState::new_queued();
+    let st = state.clone();
+    let kernel = k.clone();
+    let launch = move |l: &OpenClLaunch<'_>| -> Result<weft_vendors::Completion, String> {
+        st.started();
+        let plat = kernel.program.context.platform;
+        let i = plat.real_index(l.device).ok_or("the device is not one of Weft's OpenCL platform")?;
+        let mut vk = kernel.take(i).map_err(|e| format!("kernel {}: {}", kernel.name, weft_vendors::opencl::ClError(e)))?;
+        let r = set_launch_args(&mut vk, &slots, l.buffers).and_then(|_subs| {
+            let off = offset.as_deref();
+            // SAFETY: every buffer argument is one of the task's replicas on this device,
+            // pinned until the returned completion fires.
+            unsafe { l.device.launch_at(&vk, off, &global, local.as_deref()) }.map_err(|e| e.to_string())
+        });
+        kernel.give_back(i, vk);
+        r
+    };
+    let codelet = Codelet::builder(k.name.clone()).opencl_impl(OpenClImpl::custom(launch)).build();
+    let mut b = TaskBuilder::new(&codelet);
+    for (m, ro) in &mems {
+        b = b.access(m.handle(), if *ro { AccessMode::R } else { AccessMode::RW });
+    }
+    if let DeviceKind::Real(i) = qq.device {
+        b = b.on_worker(plat.real[i].0);
+    } else if allowed.len() < plat.real.len() {
+        b = b.on_worker(plat.real[allowed[0]].0);
+    }
+    let e = submit(qq, waits, CL_COMMAND_NDRANGE_KERNEL, state, b, false)?;
+    // SAFETY: the caller's contract.
+    unsafe { hand_out(&e, event) };
+    Ok(())
+}
+
+/// An argument as the launch sets it.
+enum LaunchArg {
+    /// Task buffer `j`, or a region of it (a sub-buffer: a vendor sub-buffer per launch).
+    Buffer(usize, Option<(usize, usize)>),
+    Null,
+    Local(usize),
+    Bytes(Vec<u8>),
+}
+
+/// Set the arguments; the vendor sub-buffers made for sub-buffer arguments are returned,
+/// to be released once the launch is enqueued (the enqueued command keeps them).
+fn set_launch_args(vk: &mut VendorKernel, slots: &[LaunchArg], buffers: &[weft_vendors::Buffer]) -> Result<Vec<VendorMem>, String> {
+    let mut subs = Vec::new();
+    for (i, a) in slots.iter().enumerate() {
+        let i = i as u32;
+        let r = match a {
+            // SAFETY: the task's replica on this device, pinned for the launch.
+            LaunchArg::Buffer(j, None) => unsafe { vk.set_arg_buffer(i, buffers[*j]) },
+            LaunchArg::Buffer(j, Some((origin, size))) => {
+                let parent = weft_vendors::opencl::memory::raw_mem(buffers[*j]);
+                // SAFETY: the replica is live (pinned for the launch); the region lies within it
+                // (checked by clCreateSubBuffer); we own the new reference.
+                let sub = unsafe { vr::create_sub_buffer(parent, CL_MEM_READ_WRITE, *origin, *size) }
+                    .map_err(|e| format!("clCreateSubBuffer for argument {i}: {e}"))?;
+                // SAFETY: a new sub-buffer whose one reference we own.
+                let sub = unsafe { VendorMem::from_raw(sub) };
+                // SAFETY: the sub-buffer lives until after the enqueue (returned to the caller).
+                let r = unsafe { vk.set_arg_raw_mem(i, sub.as_raw()) };
+                subs.push(sub);
+                r
+            }
+            // SAFETY: a null buffer argument is allowed by OpenCL.
+            LaunchArg::Null => unsafe { vk.set_arg_raw_mem(i, std::ptr::null_mut()) },
+            LaunchArg::Local(n) => vk.set_arg_local(i, *n),
+            LaunchArg::Bytes(b) => vk.set_arg_bytes(i, b),
+        };
+        r.map_err(|e| format!("clSetKernelArg({i}): {e}"))?;
+    }
+    Ok(subs)
+}
+
+/// # Safety
+/// As clEnqueueNDRangeKernel.
+pub unsafe extern "C" fn clEnqueueTask(q: Handle, kernel: Handle, n: cl_uint, list: *const Handle, event: *mut Handle) -> cl_int {
+    let one = [1usize];
+    // SAFETY: forwarded contract.
+    unsafe { clEnqueueNDRangeKernel(q, kernel, 1, std::ptr::null(), one.as_ptr(), one.as_ptr(), n, list, event) }
+}

@@ -1,0 +1,357 @@
+//! Buffers: each `cl_mem` is one core data handle of raw bytes, registered on host memory
+//! that is its home: the application's for `CL_MEM_USE_HOST_PTR`, else an allocation of
+//! Weft's (128-byte aligned). Core keeps the replicas on the devices coherent; a command
+//! that touches the buffer is a task accessing the handle.
+//!
+//! **Invariants**: the handle is unregistered (which waits for its tasks and writes the
+//! data home) before the home allocation is freed; both happen on a thread of their own
+//! once nothing references the buffer, because the last reference may be dropped inside
+//! a task, where core refuses to wait.
+
+use super::cl::*;
+use super::context::Context;
+use super::icd::{self, Obj, new_obj, publish};
+use super::{ClResult, info_ptr, info_val, ret_code, ret_obj, write_info};
+use std::alloc::Layout;
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use weft_core::data::{DataHandle, Shape};
+
+pub type MemNotify = unsafe extern "C" fn(Handle, *mut c_void);
+
+/// Alignment of Weft-allocated buffer homes (and so of mapped pointers).
+pub const HOME_ALIGN: usize = 128;
+
+/// Memory Weft allocated for a buffer's home.
+struct HostAlloc {
+    ptr: *mut u8,
+    layout: Layout,
+}
+// SAFETY: a plain allocation, owned by one `Mem`; accessed through core's data handle.
+unsafe impl Send for HostAlloc {}
+// SAFETY: as above; `HostAlloc` itself only frees.
+unsafe impl Sync for HostAlloc {}
+
+impl HostAlloc {
+    fn zeroed(size: usize) -> ClResult<HostAlloc> {
+        let layout = Layout::from_size_align(size, HOME_ALIGN).map_err(|_| CL_INVALID_BUFFER_SIZE)?;
+        // SAFETY: `size > 0` (checked by the caller), so the layout is not zero-sized.
+        let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
+        if ptr.is_null() { Err(CL_MEM_OBJECT_ALLOCATION_FAILURE) } else { Ok(HostAlloc { ptr, layout }) }
+    }
+}
+
+impl Drop for HostAlloc {
+    fn drop(&mut self) {
+        // SAFETY: allocated by `zeroed` with this layout.
+        unsafe { std::alloc::dealloc(self.ptr, self.layout) };
+    }
+}
+
+pub struct Mem {
+    pub context: Arc<Obj<Context>>,
+    pub flags: cl_bitfield,
+    pub size: usize,
+    /// The application's pointer (`CL_MEM_USE_HOST_PTR`), else 0.
+    pub host_ptr: usize,
+    /// The home's address (where maps point).
+    pub base: usize,
+    handle: Option<DataHandle>,
+    owned: Option<HostAlloc>,
+    pub map_count: AtomicU32,
+    /// Mapped ranges: (address, length).
+    pub maps: Mutex<Vec<(usize, usize)>>,
+    destructors: Mutex<Vec<(MemNotify, usize)>>,
+    /// The handle value the application knew, for destructor callbacks.
+    pub raw: Mutex<usize>,
+    /// For a sub-buffer: its parent and its offset there. A sub-buffer is a view: its
+    /// commands access the parent's data handle, at `offset`.
+    pub parent: Option<Arc<Obj<Mem>>>,
+    pub offset: usize,
+}
+crate::cl_object!(Mem, CL_INVALID_MEM_OBJECT);
+
+impl Mem {
+    pub fn handle(&self) -> &DataHandle {
+        match &self.parent {
+            Some(p) => p.handle(),
+            None => self.handle.as_ref().expect("invariant: a live buffer has its handle"),
+        }
+    }
+
+    /// Whether `offset..offset + size` of this buffer is the whole data handle.
+    pub fn whole(&self, offset: usize, size: usize) -> bool {
+        self.parent.is_none() && offset == 0 && size == self.size
+    }
+}
+
+/// The root buffer of `m` (itself, or a sub-buffer's parent).
+pub fn root(m: &Arc<Obj<Mem>>) -> Arc<Obj<Mem>> {
+    m.parent.clone().unwrap_or_else(|| m.clone())
+}
+
+impl Drop for Mem {
+    fn drop(&mut self) {
+        let handle = self.handle.take();
+        let owned = self.owned.take();
+        let destructors = std::mem::take(&mut *self.destructors.lock().unwrap_or_else(|e| e.into_inner()));
+        let raw = *self.raw.lock().unwrap_or_else(|e| e.into_inner());
+        let finish = move || {
+            if let Some(h) = handle
+                && let Err(e) = h.unregister()
+            {
+                eprintln!("weft: releasing an OpenCL buffer: {e}");
+            }
+            drop(owned);
+            // Callbacks in reverse order of registration.
+            for (f, user) in destructors.into_iter().rev() {
+                // SAFETY: the application registered `f` with `user` for this buffer.
+                let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| unsafe { f(raw as Handle, user as *mut c_void) }));
+            }
+        };
+        if std::thread::Builder::new().name("weft-cl-release".into()).spawn(finish).is_err() {
+            eprintln!("weft: could not start a thread to release an OpenCL buffer; its memory is leaked");
+        }
+    }
+}
+
+const KNOWN_FLAGS: cl_bitfield = CL_MEM_READ_WRITE
+    | CL_MEM_WRITE_ONLY
+    | CL_MEM_READ_ONLY
+    | CL_MEM_USE_HOST_PTR
+    | CL_MEM_ALLOC_HOST_PTR
+    | CL_MEM_COPY_HOST_PTR
+    | CL_MEM_HOST_WRITE_ONLY
+    | CL_MEM_HOST_READ_ONLY
+    | CL_MEM_HOST_NO_ACCESS;
+
+/// Check buffer flags (shared with sub-buffers): `CL_INVALID_VALUE` on unknown or
+/// mutually exclusive bits.
+pub fn check_flags(flags: cl_bitfield) -> ClResult<()> {
+    let access = flags & (CL_MEM_READ_WRITE | CL_MEM_WRITE_ONLY | CL_MEM_READ_ONLY);
+    let host = flags & (CL_MEM_HOST_WRITE_ONLY | CL_MEM_HOST_READ_ONLY | CL_MEM_HOST_NO_ACCESS);
+    // CL_INVALID_VALUE if values specified in flags are not valid as defined in the table.
+    if flags & !KNOWN_FLAGS != 0
+        || access.count_ones() > 1
+        || host.count_ones() > 1
+        || (flags & CL_MEM_USE_HOST_PTR != 0 && flags & (CL_MEM_ALLOC_HOST_PTR | CL_MEM_COPY_HOST_PTR) != 0)
+    {
+        return Err(CL_INVALID_VALUE);
+    }
+    Ok(())
+}
+
+fn create_buffer(context: Handle, flags: cl_bitfield, size: usize, host_ptr: *mut c_void) -> ClResult<Handle> {
+    let c = icd::get::<Context>(context)?;
+    check_flags(flags)?;
+    let flags = if flags & (CL_MEM_WRITE_ONLY | CL_MEM_READ_ONLY) == 0 { flags | CL_MEM_READ_WRITE } else { flags };
+    // CL_INVALID_BUFFER_SIZE if size is 0 [or] greater than CL_DEVICE_MAX_MEM_ALLOC_SIZE.
+    let max = c.platform.real.iter().filter_map(|(_, d)| d.max_alloc_size()).min().unwrap_or(usize::MAX);
+    if size == 0 || size > max {
+        return Err(CL_INVALID_BUFFER_SIZE);
+    }
+    let uses = flags & (CL_MEM_USE_HOST_PTR | CL_MEM_COPY_HOST_PTR) != 0;
+    // CL_INVALID_HOST_PTR if host_ptr is NULL and CL_MEM_USE_HOST_PTR or CL_MEM_COPY_HOST_PTR
+    // are set in flags or if host_ptr is not NULL but CL_MEM_COPY_HOST_PTR or
+    // CL_MEM_USE_HOST_PTR are not set in flags.
+    if host_ptr.is_null() == uses {
+        return Err(CL_INVALID_HOST_PTR);
+    }
+    let (base, owned) = if flags & CL_MEM_USE_HOST_PTR != 0 {
+        (host_ptr.cast::<u8>(), None)
+    } else {
+        let a = HostAlloc::zeroed(size)?;
+        if flags & CL_MEM_COPY_HOST_PTR != 0 {
+            // SAFETY: the application's host_ptr is readable for `size` bytes (clCreateBuffer's
+            // contract); `a` is a fresh allocation of `size` bytes.
+            unsafe { std::ptr::copy_nonoverlapping(host_ptr.cast::<u8>(), a.ptr, size) };
+        }
+        (a.ptr, Some(a))
+    };
+    let shape = Shape::Bytes { size };
+    // SAFETY: `base` is valid for `size` bytes until the handle is unregistered (module
+    // invariant: `Mem::drop` unregisters before freeing; the application keeps a
+    // USE_HOST_PTR region alive while the buffer lives, as OpenCL requires).
+    let handle = unsafe { c.platform.rt.register_raw(base, shape, shape.packed()) }.map_err(|_| CL_OUT_OF_RESOURCES)?;
+    let m = new_obj(Mem {
+        context: c.clone(),
+        flags,
+        size,
+        host_ptr: if flags & CL_MEM_USE_HOST_PTR != 0 { host_ptr as usize } else { 0 },
+        base: base as usize,
+        handle: Some(handle),
+        owned,
+        map_count: AtomicU32::new(0),
+        maps: Mutex::new(Vec::new()),
+        destructors: Mutex::new(Vec::new()),
+        raw: Mutex::new(0),
+        parent: None,
+        offset: 0,
+    });
+    let h = publish(&m);
+    *m.raw.lock().unwrap_or_else(|e| e.into_inner()) = h as usize;
+    Ok(h)
+}
+
+/// # Safety
+/// `host_ptr` as clCreateBuffer requires; `errcode_ret` null or writable.
+pub unsafe extern "C" fn clCreateBuffer(
+    context: Handle,
+    flags: cl_bitfield,
+    size: usize,
+    host_ptr: *mut c_void,
+    errcode_ret: *mut cl_int,
+) -> Handle {
+    // SAFETY: the caller's contract.
+    unsafe { ret_obj(errcode_ret, || create_buffer(context, flags, size, host_ptr)) }
+}
+
+/// A sub-buffer: a view of `origin..origin + size` of a (root) buffer.
+///
+/// # Safety
+/// `info` null or a `cl_buffer_region`; `errcode_ret` null or writable.
+pub unsafe extern "C" fn clCreateSubBuffer(
+    buffer: Handle,
+    flags: cl_bitfield,
+    kind: cl_uint,
+    info: *const c_void,
+    errcode_ret: *mut cl_int,
+) -> Handle {
+    // SAFETY: the caller's contract.
+    unsafe {
+        ret_obj(errcode_ret, || {
+            let parent = icd::get::<Mem>(buffer)?;
+            // CL_INVALID_MEM_OBJECT if buffer is [...] a sub-buffer object.
+            if parent.parent.is_some() {
+                return Err(CL_INVALID_MEM_OBJECT);
+            }
+            check_flags(flags)?;
+            // CL_INVALID_VALUE if [...] flags specifies CL_MEM_USE_HOST_PTR, CL_MEM_ALLOC_HOST_PTR or
+            // CL_MEM_COPY_HOST_PTR; or buffer was created with CL_MEM_WRITE_ONLY and flags specifies
+            // CL_MEM_READ_WRITE or CL_MEM_READ_ONLY, [...]
+            let access = CL_MEM_READ_WRITE | CL_MEM_WRITE_ONLY | CL_MEM_READ_ONLY;
+            if flags & (CL_MEM_USE_HOST_PTR | CL_MEM_ALLOC_HOST_PTR | CL_MEM_COPY_HOST_PTR) != 0
+                || (parent.flags & CL_MEM_WRITE_ONLY != 0 && flags & (CL_MEM_READ_WRITE | CL_MEM_READ_ONLY) != 0)
+                || (parent.flags & CL_MEM_READ_ONLY != 0 && flags & (CL_MEM_READ_WRITE | CL_MEM_WRITE_ONLY) != 0)
+            {
+                return Err(CL_INVALID_VALUE);
+            }
+            // CL_INVALID_VALUE if value specified in buffer_create_type is not valid [or]
+            // buffer_create_info is NULL.
+            if kind != CL_BUFFER_CREATE_TYPE_REGION || info.is_null() {
+                return Err(CL_INVALID_VALUE);
+            }
+            let region = super::slice(info.cast::<usize>(), 2)?;
+            let (origin, size) = (region[0], region[1]);
+            // CL_INVALID_BUFFER_SIZE if the size field of the cl_buffer_region structure is 0.
+            if size == 0 {
+                return Err(CL_INVALID_BUFFER_SIZE);
+            }
+            // CL_INVALID_VALUE if the region specified by the cl_buffer_region structure passed in
+            // buffer_create_info is out of bounds in buffer.
+            if origin.checked_add(size).is_none_or(|e| e > parent.size) {
+                return Err(CL_INVALID_VALUE);
+            }
+            // CL_MISALIGNED_SUB_BUFFER_OFFSET if there are no devices in context associated with
+            // buffer for which the origin field of the cl_buffer_region structure passed in
+            // buffer_create_info is aligned to the CL_DEVICE_MEM_BASE_ADDR_ALIGN value.
+            if origin % parent.context.platform.base_align() != 0 {
+                return Err(CL_MISALIGNED_SUB_BUFFER_OFFSET);
+            }
+            let inherited = if flags & access == 0 { parent.flags & access } else { flags & access };
+            let host = if flags & (CL_MEM_HOST_WRITE_ONLY | CL_MEM_HOST_READ_ONLY | CL_MEM_HOST_NO_ACCESS) == 0 {
+                parent.flags & (CL_MEM_HOST_WRITE_ONLY | CL_MEM_HOST_READ_ONLY | CL_MEM_HOST_NO_ACCESS)
+            } else {
+                flags & (CL_MEM_HOST_WRITE_ONLY | CL_MEM_HOST_READ_ONLY | CL_MEM_HOST_NO_ACCESS)
+            };
+            let m = new_obj(Mem {
+                context: parent.context.clone(),
+                flags: inherited | host | (parent.flags & (CL_MEM_USE_HOST_PTR | CL_MEM_ALLOC_HOST_PTR | CL_MEM_COPY_HOST_PTR)),
+                size,
+                host_ptr: if parent.host_ptr != 0 { parent.host_ptr + origin } else { 0 },
+                base: parent.base + origin,
+                handle: None,
+                owned: None,
+                map_count: AtomicU32::new(0),
+                maps: Mutex::new(Vec::new()),
+                destructors: Mutex::new(Vec::new()),
+                raw: Mutex::new(0),
+                parent: Some(parent.clone()),
+                offset: origin,
+            });
+            let h = publish(&m);
+            *m.raw.lock().unwrap_or_else(|e| e.into_inner()) = h as usize;
+            Ok(h)
+        })
+    }
+}
+
+pub extern "C" fn clRetainMemObject(mem: Handle) -> cl_int {
+    ret_code(|| icd::retain::<Mem>(mem))
+}
+
+pub extern "C" fn clReleaseMemObject(mem: Handle) -> cl_int {
+    ret_code(|| icd::release::<Mem>(mem).map(drop))
+}
+
+/// # Safety
+/// `f` callable with `user_data` from any thread.
+pub unsafe extern "C" fn clSetMemObjectDestructorCallback(mem: Handle, f: Option<MemNotify>, user_data: *mut c_void) -> cl_int {
+    ret_code(|| {
+        let m = icd::get::<Mem>(mem)?;
+        // CL_INVALID_VALUE if pfn_notify is NULL.
+        let f = f.ok_or(CL_INVALID_VALUE)?;
+        m.destructors.lock().unwrap_or_else(|e| e.into_inner()).push((f, user_data as usize));
+        Ok(())
+    })
+}
+
+/// No image support: zero formats for any valid context.
+///
+/// # Safety
+/// `num_ret` null or writable.
+pub unsafe extern "C" fn clGetSupportedImageFormats(
+    context: Handle,
+    flags: cl_bitfield,
+    _image_type: cl_uint,
+    num_entries: cl_uint,
+    formats: *mut c_void,
+    num_ret: *mut cl_uint,
+) -> cl_int {
+    ret_code(|| {
+        icd::get::<Context>(context)?;
+        check_flags(flags)?;
+        // CL_INVALID_VALUE if [...] num_entries is 0 and image_formats is not NULL.
+        if num_entries == 0 && !formats.is_null() {
+            return Err(CL_INVALID_VALUE);
+        }
+        if !num_ret.is_null() {
+            // SAFETY: the caller's contract.
+            unsafe { num_ret.write_unaligned(0) };
+        }
+        Ok(())
+    })
+}
+
+/// # Safety
+/// `value` null or writable for `size` bytes; `size_ret` null or writable.
+pub unsafe extern "C" fn clGetMemObjectInfo(mem: Handle, param: cl_uint, size: usize, value: *mut c_void, size_ret: *mut usize) -> cl_int {
+    ret_code(|| {
+        let m = icd::get::<Mem>(mem)?;
+        let bytes = match param {
+            CL_MEM_TYPE => info_val(CL_MEM_OBJECT_BUFFER),
+            CL_MEM_FLAGS => info_val(m.flags),
+            CL_MEM_SIZE => info_val(m.size),
+            CL_MEM_HOST_PTR => info_val(m.host_ptr),
+            CL_MEM_MAP_COUNT => info_val(m.map_count.load(Ordering::Relaxed)),
+            CL_MEM_REFERENCE_COUNT => info_val(icd::refcount::<Mem>(mem)),
+            CL_MEM_CONTEXT => info_ptr(icd::handle_of(&m.context)),
+            CL_MEM_ASSOCIATED_MEMOBJECT => info_ptr(m.parent.as_ref().map_or(std::ptr::null(), |p| icd::handle_of(p).cast_const())),
+            CL_MEM_OFFSET => info_val(m.offset),
+            _ => return Err(CL_INVALID_VALUE),
+        };
+        // SAFETY: the caller's contract.
+        unsafe { write_info(&bytes, size, value, size_ret) }
+    })
+}

@@ -1,0 +1,179 @@
+//! The FFI layer of Weft's OpenCL platform: every `extern "C"` entry point, reached only
+//! through the dispatch table that each Weft object points to with its first word (none
+//! is exported under a `cl*` name; see DESIGN.md "Packaging").
+//!
+//! **Owns**: converting raw pointers, handles and flags into Rust values, the
+//! `errcode_ret`/return-code conventions, `catch_unwind` at every entry (a panic returns
+//! `CL_OUT_OF_RESOURCES`), and the `clGet*Info` size dance ([`write_info`]).
+//! **Does not own**: runtime state (core), device calls (weft-vendors).
+//! **Invariants**: every handle is checked against the live-object table of its kind
+//! ([`icd::get`]) before it is dereferenced, so invalid, foreign, wrong-kind and released
+//! handles are the kind's `CL_INVALID_*` code, never a dereference.
+#![allow(non_snake_case)]
+
+pub mod cl;
+pub mod context;
+pub mod event;
+pub mod icd;
+pub mod kernel;
+pub mod memory;
+pub mod platform;
+pub mod program;
+pub mod queue;
+pub mod stubs;
+
+use cl::*;
+use std::ffi::{CStr, c_char, c_void};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::ptr::null_mut;
+
+/// A CL error code as the error of every safe function.
+pub type ClResult<T> = Result<T, cl_int>;
+
+/// Run an entry point's body, returning its code (a panic is `CL_OUT_OF_RESOURCES`).
+pub fn ret_code(f: impl FnOnce() -> ClResult<()>) -> cl_int {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(Ok(())) => CL_SUCCESS,
+        Ok(Err(e)) => e,
+        Err(_) => CL_OUT_OF_RESOURCES,
+    }
+}
+
+/// Run a creating entry point's body: the object, or null with the code in `errcode_ret`.
+///
+/// # Safety
+/// `errcode_ret` is null or writable for one `cl_int`.
+pub unsafe fn ret_obj(errcode_ret: *mut cl_int, f: impl FnOnce() -> ClResult<Handle>) -> Handle {
+    let (h, code) = match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(Ok(h)) => (h, CL_SUCCESS),
+        Ok(Err(e)) => (null_mut(), e),
+        Err(_) => (null_mut(), CL_OUT_OF_RESOURCES),
+    };
+    if !errcode_ret.is_null() {
+        // SAFETY: the caller's contract.
+        unsafe { errcode_ret.write_unaligned(code) };
+    }
+    h
+}
+
+/// As [`ret_obj`], for entry points returning a plain pointer (`clEnqueueMapBuffer`).
+///
+/// # Safety
+/// As [`ret_obj`].
+pub unsafe fn ret_ptr(errcode_ret: *mut cl_int, f: impl FnOnce() -> ClResult<*mut c_void>) -> *mut c_void {
+    // SAFETY: forwarded contract.
+    unsafe { ret_obj(errcode_ret, f) }
+}
+
+/// The `clGet*Info` dance for a value already encoded as bytes.
+///
+/// # Safety
+/// `value` is null or writable for `size` bytes; `size_ret` is null or writable.
+pub unsafe fn write_info(bytes: &[u8], size: usize, value: *mut c_void, size_ret: *mut usize) -> ClResult<()> {
+    if !value.is_null() {
+        // CL_INVALID_VALUE if [...] the size in bytes specified by param_value_size is < size
+        // of return type [...] and param_value is not NULL.
+        if size < bytes.len() {
+            return Err(CL_INVALID_VALUE);
+        }
+        // SAFETY: the caller's contract; `size >= bytes.len()`.
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), value.cast::<u8>(), bytes.len()) };
+    }
+    if !size_ret.is_null() {
+        // SAFETY: the caller's contract.
+        unsafe { size_ret.write_unaligned(bytes.len()) };
+    }
+    Ok(())
+}
+
+/// A string info value (NUL-terminated).
+pub fn info_str(s: &str) -> Vec<u8> {
+    let mut v = Vec::with_capacity(s.len() + 1);
+    v.extend_from_slice(s.as_bytes());
+    v.push(0);
+    v
+}
+
+/// A plain value's bytes.
+pub fn info_val<T: bytemuck::Pod>(v: T) -> Vec<u8> {
+    bytemuck::bytes_of(&v).to_vec()
+}
+
+/// An array of plain values' bytes.
+pub fn info_vals<T: bytemuck::Pod>(v: &[T]) -> Vec<u8> {
+    bytemuck::cast_slice(v).to_vec()
+}
+
+/// A handle (pointer) as an info value.
+pub fn info_ptr(h: *const c_void) -> Vec<u8> {
+    info_val(h as usize)
+}
+
+/// Borrow `n` elements at `p`: empty when `n == 0`; `CL_INVALID_VALUE` when null (or
+/// misaligned) with `n > 0`.
+///
+/// # Safety
+/// `p` is null or readable for `n` elements for the returned lifetime.
+pub unsafe fn slice<'a, T>(p: *const T, n: usize) -> ClResult<&'a [T]> {
+    if n == 0 {
+        return Ok(&[]);
+    }
+    if p.is_null() || !p.is_aligned() || n.checked_mul(size_of::<T>()).is_none_or(|b| b > isize::MAX as usize) {
+        return Err(CL_INVALID_VALUE);
+    }
+    // SAFETY: the caller's contract; checked non-null and aligned.
+    Ok(unsafe { std::slice::from_raw_parts(p, n) })
+}
+
+/// A NUL-terminated string argument (null is `None`).
+///
+/// # Safety
+/// `p` is null or a NUL-terminated string.
+pub unsafe fn c_str<'a>(p: *const c_char) -> Option<&'a CStr> {
+    // SAFETY: the caller's contract.
+    if p.is_null() { None } else { Some(unsafe { CStr::from_ptr(p) }) }
+}
+
+/// A CL boolean.
+pub fn is_true(b: cl_bool) -> bool {
+    b != CL_FALSE
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn info_values_follow_the_size_dance() {
+        let bytes = info_str("Weft");
+        let mut size = 0usize;
+        // Size only.
+        // SAFETY: a null value pointer and a writable size.
+        assert_eq!(unsafe { write_info(&bytes, 0, std::ptr::null_mut(), &mut size) }, Ok(()));
+        assert_eq!(size, 5);
+        // Too small a buffer is CL_INVALID_VALUE and writes nothing.
+        let mut small = [7u8; 4];
+        // SAFETY: `small` is writable for 4 bytes.
+        assert_eq!(unsafe { write_info(&bytes, 4, small.as_mut_ptr().cast(), std::ptr::null_mut()) }, Err(CL_INVALID_VALUE));
+        assert_eq!(small, [7; 4]);
+        let mut out = [0u8; 8];
+        // SAFETY: `out` is writable for 8 bytes.
+        assert_eq!(unsafe { write_info(&bytes, 8, out.as_mut_ptr().cast(), &mut size) }, Ok(()));
+        assert_eq!(&out[..5], b"Weft\0");
+        assert_eq!(info_val(3u32), 3u32.to_ne_bytes());
+    }
+
+    #[test]
+    fn slices_reject_null_and_misaligned_pointers() {
+        // SAFETY: a zero-length slice never reads.
+        assert_eq!(unsafe { slice::<u32>(std::ptr::null(), 0) }.map(<[u32]>::len), Ok(0));
+        // SAFETY: null is rejected before any read.
+        assert_eq!(unsafe { slice::<u32>(std::ptr::null(), 1) }.err(), Some(CL_INVALID_VALUE));
+        let v = [0u32; 2];
+        let odd = v.as_ptr().cast::<u8>().wrapping_add(1).cast::<u32>();
+        // SAFETY: misalignment is rejected before any read.
+        assert_eq!(unsafe { slice::<u32>(odd, 1) }.err(), Some(CL_INVALID_VALUE));
+        // SAFETY: `v` holds 2 elements.
+        assert_eq!(unsafe { slice(v.as_ptr(), 2) }.map(<[u32]>::len), Ok(2));
+    }
+}

@@ -1,0 +1,421 @@
+//! The Weft platform and its devices.
+//!
+//! **Owns**: the one platform object and the device list: one **unified** device first
+//! (it stands for the whole machine: a queue on it lets the scheduler place each kernel on
+//! any device), then one device per real OpenCL device core drives, in core's order.
+//! **Does not own**: the devices themselves (core's drivers own them).
+//! Device queries of a real device are forwarded to its vendor, except those whose
+//! answer is Weft's (platform, version, partitioning, images, extensions that need entry
+//! points Weft lacks); the unified device answers as its first real device, with the
+//! machine's totals where they differ. Weft reports OpenCL 1.2.
+
+use super::cl::*;
+use super::icd::{Obj, new_obj};
+use super::{ClResult, c_str, info_ptr, info_str, info_val, info_vals, ret_code, slice, write_info};
+use std::ffi::{c_char, c_void};
+use std::sync::{Arc, OnceLock};
+use weft_core::Runtime;
+use weft_vendors::opencl::OpenClDevice;
+
+pub const PLATFORM_VERSION: &str = "OpenCL 1.2 Weft 0.1.0";
+pub const PLATFORM_EXTENSIONS: &str = "cl_khr_icd";
+
+/// What a Weft device stands for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeviceKind {
+    /// Every real device: the scheduler places each kernel.
+    Unified,
+    /// Real device `i` (index into [`Platform::real`]).
+    Real(usize),
+}
+
+pub struct Device {
+    pub kind: DeviceKind,
+}
+
+pub struct Platform {
+    pub rt: Arc<Runtime>,
+    /// The real devices, each with its driver worker.
+    pub real: Vec<(usize, Arc<OpenClDevice>)>,
+    /// Unified first, then the real ones.
+    pub devices: Vec<Arc<Obj<Device>>>,
+}
+
+impl Platform {
+    /// The device behind handle `h`, or `CL_INVALID_DEVICE`.
+    pub fn device(&self, h: Handle) -> ClResult<Arc<Obj<Device>>> {
+        self.devices.iter().find(|d| super::icd::handle_of(d) == h).cloned().ok_or(CL_INVALID_DEVICE)
+    }
+
+    /// The handle of Weft device `kind`.
+    pub fn handle(&self, kind: DeviceKind) -> Handle {
+        let i = match kind {
+            DeviceKind::Unified => 0,
+            DeviceKind::Real(i) => i + 1,
+        };
+        super::icd::handle_of(&self.devices[i])
+    }
+
+    /// The real devices a Weft device stands for (indices into `real`).
+    pub fn reals(&self, kind: DeviceKind) -> Vec<usize> {
+        match kind {
+            DeviceKind::Unified => (0..self.real.len()).collect(),
+            DeviceKind::Real(i) => vec![i],
+        }
+    }
+
+    /// The real device that answers queries for `kind`.
+    pub fn answering(&self, kind: DeviceKind) -> &Arc<OpenClDevice> {
+        match kind {
+            DeviceKind::Unified => &self.real[0].1,
+            DeviceKind::Real(i) => &self.real[i].1,
+        }
+    }
+
+    /// The alignment (bytes) every real device accepts for sub-buffer origins.
+    pub fn base_align(&self) -> usize {
+        self.real
+            .iter()
+            .filter_map(|(_, d)| forward(d, CL_DEVICE_MEM_BASE_ADDR_ALIGN).ok())
+            .filter_map(|b| b.get(..4).and_then(|s| s.try_into().ok()).map(u32::from_ne_bytes))
+            .map(|bits| (bits as usize / 8).max(1))
+            .max()
+            .unwrap_or(1)
+    }
+
+    /// The index in `real` of a device core hands a launch.
+    pub fn real_index(&self, dev: &Arc<OpenClDevice>) -> Option<usize> {
+        self.real.iter().position(|(_, d)| Arc::ptr_eq(d, dev))
+    }
+}
+
+static PLATFORM: OnceLock<Result<Arc<Obj<Platform>>, String>> = OnceLock::new();
+
+/// The platform, starting the process's runtime on first use.
+pub fn platform() -> ClResult<&'static Arc<Obj<Platform>>> {
+    let p = PLATFORM.get_or_init(|| {
+        let rt = weft_core::capi::shared_runtime().map_err(|e| e.to_string())?;
+        let real = rt.opencl_devices();
+        let mut devices = Vec::new();
+        if !real.is_empty() {
+            devices.push(new_obj(Device { kind: DeviceKind::Unified }));
+            devices.extend((0..real.len()).map(|i| new_obj(Device { kind: DeviceKind::Real(i) })));
+        }
+        Ok(new_obj(Platform { rt, real, devices }))
+    });
+    match p {
+        Ok(p) => Ok(p),
+        Err(e) => {
+            eprintln!("weft: the OpenCL platform is unavailable: the runtime did not start: {e}");
+            Err(CL_PLATFORM_NOT_FOUND_KHR)
+        }
+    }
+}
+
+/// Validate a platform argument (null means Weft's, as an implementation may choose).
+pub fn check_platform(h: Handle) -> ClResult<&'static Arc<Obj<Platform>>> {
+    let p = platform().map_err(|_| CL_INVALID_PLATFORM)?;
+    if h.is_null() || h == super::icd::handle_of(p) { Ok(p) } else { Err(CL_INVALID_PLATFORM) }
+}
+
+/// # Safety
+/// `platforms` is null or writable for `num_entries` handles; `num_platforms` null or writable.
+pub unsafe extern "C" fn clIcdGetPlatformIDsKHR(num_entries: cl_uint, platforms: *mut Handle, num_platforms: *mut cl_uint) -> cl_int {
+    ret_code(|| {
+        // CL_INVALID_VALUE if num_entries is equal to zero and platforms is not NULL, or if
+        // both num_platforms and platforms are NULL.
+        if (num_entries == 0 && !platforms.is_null()) || (platforms.is_null() && num_platforms.is_null()) {
+            return Err(CL_INVALID_VALUE);
+        }
+        let p = platform()?;
+        if !platforms.is_null() {
+            // SAFETY: the caller's contract; num_entries >= 1.
+            unsafe { platforms.write_unaligned(super::icd::handle_of(p)) };
+        }
+        if !num_platforms.is_null() {
+            // SAFETY: the caller's contract.
+            unsafe { num_platforms.write_unaligned(1) };
+        }
+        Ok(())
+    })
+}
+
+/// # Safety
+/// As [`clIcdGetPlatformIDsKHR`].
+pub unsafe extern "C" fn clGetPlatformIDs(num_entries: cl_uint, platforms: *mut Handle, num_platforms: *mut cl_uint) -> cl_int {
+    // SAFETY: forwarded contract.
+    unsafe { clIcdGetPlatformIDsKHR(num_entries, platforms, num_platforms) }
+}
+
+/// # Safety
+/// `value` null or writable for `size` bytes; `size_ret` null or writable.
+pub unsafe extern "C" fn clGetPlatformInfo(
+    platform: Handle,
+    param: cl_uint,
+    size: usize,
+    value: *mut c_void,
+    size_ret: *mut usize,
+) -> cl_int {
+    ret_code(|| {
+        check_platform(platform)?;
+        let bytes = match param {
+            CL_PLATFORM_PROFILE => info_str("FULL_PROFILE"),
+            CL_PLATFORM_VERSION => info_str(PLATFORM_VERSION),
+            CL_PLATFORM_NAME => info_str("Weft"),
+            CL_PLATFORM_VENDOR => info_str("The Weft developers"),
+            CL_PLATFORM_EXTENSIONS => info_str(PLATFORM_EXTENSIONS),
+            CL_PLATFORM_ICD_SUFFIX_KHR => info_str("Weft"),
+            _ => return Err(CL_INVALID_VALUE),
+        };
+        // SAFETY: the caller's contract.
+        unsafe { write_info(&bytes, size, value, size_ret) }
+    })
+}
+
+/// The device type bits of `kind`.
+fn device_type(p: &Platform, kind: DeviceKind) -> cl_bitfield {
+    let real = |i: usize| p.real[i].1.device_type() & !CL_DEVICE_TYPE_DEFAULT;
+    match kind {
+        DeviceKind::Unified => p.reals(kind).into_iter().fold(CL_DEVICE_TYPE_DEFAULT, |t, i| t | real(i)),
+        DeviceKind::Real(i) => real(i),
+    }
+}
+
+/// # Safety
+/// `devices` null or writable for `num_entries` handles; `num_devices` null or writable.
+pub unsafe extern "C" fn clGetDeviceIDs(
+    platform: Handle,
+    device_type_: cl_bitfield,
+    num_entries: cl_uint,
+    devices: *mut Handle,
+    num_devices: *mut cl_uint,
+) -> cl_int {
+    ret_code(|| {
+        let p = check_platform(platform)?;
+        let known = CL_DEVICE_TYPE_DEFAULT | CL_DEVICE_TYPE_CPU | CL_DEVICE_TYPE_GPU | CL_DEVICE_TYPE_ACCELERATOR | CL_DEVICE_TYPE_CUSTOM;
+        // CL_INVALID_DEVICE_TYPE if device_type is not a valid value.
+        if device_type_ != CL_DEVICE_TYPE_ALL && (device_type_ & !known != 0 || device_type_ == 0) {
+            return Err(CL_INVALID_DEVICE_TYPE);
+        }
+        // CL_INVALID_VALUE if num_entries is equal to zero and devices is not NULL or if
+        // both num_devices and devices are NULL.
+        if (num_entries == 0 && !devices.is_null()) || (devices.is_null() && num_devices.is_null()) {
+            return Err(CL_INVALID_VALUE);
+        }
+        let found: Vec<Handle> = p
+            .devices
+            .iter()
+            .filter(|d| {
+                if device_type_ == CL_DEVICE_TYPE_ALL {
+                    return true;
+                }
+                if device_type_ & CL_DEVICE_TYPE_DEFAULT != 0 && d.kind == DeviceKind::Unified {
+                    return true;
+                }
+                device_type(p, d.kind) & device_type_ & !CL_DEVICE_TYPE_DEFAULT != 0
+            })
+            .map(super::icd::handle_of)
+            .collect();
+        // CL_DEVICE_NOT_FOUND if no OpenCL devices that matched device_type were found.
+        if found.is_empty() {
+            return Err(CL_DEVICE_NOT_FOUND);
+        }
+        if !devices.is_null() {
+            for (i, d) in found.iter().take(num_entries as usize).enumerate() {
+                // SAFETY: the caller's contract; i < num_entries.
+                unsafe { devices.add(i).write_unaligned(*d) };
+            }
+        }
+        if !num_devices.is_null() {
+            // SAFETY: the caller's contract.
+            unsafe { num_devices.write_unaligned(found.len() as cl_uint) };
+        }
+        Ok(())
+    })
+}
+
+/// Extensions a device may report through Weft: those that only change the OpenCL C
+/// language (Weft forwards programs untouched); not those that need entry points or
+/// objects Weft lacks.
+fn filter_extensions(ext: &str) -> String {
+    const DROP: &[&str] = &[
+        "image",
+        "il_program",
+        "spir",
+        "subgroup",
+        "command_buffer",
+        "fission",
+        "create_command_queue",
+        "svm",
+        "semaphore",
+        "external",
+        "pocl",
+        "intel",
+        "arm_",
+        "priority_hints",
+        "throttle_hints",
+        "gl_",
+        "d3d",
+        "dx9",
+        "egl",
+        "suggested_local",
+        "device_enqueue",
+        "pipe",
+        "icd",
+    ];
+    ext.split_whitespace().filter(|e| !DROP.iter().any(|d| e.contains(d))).collect::<Vec<_>>().join(" ")
+}
+
+fn forward(dev: &OpenClDevice, param: cl_uint) -> ClResult<Vec<u8>> {
+    // SAFETY: the vendor device is live while its driver exists (for the process).
+    unsafe { weft_vendors::opencl::result::get_device_info(dev.id().as_raw(), param) }.map_err(|e| e.0)
+}
+
+fn device_info(p: &Platform, h: Handle, kind: DeviceKind, param: cl_uint) -> ClResult<Vec<u8>> {
+    let first = p.answering(kind);
+    let reals = p.reals(kind);
+    let sum = |param: cl_uint| -> ClResult<Vec<u8>> {
+        let mut t = 0u32;
+        for &i in &reals {
+            let b = forward(&p.real[i].1, param)?;
+            t += u32::from_ne_bytes(b.get(..4).and_then(|s| s.try_into().ok()).ok_or(CL_OUT_OF_RESOURCES)?);
+        }
+        Ok(info_val(t))
+    };
+    let min_u64 = |param: cl_uint| -> ClResult<Vec<u8>> {
+        let mut m = u64::MAX;
+        for &i in &reals {
+            let b = forward(&p.real[i].1, param)?;
+            m = m.min(u64::from_ne_bytes(b.get(..8).and_then(|s| s.try_into().ok()).ok_or(CL_OUT_OF_RESOURCES)?));
+        }
+        Ok(info_val(m))
+    };
+    let _ = h;
+    Ok(match param {
+        CL_DEVICE_TYPE => info_val(device_type(p, kind)),
+        CL_DEVICE_PLATFORM => info_ptr(super::icd::handle_of(platform()?)),
+        CL_DEVICE_VERSION => info_str("OpenCL 1.2 Weft"),
+        CL_DEVICE_OPENCL_C_VERSION => info_str("OpenCL C 1.2 "),
+        CL_DRIVER_VERSION => info_str(env!("CARGO_PKG_VERSION")),
+        CL_DEVICE_PROFILE => info_str("FULL_PROFILE"),
+        CL_DEVICE_EXTENSIONS => {
+            let mut common: Option<Vec<String>> = None;
+            for &i in &reals {
+                let e = weft_vendors::opencl::result::bytes_to_string(forward(&p.real[i].1, CL_DEVICE_EXTENSIONS)?);
+                let mine: Vec<String> = filter_extensions(&e).split_whitespace().map(str::to_owned).collect();
+                common = Some(match common {
+                    None => mine,
+                    Some(c) => c.into_iter().filter(|x| mine.contains(x)).collect(),
+                });
+            }
+            info_str(&common.unwrap_or_default().join(" "))
+        }
+        CL_DEVICE_NAME => match kind {
+            DeviceKind::Unified => info_str(&format!("Weft (all {} devices)", reals.len())),
+            DeviceKind::Real(i) => {
+                let n = weft_vendors::opencl::result::bytes_to_string(forward(first, CL_DEVICE_NAME)?);
+                info_str(&format!("{n} (via Weft, device {})", i + 1))
+            }
+        },
+        CL_DEVICE_IMAGE_SUPPORT => info_val::<cl_bool>(CL_FALSE),
+        CL_DEVICE_QUEUE_PROPERTIES => info_val(CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE | CL_QUEUE_PROFILING_ENABLE),
+        CL_DEVICE_BUILT_IN_KERNELS => info_str(""),
+        CL_DEVICE_LINKER_AVAILABLE => info_val::<cl_bool>(CL_TRUE),
+        CL_DEVICE_PARENT_DEVICE => info_ptr(std::ptr::null()),
+        CL_DEVICE_PARTITION_MAX_SUB_DEVICES => info_val(0u32),
+        CL_DEVICE_PARTITION_PROPERTIES => info_vals(&[0isize]),
+        CL_DEVICE_PARTITION_AFFINITY_DOMAIN => info_val(0u64),
+        CL_DEVICE_PARTITION_TYPE => Vec::new(),
+        CL_DEVICE_REFERENCE_COUNT => info_val(1u32),
+        // CL_DEVICE_EXECUTION_CAPABILITIES: kernels only (no native kernels).
+        0x1029 => info_val(1u64),
+        CL_DEVICE_PREFERRED_INTEROP_USER_SYNC => info_val::<cl_bool>(CL_TRUE),
+        CL_DEVICE_MAX_COMPUTE_UNITS if kind == DeviceKind::Unified => sum(param)?,
+        CL_DEVICE_GLOBAL_MEM_SIZE | CL_DEVICE_MAX_MEM_ALLOC_SIZE if kind == DeviceKind::Unified => min_u64(param)?,
+        // 2.0 and later queries: a 1.2 device has no answer.
+        0x104A..=0x1070 => return Err(CL_INVALID_VALUE),
+        // Image limits: no image support.
+        0x1011..=0x1015 | 0x1040 | 0x1041 => info_val(0usize),
+        0x1018 | 0x100E | 0x100F => info_val(0u32),
+        _ => forward(first, param)?,
+    })
+}
+
+/// # Safety
+/// `value` null or writable for `size` bytes; `size_ret` null or writable.
+pub unsafe extern "C" fn clGetDeviceInfo(device: Handle, param: cl_uint, size: usize, value: *mut c_void, size_ret: *mut usize) -> cl_int {
+    ret_code(|| {
+        let p = platform().map_err(|_| CL_INVALID_DEVICE)?;
+        let d = p.device(device)?;
+        let bytes = device_info(p, device, d.kind, param)?;
+        // SAFETY: the caller's contract.
+        unsafe { write_info(&bytes, size, value, size_ret) }
+    })
+}
+
+/// Root devices have no reference count: retain and release only validate.
+pub extern "C" fn clRetainDevice(device: Handle) -> cl_int {
+    ret_code(|| platform().map_err(|_| CL_INVALID_DEVICE)?.device(device).map(drop))
+}
+
+/// See [`clRetainDevice`].
+pub extern "C" fn clReleaseDevice(device: Handle) -> cl_int {
+    ret_code(|| platform().map_err(|_| CL_INVALID_DEVICE)?.device(device).map(drop))
+}
+
+/// # Safety
+/// `name` is null or a NUL-terminated string.
+pub unsafe extern "C" fn clGetExtensionFunctionAddress(name: *const c_char) -> *mut c_void {
+    let r = std::panic::catch_unwind(|| {
+        // SAFETY: the caller's contract.
+        match unsafe { c_str(name) } {
+            Some(n) => super::icd::function_address(&n.to_string_lossy()),
+            None => std::ptr::null_mut(),
+        }
+    });
+    r.unwrap_or(std::ptr::null_mut())
+}
+
+/// # Safety
+/// As [`clGetExtensionFunctionAddress`].
+pub unsafe extern "C" fn clGetExtensionFunctionAddressForPlatform(platform: Handle, name: *const c_char) -> *mut c_void {
+    if check_platform(platform).is_err() {
+        return std::ptr::null_mut();
+    }
+    // SAFETY: forwarded contract.
+    unsafe { clGetExtensionFunctionAddress(name) }
+}
+
+/// Validate a device list of a context or program call: the Weft devices, in order.
+///
+/// # Safety
+/// `devices` null or readable for `n` handles.
+pub unsafe fn device_list(p: &Platform, n: cl_uint, devices: *const Handle) -> ClResult<Vec<DeviceKind>> {
+    // CL_INVALID_VALUE if devices is NULL [or] num_devices is equal to zero.
+    if n == 0 || devices.is_null() {
+        return Err(CL_INVALID_VALUE);
+    }
+    // SAFETY: the caller's contract.
+    let hs = unsafe { slice(devices, n as usize) }?;
+    let mut out = Vec::new();
+    for &h in hs {
+        // CL_INVALID_DEVICE if any device in devices is not a valid device.
+        let d = p.device(h)?;
+        if !out.contains(&d.kind) {
+            out.push(d.kind);
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_language_extensions_are_passed_on() {
+        let pocl = "cl_khr_byte_addressable_store cl_khr_fp64 cl_khr_3d_image_writes cl_khr_il_program cl_khr_spir \
+                    cl_khr_subgroups cl_pocl_content_size cl_khr_command_buffer cl_khr_int64_base_atomics";
+        assert_eq!(filter_extensions(pocl), "cl_khr_byte_addressable_store cl_khr_fp64 cl_khr_int64_base_atomics");
+    }
+}

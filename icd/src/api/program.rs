@@ -1,0 +1,581 @@
+//! Programs: the application's source, built by each real device's vendor for every real
+//! device the program's devices stand for (the unified device: all of them), with a
+//! build status and log per device.
+//!
+//! A Weft program "binary" is its source behind a marker ([`BINARY_MAGIC`]): a program
+//! created from it is rebuilt from source for whichever devices it lands on, which keeps
+//! binary caches (pyopencl's) working across devices.
+
+use super::cl::*;
+use super::context::Context;
+use super::icd::{self, Obj, new_obj, publish};
+use super::platform::DeviceKind;
+use super::{ClResult, c_str, info_ptr, info_str, info_val, info_vals, ret_code, ret_obj, slice, write_info};
+use std::ffi::{c_char, c_void};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use weft_vendors::opencl::Program as VendorProgram;
+
+/// What starts a Weft program binary.
+pub const BINARY_MAGIC: &[u8] = b"WEFT-OPENCL-SOURCE-1\n";
+
+pub type BuildNotify = unsafe extern "C" fn(Handle, *mut c_void);
+
+/// One real device's build.
+pub struct DeviceBuild {
+    pub status: cl_int,
+    pub log: String,
+    pub program: Option<VendorProgram>,
+}
+
+#[derive(Default)]
+pub struct ProgramState {
+    pub options: String,
+    /// Per real device (index into the platform's `real`).
+    pub builds: Vec<Option<DeviceBuild>>,
+    /// `CL_PROGRAM_BINARY_TYPE`.
+    pub binary_type: cl_uint,
+    /// Headers given to clCompileProgram (include name, source), for the link.
+    pub headers: Vec<(String, String)>,
+}
+
+pub struct Program {
+    pub context: Arc<Obj<Context>>,
+    pub devices: Vec<DeviceKind>,
+    pub source: String,
+    pub state: Mutex<ProgramState>,
+    /// Kernels created from it and still alive.
+    pub kernels: AtomicUsize,
+}
+crate::cl_object!(Program, CL_INVALID_PROGRAM);
+
+impl Program {
+    /// Real devices the program is built for (or will be).
+    pub fn reals(&self) -> Vec<usize> {
+        let p = &self.context.platform;
+        let mut v: Vec<usize> = self.devices.iter().flat_map(|&k| p.reals(k)).collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
+
+    /// Status for Weft device `k`: success when every real device it stands for built.
+    pub fn status(&self, k: DeviceKind) -> cl_int {
+        let st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let reals = self.context.platform.reals(k);
+        let s: Vec<cl_int> = reals.iter().map(|&i| st.builds.get(i).and_then(|b| b.as_ref()).map_or(CL_BUILD_NONE, |b| b.status)).collect();
+        if s.contains(&CL_BUILD_ERROR) {
+            CL_BUILD_ERROR
+        } else if s.iter().all(|&x| x == CL_BUILD_SUCCESS) && !s.is_empty() {
+            CL_BUILD_SUCCESS
+        } else {
+            CL_BUILD_NONE
+        }
+    }
+
+    /// Real devices with a successful build.
+    pub fn built(&self) -> Vec<usize> {
+        let st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        st.builds.iter().enumerate().filter(|(_, b)| b.as_ref().is_some_and(|b| b.status == CL_BUILD_SUCCESS)).map(|(i, _)| i).collect()
+    }
+
+    /// Record a compilation (clCompileProgram): the options and headers, for a later link.
+    fn compile(&self, devices: &[DeviceKind], options: &str, headers: Vec<(String, String)>) {
+        let p = &self.context.platform;
+        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        if st.builds.len() < p.real.len() {
+            st.builds.resize_with(p.real.len(), || None);
+        }
+        for i in devices.iter().flat_map(|&k| p.reals(k)) {
+            st.builds[i] = Some(DeviceBuild { status: CL_BUILD_SUCCESS, log: String::new(), program: None });
+        }
+        st.options = options.to_owned();
+        st.headers = headers;
+        st.binary_type = CL_PROGRAM_BINARY_TYPE_COMPILED_OBJECT;
+    }
+
+    fn build(&self, devices: &[DeviceKind], options: &str, extra_source: &str) -> ClResult<()> {
+        let p = &self.context.platform;
+        let mut reals: Vec<usize> = devices.iter().flat_map(|&k| p.reals(k)).collect();
+        reals.sort_unstable();
+        reals.dedup();
+        let source = format!("{extra_source}{}", self.source);
+        let mut results = Vec::new();
+        for &i in &reals {
+            let dev = &p.real[i].1;
+            let b = match VendorProgram::from_source(dev.context(), &source) {
+                Err(e) => DeviceBuild { status: CL_BUILD_ERROR, log: format!("clCreateProgramWithSource: {e}"), program: None },
+                Ok(vp) => {
+                    // Argument info tells buffers from values and read-only from written buffers.
+                    let r = vp.build(dev.id(), &format!("{options} -cl-kernel-arg-info"));
+                    let log = vp.build_log(dev.id()).unwrap_or_default();
+                    match r {
+                        Ok(()) => DeviceBuild { status: CL_BUILD_SUCCESS, log, program: Some(vp) },
+                        Err(e) if e.0 == CL_INVALID_BUILD_OPTIONS => return Err(CL_INVALID_BUILD_OPTIONS),
+                        Err(_) => DeviceBuild { status: CL_BUILD_ERROR, log, program: None },
+                    }
+                }
+            };
+            results.push((i, b));
+        }
+        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        st.options = options.to_owned();
+        if st.builds.len() < p.real.len() {
+            st.builds.resize_with(p.real.len(), || None);
+        }
+        let failed = results.iter().any(|(_, b)| b.status != CL_BUILD_SUCCESS);
+        for (i, b) in results {
+            st.builds[i] = Some(b);
+        }
+        st.binary_type = CL_PROGRAM_BINARY_TYPE_EXECUTABLE;
+        if failed { Err(CL_BUILD_PROGRAM_FAILURE) } else { Ok(()) }
+    }
+
+    pub fn binary(&self) -> Vec<u8> {
+        let mut b = BINARY_MAGIC.to_vec();
+        b.extend_from_slice(self.source.as_bytes());
+        b
+    }
+}
+
+fn new_program(context: &Arc<Obj<Context>>, devices: Vec<DeviceKind>, source: String) -> Handle {
+    publish(&new_obj(Program { context: context.clone(), devices, source, state: Mutex::default(), kernels: AtomicUsize::new(0) }))
+}
+
+/// # Safety
+/// Pointers per OpenCL's clCreateProgramWithSource.
+pub unsafe extern "C" fn clCreateProgramWithSource(
+    context: Handle,
+    count: cl_uint,
+    strings: *const *const c_char,
+    lengths: *const usize,
+    errcode_ret: *mut cl_int,
+) -> Handle {
+    // SAFETY: the caller's contract.
+    unsafe {
+        ret_obj(errcode_ret, || {
+            let c = icd::get::<Context>(context)?;
+            // CL_INVALID_VALUE if count is zero or if strings or any entry in strings is NULL.
+            if count == 0 || strings.is_null() {
+                return Err(CL_INVALID_VALUE);
+            }
+            let ss = slice(strings, count as usize)?;
+            let ls = if lengths.is_null() { None } else { Some(slice(lengths, count as usize)?) };
+            let mut source = Vec::new();
+            for (i, &s) in ss.iter().enumerate() {
+                if s.is_null() {
+                    return Err(CL_INVALID_VALUE);
+                }
+                match ls.map(|l| l[i]) {
+                    Some(n) if n > 0 => source.extend_from_slice(slice(s.cast::<u8>(), n)?),
+                    _ => source.extend_from_slice(c_str(s).map_or(&[][..], |c| c.to_bytes())),
+                }
+            }
+            let source = String::from_utf8_lossy(&source).into_owned();
+            Ok(new_program(&c, c.devices.clone(), source))
+        })
+    }
+}
+
+/// # Safety
+/// Pointers per OpenCL's clCreateProgramWithBinary.
+pub unsafe extern "C" fn clCreateProgramWithBinary(
+    context: Handle,
+    num_devices: cl_uint,
+    devices: *const Handle,
+    lengths: *const usize,
+    binaries: *const *const u8,
+    binary_status: *mut cl_int,
+    errcode_ret: *mut cl_int,
+) -> Handle {
+    // SAFETY: the caller's contract.
+    unsafe {
+        ret_obj(errcode_ret, || {
+            let c = icd::get::<Context>(context)?;
+            let devs = super::platform::device_list(c.platform, num_devices, devices)?;
+            // CL_INVALID_DEVICE if OpenCL devices listed in device_list are not in the list of
+            // devices associated with context.
+            if devs.iter().any(|d| !c.has(*d)) {
+                return Err(CL_INVALID_DEVICE);
+            }
+            // CL_INVALID_VALUE if lengths or binaries are NULL or if any entry in lengths[i] is zero
+            // or binaries[i] is NULL.
+            let ls = slice(lengths, num_devices as usize)?;
+            let bs = slice(binaries, num_devices as usize)?;
+            if ls.contains(&0) || bs.iter().any(|b| b.is_null()) {
+                return Err(CL_INVALID_VALUE);
+            }
+            let mut source: Option<String> = None;
+            let mut statuses = Vec::new();
+            for (&l, &b) in ls.iter().zip(bs) {
+                let bytes = slice(b, l)?;
+                match bytes.strip_prefix(BINARY_MAGIC) {
+                    Some(s) => {
+                        statuses.push(CL_SUCCESS);
+                        source.get_or_insert_with(|| String::from_utf8_lossy(s).into_owned());
+                    }
+                    None => statuses.push(CL_INVALID_BINARY),
+                }
+            }
+            if !binary_status.is_null() {
+                for (i, s) in statuses.iter().enumerate() {
+                    binary_status.add(i).write_unaligned(*s);
+                }
+            }
+            // CL_INVALID_BINARY if an invalid program binary was encountered for any device.
+            if statuses.contains(&CL_INVALID_BINARY) {
+                return Err(CL_INVALID_BINARY);
+            }
+            Ok(new_program(&c, devs, source.unwrap_or_default()))
+        })
+    }
+}
+
+pub extern "C" fn clRetainProgram(program: Handle) -> cl_int {
+    ret_code(|| icd::retain::<Program>(program))
+}
+
+pub extern "C" fn clReleaseProgram(program: Handle) -> cl_int {
+    ret_code(|| icd::release::<Program>(program).map(drop))
+}
+
+/// The devices of a build-like call: the listed ones (each of the program's), or all.
+///
+/// # Safety
+/// `list` null or readable for `n` handles.
+unsafe fn build_devices(prog: &Program, n: cl_uint, list: *const Handle) -> ClResult<Vec<DeviceKind>> {
+    // CL_INVALID_VALUE if device_list is NULL and num_devices is greater than zero, or if
+    // device_list is not NULL and num_devices is zero.
+    if list.is_null() != (n == 0) {
+        return Err(CL_INVALID_VALUE);
+    }
+    if list.is_null() {
+        return Ok(prog.devices.clone());
+    }
+    // SAFETY: the caller's contract.
+    let devs = unsafe { super::platform::device_list(prog.context.platform, n, list) }?;
+    // CL_INVALID_DEVICE if OpenCL devices listed in device_list are not in the list of devices
+    // associated with program.
+    if devs.iter().any(|d| !prog.devices.contains(d)) {
+        return Err(CL_INVALID_DEVICE);
+    }
+    Ok(devs)
+}
+
+/// # Safety
+/// Pointers per OpenCL's clBuildProgram.
+pub unsafe extern "C" fn clBuildProgram(
+    program: Handle,
+    n: cl_uint,
+    list: *const Handle,
+    options: *const c_char,
+    notify: Option<BuildNotify>,
+    user_data: *mut c_void,
+) -> cl_int {
+    ret_code(|| {
+        let p = icd::get::<Program>(program)?;
+        // CL_INVALID_VALUE if pfn_notify is NULL but user_data is not NULL.
+        if notify.is_none() && !user_data.is_null() {
+            return Err(CL_INVALID_VALUE);
+        }
+        // SAFETY: the caller's contract.
+        let devs = unsafe { build_devices(&p, n, list) }?;
+        // CL_INVALID_OPERATION if there are kernel objects attached to program.
+        if p.kernels.load(Ordering::Acquire) > 0 {
+            return Err(CL_INVALID_OPERATION);
+        }
+        // SAFETY: the caller's contract.
+        let opts = unsafe { c_str(options) }.map(|c| c.to_string_lossy().into_owned()).unwrap_or_default();
+        let r = p.build(&devs, &opts, "");
+        if let Some(f) = notify {
+            // SAFETY: the application's callback with its user data.
+            unsafe { f(program, user_data) };
+        }
+        r
+    })
+}
+
+/// The headers of clCompileProgram: (include name, source).
+///
+/// # Safety
+/// `headers`/`names` readable for `n` entries.
+unsafe fn headers_of(n: cl_uint, headers: *const Handle, names: *const *const c_char) -> ClResult<Vec<(String, String)>> {
+    if n == 0 {
+        // CL_INVALID_VALUE if num_input_headers is zero and header_include_names or
+        // input_headers are not NULL.
+        return if headers.is_null() && names.is_null() { Ok(Vec::new()) } else { Err(CL_INVALID_VALUE) };
+    }
+    // SAFETY: the caller's contract.
+    let (hs, ns) = unsafe { (slice(headers, n as usize)?, slice(names, n as usize)?) };
+    let mut out = Vec::new();
+    for (&h, &name) in hs.iter().zip(ns) {
+        let hp = icd::get::<Program>(h)?;
+        // SAFETY: the caller's contract.
+        let name = unsafe { c_str(name) }.ok_or(CL_INVALID_VALUE)?.to_string_lossy().into_owned();
+        if name.contains("..") || name.starts_with('/') {
+            return Err(CL_INVALID_VALUE);
+        }
+        out.push((name, hp.source.clone()));
+    }
+    Ok(out)
+}
+
+/// Write headers into a fresh directory (for `-I`).
+fn header_dir(headers: &[(String, String)]) -> ClResult<Option<std::path::PathBuf>> {
+    if headers.is_empty() {
+        return Ok(None);
+    }
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let dir = std::env::temp_dir().join(format!("weft-cl-headers-{}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed)));
+    for (name, source) in headers {
+        let path = dir.join(name);
+        if path.parent().is_some_and(|d| std::fs::create_dir_all(d).is_err()) || std::fs::write(&path, source).is_err() {
+            return Err(CL_OUT_OF_HOST_MEMORY);
+        }
+    }
+    Ok(Some(dir))
+}
+
+/// Compile: record the options and headers; the program becomes a compiled object whose
+/// source a link concatenates and builds (so compile errors surface at the link).
+///
+/// # Safety
+/// Pointers per OpenCL's clCompileProgram.
+pub unsafe extern "C" fn clCompileProgram(
+    program: Handle,
+    n: cl_uint,
+    list: *const Handle,
+    options: *const c_char,
+    num_headers: cl_uint,
+    headers: *const Handle,
+    names: *const *const c_char,
+    notify: Option<BuildNotify>,
+    user_data: *mut c_void,
+) -> cl_int {
+    ret_code(|| {
+        let p = icd::get::<Program>(program)?;
+        if notify.is_none() && !user_data.is_null() {
+            return Err(CL_INVALID_VALUE);
+        }
+        // SAFETY: the caller's contract.
+        let devs = unsafe { build_devices(&p, n, list) }?;
+        if p.kernels.load(Ordering::Acquire) > 0 {
+            return Err(CL_INVALID_OPERATION);
+        }
+        // SAFETY: the caller's contract.
+        let opts = unsafe { c_str(options) }.map(|c| c.to_string_lossy().into_owned()).unwrap_or_default();
+        // SAFETY: the caller's contract.
+        let hs = unsafe { headers_of(num_headers, headers, names) }?;
+        p.compile(&devs, &opts, hs);
+        if let Some(f) = notify {
+            // SAFETY: the application's callback with its user data.
+            unsafe { f(program, user_data) };
+        }
+        Ok(())
+    })
+}
+
+const CL_LINK_PROGRAM_FAILURE: cl_int = -17;
+
+/// Link: one program from the concatenated sources of the inputs, built with `options`.
+///
+/// # Safety
+/// Pointers per OpenCL's clLinkProgram.
+pub unsafe extern "C" fn clLinkProgram(
+    context: Handle,
+    n: cl_uint,
+    list: *const Handle,
+    options: *const c_char,
+    num_inputs: cl_uint,
+    inputs: *const Handle,
+    notify: Option<BuildNotify>,
+    user_data: *mut c_void,
+    errcode_ret: *mut cl_int,
+) -> Handle {
+    // SAFETY: the caller's contract.
+    unsafe {
+        ret_obj(errcode_ret, || {
+            let c = icd::get::<Context>(context)?;
+            if notify.is_none() && !user_data.is_null() {
+                return Err(CL_INVALID_VALUE);
+            }
+            // CL_INVALID_VALUE if num_input_programs is zero and input_programs is NULL or if
+            // num_input_programs is zero and input_programs is not NULL or if num_input_programs
+            // is not zero and input_programs is NULL.
+            if num_inputs == 0 || inputs.is_null() || list.is_null() != (n == 0) {
+                return Err(CL_INVALID_VALUE);
+            }
+            let devs = if list.is_null() { c.devices.clone() } else { super::platform::device_list(c.platform, n, list)? };
+            let mut source = String::new();
+            let mut compile_opts = String::new();
+            let mut headers = Vec::new();
+            for &h in slice(inputs, num_inputs as usize)? {
+                let p = icd::get::<Program>(h)?;
+                // CL_INVALID_OPERATION if the compilation or build of a program executable for any of
+                // the devices listed in device_list by a previous call to clCompileProgram [...] has not
+                // completed.
+                if p.built().is_empty() {
+                    return Err(CL_INVALID_OPERATION);
+                }
+                source.push_str(&p.source);
+                source.push('\n');
+                let st = p.state.lock().unwrap_or_else(|e| e.into_inner());
+                if compile_opts.is_empty() {
+                    compile_opts = st.options.clone();
+                }
+                headers.extend(st.headers.iter().cloned());
+            }
+            let opts = c_str(options).map(|c| c.to_string_lossy().into_owned()).unwrap_or_default();
+            let h = new_program(&c, devs.clone(), source);
+            let p = icd::get::<Program>(h)?;
+            // Compile options that are preprocessor settings still apply; others are dropped.
+            let mut defines: Vec<&str> = Vec::new();
+            let mut words = compile_opts.split_whitespace();
+            while let Some(o) = words.next() {
+                if o == "-D" || o == "-I" {
+                    defines.push(o);
+                    defines.extend(words.next());
+                } else if o.starts_with("-D") || o.starts_with("-I") {
+                    defines.push(o);
+                }
+            }
+            let keep = if opts.contains("-create-library") { String::new() } else { opts.clone() };
+            let dir = header_dir(&headers)?;
+            let include = dir.as_ref().map(|d| format!(" -I{}", d.display())).unwrap_or_default();
+            let r = p.build(&devs, &format!("{}{include} {}", defines.join(" "), keep.replace("-enable-link-options", "")), "");
+            if let Some(d) = dir {
+                let _ = std::fs::remove_dir_all(d);
+            }
+            if let Some(f) = notify {
+                f(h, user_data);
+            }
+            match r {
+                Ok(()) => Ok(h),
+                Err(e) => {
+                    // No program to ask the log of: print it, as a vendor's linker would.
+                    let st = p.state.lock().unwrap_or_else(|e| e.into_inner());
+                    let logs: Vec<&str> = st.builds.iter().flatten().map(|b| b.log.trim_end()).filter(|l| !l.is_empty()).collect();
+                    eprintln!("weft: clLinkProgram failed:\n{}", logs.join("\n"));
+                    drop(st);
+                    let _ = icd::release::<Program>(h);
+                    Err(if e == CL_BUILD_PROGRAM_FAILURE { CL_LINK_PROGRAM_FAILURE } else { e })
+                }
+            }
+        })
+    }
+}
+
+/// `CL_PROGRAM_KERNEL_NAMES` from the vendor.
+pub fn vendor_names(p: &Program) -> ClResult<Vec<u8>> {
+    vendor_info(p, CL_PROGRAM_KERNEL_NAMES)
+}
+
+/// The vendor's answer for a built program (kernel names and count).
+fn vendor_info(p: &Program, param: cl_uint) -> ClResult<Vec<u8>> {
+    let built = p.built();
+    // CL_INVALID_PROGRAM_EXECUTABLE if a successful program executable has not been built
+    // for at least one device in the list of devices associated with program.
+    let &i = built.first().ok_or(CL_INVALID_PROGRAM_EXECUTABLE)?;
+    let st = p.state.lock().unwrap_or_else(|e| e.into_inner());
+    let vp = st.builds[i].as_ref().and_then(|b| b.program.as_ref()).ok_or(CL_INVALID_PROGRAM_EXECUTABLE)?;
+    // SAFETY: the vendor program is live while `st` holds it.
+    unsafe { weft_vendors::opencl::result::get_program_info(vp.as_raw(), param) }.map_err(|e| e.0)
+}
+
+/// # Safety
+/// `value` null or writable for `size` bytes (for `CL_PROGRAM_BINARIES`, an array of
+/// pointers each null or writable for its binary's size); `size_ret` null or writable.
+pub unsafe extern "C" fn clGetProgramInfo(
+    program: Handle,
+    param: cl_uint,
+    size: usize,
+    value: *mut c_void,
+    size_ret: *mut usize,
+) -> cl_int {
+    ret_code(|| {
+        let p = icd::get::<Program>(program)?;
+        let plat = p.context.platform;
+        let built_any = !p.built().is_empty();
+        let bytes = match param {
+            CL_PROGRAM_REFERENCE_COUNT => info_val(icd::refcount::<Program>(program)),
+            CL_PROGRAM_CONTEXT => info_ptr(icd::handle_of(&p.context)),
+            CL_PROGRAM_NUM_DEVICES => info_val(p.devices.len() as cl_uint),
+            CL_PROGRAM_DEVICES => info_vals(&p.devices.iter().map(|&k| plat.handle(k) as usize).collect::<Vec<_>>()),
+            CL_PROGRAM_SOURCE => info_str(&p.source),
+            CL_PROGRAM_BINARY_SIZES => {
+                let n = if built_any { p.binary().len() } else { 0 };
+                info_vals(&vec![n; p.devices.len()])
+            }
+            CL_PROGRAM_BINARIES => {
+                let ptrs = vec![0usize; p.devices.len()];
+                let need = ptrs.len() * size_of::<usize>();
+                if !value.is_null() {
+                    if size < need {
+                        return Err(CL_INVALID_VALUE);
+                    }
+                    let bin = p.binary();
+                    // SAFETY: the caller's contract: an array of `devices` pointers.
+                    let dsts = unsafe { slice(value.cast::<*mut u8>().cast_const(), ptrs.len()) }?;
+                    for &d in dsts {
+                        if built_any && !d.is_null() {
+                            // SAFETY: the caller's contract: each non-null entry holds the binary's size.
+                            unsafe { std::ptr::copy_nonoverlapping(bin.as_ptr(), d, bin.len()) };
+                        }
+                    }
+                }
+                if !size_ret.is_null() {
+                    // SAFETY: the caller's contract.
+                    unsafe { size_ret.write_unaligned(need) };
+                }
+                return Ok(());
+            }
+            CL_PROGRAM_NUM_KERNELS | CL_PROGRAM_KERNEL_NAMES => vendor_info(&p, param)?,
+            _ => return Err(CL_INVALID_VALUE),
+        };
+        // SAFETY: the caller's contract.
+        unsafe { write_info(&bytes, size, value, size_ret) }
+    })
+}
+
+/// # Safety
+/// `value` null or writable for `size` bytes; `size_ret` null or writable.
+pub unsafe extern "C" fn clGetProgramBuildInfo(
+    program: Handle,
+    device: Handle,
+    param: cl_uint,
+    size: usize,
+    value: *mut c_void,
+    size_ret: *mut usize,
+) -> cl_int {
+    ret_code(|| {
+        let p = icd::get::<Program>(program)?;
+        let d = p.context.platform.device(device)?;
+        // CL_INVALID_DEVICE if device is not in the list of devices associated with program.
+        if !p.devices.contains(&d.kind) {
+            return Err(CL_INVALID_DEVICE);
+        }
+        let st = p.state.lock().unwrap_or_else(|e| e.into_inner());
+        let bytes = match param {
+            CL_PROGRAM_BUILD_STATUS => {
+                drop(st);
+                info_val(p.status(d.kind))
+            }
+            CL_PROGRAM_BUILD_OPTIONS => info_str(&st.options),
+            CL_PROGRAM_BUILD_LOG => {
+                let reals = p.context.platform.reals(d.kind);
+                let logs: Vec<String> = reals
+                    .iter()
+                    .filter_map(|&i| st.builds.get(i).and_then(|b| b.as_ref()).map(|b| b.log.trim_end().to_owned()))
+                    .filter(|l| !l.is_empty())
+                    .collect();
+                info_str(&logs.join("\n"))
+            }
+            CL_PROGRAM_BINARY_TYPE => {
+                info_val(if st.builds.iter().any(|b| b.is_some()) { st.binary_type } else { CL_PROGRAM_BINARY_TYPE_NONE })
+            }
+            _ => return Err(CL_INVALID_VALUE),
+        };
+        // SAFETY: the caller's contract.
+        unsafe { write_info(&bytes, size, value, size_ret) }
+    })
+}

@@ -1,0 +1,879 @@
+//! Command queues and the host-side commands (read, write, copy, fill, their rect forms,
+//! map/unmap, markers, barriers).
+//!
+//! **Owns**: command order. Every command is a core task: an in-order queue chains each
+//! task after the previous one (`TaskBuilder::after`), an out-of-order queue only after
+//! the last barrier; wait lists add `after` edges. Buffer data dependencies come from
+//! core anyway (sequential consistency per handle). Host-side commands run on a CPU
+//! worker with the buffer's handle accessed on the host (core brings the data there);
+//! kernels are in `kernel.rs`.
+//! **Does not own**: completion state (events).
+
+use super::cl::*;
+use super::context::Context;
+use super::event::{Event, EventState, after_events, code_of, hand_out, new_event, wait_list};
+use super::icd::{self, Obj, new_obj, publish};
+use super::memory::Mem;
+use super::platform::DeviceKind;
+use super::{ClResult, info_ptr, info_val, is_true, ret_code, ret_obj, ret_ptr, slice, write_info};
+use std::ffi::c_void;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use weft_core::ReplicaState;
+use weft_core::task::{AccessMode, Arch, Codelet, OpenClImpl, TaskBuilder, TaskContext, TaskHandle};
+use weft_vendors::{Device as _, Endpoint, Rect as VRect};
+
+#[derive(Default)]
+pub struct QueueState {
+    /// The last command (in-order) or the last barrier (out-of-order).
+    pub last: Option<TaskHandle>,
+    /// Commands not yet seen complete.
+    pub pending: Vec<(TaskHandle, Arc<EventState>)>,
+}
+
+pub struct Queue {
+    pub context: Arc<Obj<Context>>,
+    pub device: DeviceKind,
+    pub properties: cl_bitfield,
+    pub state: Mutex<QueueState>,
+}
+crate::cl_object!(Queue, CL_INVALID_COMMAND_QUEUE);
+
+impl Queue {
+    pub fn in_order(&self) -> bool {
+        self.properties & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE == 0
+    }
+
+    /// The driver worker kernels of this queue run on, if pinned (a real device).
+    pub fn worker(&self) -> Option<usize> {
+        match self.device {
+            DeviceKind::Real(i) => Some(self.context.platform.real[i].0),
+            DeviceKind::Unified => None,
+        }
+    }
+}
+
+/// Submit `b` as a command of `q`, after `waits`; `barrier`: after every earlier command.
+pub fn submit(
+    q: &Arc<Obj<Queue>>,
+    waits: &[Arc<Obj<Event>>],
+    command: cl_uint,
+    state: Arc<EventState>,
+    b: TaskBuilder,
+    barrier: bool,
+) -> ClResult<Arc<Obj<Event>>> {
+    let st = state.clone();
+    let mut b = after_events(b, waits).callback(move |r| st.complete(code_of(&r)));
+    let mut qs = q.state.lock().unwrap_or_else(|e| e.into_inner());
+    qs.pending.retain(|(t, _)| !t.is_done());
+    if let Some(last) = &qs.last {
+        b = b.after(last);
+    }
+    if barrier && !q.in_order() {
+        for (t, _) in &qs.pending {
+            b = b.after(t);
+        }
+    }
+    let t = q.context.platform.rt.submit(b).map_err(|e| {
+        eprintln!("weft: submitting an OpenCL command failed: {e}");
+        CL_OUT_OF_RESOURCES
+    })?;
+    state.set_task(t.clone());
+    if q.in_order() || barrier {
+        qs.last = Some(t.clone());
+    }
+    qs.pending.push((t, state.clone()));
+    drop(qs);
+    Ok(new_event(q.context.clone(), Some(q.clone()), command, state))
+}
+
+/// Wait for every command of `q` so far.
+pub fn finish(q: &Queue) -> ClResult<()> {
+    let pending: Vec<Arc<EventState>> = q.state.lock().unwrap_or_else(|e| e.into_inner()).pending.iter().map(|p| p.1.clone()).collect();
+    for s in pending {
+        s.wait();
+    }
+    Ok(())
+}
+
+fn create_queue(context: Handle, device: Handle, properties: cl_bitfield) -> ClResult<Handle> {
+    let c = icd::get::<Context>(context)?;
+    let d = c.platform.device(device)?;
+    // CL_INVALID_DEVICE if device is not a valid device or is not associated with context.
+    if !c.has(d.kind) {
+        return Err(CL_INVALID_DEVICE);
+    }
+    // CL_INVALID_VALUE if values specified in properties are not valid.
+    if properties & !(CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE | CL_QUEUE_PROFILING_ENABLE) != 0 {
+        return Err(CL_INVALID_VALUE);
+    }
+    let q = new_obj(Queue { context: c.clone(), device: d.kind, properties, state: Mutex::default() });
+    Ok(publish(&q))
+}
+
+/// # Safety
+/// `errcode_ret` null or writable.
+pub unsafe extern "C" fn clCreateCommandQueue(
+    context: Handle,
+    device: Handle,
+    properties: cl_bitfield,
+    errcode_ret: *mut cl_int,
+) -> Handle {
+    // SAFETY: the caller's contract.
+    unsafe { ret_obj(errcode_ret, || create_queue(context, device, properties)) }
+}
+
+/// # Safety
+/// `properties` null or a 0-terminated list; `errcode_ret` null or writable.
+pub unsafe extern "C" fn clCreateCommandQueueWithProperties(
+    context: Handle,
+    device: Handle,
+    properties: *const u64,
+    errcode_ret: *mut cl_int,
+) -> Handle {
+    // SAFETY: the caller's contract.
+    unsafe {
+        ret_obj(errcode_ret, || {
+            let mut props = 0;
+            let mut i = 0;
+            while !properties.is_null() {
+                // SAFETY: the caller's contract (0-terminated pairs).
+                let key = properties.add(i).read_unaligned();
+                if key == 0 {
+                    break;
+                }
+                let value = properties.add(i + 1).read_unaligned();
+                match key as cl_uint {
+                    CL_QUEUE_PROPERTIES => props = value,
+                    _ => return Err(CL_INVALID_VALUE),
+                }
+                i += 2;
+                if i > 16 {
+                    return Err(CL_INVALID_VALUE);
+                }
+            }
+            create_queue(context, device, props)
+        })
+    }
+}
+
+pub extern "C" fn clRetainCommandQueue(q: Handle) -> cl_int {
+    ret_code(|| icd::retain::<Queue>(q))
+}
+
+pub extern "C" fn clReleaseCommandQueue(q: Handle) -> cl_int {
+    ret_code(|| {
+        // The release performs an implicit flush; Weft's commands are already submitted.
+        icd::release::<Queue>(q).map(drop)
+    })
+}
+
+/// # Safety
+/// `value` null or writable for `size` bytes; `size_ret` null or writable.
+pub unsafe extern "C" fn clGetCommandQueueInfo(q: Handle, param: cl_uint, size: usize, value: *mut c_void, size_ret: *mut usize) -> cl_int {
+    ret_code(|| {
+        let qq = icd::get::<Queue>(q)?;
+        let bytes = match param {
+            CL_QUEUE_CONTEXT => info_ptr(icd::handle_of(&qq.context)),
+            CL_QUEUE_DEVICE => info_ptr(qq.context.platform.handle(qq.device)),
+            CL_QUEUE_REFERENCE_COUNT => info_val(icd::refcount::<Queue>(q)),
+            CL_QUEUE_PROPERTIES => info_val(qq.properties),
+            _ => return Err(CL_INVALID_VALUE),
+        };
+        // SAFETY: the caller's contract.
+        unsafe { write_info(&bytes, size, value, size_ret) }
+    })
+}
+
+pub extern "C" fn clFlush(q: Handle) -> cl_int {
+    ret_code(|| icd::get::<Queue>(q).map(drop))
+}
+
+pub extern "C" fn clFinish(q: Handle) -> cl_int {
+    ret_code(|| finish(&**icd::get::<Queue>(q)?))
+}
+
+/// A command's queue and wait list.
+type Prologue = (Arc<Obj<Queue>>, Vec<Arc<Obj<Event>>>);
+
+/// The common prologue of an enqueue: queue, wait list.
+///
+/// # Safety
+/// `list` null or readable for `n` handles.
+unsafe fn prologue(q: Handle, n: cl_uint, list: *const Handle) -> ClResult<Prologue> {
+    let qq = icd::get::<Queue>(q)?;
+    // SAFETY: forwarded contract.
+    let waits = unsafe { wait_list(n, list, Some(&qq.context)) }?;
+    Ok((qq, waits))
+}
+
+/// A buffer argument of a command on `q`: live, and of `q`'s context.
+fn buffer_of(q: &Queue, m: Handle) -> ClResult<Arc<Obj<Mem>>> {
+    let mm = icd::get::<Mem>(m)?;
+    // CL_INVALID_CONTEXT if the context associated with command_queue and buffer are not the same.
+    if !Arc::ptr_eq(&mm.context, &q.context) {
+        return Err(CL_INVALID_CONTEXT);
+    }
+    Ok(mm)
+}
+
+/// `offset..offset+size` within a buffer of `len` bytes.
+fn check_range(offset: usize, size: usize, len: usize) -> ClResult<()> {
+    // CL_INVALID_VALUE if the region being read or written specified by (offset, size) is out
+    // of bounds or if ptr is a NULL value.
+    match offset.checked_add(size) {
+        Some(end) if end <= len => Ok(()),
+        _ => Err(CL_INVALID_VALUE),
+    }
+}
+
+/// The driver worker of a device holding the only valid copies of `m`'s data (none when the
+/// host's copy is valid). A placement hint: core moves the data if it changed meanwhile.
+fn device_holding(q: &Queue, m: &Mem) -> Option<usize> {
+    let states = m.handle().replica_states();
+    if states.first().is_none_or(|s| *s != ReplicaState::Invalid) {
+        return None;
+    }
+    let node = states.iter().position(|s| *s != ReplicaState::Invalid)?;
+    let rt = &q.context.platform.rt;
+    rt.workers().iter().find(|w| w.node == node && w.arch == Arch::OpenCl).map(|w| w.id)
+}
+
+/// A host-side command: `f` gets the host addresses of the task's buffers (in access order).
+fn host_codelet(name: &str, state: &Arc<EventState>, f: impl Fn(&[usize]) + Send + Sync + 'static) -> Arc<Codelet> {
+    let st = state.clone();
+    Codelet::builder(name)
+        .cpu(move |ctx: &TaskContext<'_>| {
+            st.started();
+            let addrs: Vec<usize> = (0..ctx.nbuffers()).map(|i| ctx.buffer(i).as_ptr() as usize).collect();
+            f(&addrs);
+            Ok(())
+        })
+        .build()
+}
+
+/// Run the command, wait if blocking, hand out its event.
+///
+/// # Safety
+/// `event` null or writable.
+unsafe fn finish_command(
+    q: &Arc<Obj<Queue>>,
+    waits: &[Arc<Obj<Event>>],
+    command: cl_uint,
+    state: Arc<EventState>,
+    b: TaskBuilder,
+    blocking: bool,
+    event: *mut Handle,
+) -> ClResult<()> {
+    let e = submit(q, waits, command, state, b, false)?;
+    // SAFETY: the caller's contract.
+    unsafe { hand_out(&e, event) };
+    if blocking && e.state.wait() < 0 {
+        return Err(CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST);
+    }
+    Ok(())
+}
+
+/// # Safety
+/// OpenCL's contract for clEnqueueReadBuffer.
+pub unsafe extern "C" fn clEnqueueReadBuffer(
+    q: Handle,
+    buffer: Handle,
+    blocking: cl_bool,
+    offset: usize,
+    size: usize,
+    ptr: *mut c_void,
+    n: cl_uint,
+    list: *const Handle,
+    event: *mut Handle,
+) -> cl_int {
+    ret_code(|| {
+        // SAFETY: the caller's contract.
+        let (qq, waits) = unsafe { prologue(q, n, list) }?;
+        let m = buffer_of(&qq, buffer)?;
+        check_range(offset, size, m.size)?;
+        if ptr.is_null() || size == 0 {
+            return Err(CL_INVALID_VALUE);
+        }
+        let state = EventState::new_queued();
+        let dst = ptr as usize;
+        let offset = offset + m.offset;
+        // Data valid only on a device is read from there straight into `ptr` (one copy, not
+        // two through the buffer's home).
+        let b = match device_holding(&qq, &m) {
+            Some(w) => {
+                let st = state.clone();
+                let c = Codelet::builder("clEnqueueReadBuffer")
+                    .opencl_impl(OpenClImpl::custom(move |l| {
+                        st.started();
+                        let (from, to) = (Endpoint::Device(l.buffers[0], offset), Endpoint::Host(dst as *mut u8));
+                        // SAFETY: the replica is valid and pinned until the completion fires and holds
+                        // `offset + size` bytes; the application's `ptr` is writable for `size` bytes
+                        // until the command completes.
+                        unsafe { l.device.copy(from, to, VRect::linear(size)) }.map_err(|e| e.to_string())
+                    }))
+                    .build();
+                TaskBuilder::new(&c).access(m.handle(), AccessMode::R).on_worker(w)
+            }
+            None => {
+                let c = host_codelet("clEnqueueReadBuffer", &state, move |a| {
+                    // SAFETY: the buffer's host replica holds `offset + size` bytes; the application's
+                    // `ptr` is writable for `size` bytes until the command completes.
+                    unsafe { std::ptr::copy_nonoverlapping((a[0] + offset) as *const u8, dst as *mut u8, size) }
+                });
+                TaskBuilder::new(&c).access(m.handle(), AccessMode::R)
+            }
+        };
+        // SAFETY: the caller's contract.
+        unsafe { finish_command(&qq, &waits, CL_COMMAND_READ_BUFFER, state, b, is_true(blocking), event) }
+    })
+}
+
+/// # Safety
+/// OpenCL's contract for clEnqueueWriteBuffer.
+pub unsafe extern "C" fn clEnqueueWriteBuffer(
+    q: Handle,
+    buffer: Handle,
+    blocking: cl_bool,
+    offset: usize,
+    size: usize,
+    ptr: *const c_void,
+    n: cl_uint,
+    list: *const Handle,
+    event: *mut Handle,
+) -> cl_int {
+    ret_code(|| {
+        // SAFETY: the caller's contract.
+        let (qq, waits) = unsafe { prologue(q, n, list) }?;
+        let m = buffer_of(&qq, buffer)?;
+        check_range(offset, size, m.size)?;
+        if ptr.is_null() || size == 0 {
+            return Err(CL_INVALID_VALUE);
+        }
+        let state = EventState::new_queued();
+        let src = ptr as usize;
+        let mode = if m.whole(offset, size) { AccessMode::W } else { AccessMode::RW };
+        let offset = offset + m.offset;
+        let c = host_codelet("clEnqueueWriteBuffer", &state, move |a| {
+            // SAFETY: as in clEnqueueReadBuffer, the other way.
+            unsafe { std::ptr::copy_nonoverlapping(src as *const u8, (a[0] + offset) as *mut u8, size) }
+        });
+        let b = TaskBuilder::new(&c).access(m.handle(), mode);
+        // SAFETY: the caller's contract.
+        unsafe { finish_command(&qq, &waits, CL_COMMAND_WRITE_BUFFER, state, b, is_true(blocking), event) }
+    })
+}
+
+/// # Safety
+/// OpenCL's contract for clEnqueueCopyBuffer.
+pub unsafe extern "C" fn clEnqueueCopyBuffer(
+    q: Handle,
+    src: Handle,
+    dst: Handle,
+    src_offset: usize,
+    dst_offset: usize,
+    size: usize,
+    n: cl_uint,
+    list: *const Handle,
+    event: *mut Handle,
+) -> cl_int {
+    ret_code(|| {
+        // SAFETY: the caller's contract.
+        let (qq, waits) = unsafe { prologue(q, n, list) }?;
+        let s = buffer_of(&qq, src)?;
+        let d = buffer_of(&qq, dst)?;
+        check_range(src_offset, size, s.size)?;
+        check_range(dst_offset, size, d.size)?;
+        if size == 0 {
+            return Err(CL_INVALID_VALUE);
+        }
+        let same = Arc::ptr_eq(&super::memory::root(&s), &super::memory::root(&d));
+        let dst_whole = d.whole(dst_offset, size);
+        let (src_offset, dst_offset) = (src_offset + s.offset, dst_offset + d.offset);
+        // CL_MEM_COPY_OVERLAP if src_buffer and dst_buffer are the same buffer or sub-buffer
+        // object and the source and destination regions overlap.
+        if same && src_offset < dst_offset + size && dst_offset < src_offset + size {
+            return Err(CL_MEM_COPY_OVERLAP);
+        }
+        let state = EventState::new_queued();
+        let c = host_codelet("clEnqueueCopyBuffer", &state, move |a| {
+            let (from, to) = if same { (a[0], a[0]) } else { (a[0], a[1]) };
+            // SAFETY: both ranges lie within their buffers' host replicas (checked above) and do
+            // not overlap when in one buffer.
+            unsafe { std::ptr::copy((from + src_offset) as *const u8, (to + dst_offset) as *mut u8, size) }
+        });
+        let b = if same {
+            TaskBuilder::new(&c).access(s.handle(), AccessMode::RW)
+        } else {
+            let mode = if dst_whole { AccessMode::W } else { AccessMode::RW };
+            TaskBuilder::new(&c).access(s.handle(), AccessMode::R).access(d.handle(), mode)
+        };
+        // SAFETY: the caller's contract.
+        unsafe { finish_command(&qq, &waits, CL_COMMAND_COPY_BUFFER, state, b, false, event) }
+    })
+}
+
+/// # Safety
+/// OpenCL's contract for clEnqueueFillBuffer.
+pub unsafe extern "C" fn clEnqueueFillBuffer(
+    q: Handle,
+    buffer: Handle,
+    pattern: *const c_void,
+    pattern_size: usize,
+    offset: usize,
+    size: usize,
+    n: cl_uint,
+    list: *const Handle,
+    event: *mut Handle,
+) -> cl_int {
+    ret_code(|| {
+        // SAFETY: the caller's contract.
+        let (qq, waits) = unsafe { prologue(q, n, list) }?;
+        let m = buffer_of(&qq, buffer)?;
+        // CL_INVALID_VALUE if pattern is NULL or if pattern_size is 0 or if pattern_size is not
+        // one of { 1, 2, 4, 8, 16, 32, 64, 128 }; if offset and size are not a multiple of pattern_size.
+        if pattern.is_null()
+            || !pattern_size.is_power_of_two()
+            || pattern_size > 128
+            || !offset.is_multiple_of(pattern_size)
+            || !size.is_multiple_of(pattern_size)
+        {
+            return Err(CL_INVALID_VALUE);
+        }
+        check_range(offset, size, m.size)?;
+        // SAFETY: the caller's contract: `pattern` is readable for `pattern_size` bytes.
+        let pat = unsafe { slice(pattern.cast::<u8>(), pattern_size) }?.to_vec();
+        let mode = if m.whole(offset, size) { AccessMode::W } else { AccessMode::RW };
+        let offset = offset + m.offset;
+        let state = EventState::new_queued();
+        let c = host_codelet("clEnqueueFillBuffer", &state, move |a| {
+            // SAFETY: the range lies within the buffer's host replica (checked above).
+            let dst = unsafe { std::slice::from_raw_parts_mut((a[0] + offset) as *mut u8, size) };
+            for chunk in dst.chunks_exact_mut(pat.len()) {
+                chunk.copy_from_slice(&pat);
+            }
+        });
+        let b = TaskBuilder::new(&c).access(m.handle(), mode);
+        // SAFETY: the caller's contract.
+        unsafe { finish_command(&qq, &waits, CL_COMMAND_FILL_BUFFER, state, b, false, event) }
+    })
+}
+
+/// A rectangle of a rect command, in bytes.
+#[derive(Clone, Copy)]
+struct Rect {
+    origin: [usize; 3],
+    row: usize,
+    slice: usize,
+}
+
+impl Rect {
+    fn offset(&self) -> Option<usize> {
+        self.origin[2].checked_mul(self.slice)?.checked_add(self.origin[1].checked_mul(self.row)?)?.checked_add(self.origin[0])
+    }
+
+    /// One past the last byte the region touches.
+    fn end(&self, region: [usize; 3]) -> Option<usize> {
+        self.offset()?
+            .checked_add((region[2] - 1).checked_mul(self.slice)?)?
+            .checked_add((region[1] - 1).checked_mul(self.row)?)?
+            .checked_add(region[0])
+    }
+}
+
+/// Read origin/region triples and default the pitches.
+///
+/// # Safety
+/// `origin` and `region` null or readable for 3 elements.
+unsafe fn rect(origin: *const usize, region: [usize; 3], row: usize, slice_: usize) -> ClResult<Rect> {
+    // SAFETY: the caller's contract.
+    let o = unsafe { slice(origin, 3) }?;
+    // CL_INVALID_VALUE if [...] row_pitch is not 0 and is less than region[0]; slice_pitch is
+    // not 0 and is less than region[1] * row_pitch and not a multiple of row_pitch.
+    let row = if row == 0 { region[0] } else { row };
+    if row < region[0] {
+        return Err(CL_INVALID_VALUE);
+    }
+    let min_slice = region[1].checked_mul(row).ok_or(CL_INVALID_VALUE)?;
+    let slice_ = if slice_ == 0 { min_slice } else { slice_ };
+    if slice_ < min_slice || slice_ % row != 0 {
+        return Err(CL_INVALID_VALUE);
+    }
+    Ok(Rect { origin: [o[0], o[1], o[2]], row, slice: slice_ })
+}
+
+/// # Safety
+/// `region` null or readable for 3 elements.
+unsafe fn region(region: *const usize) -> ClResult<[usize; 3]> {
+    // SAFETY: the caller's contract.
+    let r = unsafe { slice(region, 3) }?;
+    // CL_INVALID_VALUE if any region array element is 0.
+    if r.contains(&0) {
+        return Err(CL_INVALID_VALUE);
+    }
+    Ok([r[0], r[1], r[2]])
+}
+
+/// Copy a rectangle between two host areas.
+///
+/// # Safety
+/// Both rectangles lie within their areas.
+unsafe fn copy_rect(src: usize, s: Rect, dst: usize, d: Rect, region: [usize; 3]) {
+    let (so, do_) = (s.offset().unwrap_or(0), d.offset().unwrap_or(0));
+    for z in 0..region[2] {
+        for y in 0..region[1] {
+            let from = src + so + z * s.slice + y * s.row;
+            let to = dst + do_ + z * d.slice + y * d.row;
+            // SAFETY: the caller's contract.
+            unsafe { std::ptr::copy(from as *const u8, to as *mut u8, region[0]) };
+        }
+    }
+}
+
+/// Shared body of the read and write rect commands.
+///
+/// # Safety
+/// OpenCL's contract for clEnqueue{Read,Write}BufferRect.
+#[allow(clippy::too_many_arguments)]
+unsafe fn host_rect(
+    q: Handle,
+    buffer: Handle,
+    blocking: cl_bool,
+    buffer_origin: *const usize,
+    host_origin: *const usize,
+    region_: *const usize,
+    buffer_row: usize,
+    buffer_slice: usize,
+    host_row: usize,
+    host_slice: usize,
+    ptr: usize,
+    write: bool,
+    n: cl_uint,
+    list: *const Handle,
+    event: *mut Handle,
+) -> ClResult<()> {
+    // SAFETY: the caller's contract (all pointer arguments).
+    unsafe {
+        let (qq, waits) = prologue(q, n, list)?;
+        let m = buffer_of(&qq, buffer)?;
+        if ptr == 0 {
+            return Err(CL_INVALID_VALUE);
+        }
+        let reg = region(region_)?;
+        let b = rect(buffer_origin, reg, buffer_row, buffer_slice)?;
+        let h = rect(host_origin, reg, host_row, host_slice)?;
+        if b.end(reg).is_none_or(|e| e > m.size) || h.end(reg).is_none() {
+            return Err(CL_INVALID_VALUE);
+        }
+        let state = EventState::new_queued();
+        let name = if write { "clEnqueueWriteBufferRect" } else { "clEnqueueReadBufferRect" };
+        let sub = m.offset;
+        let c = host_codelet(name, &state, move |a| {
+            // SAFETY: the buffer rectangle lies within the replica (checked); the host one within
+            // the application's memory (its contract).
+            if write { copy_rect(ptr, h, a[0] + sub, b, reg) } else { copy_rect(a[0] + sub, b, ptr, h, reg) }
+        });
+        let mode = if write { AccessMode::RW } else { AccessMode::R };
+        let tb = TaskBuilder::new(&c).access(m.handle(), mode);
+        let cmd = if write { CL_COMMAND_WRITE_BUFFER_RECT } else { CL_COMMAND_READ_BUFFER_RECT };
+        finish_command(&qq, &waits, cmd, state, tb, is_true(blocking), event)
+    }
+}
+
+/// # Safety
+/// OpenCL's contract for clEnqueueReadBufferRect.
+pub unsafe extern "C" fn clEnqueueReadBufferRect(
+    q: Handle,
+    buffer: Handle,
+    blocking: cl_bool,
+    buffer_origin: *const usize,
+    host_origin: *const usize,
+    region_: *const usize,
+    buffer_row: usize,
+    buffer_slice: usize,
+    host_row: usize,
+    host_slice: usize,
+    ptr: *mut c_void,
+    n: cl_uint,
+    list: *const Handle,
+    event: *mut Handle,
+) -> cl_int {
+    ret_code(|| {
+        // SAFETY: forwarded contract.
+        unsafe {
+            host_rect(
+                q,
+                buffer,
+                blocking,
+                buffer_origin,
+                host_origin,
+                region_,
+                buffer_row,
+                buffer_slice,
+                host_row,
+                host_slice,
+                ptr as usize,
+                false,
+                n,
+                list,
+                event,
+            )
+        }
+    })
+}
+
+/// # Safety
+/// OpenCL's contract for clEnqueueWriteBufferRect.
+pub unsafe extern "C" fn clEnqueueWriteBufferRect(
+    q: Handle,
+    buffer: Handle,
+    blocking: cl_bool,
+    buffer_origin: *const usize,
+    host_origin: *const usize,
+    region_: *const usize,
+    buffer_row: usize,
+    buffer_slice: usize,
+    host_row: usize,
+    host_slice: usize,
+    ptr: *const c_void,
+    n: cl_uint,
+    list: *const Handle,
+    event: *mut Handle,
+) -> cl_int {
+    ret_code(|| {
+        // SAFETY: forwarded contract.
+        unsafe {
+            host_rect(
+                q,
+                buffer,
+                blocking,
+                buffer_origin,
+                host_origin,
+                region_,
+                buffer_row,
+                buffer_slice,
+                host_row,
+                host_slice,
+                ptr as usize,
+                true,
+                n,
+                list,
+                event,
+            )
+        }
+    })
+}
+
+/// # Safety
+/// OpenCL's contract for clEnqueueCopyBufferRect.
+pub unsafe extern "C" fn clEnqueueCopyBufferRect(
+    q: Handle,
+    src: Handle,
+    dst: Handle,
+    src_origin: *const usize,
+    dst_origin: *const usize,
+    region_: *const usize,
+    src_row: usize,
+    src_slice: usize,
+    dst_row: usize,
+    dst_slice: usize,
+    n: cl_uint,
+    list: *const Handle,
+    event: *mut Handle,
+) -> cl_int {
+    ret_code(|| {
+        // SAFETY: the caller's contract (all pointer arguments).
+        unsafe {
+            let (qq, waits) = prologue(q, n, list)?;
+            let s = buffer_of(&qq, src)?;
+            let d = buffer_of(&qq, dst)?;
+            let reg = region(region_)?;
+            let sr = rect(src_origin, reg, src_row, src_slice)?;
+            let dr = rect(dst_origin, reg, dst_row, dst_slice)?;
+            let (Some(se), Some(de)) = (sr.end(reg), dr.end(reg)) else { return Err(CL_INVALID_VALUE) };
+            if se > s.size || de > d.size {
+                return Err(CL_INVALID_VALUE);
+            }
+            let same = Arc::ptr_eq(&super::memory::root(&s), &super::memory::root(&d));
+            let (ssub, dsub) = (s.offset, d.offset);
+            if same {
+                let (so, do_) = (sr.offset().unwrap_or(0) + ssub, dr.offset().unwrap_or(0) + dsub);
+                let (se, de) = (se + ssub, de + dsub);
+                // CL_MEM_COPY_OVERLAP (conservatively: the spans overlap).
+                if so < de && do_ < se {
+                    return Err(CL_MEM_COPY_OVERLAP);
+                }
+            }
+            let state = EventState::new_queued();
+            let c = host_codelet("clEnqueueCopyBufferRect", &state, move |a| {
+                let (from, to) = if same { (a[0], a[0]) } else { (a[0], a[1]) };
+                // SAFETY: both rectangles lie within their replicas (checked above).
+                copy_rect(from + ssub, sr, to + dsub, dr, reg)
+            });
+            let tb = if same {
+                TaskBuilder::new(&c).access(s.handle(), AccessMode::RW)
+            } else {
+                TaskBuilder::new(&c).access(s.handle(), AccessMode::R).access(d.handle(), AccessMode::RW)
+            };
+            finish_command(&qq, &waits, CL_COMMAND_COPY_BUFFER_RECT, state, tb, false, event)
+        }
+    })
+}
+
+/// # Safety
+/// OpenCL's contract for clEnqueueMapBuffer.
+pub unsafe extern "C" fn clEnqueueMapBuffer(
+    q: Handle,
+    buffer: Handle,
+    blocking: cl_bool,
+    flags: cl_bitfield,
+    offset: usize,
+    size: usize,
+    n: cl_uint,
+    list: *const Handle,
+    event: *mut Handle,
+    errcode_ret: *mut cl_int,
+) -> *mut c_void {
+    // SAFETY: the caller's contract.
+    unsafe {
+        ret_ptr(errcode_ret, || {
+            let (qq, waits) = prologue(q, n, list)?;
+            let m = buffer_of(&qq, buffer)?;
+            check_range(offset, size, m.size)?;
+            // CL_INVALID_VALUE if [...] size is 0 or values specified in map_flags are not valid.
+            if size == 0
+                || flags & !(CL_MAP_READ | CL_MAP_WRITE | CL_MAP_WRITE_INVALIDATE_REGION) != 0
+                || (flags & CL_MAP_WRITE_INVALIDATE_REGION != 0 && flags & (CL_MAP_READ | CL_MAP_WRITE) != 0)
+            {
+                return Err(CL_INVALID_VALUE);
+            }
+            let state = EventState::new_queued();
+            let c = host_codelet("clEnqueueMapBuffer", &state, |_| {});
+            // The task brings the data home (valid for reading, owned for writing).
+            let mode = if flags & (CL_MAP_WRITE | CL_MAP_WRITE_INVALIDATE_REGION) != 0 { AccessMode::RW } else { AccessMode::R };
+            let tb = TaskBuilder::new(&c).access(m.handle(), mode);
+            let ptr = m.base + offset;
+            m.map_count.fetch_add(1, Ordering::Relaxed);
+            m.maps.lock().unwrap_or_else(|e| e.into_inner()).push((ptr, size));
+            finish_command(&qq, &waits, CL_COMMAND_MAP_BUFFER, state, tb, is_true(blocking), event)?;
+            Ok(ptr as *mut c_void)
+        })
+    }
+}
+
+/// # Safety
+/// OpenCL's contract for clEnqueueUnmapMemObject.
+pub unsafe extern "C" fn clEnqueueUnmapMemObject(
+    q: Handle,
+    memobj: Handle,
+    mapped: *mut c_void,
+    n: cl_uint,
+    list: *const Handle,
+    event: *mut Handle,
+) -> cl_int {
+    ret_code(|| {
+        // SAFETY: the caller's contract.
+        let (qq, waits) = unsafe { prologue(q, n, list) }?;
+        let m = buffer_of(&qq, memobj)?;
+        {
+            let mut maps = m.maps.lock().unwrap_or_else(|e| e.into_inner());
+            // CL_INVALID_VALUE if mapped_ptr is not a valid pointer returned by clEnqueueMapBuffer
+            // [...] for memobj.
+            let i = maps.iter().position(|&(p, _)| p == mapped as usize).ok_or(CL_INVALID_VALUE)?;
+            maps.swap_remove(i);
+        }
+        m.map_count.fetch_sub(1, Ordering::Relaxed);
+        let state = EventState::new_queued();
+        let tb = TaskBuilder::empty();
+        // SAFETY: the caller's contract.
+        unsafe { finish_command(&qq, &waits, CL_COMMAND_UNMAP_MEM_OBJECT, state, tb, false, event) }
+    })
+}
+
+/// Markers and barriers: an empty task after the wait list (or after everything before).
+///
+/// # Safety
+/// `list` null or readable for `n` handles; `event` null or writable.
+unsafe fn sync_point(q: Handle, n: cl_uint, list: *const Handle, event: *mut Handle, command: cl_uint, barrier: bool) -> ClResult<()> {
+    // SAFETY: the caller's contract.
+    let (qq, waits) = unsafe { prologue(q, n, list) }?;
+    let all = waits.is_empty() || barrier;
+    let e = submit(&qq, &waits, command, EventState::new_queued(), TaskBuilder::empty(), all)?;
+    // SAFETY: the caller's contract.
+    unsafe { hand_out(&e, event) };
+    Ok(())
+}
+
+/// # Safety
+/// `event` null or writable.
+pub unsafe extern "C" fn clEnqueueMarker(q: Handle, event: *mut Handle) -> cl_int {
+    // CL_INVALID_VALUE if event is a NULL value.
+    if event.is_null() && icd::is::<Queue>(q) {
+        return CL_INVALID_VALUE;
+    }
+    // SAFETY: the caller's contract.
+    ret_code(|| unsafe { sync_point(q, 0, std::ptr::null(), event, CL_COMMAND_MARKER, true) })
+}
+
+/// # Safety
+/// As clEnqueueMarkerWithWaitList.
+pub unsafe extern "C" fn clEnqueueMarkerWithWaitList(q: Handle, n: cl_uint, list: *const Handle, event: *mut Handle) -> cl_int {
+    // SAFETY: the caller's contract.
+    ret_code(|| unsafe { sync_point(q, n, list, event, CL_COMMAND_MARKER, false) })
+}
+
+/// # Safety
+/// As clEnqueueBarrierWithWaitList.
+pub unsafe extern "C" fn clEnqueueBarrierWithWaitList(q: Handle, n: cl_uint, list: *const Handle, event: *mut Handle) -> cl_int {
+    // SAFETY: the caller's contract.
+    ret_code(|| unsafe { sync_point(q, n, list, event, CL_COMMAND_BARRIER, true) })
+}
+
+/// # Safety
+/// `q` is any value (validated).
+pub unsafe extern "C" fn clEnqueueBarrier(q: Handle) -> cl_int {
+    // SAFETY: no pointer arguments but the handle, which is validated before use.
+    ret_code(|| unsafe { sync_point(q, 0, std::ptr::null(), std::ptr::null_mut(), CL_COMMAND_BARRIER, true) })
+}
+
+/// # Safety
+/// `list` readable for `n` handles.
+pub unsafe extern "C" fn clEnqueueWaitForEvents(q: Handle, n: cl_uint, list: *const Handle) -> cl_int {
+    ret_code(|| {
+        // CL_INVALID_VALUE if num_events is 0 or event_list is NULL.
+        if icd::is::<Queue>(q) && (n == 0 || list.is_null()) {
+            return Err(CL_INVALID_VALUE);
+        }
+        // SAFETY: the caller's contract.
+        unsafe { sync_point(q, n, list, std::ptr::null_mut(), CL_COMMAND_BARRIER, true) }
+    })
+}
+
+/// Migration is a hint: a marker after the wait list, with the buffers validated.
+///
+/// # Safety
+/// `mems` readable for `num` handles; `list`/`event` as for any enqueue.
+pub unsafe extern "C" fn clEnqueueMigrateMemObjects(
+    q: Handle,
+    num: cl_uint,
+    mems: *const Handle,
+    flags: cl_bitfield,
+    n: cl_uint,
+    list: *const Handle,
+    event: *mut Handle,
+) -> cl_int {
+    ret_code(|| {
+        let qq = icd::get::<Queue>(q)?;
+        // CL_INVALID_VALUE if num_mem_objects is zero or if mem_objects is NULL [or] flags is not 0
+        // or any of the values described in the table.
+        if num == 0 || mems.is_null() || flags & !(CL_MIGRATE_MEM_OBJECT_HOST | CL_MIGRATE_MEM_OBJECT_CONTENT_UNDEFINED) != 0 {
+            return Err(CL_INVALID_VALUE);
+        }
+        // SAFETY: the caller's contract.
+        for &m in unsafe { slice(mems, num as usize) }? {
+            buffer_of(&qq, m)?;
+        }
+        // SAFETY: the caller's contract.
+        unsafe { sync_point(q, n, list, event, CL_COMMAND_MIGRATE_MEM_OBJECTS, false) }
+    })
+}

@@ -1,0 +1,155 @@
+//! Entry points Weft does not implement: each returns the error the specification gives
+//! for a platform without the feature (no images, samplers, GL/D3D/EGL sharing, SVM,
+//! pipes, IL programs, sub-devices, native kernels), so that a program calling one gets
+//! a code, never a crash. Listed in README.md ("OpenCL ICD", coverage table).
+//!
+//! The stubs take every argument as a `usize`: all of them are pointers or integers of
+//! at most 64 bits, passed in general registers or 8-byte stack slots on the C ABIs Weft
+//! targets (x86-64 System V, AArch64 Linux), so the stub reads `errcode_ret` where the
+//! caller put it. They never dereference anything else.
+#![allow(clippy::too_many_arguments)]
+
+use super::cl::*;
+use std::ffi::c_void;
+use std::ptr::null_mut;
+
+macro_rules! stub_code {
+    ($($name:ident($($a:ident),*) => $code:expr;)*) => {$(
+        #[doc = concat!("`", stringify!($name), "`: not supported, returns `", stringify!($code), "`.")]
+        pub extern "C" fn $name($(_: $a),*) -> cl_int {
+            $code
+        }
+    )*};
+}
+
+macro_rules! stub_obj {
+    ($($name:ident($($a:ident),*) => $code:expr;)*) => {$(
+        #[doc = concat!("`", stringify!($name), "`: not supported, null with `", stringify!($code), "` in `errcode_ret`.")]
+        ///
+        /// # Safety
+        /// `errcode_ret` is null or writable (the entry point's contract).
+        pub unsafe extern "C" fn $name($(_: $a,)* errcode_ret: *mut cl_int) -> Handle {
+            if !errcode_ret.is_null() {
+                // SAFETY: the caller's contract.
+                unsafe { errcode_ret.write_unaligned($code) };
+            }
+            null_mut()
+        }
+    )*};
+}
+
+type U = usize;
+
+stub_code! {
+    clUnsupported() => CL_INVALID_OPERATION;
+    clSetCommandQueueProperty(U, U, U, U) => CL_INVALID_OPERATION;
+    clGetImageInfo(U, U, U, U, U) => CL_INVALID_MEM_OBJECT;
+    clRetainSampler(U) => CL_INVALID_SAMPLER;
+    clReleaseSampler(U) => CL_INVALID_SAMPLER;
+    clGetSamplerInfo(U, U, U, U, U) => CL_INVALID_SAMPLER;
+    clUnloadCompiler() => CL_SUCCESS;
+    clUnloadPlatformCompiler(U) => CL_SUCCESS;
+    clEnqueueReadImage(U, U, U, U, U, U, U, U, U, U, U) => CL_INVALID_MEM_OBJECT;
+    clEnqueueWriteImage(U, U, U, U, U, U, U, U, U, U, U) => CL_INVALID_MEM_OBJECT;
+    clEnqueueCopyImage(U, U, U, U, U, U, U, U, U) => CL_INVALID_MEM_OBJECT;
+    clEnqueueCopyImageToBuffer(U, U, U, U, U, U, U, U, U) => CL_INVALID_MEM_OBJECT;
+    clEnqueueCopyBufferToImage(U, U, U, U, U, U, U, U, U) => CL_INVALID_MEM_OBJECT;
+    clEnqueueFillImage(U, U, U, U, U, U, U, U) => CL_INVALID_MEM_OBJECT;
+    clEnqueueNativeKernel(U, U, U, U, U, U, U, U, U, U) => CL_INVALID_OPERATION;
+    clGetGLObjectInfo(U, U, U) => CL_INVALID_MEM_OBJECT;
+    clGetGLTextureInfo(U, U, U, U, U) => CL_INVALID_MEM_OBJECT;
+    clEnqueueAcquireGLObjects(U, U, U, U, U, U) => CL_INVALID_CONTEXT;
+    clEnqueueReleaseGLObjects(U, U, U, U, U, U) => CL_INVALID_CONTEXT;
+    clGetGLContextInfoKHR(U, U, U, U, U) => CL_INVALID_OPERATION;
+    clGetDeviceIDsFromD3D10KHR(U, U, U, U, U, U, U) => CL_INVALID_OPERATION;
+    clEnqueueAcquireD3D10ObjectsKHR(U, U, U, U, U, U) => CL_INVALID_OPERATION;
+    clEnqueueReleaseD3D10ObjectsKHR(U, U, U, U, U, U) => CL_INVALID_OPERATION;
+    clCreateSubDevicesEXT(U, U, U, U, U) => CL_INVALID_OPERATION;
+    clCreateSubDevices(U, U, U, U, U) => CL_INVALID_VALUE;
+    clGetDeviceIDsFromD3D11KHR(U, U, U, U, U, U, U) => CL_INVALID_OPERATION;
+    clEnqueueAcquireD3D11ObjectsKHR(U, U, U, U, U, U) => CL_INVALID_OPERATION;
+    clEnqueueReleaseD3D11ObjectsKHR(U, U, U, U, U, U) => CL_INVALID_OPERATION;
+    clGetDeviceIDsFromDX9MediaAdapterKHR(U, U, U, U, U, U, U) => CL_INVALID_OPERATION;
+    clEnqueueAcquireDX9MediaSurfacesKHR(U, U, U, U, U, U) => CL_INVALID_OPERATION;
+    clEnqueueReleaseDX9MediaSurfacesKHR(U, U, U, U, U, U) => CL_INVALID_OPERATION;
+    clEnqueueAcquireEGLObjectsKHR(U, U, U, U, U, U) => CL_INVALID_OPERATION;
+    clEnqueueReleaseEGLObjectsKHR(U, U, U, U, U, U) => CL_INVALID_OPERATION;
+    clGetPipeInfo(U, U, U, U, U) => CL_INVALID_MEM_OBJECT;
+    clEnqueueSVMFree(U, U, U, U, U, U, U, U) => CL_INVALID_OPERATION;
+    clEnqueueSVMMemcpy(U, U, U, U, U, U, U, U) => CL_INVALID_OPERATION;
+    clEnqueueSVMMemFill(U, U, U, U, U, U, U, U) => CL_INVALID_OPERATION;
+    clEnqueueSVMMap(U, U, U, U, U, U, U, U) => CL_INVALID_OPERATION;
+    clEnqueueSVMUnmap(U, U, U, U, U) => CL_INVALID_OPERATION;
+    clEnqueueSVMMigrateMem(U, U, U, U, U, U, U, U) => CL_INVALID_OPERATION;
+    clSetKernelArgSVMPointer(U, U, U) => CL_INVALID_OPERATION;
+    clSetKernelExecInfo(U, U, U, U) => CL_INVALID_OPERATION;
+    clGetKernelSubGroupInfoKHR(U, U, U, U, U, U, U, U) => CL_INVALID_OPERATION;
+    clGetKernelSubGroupInfo(U, U, U, U, U, U, U, U) => CL_INVALID_OPERATION;
+    clGetDeviceAndHostTimer(U, U, U) => CL_INVALID_OPERATION;
+    clGetHostTimer(U, U) => CL_INVALID_OPERATION;
+    clSetDefaultDeviceCommandQueue(U, U, U) => CL_INVALID_OPERATION;
+    clSetProgramReleaseCallback(U, U, U) => CL_INVALID_OPERATION;
+    clSetProgramSpecializationConstant(U, U, U, U) => CL_INVALID_OPERATION;
+    clSetContextDestructorCallback(U, U, U) => CL_INVALID_OPERATION;
+}
+
+stub_obj! {
+    clCreateImage2D(U, U, U, U, U, U, U) => CL_INVALID_OPERATION;
+    clCreateImage3D(U, U, U, U, U, U, U, U, U) => CL_INVALID_OPERATION;
+    clCreateImage(U, U, U, U, U) => CL_INVALID_OPERATION;
+    clCreateImageWithProperties(U, U, U, U, U, U) => CL_INVALID_OPERATION;
+    clCreateSampler(U, U, U, U) => CL_INVALID_OPERATION;
+    clCreateSamplerWithProperties(U, U) => CL_INVALID_OPERATION;
+    clEnqueueMapImage(U, U, U, U, U, U, U, U, U, U, U) => CL_INVALID_MEM_OBJECT;
+    clCreateFromGLBuffer(U, U, U) => CL_INVALID_CONTEXT;
+    clCreateFromGLTexture2D(U, U, U, U, U) => CL_INVALID_CONTEXT;
+    clCreateFromGLTexture3D(U, U, U, U, U) => CL_INVALID_CONTEXT;
+    clCreateFromGLTexture(U, U, U, U, U) => CL_INVALID_CONTEXT;
+    clCreateFromGLRenderbuffer(U, U, U) => CL_INVALID_CONTEXT;
+    clCreateEventFromGLsyncKHR(U, U) => CL_INVALID_CONTEXT;
+    clCreateFromD3D10BufferKHR(U, U, U) => CL_INVALID_CONTEXT;
+    clCreateFromD3D10Texture2DKHR(U, U, U, U) => CL_INVALID_CONTEXT;
+    clCreateFromD3D10Texture3DKHR(U, U, U, U) => CL_INVALID_CONTEXT;
+    clCreateFromD3D11BufferKHR(U, U, U) => CL_INVALID_CONTEXT;
+    clCreateFromD3D11Texture2DKHR(U, U, U, U) => CL_INVALID_CONTEXT;
+    clCreateFromD3D11Texture3DKHR(U, U, U, U) => CL_INVALID_CONTEXT;
+    clCreateFromDX9MediaSurfaceKHR(U, U, U, U, U) => CL_INVALID_CONTEXT;
+    clCreateFromEGLImageKHR(U, U, U, U, U) => CL_INVALID_CONTEXT;
+    clCreateEventFromEGLSyncKHR(U, U, U) => CL_INVALID_CONTEXT;
+    clCreateProgramWithBuiltInKernels(U, U, U, U) => CL_INVALID_VALUE;
+    clCreateProgramWithIL(U, U, U) => CL_INVALID_OPERATION;
+    clCreatePipe(U, U, U, U, U) => CL_INVALID_OPERATION;
+    clCloneKernel(U) => CL_INVALID_OPERATION;
+}
+
+/// `clSVMAlloc`: no SVM; null, as for any failed allocation.
+pub extern "C" fn clSVMAlloc(_: U, _: U, _: U, _: U) -> *mut c_void {
+    null_mut()
+}
+
+/// `clSVMFree`: nothing was allocated.
+pub extern "C" fn clSVMFree(_: U, _: U) {}
+
+/// `clCreateBufferWithProperties`: no properties are supported; with none, `clCreateBuffer`.
+///
+/// # Safety
+/// As `clCreateBuffer`; `properties` is null or a 0-terminated list.
+pub unsafe extern "C" fn clCreateBufferWithProperties(
+    context: Handle,
+    properties: *const u64,
+    flags: cl_bitfield,
+    size: usize,
+    host_ptr: *mut c_void,
+    errcode_ret: *mut cl_int,
+) -> Handle {
+    // SAFETY: the caller's contract (a 0-terminated list or null).
+    if !properties.is_null() && unsafe { properties.read_unaligned() } != 0 {
+        if !errcode_ret.is_null() {
+            // SAFETY: the caller's contract.
+            unsafe { errcode_ret.write_unaligned(CL_INVALID_PROPERTY) };
+        }
+        return null_mut();
+    }
+    // SAFETY: forwarded contract.
+    unsafe { super::memory::clCreateBuffer(context, flags, size, host_ptr, errcode_ret) }
+}

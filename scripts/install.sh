@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Install Weft under PREFIX (default /usr/local): libweft.so (the runtime, the OpenMP ABI
+# and the OpenCL implementation), libweft_omp.so (a link to it, for LD_PRELOAD),
+# libweft_icd.so (the ICD shim the OpenCL loader opens), include/weft.h, a pkg-config file,
+# and etc/OpenCL/vendors/weft.icd. Builds in release mode first (honours CARGO_TARGET_DIR).
+#
+#   scripts/install.sh /opt/weft
+#   OCL_ICD_VENDORS=/opt/weft/etc/OpenCL/vendors clinfo      # any OpenCL program, on Weft
+#
+# To make Weft a system-wide OpenCL platform, copy (or link) weft.icd into
+# /etc/OpenCL/vendors. Weft's platform runs on the system's other OpenCL vendors (read from
+# /etc/OpenCL/vendors, or WEFT_OCL_VENDORS), never on itself.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PREFIX="${1:-/usr/local}"
+mkdir -p "$PREFIX"
+PREFIX="$(cd "$PREFIX" && pwd)"
+TARGET="${CARGO_TARGET_DIR:-target}"
+cargo build -q --release -p weft -p weft-icd-shim
+LIB="$PREFIX/lib"
+mkdir -p "$LIB/pkgconfig" "$PREFIX/include" "$PREFIX/etc/OpenCL/vendors"
+install -m 755 "$TARGET/release/libweft.so" "$LIB/libweft.so"
+install -m 755 "$TARGET/release/libweft_icd.so" "$LIB/libweft_icd.so"
+ln -sfn libweft.so "$LIB/libweft_omp.so"
+install -m 644 include/weft.h "$PREFIX/include/weft.h"
+VERSION="$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n1)"
+cat > "$LIB/pkgconfig/weft.pc" <<PC
+prefix=$PREFIX
+libdir=\${prefix}/lib
+includedir=\${prefix}/include
+
+Name: weft
+Description: Weft, a task runtime for heterogeneous machines (C API, OpenMP runtime, OpenCL platform)
+Version: $VERSION
+Libs: -L\${libdir} -Wl,-rpath,\${libdir} -lweft
+Cflags: -I\${includedir}
+PC
+echo "$LIB/libweft_icd.so" > "$PREFIX/etc/OpenCL/vendors/weft.icd"
+echo "Installed Weft $VERSION under $PREFIX."
+echo "Run any OpenCL program on Weft, e.g.:"
+echo "  OCL_ICD_VENDORS=$PREFIX/etc/OpenCL/vendors clinfo"

@@ -1,0 +1,225 @@
+//! The OpenCL ICD through the real ICD loader: a vendors directory holding only
+//! `weft.icd` (naming a freshly built `libweft_icd.so`), `OCL_ICD_VENDORS` pointing at it,
+//! and real programs: `clinfo`, and the C programs of `tests/icd/` compiled with gcc
+//! against `-lOpenCL` (ocl-icd). Weft's platform stands on the system's OpenCL vendors
+//! (PoCL here, `POCL_DEVICES="basic basic"`: two devices).
+//!
+//! `libweft_icd.so` is built here with one `rustc` call (the shim depends on `std` only)
+//! next to a link to the libweft.so cargo built with this test. A missing gcc, clinfo,
+//! OpenCL loader or OpenCL device is a skip that says what is missing, never a failure.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+
+fn lib_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("the test executable's path");
+    let deps = exe.parent().expect("the test executable is in a directory");
+    for dir in [deps, deps.parent().unwrap_or(deps)] {
+        if dir.join("libweft.so").is_file() {
+            return dir.to_path_buf();
+        }
+    }
+    panic!("libweft.so not found next to {}: build the `weft` package (cargo build -p weft)", exe.display());
+}
+
+/// The vendors directory (with weft.icd), built once; `Err` says why the tests skip.
+fn vendors() -> &'static Result<PathBuf, String> {
+    static V: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    V.get_or_init(|| {
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("icd");
+        let vendors = dir.join("vendors");
+        std::fs::create_dir_all(&vendors).map_err(|e| e.to_string())?;
+        let lib = dir.join("libweft.so");
+        let _ = std::fs::remove_file(&lib);
+        std::os::unix::fs::symlink(lib_dir().join("libweft.so"), &lib).map_err(|e| e.to_string())?;
+        let shim = dir.join("libweft_icd.so");
+        let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
+        let out = Command::new(rustc)
+            .args(["--edition", "2024", "--crate-type", "cdylib", "--crate-name", "weft_icd", "-O"])
+            .arg(Path::new(ROOT).join("icd/shim/src/lib.rs"))
+            .arg("-o")
+            .arg(&shim)
+            .output()
+            .map_err(|e| format!("rustc: {e}"))?;
+        assert!(out.status.success(), "building libweft_icd.so failed:\n{}", String::from_utf8_lossy(&out.stderr));
+        std::fs::write(vendors.join("weft.icd"), format!("{}\n", shim.display())).map_err(|e| e.to_string())?;
+        let system_vendors = std::fs::read_dir("/etc/OpenCL/vendors")
+            .map(|d| d.filter_map(Result::ok).filter(|e| e.path().extension().is_some_and(|x| x == "icd")).count())
+            .unwrap_or(0);
+        if system_vendors == 0 {
+            return Err("no OpenCL vendor in /etc/OpenCL/vendors (Debian: pocl-opencl-icd)".into());
+        }
+        Ok(vendors)
+    })
+}
+
+macro_rules! vendors_or_skip {
+    () => {
+        match vendors() {
+            Ok(v) => v.clone(),
+            Err(why) => {
+                println!("skipped: {why}");
+                return;
+            }
+        }
+    };
+}
+
+/// Run `cmd` against Weft's vendors directory, killing it after `secs`.
+fn run(mut cmd: Command, vendors: &Path, secs: u64) -> Output {
+    let mut child = cmd
+        .env("OCL_ICD_VENDORS", vendors)
+        .env("POCL_DEVICES", "basic basic")
+        .env_remove("WEFT_OCL_VENDORS")
+        .env_remove("WEFT_NOPENCL")
+        .env_remove("WEFT_SCHED")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start the program");
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    while child.try_wait().expect("wait").is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let out = child.wait_with_output().expect("collect the output");
+            panic!("hung; killed. stdout:\n{}\nstderr:\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().expect("collect the output")
+}
+
+/// Compile `tests/icd/<name>.c` against the ICD loader; None (skip) without gcc or loader.
+fn compile(name: &str) -> Option<PathBuf> {
+    let cc = std::env::var("CC").unwrap_or_else(|_| "gcc".into());
+    let exe = Path::new(env!("CARGO_TARGET_TMPDIR")).join("icd").join(name);
+    let out = Command::new(&cc)
+        .current_dir(ROOT)
+        .args(["-std=c11", "-O1", "-Wall", "-Wextra", "-Werror", "-pthread"])
+        .arg(format!("tests/icd/{name}.c"))
+        .arg("-o")
+        .arg(&exe)
+        .arg("-lOpenCL")
+        .output();
+    match out {
+        Err(e) => {
+            println!("skipped: {cc}: {e}");
+            None
+        }
+        Ok(o) if !o.status.success() => {
+            let err = String::from_utf8_lossy(&o.stderr);
+            if err.contains("CL/cl.h") || err.contains("-lOpenCL") {
+                println!("skipped: no OpenCL headers or loader (Debian: opencl-headers ocl-icd-opencl-dev):\n{err}");
+                return None;
+            }
+            panic!("{cc} failed on {name}.c:\n{err}");
+        }
+        Ok(_) => Some(exe),
+    }
+}
+
+fn text(o: &Output) -> (String, String) {
+    (String::from_utf8_lossy(&o.stdout).into_owned(), String::from_utf8_lossy(&o.stderr).into_owned())
+}
+
+#[test]
+fn clinfo_shows_the_weft_platform_and_its_devices_without_errors() {
+    let v = vendors_or_skip!();
+    if Command::new("clinfo").arg("--version").output().is_err() {
+        println!("skipped: clinfo not installed");
+        return;
+    }
+    let out = run(Command::new("clinfo"), &v, 120);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "clinfo failed:\n{stdout}\n{stderr}");
+    assert!(stdout.contains("Number of platforms                               1"), "{stdout}");
+    assert!(stdout.contains("Platform Name                                   Weft"), "{stdout}");
+    assert!(stdout.contains("Number of devices                                 3"), "{stdout}");
+    assert!(stdout.contains("Weft (all 2 devices)"), "{stdout}");
+    assert!(stdout.contains("(via Weft, device 2)"), "{stdout}");
+    let lower = stdout.to_lowercase();
+    for bad in ["invalid", "failed", "error:", "<error"] {
+        assert!(!lower.contains(bad), "clinfo printed {bad:?}:\n{stdout}");
+    }
+}
+
+#[test]
+fn a_c_program_runs_kernels_buffers_and_events_on_every_weft_device() {
+    let v = vendors_or_skip!();
+    let Some(exe) = compile("basic") else { return };
+    let out = run(Command::new(&exe), &v, 300);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    assert!(stdout.contains("Weft platform: 3 devices"), "{stdout}");
+    for d in 0..3 {
+        for what in ["saxpy ok", "map/square ok", "fill/copy/rect/local ok", "sub-buffer/binary ok", "user event/marker/callback ok"] {
+            assert!(stdout.contains(&format!("device {d}")) && stdout.contains(what), "device {d}: {what}:\n{stdout}");
+        }
+    }
+    assert!(stdout.ends_with("all ok\n"), "{stdout}");
+}
+
+/// Random call sequences with one fault each (see `tests/icd/bad_input.c`): the exact
+/// CL_INVALID_* codes, no crash, no hang, and the reference data intact. Seeds and steps
+/// from `WEFT_ICD_FUZZ_SEEDS` (e.g. `1-200`) and `WEFT_ICD_FUZZ_STEPS`.
+#[test]
+fn random_bad_calls_get_their_error_codes_without_crash_hang_or_corruption() {
+    let v = vendors_or_skip!();
+    let Some(exe) = compile("bad_input") else { return };
+    let seeds = std::env::var("WEFT_ICD_FUZZ_SEEDS").unwrap_or_else(|_| "1-3".into());
+    let (lo, hi) = seeds.split_once('-').map_or((1, 3), |(a, b)| (a.parse().unwrap_or(1), b.parse().unwrap_or(3)));
+    let steps = std::env::var("WEFT_ICD_FUZZ_STEPS").unwrap_or_else(|_| "800".into());
+    for seed in lo..=hi {
+        let mut cmd = Command::new(&exe);
+        cmd.arg(seed.to_string()).arg(&steps);
+        let out = run(cmd, &v, 300);
+        let (stdout, stderr) = text(&out);
+        assert!(out.status.success() && stdout.starts_with("ok "), "seed {seed} ({:?}):\n{stdout}\n{stderr}", out.status);
+    }
+}
+
+/// StarPU's SOCL examples that use only standard OpenCL (Debian `starpu-examples`):
+/// `clinfo` lists Weft's devices; `mansched` runs its kernel on every device of the first
+/// platform and prints the result, checked here (1024 values of 9 per device).
+#[test]
+fn socl_examples_run_on_weft_with_their_output_checked() {
+    let v = vendors_or_skip!();
+    let dir = Path::new("/usr/lib/x86_64-linux-gnu/starpu/examples/socl");
+    if !dir.join("mansched").is_file() {
+        println!("skipped: SOCL examples not installed (Debian: starpu-examples)");
+        return;
+    }
+    let out = run(Command::new(dir.join("clinfo")), &v, 120);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains("Weft (all 2 devices)") && stdout.contains("(via Weft, device 2)"), "{stdout}");
+    let out = run(Command::new(dir.join("mansched")), &v, 300);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    let lines: Vec<&str> = stdout.lines().collect();
+    let data: Vec<&str> = lines.windows(2).filter(|w| w[0] == "Data...").map(|w| w[1]).collect();
+    assert_eq!(data.len(), 3, "one run per Weft device:\n{stdout}");
+    for d in data {
+        let values: Vec<&str> = d.split_whitespace().collect();
+        assert!(values.len() == 1024 && values.iter().all(|x| *x == "9.000000"), "{d}");
+    }
+}
+
+/// One runtime per process (DESIGN.md "Packaging"): with libweft.so preloaded (as an
+/// OpenMP program would), the shim the loader opens finds that copy, so one set of
+/// workers serves both, and `WEFT_STATS=1` prints one report.
+#[test]
+fn a_preloaded_libweft_is_the_one_the_icd_uses() {
+    let v = vendors_or_skip!();
+    let Some(exe) = compile("basic") else { return };
+    let mut cmd = Command::new(&exe);
+    cmd.env("LD_PRELOAD", lib_dir().join("libweft.so")).env("WEFT_STATS", "1");
+    let out = run(cmd, &v, 300);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success() && stdout.ends_with("all ok\n"), "{stdout}\n{stderr}");
+    assert_eq!(stderr.matches("statistics at exit").count(), 1, "{stderr}");
+}

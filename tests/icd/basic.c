@@ -1,0 +1,232 @@
+/* An unmodified-style OpenCL 1.2 host program, built against the ICD loader (-lOpenCL):
+ * finds the Weft platform, and on every device it lists (the unified one and each real
+ * one) runs kernels over buffers, with reads, writes, copies, fills, rect copies, maps,
+ * events, user events, markers, profiling and the program/kernel queries. Prints one
+ * line per check; exits non-zero on the first failure. Run by tests/icd.rs. */
+#define CL_TARGET_OPENCL_VERSION 120
+#include <CL/cl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CHECK(x)                                                                         \
+    do {                                                                                 \
+        cl_int e_ = (x);                                                                 \
+        if (e_ != CL_SUCCESS) {                                                          \
+            fprintf(stderr, "FAIL %s:%d: %s = %d\n", __FILE__, __LINE__, #x, e_);       \
+            exit(1);                                                                     \
+        }                                                                                \
+    } while (0)
+#define EXPECT(c)                                                                        \
+    do {                                                                                 \
+        if (!(c)) {                                                                      \
+            fprintf(stderr, "FAIL %s:%d: %s\n", __FILE__, __LINE__, #c);                \
+            exit(1);                                                                     \
+        }                                                                                \
+    } while (0)
+
+static const char *SRC =
+    "__kernel void saxpy(__global float *y, __global const float *x, float a) {\n"
+    "  size_t i = get_global_id(0); y[i] = a * x[i] + y[i];\n"
+    "}\n"
+    "__kernel void square(__global int *v) { size_t i = get_global_id(0); v[i] = v[i] * v[i]; }\n"
+    "__kernel void local_sum(__global const int *in, __global int *out, __local int *tmp) {\n"
+    "  size_t l = get_local_id(0), g = get_group_id(0), n = get_local_size(0);\n"
+    "  tmp[l] = in[get_global_id(0)]; barrier(CLK_LOCAL_MEM_FENCE);\n"
+    "  if (l == 0) { int s = 0; for (size_t k = 0; k < n; k++) s += tmp[k]; out[g] = s; }\n"
+    "}\n";
+
+static int callback_hits;
+static void CL_CALLBACK on_complete(cl_event e, cl_int status, void *user) {
+    (void)e;
+    if (status == CL_COMPLETE) __atomic_add_fetch((int *)user, 1, __ATOMIC_SEQ_CST);
+}
+
+static void run_on(cl_platform_id platform, cl_device_id dev, int index) {
+    char name[256];
+    CHECK(clGetDeviceInfo(dev, CL_DEVICE_NAME, sizeof name, name, NULL));
+    cl_platform_id p2;
+    CHECK(clGetDeviceInfo(dev, CL_DEVICE_PLATFORM, sizeof p2, &p2, NULL));
+    EXPECT(p2 == platform);
+    cl_int err;
+    cl_context ctx = clCreateContext(NULL, 1, &dev, NULL, NULL, &err);
+    CHECK(err);
+    cl_command_queue q = clCreateCommandQueue(ctx, dev, CL_QUEUE_PROFILING_ENABLE, &err);
+    CHECK(err);
+    cl_program prog = clCreateProgramWithSource(ctx, 1, &SRC, NULL, &err);
+    CHECK(err);
+    CHECK(clBuildProgram(prog, 1, &dev, "-cl-std=CL1.2", NULL, NULL));
+    cl_build_status bs;
+    CHECK(clGetProgramBuildInfo(prog, dev, CL_PROGRAM_BUILD_STATUS, sizeof bs, &bs, NULL));
+    EXPECT(bs == CL_BUILD_SUCCESS);
+    size_t nk;
+    CHECK(clGetProgramInfo(prog, CL_PROGRAM_NUM_KERNELS, sizeof nk, &nk, NULL));
+    EXPECT(nk == 3);
+
+    /* saxpy: y = 2x + y over 1M floats, written, run, read back. */
+    enum { N = 1 << 20 };
+    float *x = malloc(N * sizeof *x), *y = malloc(N * sizeof *y);
+    for (int i = 0; i < N; i++) { x[i] = (float)i; y[i] = 1.0f; }
+    cl_mem bx = clCreateBuffer(ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, N * sizeof(float), x, &err);
+    CHECK(err);
+    cl_mem by = clCreateBuffer(ctx, CL_MEM_READ_WRITE, N * sizeof(float), NULL, &err);
+    CHECK(err);
+    cl_event wrote;
+    CHECK(clEnqueueWriteBuffer(q, by, CL_FALSE, 0, N * sizeof(float), y, 0, NULL, &wrote));
+    cl_kernel k = clCreateKernel(prog, "saxpy", &err);
+    CHECK(err);
+    float a = 2.0f;
+    CHECK(clSetKernelArg(k, 0, sizeof by, &by));
+    CHECK(clSetKernelArg(k, 1, sizeof bx, &bx));
+    CHECK(clSetKernelArg(k, 2, sizeof a, &a));
+    size_t global = N, local = 64;
+    cl_event ran;
+    CHECK(clEnqueueNDRangeKernel(q, k, 1, NULL, &global, &local, 1, &wrote, &ran));
+    CHECK(clSetEventCallback(ran, CL_COMPLETE, on_complete, &callback_hits));
+    /* Run it twice: in order, so y = 2x + (2x + 1). */
+    CHECK(clEnqueueNDRangeKernel(q, k, 1, NULL, &global, NULL, 0, NULL, NULL));
+    float *res = calloc(N, sizeof *res);
+    CHECK(clEnqueueReadBuffer(q, by, CL_TRUE, 0, N * sizeof(float), res, 0, NULL, NULL));
+    for (int i = 0; i < N; i++) EXPECT(res[i] == 4.0f * i + 1.0f);
+    free(res);
+    cl_int st;
+    CHECK(clGetEventInfo(ran, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof st, &st, NULL));
+    EXPECT(st == CL_COMPLETE);
+    cl_ulong t0, t1;
+    CHECK(clGetEventProfilingInfo(ran, CL_PROFILING_COMMAND_START, sizeof t0, &t0, NULL));
+    CHECK(clGetEventProfilingInfo(ran, CL_PROFILING_COMMAND_END, sizeof t1, &t1, NULL));
+    EXPECT(t1 >= t0 && t0 > 0);
+    printf("device %d (%s): saxpy ok\n", index, name);
+
+    /* Map for writing, unmap, square on the device, map for reading. */
+    enum { M = 4096 };
+    cl_mem bv = clCreateBuffer(ctx, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, M * sizeof(int), NULL, &err);
+    CHECK(err);
+    int *m = clEnqueueMapBuffer(q, bv, CL_TRUE, CL_MAP_WRITE, 0, M * sizeof(int), 0, NULL, NULL, &err);
+    CHECK(err);
+    for (int i = 0; i < M; i++) m[i] = i;
+    CHECK(clEnqueueUnmapMemObject(q, bv, m, 0, NULL, NULL));
+    cl_kernel sq = clCreateKernel(prog, "square", &err);
+    CHECK(err);
+    CHECK(clSetKernelArg(sq, 0, sizeof bv, &bv));
+    size_t gm = M;
+    CHECK(clEnqueueNDRangeKernel(q, sq, 1, NULL, &gm, NULL, 0, NULL, NULL));
+    m = clEnqueueMapBuffer(q, bv, CL_TRUE, CL_MAP_READ, 0, M * sizeof(int), 0, NULL, NULL, &err);
+    CHECK(err);
+    for (int i = 0; i < M; i++) EXPECT(m[i] == i * i);
+    CHECK(clEnqueueUnmapMemObject(q, bv, m, 0, NULL, NULL));
+    printf("device %d: map/square ok\n", index);
+
+    /* Fill, copy, rect read, local memory. */
+    cl_mem bc = clCreateBuffer(ctx, CL_MEM_READ_WRITE, M * sizeof(int), NULL, &err);
+    CHECK(err);
+    int seven = 7;
+    CHECK(clEnqueueFillBuffer(q, bc, &seven, sizeof seven, 0, M * sizeof(int), 0, NULL, NULL));
+    CHECK(clEnqueueCopyBuffer(q, bv, bc, 0, 16 * sizeof(int), 16 * sizeof(int), 0, NULL, NULL));
+    int c[64];
+    CHECK(clEnqueueReadBuffer(q, bc, CL_TRUE, 0, sizeof c, c, 0, NULL, NULL));
+    for (int i = 0; i < 64; i++) EXPECT(c[i] == ((i >= 16 && i < 32) ? (i - 16) * (i - 16) : 7));
+    /* A 4x3 rectangle at (column 2, row 1) of the buffer seen as rows of 64 ints. */
+    size_t bo[3] = {2 * sizeof(int), 1, 0}, ho[3] = {0, 0, 0}, reg[3] = {4 * sizeof(int), 3, 1};
+    int r[12];
+    CHECK(clEnqueueReadBufferRect(q, bv, CL_TRUE, bo, ho, reg, 64 * sizeof(int), 0, 4 * sizeof(int), 0, r, 0, NULL, NULL));
+    for (int j = 0; j < 3; j++)
+        for (int i = 0; i < 4; i++) EXPECT(r[j * 4 + i] == (64 * (j + 1) + 2 + i) * (64 * (j + 1) + 2 + i));
+    cl_mem out = clCreateBuffer(ctx, CL_MEM_WRITE_ONLY, 64 * sizeof(int), NULL, &err);
+    CHECK(err);
+    cl_kernel ls = clCreateKernel(prog, "local_sum", &err);
+    CHECK(err);
+    CHECK(clSetKernelArg(ls, 0, sizeof bc, &bc));
+    CHECK(clSetKernelArg(ls, 1, sizeof out, &out));
+    CHECK(clSetKernelArg(ls, 2, 64 * sizeof(int), NULL));
+    size_t g2 = M, l2 = 64;
+    CHECK(clEnqueueNDRangeKernel(q, ls, 1, NULL, &g2, &l2, 0, NULL, NULL));
+    int sums[64];
+    CHECK(clEnqueueReadBuffer(q, out, CL_TRUE, 0, sizeof sums, sums, 0, NULL, NULL));
+    int expect0 = 0;
+    for (int i = 0; i < 64; i++) expect0 += (i >= 16 && i < 32) ? (i - 16) * (i - 16) : 7;
+    EXPECT(sums[0] == expect0 && sums[1] == 64 * 7);
+    printf("device %d: fill/copy/rect/local ok\n", index);
+
+    /* A sub-buffer (ints 32..95 of bc, all 7 there but 16..31) squared by a kernel: the
+     * parent sees it. */
+    cl_buffer_region region = {32 * sizeof(int), 64 * sizeof(int)};
+    cl_mem sub = clCreateSubBuffer(bc, CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, &region, &err);
+    CHECK(err);
+    CHECK(clSetKernelArg(sq, 0, sizeof sub, &sub));
+    size_t g64 = 64;
+    CHECK(clEnqueueNDRangeKernel(q, sq, 1, NULL, &g64, NULL, 0, NULL, NULL));
+    int whole[128];
+    CHECK(clEnqueueReadBuffer(q, bc, CL_TRUE, 0, sizeof whole, whole, 0, NULL, NULL));
+    for (int i = 0; i < 128; i++) EXPECT(whole[i] == (i < 16 ? 7 : i < 32 ? (i - 16) * (i - 16) : i < 96 ? 49 : 7));
+    CHECK(clReleaseMemObject(sub));
+    /* The program's binary builds again (Weft's binaries carry the source). */
+    size_t bsize;
+    CHECK(clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof bsize, &bsize, NULL));
+    unsigned char *bin = malloc(bsize);
+    CHECK(clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof bin, &bin, NULL));
+    cl_int bstatus;
+    cl_program again = clCreateProgramWithBinary(ctx, 1, &dev, &bsize, (const unsigned char **)&bin, &bstatus, &err);
+    CHECK(err);
+    CHECK(bstatus);
+    CHECK(clBuildProgram(again, 0, NULL, NULL, NULL, NULL));
+    cl_kernel k2 = clCreateKernel(again, "square", &err);
+    CHECK(err);
+    CHECK(clReleaseKernel(k2));
+    CHECK(clReleaseProgram(again));
+    free(bin);
+    printf("device %d: sub-buffer/binary ok\n", index);
+
+    /* A user event gates a write; a marker follows everything. */
+    cl_event gate = clCreateUserEvent(ctx, &err);
+    CHECK(err);
+    int one = 1;
+    cl_event gated;
+    CHECK(clEnqueueWriteBuffer(q, bc, CL_FALSE, 0, sizeof one, &one, 1, &gate, &gated));
+    CHECK(clGetEventInfo(gated, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof st, &st, NULL));
+    EXPECT(st > CL_COMPLETE);
+    CHECK(clSetUserEventStatus(gate, CL_COMPLETE));
+    cl_event marker;
+    CHECK(clEnqueueMarkerWithWaitList(q, 0, NULL, &marker));
+    CHECK(clWaitForEvents(1, &marker));
+    CHECK(clGetEventInfo(gated, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof st, &st, NULL));
+    EXPECT(st == CL_COMPLETE);
+    CHECK(clFinish(q));
+    EXPECT(__atomic_load_n(&callback_hits, __ATOMIC_SEQ_CST) == index + 1);
+    printf("device %d: user event/marker/callback ok\n", index);
+
+    cl_mem objs[] = {bx, by, bv, bc, out};
+    for (size_t i = 0; i < sizeof objs / sizeof *objs; i++) CHECK(clReleaseMemObject(objs[i]));
+    cl_event evs[] = {wrote, ran, gate, gated, marker};
+    for (size_t i = 0; i < sizeof evs / sizeof *evs; i++) CHECK(clReleaseEvent(evs[i]));
+    CHECK(clReleaseKernel(k));
+    CHECK(clReleaseKernel(sq));
+    CHECK(clReleaseKernel(ls));
+    CHECK(clReleaseProgram(prog));
+    CHECK(clReleaseCommandQueue(q));
+    CHECK(clReleaseContext(ctx));
+    free(x);
+    free(y);
+}
+
+int main(void) {
+    cl_uint np;
+    CHECK(clGetPlatformIDs(0, NULL, &np));
+    cl_platform_id ps[16];
+    CHECK(clGetPlatformIDs(np < 16 ? np : 16, ps, NULL));
+    cl_platform_id weft = NULL;
+    for (cl_uint i = 0; i < np && i < 16; i++) {
+        char name[64];
+        CHECK(clGetPlatformInfo(ps[i], CL_PLATFORM_NAME, sizeof name, name, NULL));
+        if (strcmp(name, "Weft") == 0) weft = ps[i];
+    }
+    EXPECT(weft != NULL);
+    cl_uint nd;
+    CHECK(clGetDeviceIDs(weft, CL_DEVICE_TYPE_ALL, 0, NULL, &nd));
+    cl_device_id ds[16];
+    CHECK(clGetDeviceIDs(weft, CL_DEVICE_TYPE_ALL, nd < 16 ? nd : 16, ds, NULL));
+    printf("Weft platform: %u devices\n", nd);
+    for (cl_uint i = 0; i < nd && i < 16; i++) run_on(weft, ds[i], (int)i);
+    printf("all ok\n");
+    return 0;
+}
