@@ -6,7 +6,9 @@ cd "$(dirname "$0")/.."
 
 # OpenCL (issue 3): PoCL as the test device, the ocl-icd loader and headers (the
 # dispatch-table layout test compiles against CL/cl_icd.h), clinfo to look around.
-PKGS=(pkg-config gcc libhwloc-dev libudev-dev pocl-opencl-icd ocl-icd-opencl-dev opencl-headers clinfo)
+# The ICD's tests (issue 4) run clinfo and StarPU's SOCL example programs (starpu-examples)
+# through the loader; binutils' nm checks exported symbols.
+PKGS=(pkg-config gcc binutils libhwloc-dev libudev-dev pocl-opencl-icd ocl-icd-opencl-dev opencl-headers clinfo starpu-examples)
 missing=()
 for p in "${PKGS[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
