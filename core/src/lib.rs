@@ -47,3 +47,8 @@ pub use task::{CudaCode, CudaFn, CudaImpl, CudaTaskContext, LaunchDimsFn};
 pub use weft_vendors::cuda;
 pub use worker::WorkerInfo;
 pub use worker::jobs::JobFn;
+
+/// How many tasks an OpenCL or CUDA driver keeps launched and not yet retired: the next
+/// tasks' preparation and transfers overlap the running kernels, and tasks pinned to the
+/// driver that follow one another (an OpenCL in-order queue) are launched back to back.
+pub const DRIVER_WINDOW: usize = 8;

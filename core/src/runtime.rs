@@ -393,6 +393,7 @@ impl Drop for Runtime {
 impl RuntimeInner {
     fn new_task(&self, kind: TaskKind, b: &mut TaskBuilder, arch_mask: u8) -> TaskRef {
         let has_commute = b.accesses.iter().any(|a| a.mode == AccessMode::Commute);
+        let flat = b.accesses.iter().all(|a| !a.handle.0.tree.partitioned.load(Ordering::Acquire));
         Arc::new(TaskInner {
             id: self.next_task.fetch_add(1, Ordering::Relaxed),
             kind,
@@ -404,9 +405,10 @@ impl RuntimeInner {
             arch_mask,
             worker: b.worker,
             has_commute,
+            flat,
             callback: Mutex::new(b.callback.take()),
             pending: AtomicUsize::new(1),
-            state: Mutex::new(TaskState { done: false, waiters: 0, result: None, successors: SmallVec::new() }),
+            state: Mutex::new(TaskState { done: false, waiters: 0, result: None, successors: SmallVec::new(), launched_on: None }),
             cv: Condvar::new(),
             poison: OnceLock::new(),
         })

@@ -154,40 +154,123 @@ fn a_custom_launch_enqueues_its_own_kernel_on_the_task_replicas(dir: &std::path:
     assert!(e.to_string().contains("no such kernel"), "{e}");
 }
 
-/// A driver starts the next task while the device still runs the previous one (two in
-/// flight, never more), and retires them in order. The launch function hands back
-/// completions that another thread completes later, so the test sees what is in flight.
-fn a_driver_keeps_two_tasks_in_flight(dir: &std::path::Path) {
-    use std::sync::Mutex;
-    use std::sync::atomic::{AtomicUsize, Ordering};
+/// A launch function that models an in-order device: each launch completes `ms` after the
+/// previous one did (fired by another thread); it records how many launches were in flight
+/// at most, the order they started in and the order they completed in.
+struct SlowLaunch {
+    flying: Arc<std::sync::atomic::AtomicUsize>,
+    most: Arc<std::sync::atomic::AtomicUsize>,
+    started: Arc<std::sync::Mutex<Vec<u32>>>,
+    completed: Arc<std::sync::Mutex<Vec<u32>>>,
+    last: Arc<std::sync::Mutex<Option<weft_vendors::Completion>>>,
+}
+
+impl SlowLaunch {
+    fn new() -> SlowLaunch {
+        SlowLaunch {
+            flying: Arc::default(),
+            most: Arc::default(),
+            started: Arc::default(),
+            completed: Arc::default(),
+            last: Arc::default(),
+        }
+    }
+
+    fn codelet(&self, ms: u64) -> Arc<Codelet> {
+        use std::sync::atomic::Ordering;
+        let (f, m, st, done, last) =
+            (self.flying.clone(), self.most.clone(), self.started.clone(), self.completed.clone(), self.last.clone());
+        Codelet::builder("slow")
+            .opencl_impl(OpenClImpl::custom(move |l| {
+                let i = u32::from_ne_bytes(l.args[..4].try_into().unwrap());
+                st.lock().unwrap().push(i);
+                let now = f.fetch_add(1, Ordering::SeqCst) + 1;
+                m.fetch_max(now, Ordering::SeqCst);
+                let c = weft_vendors::Completion::new();
+                let prev = last.lock().unwrap().replace(c.clone());
+                let (c2, f2, d2) = (c.clone(), f.clone(), done.clone());
+                std::thread::spawn(move || {
+                    if let Some(p) = prev {
+                        let _ = p.wait();
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(ms));
+                    d2.lock().unwrap().push(i);
+                    f2.fetch_sub(1, Ordering::SeqCst);
+                    c2.complete(Ok(()));
+                });
+                Ok(c)
+            }))
+            .build()
+    }
+
+    fn most(&self) -> usize {
+        self.most.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+/// A driver starts the next tasks while the device still runs earlier ones (up to
+/// `DRIVER_WINDOW` in flight, never more), and retires them in order.
+fn a_driver_keeps_a_window_of_tasks_in_flight(dir: &std::path::Path) {
     let Some(rt) = runtime(0, None, dir) else { return };
-    let flying = Arc::new(AtomicUsize::new(0));
-    let most = Arc::new(AtomicUsize::new(0));
-    let started = Arc::new(Mutex::new(Vec::new()));
-    let (f, m, st) = (flying.clone(), most.clone(), started.clone());
-    let c = Codelet::builder("slow")
-        .opencl_impl(OpenClImpl::custom(move |l| {
-            let i = u32::from_ne_bytes(l.args.try_into().unwrap());
-            st.lock().unwrap().push(i);
-            let now = f.fetch_add(1, Ordering::SeqCst) + 1;
-            m.fetch_max(now, Ordering::SeqCst);
-            let done = weft_vendors::Completion::new();
-            let (d, f2) = (done.clone(), f.clone());
-            std::thread::spawn(move || {
-                std::thread::sleep(std::time::Duration::from_millis(30));
-                f2.fetch_sub(1, Ordering::SeqCst);
-                d.complete(Ok(()));
-            });
-            Ok(done)
-        }))
-        .build();
+    let slow = SlowLaunch::new();
+    let c = slow.codelet(30);
     let dev = rt.opencl_devices()[0].0;
-    let tasks: Vec<_> = (0..8u32).map(|i| rt.submit(TaskBuilder::new(&c).arg(i).on_worker(dev)).unwrap()).collect();
+    let n = DRIVER_WINDOW as u32 + 4;
+    let tasks: Vec<_> = (0..n).map(|i| rt.submit(TaskBuilder::new(&c).arg(i).on_worker(dev)).unwrap()).collect();
     for t in tasks {
         t.wait().unwrap();
     }
-    assert_eq!(most.load(Ordering::SeqCst), 2, "tasks in flight at once");
-    assert_eq!(*started.lock().unwrap(), (0..8).collect::<Vec<_>>());
+    assert_eq!(slow.most(), DRIVER_WINDOW, "tasks in flight at once");
+    assert_eq!(*slow.started.lock().unwrap(), (0..n).collect::<Vec<_>>());
+}
+
+/// Tasks pinned to one device that depend on one another (an OpenCL in-order queue's
+/// chain, or data dependencies) are launched back to back: the device's queue orders them,
+/// so none waits for its predecessor's completion. A successor elsewhere (a CPU task) still
+/// does, and so does a task on a partitioned handle (its acquisition may write relatives
+/// back, reading what the predecessor still writes).
+fn chained_tasks_on_one_device_are_launched_without_waiting_for_completion(dir: &std::path::Path) {
+    let Some(rt) = runtime(1, None, dir) else { return };
+    let dev = rt.opencl_devices()[0].0;
+    let cpu = rt.workers().iter().find(|w| w.arch == Arch::Cpu).unwrap().id;
+    // A chain of explicit dependencies plus a data dependency on one handle.
+    let slow = SlowLaunch::new();
+    let c = slow.codelet(30);
+    let v = rt.register_vector(vec![0u8; 64]).unwrap();
+    let mut prev: Option<TaskHandle> = None;
+    for i in 0..6u32 {
+        let mut b = TaskBuilder::new(&c).access(&v, AccessMode::RW).arg(i).on_worker(dev);
+        if let Some(p) = &prev {
+            b = b.after(p);
+        }
+        prev = Some(rt.submit(b).unwrap());
+    }
+    // A CPU reader after the last one sees every launch completed.
+    let done = slow.completed.clone();
+    let seen = Arc::new(std::sync::Mutex::new(0usize));
+    let s2 = seen.clone();
+    let read = Codelet::builder("read")
+        .cpu(move |_| {
+            *s2.lock().unwrap() = done.lock().unwrap().len();
+            Ok(())
+        })
+        .build();
+    rt.submit(TaskBuilder::new(&read).access(&v, AccessMode::R).on_worker(cpu)).unwrap().wait().unwrap();
+    assert!(slow.most() >= 2, "the chain was launched one at a time (at most {} in flight)", slow.most());
+    assert_eq!(*slow.started.lock().unwrap(), (0..6).collect::<Vec<_>>());
+    assert_eq!(*slow.completed.lock().unwrap(), (0..6).collect::<Vec<_>>(), "completions in order");
+    assert_eq!(*seen.lock().unwrap(), 6, "the CPU task ran before every launch completed");
+
+    // The same chain on a partitioned handle waits for each completion.
+    let slow = SlowLaunch::new();
+    let c = slow.codelet(10);
+    let m = rt.register_vector(vec![0u8; 64]).unwrap();
+    let parts = m.partition(Filter::VectorBlock { parts: 2 }).unwrap();
+    for i in 0..4u32 {
+        rt.submit(TaskBuilder::new(&c).access(&parts[0], AccessMode::RW).arg(i).on_worker(dev)).unwrap();
+    }
+    rt.wait_for_all().unwrap();
+    assert_eq!(slow.most(), 1, "tasks on a partitioned handle were launched ahead of their predecessors' completion");
 }
 
 fn main() {
@@ -195,7 +278,7 @@ fn main() {
     unsafe { std::env::set_var("POCL_DEVICES", "basic basic") };
     let dir = std::env::temp_dir().join(format!("weft-kernels-{}", std::process::id()));
     type Test = (&'static str, fn(&std::path::Path));
-    let tests: [Test; 6] = [
+    let tests: [Test; 7] = [
         ("data_written_on_one_device_is_right_on_the_other_and_the_host", data_written_on_one_device_is_right_on_the_other_and_the_host),
         ("a_problem_twice_the_device_memory_gives_right_results", a_problem_twice_the_device_memory_gives_right_results),
         (
@@ -204,7 +287,11 @@ fn main() {
         ),
         ("independent_kernels_use_both_devices", independent_kernels_use_both_devices),
         ("a_custom_launch_enqueues_its_own_kernel_on_the_task_replicas", a_custom_launch_enqueues_its_own_kernel_on_the_task_replicas),
-        ("a_driver_keeps_two_tasks_in_flight", a_driver_keeps_two_tasks_in_flight),
+        ("a_driver_keeps_a_window_of_tasks_in_flight", a_driver_keeps_a_window_of_tasks_in_flight),
+        (
+            "chained_tasks_on_one_device_are_launched_without_waiting_for_completion",
+            chained_tasks_on_one_device_are_launched_without_waiting_for_completion,
+        ),
     ];
     let filter: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
     let (mut passed, mut failed) = (0, 0);

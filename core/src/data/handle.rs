@@ -84,6 +84,7 @@ impl RuntimeInner {
             id,
             state: crate::sync::Mutex::new(TreeState { entries: vec![e], home, unregistered: false }),
             nodes: self.nodes.clone(),
+            partitioned: crate::sync::atomic::AtomicBool::new(false),
         });
         let h = DataHandle(Arc::new(HandleInner { rt: self.clone(), tree, idx: 0, id }));
         if let Some(a) = addr {
@@ -281,6 +282,8 @@ impl DataHandle {
             st.entries[h.idx].children.push(idx);
             out.push(DataHandle(Arc::new(HandleInner { rt: h.rt.clone(), tree: h.tree.clone(), idx, id })));
         }
+        // Release: pairs with the Acquire load of tasks created after this call.
+        h.tree.partitioned.store(true, Ordering::Release);
         Ok(out)
     }
 
@@ -297,6 +300,8 @@ impl DataHandle {
             st.entries[d].alive = false;
         }
         st.entries[h.idx].children.clear();
+        let any = st.entries.iter().any(|e| e.alive && !e.children.is_empty());
+        h.tree.partitioned.store(any, Ordering::Release);
         drop(st);
         drop(g);
         Ok(())

@@ -148,6 +148,10 @@ pub struct Tree {
     pub(crate) id: u64,
     pub(crate) state: Mutex<TreeState>,
     pub(crate) nodes: Arc<[Arc<MemoryNode>]>,
+    /// Whether some entry has children (kept under the state lock, read without it): a use
+    /// of such a tree may write relatives back, so it is never launched ahead of its
+    /// predecessors' completion (`TaskInner::flat`).
+    pub(crate) partitioned: crate::sync::atomic::AtomicBool,
 }
 
 impl Tree {

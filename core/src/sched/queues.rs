@@ -62,9 +62,10 @@ mod tests {
             arch_mask,
             worker: None,
             has_commute: false,
+            flat: true,
             callback: Mutex::new(None),
             pending: AtomicUsize::new(0),
-            state: Mutex::new(TaskState { done: false, waiters: 0, result: None, successors: SmallVec::new() }),
+            state: Mutex::new(TaskState { done: false, waiters: 0, result: None, successors: SmallVec::new(), launched_on: None }),
             cv: Condvar::new(),
             poison: OnceLock::new(),
         })

@@ -381,6 +381,10 @@ pub(crate) struct TaskState {
     /// Boxed: most tasks succeed, and the task struct stays small.
     pub result: Option<std::result::Result<(), Box<TaskError>>>,
     pub successors: SmallVec<[TaskRef; 2]>,
+    /// The device driver worker whose in-order queue the task was launched on, while it has
+    /// not completed: a successor pinned to that worker needs no dependency on it (see
+    /// `add_successor` and `RuntimeInner::launched`).
+    pub launched_on: Option<usize>,
 }
 
 pub(crate) struct TaskInner {
@@ -396,6 +400,9 @@ pub(crate) struct TaskInner {
     /// The worker the task must run on, if the submitter chose one.
     pub worker: Option<usize>,
     pub has_commute: bool,
+    /// None of its handles is in a partitioned tree (its acquisitions write no relatives
+    /// back), so it may be launched right behind a predecessor on the same in-order device.
+    pub flat: bool,
     pub callback: Mutex<Option<Callback>>,
     /// Unresolved dependencies, plus one held by submission until registration finishes.
     pub pending: AtomicUsize,
@@ -425,6 +432,11 @@ impl TaskInner {
             // Finished, even with an error: no dependency. Cancellation reaches the tasks that
             // were waiting when a task failed, not those submitted after the application
             // could see the failure (else one failed writer would cancel a handle's tasks forever).
+            return false;
+        }
+        if st.launched_on.is_some() && st.launched_on == succ.worker && succ.flat {
+            // Launched on the in-order queue of the worker the successor is pinned to: the
+            // successor is launched after it, so the device runs them in order.
             return false;
         }
         // Relaxed: the count is only read by the RMW that resolves it; the successor list's

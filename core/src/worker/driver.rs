@@ -30,8 +30,8 @@ use weft_vendors::Buffer;
 #[cfg(any(feature = "opencl", feature = "cuda"))]
 use weft_vendors::Completion;
 
-/// How many tasks a device driver keeps started at once.
-pub(crate) const DEPTH: usize = 2;
+/// How many tasks a device driver keeps started at once (`crate::DRIVER_WINDOW`).
+pub(crate) const DEPTH: usize = crate::DRIVER_WINDOW;
 #[cfg(feature = "opencl")]
 use weft_vendors::opencl::{Kernel, OpenClDevice};
 
@@ -180,7 +180,10 @@ impl RuntimeInner {
         };
         loop {
             match self.start_on_device(w, &t, &c, flight.is_empty()) {
-                Start::Flying(f) => return flight.push_back(f),
+                Start::Flying(f) => {
+                    flight.push_back(f);
+                    return self.launched(w, &t);
+                }
                 Start::Finished(r) => return self.finish_on_driver(w, &t, r),
                 Start::Deferred(copy) => {
                     self.stats[w].deferred.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -192,6 +195,28 @@ impl RuntimeInner {
                         self.finish_in_flight(w, f);
                     }
                 }
+            }
+        }
+    }
+
+    /// `t` was launched on driver `w`'s device, whose queue runs launches in order: its
+    /// successors pinned to `w` need not wait for its completion, only to be launched after
+    /// it. Release them now (and let later ones skip the dependency, `add_successor`). They
+    /// are no longer cancelled if `t` fails: like the commands after a failed one in an
+    /// OpenCL in-order queue, they run.
+    #[cfg(any(feature = "opencl", feature = "cuda"))]
+    fn launched(&self, w: usize, t: &TaskRef) {
+        let early: SmallVec<[TaskRef; 2]> = {
+            let mut st = crate::sync::lock(&t.state);
+            st.launched_on = Some(w);
+            let (early, keep): (SmallVec<[TaskRef; 2]>, SmallVec<[TaskRef; 2]>) =
+                std::mem::take(&mut st.successors).into_iter().partition(|s| s.worker == Some(w) && s.flat);
+            st.successors = keep;
+            early
+        };
+        for s in early {
+            if s.pending.fetch_sub(1, std::sync::atomic::Ordering::AcqRel) == 1 {
+                self.make_ready(s, Some(w), false);
             }
         }
     }
