@@ -29,6 +29,9 @@ pub struct QueueState {
     pub last: Option<TaskHandle>,
     /// Commands not yet seen complete.
     pub pending: std::collections::VecDeque<(TaskHandle, Arc<EventState>)>,
+    /// Prune every finished command when `pending` reaches this length (then twice what is
+    /// left, at least 64): amortised O(1) per command.
+    pub prune_at: usize,
 }
 
 pub struct Queue {
@@ -66,12 +69,14 @@ pub fn submit(
     let mut b = after_events(b, waits).callback(move |r| st.complete(code_of(&r)));
     let mut qs = q.state.lock().unwrap_or_else(|e| e.into_inner());
     // Drop finished commands: from the front (commands mostly finish in order), and all of
-    // them when the list doubles, so a submission costs O(1) amortised, not O(pending).
+    // them when the list doubled since the last full pass, so a submission costs O(1)
+    // amortised, not O(pending).
     while qs.pending.front().is_some_and(|(t, _)| t.is_done()) {
         qs.pending.pop_front();
     }
-    if qs.pending.len() >= 64 && qs.pending.len().is_power_of_two() {
+    if qs.pending.len() >= qs.prune_at.max(64) {
         qs.pending.retain(|(t, _)| !t.is_done());
+        qs.prune_at = 2 * qs.pending.len();
     }
     if let Some(last) = &qs.last {
         b = b.after(last);
