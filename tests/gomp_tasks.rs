@@ -45,6 +45,22 @@ fn skip_reason(lib: &Path) -> Option<String> {
     }
 }
 
+/// A directory holding `libgomp.so.1` → `lib`, made once per process and replaced atomically
+/// (tests run in parallel: another test's program may be loading the link right now).
+fn stand_in(out_dir: &Path, lib: &Path) -> PathBuf {
+    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| {
+        let d = out_dir.join("lib");
+        std::fs::create_dir_all(&d).expect("create the output directory");
+        let tmp = d.join(format!(".libgomp.so.1.{}", std::process::id()));
+        let _ = std::fs::remove_file(&tmp);
+        std::os::unix::fs::symlink(lib, &tmp).expect("link libgomp.so.1 to the runtime");
+        std::fs::rename(&tmp, d.join("libgomp.so.1")).expect("put the libgomp.so.1 link in place");
+        d
+    })
+    .clone()
+}
+
 /// Compile `tests/gomp_tasks/<name>.c` and run it on Weft; check it prints `<name>: ok`.
 fn run(name: &str) {
     let lib = match std::env::var_os("GOMP_TASKS_RUNTIME") {
@@ -56,11 +72,7 @@ fn run(name: &str) {
         return;
     }
     let out_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("gomp_tasks");
-    let stand_in = out_dir.join("lib");
-    std::fs::create_dir_all(&stand_in).expect("create the output directory");
-    let link = stand_in.join("libgomp.so.1");
-    let _ = std::fs::remove_file(&link);
-    std::os::unix::fs::symlink(&lib, &link).expect("link libgomp.so.1 to libweft.so");
+    let stand_in = stand_in(&out_dir, &lib);
     let exe = out_dir.join(name);
     let cc = Command::new("gcc")
         .current_dir(ROOT)

@@ -96,7 +96,11 @@ fn run(mut cmd: Command, vendors: &Path, secs: u64) -> Output {
 /// Compile `tests/icd/<name>.c` against the ICD loader; None (skip) without gcc or loader.
 fn compile(name: &str) -> Option<PathBuf> {
     let cc = std::env::var("CC").unwrap_or_else(|_| "gcc".into());
-    let exe = Path::new(env!("CARGO_TARGET_TMPDIR")).join("icd").join(name);
+    // One executable per call: two tests may build the same program at once, and running a
+    // file another gcc is still writing fails ("Text file busy").
+    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let exe =
+        Path::new(env!("CARGO_TARGET_TMPDIR")).join("icd").join(format!("{name}-{}", N.fetch_add(1, std::sync::atomic::Ordering::Relaxed)));
     let out = Command::new(&cc)
         .current_dir(ROOT)
         .args(["-std=c11", "-O1", "-Wall", "-Wextra", "-Werror", "-pthread"])

@@ -48,6 +48,10 @@ pub use weft_vendors::cuda;
 pub use worker::WorkerInfo;
 pub use worker::jobs::JobFn;
 
+/// Stack size of worker threads: 8 MiB, what glibc gives a thread by default (the usual
+/// RLIMIT_STACK), since CPU workers also run OpenMP team members' code.
+pub const WORKER_STACK: usize = 8 << 20;
+
 /// How many tasks an OpenCL or CUDA driver keeps launched and not yet retired: the next
 /// tasks' preparation and transfers overlap the running kernels, and tasks pinned to the
 /// driver that follow one another (an OpenCL in-order queue) are launched back to back.

@@ -230,6 +230,9 @@ impl Runtime {
             let rt = inner.clone();
             let h = std::thread::Builder::new()
                 .name(format!("weft-{}", inner.workers[w].name))
+                // What glibc gives a thread by default (the usual RLIMIT_STACK): CPU workers run
+                // OpenMP team members' code, which libgomp runs on threads of that size.
+                .stack_size(crate::WORKER_STACK)
                 .spawn(move || worker::run(rt, w))
                 .map_err(|e| Error::Config(format!("cannot start worker thread: {e}")))?;
             inner.sleep.set_thread(w, h.thread().clone());

@@ -1,2 +1,18 @@
 //! Weft's OpenMP runtime: the GNU libgomp ABI (`GOMP_*`, `omp_*`) on Weft's CPU workers
-//! (DESIGN.md "The OpenMP runtime"). Linked into `libweft.so`, which exports these symbols.
+//! (DESIGN.md "The OpenMP runtime"). Linked into `libweft.so`, which exports these symbols
+//! with libgomp's symbol versions (abi/symver.rs), so the library serves gcc-built programs
+//! both through `LD_PRELOAD` and as a `libgomp.so.1` stand-in.
+//!
+//! Layout: `abi/` is the only FFI layer (one file per area, thin entry points); `team.rs`
+//! forks and joins teams on core workers (plus extra OS threads when needed); `ws.rs` holds
+//! worksharing; `lock.rs` the mutexes; `env.rs` the environment; `sys.rs` futexes and the
+//! spin policy. Explicit tasks (GOMP_task, taskwait, taskgroup, taskloop) are not part of
+//! this runtime yet and are not exported: a program using them fails to load instead of
+//! silently mixing two runtimes.
+
+pub mod abi;
+mod env;
+mod lock;
+mod sys;
+mod team;
+mod ws;

@@ -1,0 +1,610 @@
+//! Worksharing loops (`long` and `unsigned long long`), ordered, doacross and sections.
+//!
+//! Quirks decoded here: exclusive upper bounds (`iend`), the `sched` word of the GCC 9+
+//! entry points (`GFS_*` with the monotonic bit), the `ull` forms' `up` flag, and the
+//! variadic `GOMP_doacross_wait` (read as fixed arguments: on x86-64 the first six come in
+//! registers and the rest from the caller's stack, as for a non-variadic function).
+
+use super::guard;
+use crate::env::SCHED_MONOTONIC;
+use crate::team::{self, ctx};
+use crate::ws::{self, DYNAMIC, GUIDED, LoopBounds, STATIC};
+use std::ffi::{c_long, c_uint, c_ulonglong, c_void};
+
+const GFS_RUNTIME: i32 = 0;
+const GFS_AUTO: i32 = 4;
+
+/// `sched` of GOMP_loop_start and friends → (kind, chunk).
+fn decode(sched: c_long, chunk: u64) -> (i32, u64) {
+    match (sched as i32) & !SCHED_MONOTONIC {
+        STATIC => (STATIC, chunk),
+        DYNAMIC => (DYNAMIC, chunk),
+        GUIDED => (GUIDED, chunk),
+        GFS_RUNTIME | GFS_AUTO => runtime(),
+        k => {
+            eprintln!("weft-omp: unknown loop schedule {k} from the compiler; using static");
+            (STATIC, 0)
+        }
+    }
+}
+
+fn runtime() -> (i32, u64) {
+    let (k, c) = team::run_sched();
+    match k {
+        STATIC | DYNAMIC | GUIDED => (k, c.max(0) as u64),
+        _ => (STATIC, 0),
+    }
+}
+
+fn no_task_reductions(what: &str, reductions: *mut usize) {
+    if !reductions.is_null() {
+        eprintln!(
+            "weft-omp: {what}: task reductions on worksharing constructs need explicit tasks, which this runtime does not support yet; aborting"
+        );
+        std::process::abort();
+    }
+}
+
+/// Write the chunk's values; false when none is left.
+///
+/// # Safety
+/// `istart`/`iend` are valid for writes.
+unsafe fn put<T: Copy>(r: Option<(u64, u64)>, b: LoopBounds, istart: *mut T, iend: *mut T, conv: fn(u64) -> T) -> bool {
+    match r {
+        Some((a, z)) => {
+            let (s, e) = b.values(a, z);
+            // SAFETY: per the contract.
+            unsafe {
+                *istart = conv(s);
+                *iend = conv(e);
+            }
+            true
+        }
+        None => false,
+    }
+}
+
+fn to_long(x: u64) -> c_long {
+    x as c_long
+}
+fn to_ull(x: u64) -> c_ulonglong {
+    x
+}
+
+/// Next chunk of the current loop into `istart`/`iend`.
+///
+/// # Safety
+/// As [`put`].
+unsafe fn next_long(istart: *mut c_long, iend: *mut c_long) -> bool {
+    let r = ws::next_chunk();
+    let Some(b) = ws::bounds() else { return false };
+    // SAFETY: per the contract.
+    unsafe { put(r, b, istart, iend, to_long) }
+}
+
+/// # Safety
+/// As [`put`].
+unsafe fn next_ull(istart: *mut c_ulonglong, iend: *mut c_ulonglong) -> bool {
+    let r = ws::next_chunk();
+    let Some(b) = ws::bounds() else { return false };
+    // SAFETY: per the contract.
+    unsafe { put(r, b, istart, iend, to_ull) }
+}
+
+macro_rules! loop_start {
+    ($($name:ident => ($sched:expr, $ordered:expr)),* $(,)?) => {$(
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $name(start: c_long, end: c_long, incr: c_long, chunk: c_long, istart: *mut c_long, iend: *mut c_long) -> bool {
+            guard(stringify!($name), || {
+                ws::loop_start(LoopBounds::long(start, end, incr), $sched, chunk.max(0) as u64, $ordered);
+                // SAFETY: the compiler passes valid out-pointers.
+                unsafe { next_long(istart, iend) }
+            })
+        }
+    )*};
+}
+loop_start! {
+    GOMP_loop_static_start => (STATIC, false),
+    GOMP_loop_dynamic_start => (DYNAMIC, false),
+    GOMP_loop_guided_start => (GUIDED, false),
+    GOMP_loop_nonmonotonic_dynamic_start => (DYNAMIC, false),
+    GOMP_loop_nonmonotonic_guided_start => (GUIDED, false),
+    GOMP_loop_ordered_static_start => (STATIC, true),
+    GOMP_loop_ordered_dynamic_start => (DYNAMIC, true),
+    GOMP_loop_ordered_guided_start => (GUIDED, true),
+}
+
+macro_rules! loop_runtime_start {
+    ($($name:ident => $ordered:expr),* $(,)?) => {$(
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $name(start: c_long, end: c_long, incr: c_long, istart: *mut c_long, iend: *mut c_long) -> bool {
+            guard(stringify!($name), || {
+                let (k, c) = runtime();
+                ws::loop_start(LoopBounds::long(start, end, incr), k, c, $ordered);
+                // SAFETY: the compiler passes valid out-pointers.
+                unsafe { next_long(istart, iend) }
+            })
+        }
+    )*};
+}
+loop_runtime_start! {
+    GOMP_loop_runtime_start => false,
+    GOMP_loop_nonmonotonic_runtime_start => false,
+    GOMP_loop_maybe_nonmonotonic_runtime_start => false,
+    GOMP_loop_ordered_runtime_start => true,
+}
+
+macro_rules! loop_next {
+    ($($name:ident),* $(,)?) => {$(
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $name(istart: *mut c_long, iend: *mut c_long) -> bool {
+            // SAFETY: the compiler passes valid out-pointers.
+            guard(stringify!($name), || unsafe { next_long(istart, iend) })
+        }
+    )*};
+}
+loop_next! {
+    GOMP_loop_static_next, GOMP_loop_dynamic_next, GOMP_loop_guided_next, GOMP_loop_runtime_next,
+    GOMP_loop_nonmonotonic_dynamic_next, GOMP_loop_nonmonotonic_guided_next, GOMP_loop_nonmonotonic_runtime_next,
+    GOMP_loop_maybe_nonmonotonic_runtime_next,
+    GOMP_loop_ordered_static_next, GOMP_loop_ordered_dynamic_next, GOMP_loop_ordered_guided_next, GOMP_loop_ordered_runtime_next,
+}
+
+#[allow(clippy::too_many_arguments)]
+fn loop_start_gcc9(
+    b: LoopBounds,
+    sched: c_long,
+    chunk: u64,
+    ordered: bool,
+    reductions: *mut usize,
+    mem: *mut *mut c_void,
+    what: &str,
+) -> bool {
+    no_task_reductions(what, reductions);
+    let (k, c) = decode(sched, chunk);
+    // SAFETY: `mem`, when not null, holds the size of the scratch memory wanted.
+    let size = (!mem.is_null()).then(|| unsafe { *mem } as usize);
+    let (_, m) = ws::loop_start_full(b, k, c, ordered, None, size);
+    if !mem.is_null() {
+        // SAFETY: as above.
+        unsafe { *mem = m as *mut c_void };
+    }
+    true
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn GOMP_loop_start(
+    start: c_long,
+    end: c_long,
+    incr: c_long,
+    sched: c_long,
+    chunk: c_long,
+    istart: *mut c_long,
+    iend: *mut c_long,
+    reductions: *mut usize,
+    mem: *mut *mut c_void,
+) -> bool {
+    guard("GOMP_loop_start", || {
+        loop_start_gcc9(LoopBounds::long(start, end, incr), sched, chunk.max(0) as u64, false, reductions, mem, "GOMP_loop_start");
+        // SAFETY: the compiler passes valid out-pointers (or a null istart: no chunk wanted).
+        istart.is_null() || unsafe { next_long(istart, iend) }
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn GOMP_loop_ordered_start(
+    start: c_long,
+    end: c_long,
+    incr: c_long,
+    sched: c_long,
+    chunk: c_long,
+    istart: *mut c_long,
+    iend: *mut c_long,
+    reductions: *mut usize,
+    mem: *mut *mut c_void,
+) -> bool {
+    guard("GOMP_loop_ordered_start", || {
+        loop_start_gcc9(LoopBounds::long(start, end, incr), sched, chunk.max(0) as u64, true, reductions, mem, "GOMP_loop_ordered_start");
+        // SAFETY: as GOMP_loop_start.
+        istart.is_null() || unsafe { next_long(istart, iend) }
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn GOMP_loop_ull_start(
+    up: bool,
+    start: c_ulonglong,
+    end: c_ulonglong,
+    incr: c_ulonglong,
+    sched: c_long,
+    chunk: c_ulonglong,
+    istart: *mut c_ulonglong,
+    iend: *mut c_ulonglong,
+    reductions: *mut usize,
+    mem: *mut *mut c_void,
+) -> bool {
+    guard("GOMP_loop_ull_start", || {
+        loop_start_gcc9(LoopBounds::ull(up, start, end, incr), sched, chunk, false, reductions, mem, "GOMP_loop_ull_start");
+        // SAFETY: as GOMP_loop_start.
+        istart.is_null() || unsafe { next_ull(istart, iend) }
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn GOMP_loop_ull_ordered_start(
+    up: bool,
+    start: c_ulonglong,
+    end: c_ulonglong,
+    incr: c_ulonglong,
+    sched: c_long,
+    chunk: c_ulonglong,
+    istart: *mut c_ulonglong,
+    iend: *mut c_ulonglong,
+    reductions: *mut usize,
+    mem: *mut *mut c_void,
+) -> bool {
+    guard("GOMP_loop_ull_ordered_start", || {
+        loop_start_gcc9(LoopBounds::ull(up, start, end, incr), sched, chunk, true, reductions, mem, "GOMP_loop_ull_ordered_start");
+        // SAFETY: as GOMP_loop_start.
+        istart.is_null() || unsafe { next_ull(istart, iend) }
+    })
+}
+
+macro_rules! loop_ull_start {
+    ($($name:ident => ($sched:expr, $ordered:expr)),* $(,)?) => {$(
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $name(up: bool, start: c_ulonglong, end: c_ulonglong, incr: c_ulonglong, chunk: c_ulonglong, istart: *mut c_ulonglong, iend: *mut c_ulonglong) -> bool {
+            guard(stringify!($name), || {
+                ws::loop_start(LoopBounds::ull(up, start, end, incr), $sched, chunk, $ordered);
+                // SAFETY: the compiler passes valid out-pointers.
+                unsafe { next_ull(istart, iend) }
+            })
+        }
+    )*};
+}
+loop_ull_start! {
+    GOMP_loop_ull_static_start => (STATIC, false),
+    GOMP_loop_ull_dynamic_start => (DYNAMIC, false),
+    GOMP_loop_ull_guided_start => (GUIDED, false),
+    GOMP_loop_ull_nonmonotonic_dynamic_start => (DYNAMIC, false),
+    GOMP_loop_ull_nonmonotonic_guided_start => (GUIDED, false),
+    GOMP_loop_ull_ordered_static_start => (STATIC, true),
+    GOMP_loop_ull_ordered_dynamic_start => (DYNAMIC, true),
+    GOMP_loop_ull_ordered_guided_start => (GUIDED, true),
+}
+
+macro_rules! loop_ull_runtime_start {
+    ($($name:ident => $ordered:expr),* $(,)?) => {$(
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $name(up: bool, start: c_ulonglong, end: c_ulonglong, incr: c_ulonglong, istart: *mut c_ulonglong, iend: *mut c_ulonglong) -> bool {
+            guard(stringify!($name), || {
+                let (k, c) = runtime();
+                ws::loop_start(LoopBounds::ull(up, start, end, incr), k, c, $ordered);
+                // SAFETY: the compiler passes valid out-pointers.
+                unsafe { next_ull(istart, iend) }
+            })
+        }
+    )*};
+}
+loop_ull_runtime_start! {
+    GOMP_loop_ull_runtime_start => false,
+    GOMP_loop_ull_nonmonotonic_runtime_start => false,
+    GOMP_loop_ull_maybe_nonmonotonic_runtime_start => false,
+    GOMP_loop_ull_ordered_runtime_start => true,
+}
+
+macro_rules! loop_ull_next {
+    ($($name:ident),* $(,)?) => {$(
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $name(istart: *mut c_ulonglong, iend: *mut c_ulonglong) -> bool {
+            // SAFETY: the compiler passes valid out-pointers.
+            guard(stringify!($name), || unsafe { next_ull(istart, iend) })
+        }
+    )*};
+}
+loop_ull_next! {
+    GOMP_loop_ull_static_next, GOMP_loop_ull_dynamic_next, GOMP_loop_ull_guided_next, GOMP_loop_ull_runtime_next,
+    GOMP_loop_ull_nonmonotonic_dynamic_next, GOMP_loop_ull_nonmonotonic_guided_next, GOMP_loop_ull_nonmonotonic_runtime_next,
+    GOMP_loop_ull_maybe_nonmonotonic_runtime_next,
+    GOMP_loop_ull_ordered_static_next, GOMP_loop_ull_ordered_dynamic_next, GOMP_loop_ull_ordered_guided_next, GOMP_loop_ull_ordered_runtime_next,
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn GOMP_loop_end() {
+    guard("GOMP_loop_end", || {
+        let c = ctx();
+        ws::leave(c);
+        c.team().bar.wait(None);
+    })
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn GOMP_loop_end_nowait() {
+    guard("GOMP_loop_end_nowait", || ws::leave(ctx()))
+}
+
+/// The end of a loop in a region with cancellation: a cancellable barrier.
+#[unsafe(no_mangle)]
+pub extern "C" fn GOMP_loop_end_cancel() -> bool {
+    guard("GOMP_loop_end_cancel", end_cancel)
+}
+
+/// True only when the enclosing parallel region was cancelled (the caller then jumps to
+/// its end); a cancelled loop or sections construct simply ends here.
+fn end_cancel() -> bool {
+    let c = ctx();
+    ws::leave(c);
+    let t = c.team();
+    t.cbar.wait(Some(&t.cancelled))
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn GOMP_ordered_start() {
+    guard("GOMP_ordered_start", ws::ordered_start)
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn GOMP_ordered_end() {
+    // The turn passes on when the thread is done with its chunk (libgomp's scheme).
+}
+
+// ---------------------------------------------------------------------------------------
+// Doacross.
+
+/// # Safety
+/// `counts` holds `ncounts` values.
+unsafe fn counts_of<T: Copy + Into<i128>>(ncounts: c_uint, counts: *const T) -> Vec<u64> {
+    // SAFETY: per the contract.
+    (0..ncounts as usize).map(|i| unsafe { *counts.add(i) }.into().max(0) as u64).collect()
+}
+
+fn doacross_start_long(counts: Vec<u64>, sched: i32, chunk: u64, istart: *mut c_long, iend: *mut c_long) -> bool {
+    let n0 = counts.first().copied().unwrap_or(0);
+    ws::loop_start_full(LoopBounds::long(0, n0 as i64, 1), sched, chunk, false, Some(&counts), None);
+    // SAFETY: the compiler passes valid out-pointers.
+    !istart.is_null() && unsafe { next_long(istart, iend) }
+}
+
+fn doacross_start_ull(counts: Vec<u64>, sched: i32, chunk: u64, istart: *mut c_ulonglong, iend: *mut c_ulonglong) -> bool {
+    let n0 = counts.first().copied().unwrap_or(0);
+    ws::loop_start_full(LoopBounds::ull(true, 0, n0, 1), sched, chunk, false, Some(&counts), None);
+    // SAFETY: the compiler passes valid out-pointers.
+    !istart.is_null() && unsafe { next_ull(istart, iend) }
+}
+
+macro_rules! doacross_start {
+    ($($name:ident => $sched:expr),* $(,)?) => {$(
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $name(ncounts: c_uint, counts: *const c_long, chunk: c_long, istart: *mut c_long, iend: *mut c_long) -> bool {
+            // SAFETY: the compiler passes ncounts counts.
+            guard(stringify!($name), || doacross_start_long(unsafe { counts_of(ncounts, counts) }, $sched, chunk.max(0) as u64, istart, iend))
+        }
+    )*};
+}
+doacross_start! {
+    GOMP_loop_doacross_static_start => STATIC,
+    GOMP_loop_doacross_dynamic_start => DYNAMIC,
+    GOMP_loop_doacross_guided_start => GUIDED,
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn GOMP_loop_doacross_runtime_start(
+    ncounts: c_uint,
+    counts: *const c_long,
+    istart: *mut c_long,
+    iend: *mut c_long,
+) -> bool {
+    guard("GOMP_loop_doacross_runtime_start", || {
+        let (k, c) = runtime();
+        // SAFETY: the compiler passes ncounts counts.
+        doacross_start_long(unsafe { counts_of(ncounts, counts) }, k, c, istart, iend)
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn GOMP_loop_doacross_start(
+    ncounts: c_uint,
+    counts: *const c_long,
+    sched: c_long,
+    chunk: c_long,
+    istart: *mut c_long,
+    iend: *mut c_long,
+    reductions: *mut usize,
+    mem: *mut *mut c_void,
+) -> bool {
+    guard("GOMP_loop_doacross_start", || {
+        no_task_reductions("GOMP_loop_doacross_start", reductions);
+        if !mem.is_null() {
+            eprintln!("weft-omp: GOMP_loop_doacross_start: scratch memory is not supported; aborting");
+            std::process::abort();
+        }
+        let (k, c) = decode(sched, chunk.max(0) as u64);
+        // SAFETY: the compiler passes ncounts counts.
+        doacross_start_long(unsafe { counts_of(ncounts, counts) }, k, c, istart, iend)
+    })
+}
+
+macro_rules! doacross_ull_start {
+    ($($name:ident => $sched:expr),* $(,)?) => {$(
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $name(ncounts: c_uint, counts: *const c_ulonglong, chunk: c_ulonglong, istart: *mut c_ulonglong, iend: *mut c_ulonglong) -> bool {
+            // SAFETY: the compiler passes ncounts counts.
+            guard(stringify!($name), || doacross_start_ull(unsafe { counts_of(ncounts, counts) }, $sched, chunk, istart, iend))
+        }
+    )*};
+}
+doacross_ull_start! {
+    GOMP_loop_ull_doacross_static_start => STATIC,
+    GOMP_loop_ull_doacross_dynamic_start => DYNAMIC,
+    GOMP_loop_ull_doacross_guided_start => GUIDED,
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn GOMP_loop_ull_doacross_runtime_start(
+    ncounts: c_uint,
+    counts: *const c_ulonglong,
+    istart: *mut c_ulonglong,
+    iend: *mut c_ulonglong,
+) -> bool {
+    guard("GOMP_loop_ull_doacross_runtime_start", || {
+        let (k, c) = runtime();
+        // SAFETY: the compiler passes ncounts counts.
+        doacross_start_ull(unsafe { counts_of(ncounts, counts) }, k, c, istart, iend)
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn GOMP_loop_ull_doacross_start(
+    ncounts: c_uint,
+    counts: *const c_ulonglong,
+    sched: c_long,
+    chunk: c_ulonglong,
+    istart: *mut c_ulonglong,
+    iend: *mut c_ulonglong,
+    reductions: *mut usize,
+    mem: *mut *mut c_void,
+) -> bool {
+    guard("GOMP_loop_ull_doacross_start", || {
+        no_task_reductions("GOMP_loop_ull_doacross_start", reductions);
+        if !mem.is_null() {
+            eprintln!("weft-omp: GOMP_loop_ull_doacross_start: scratch memory is not supported; aborting");
+            std::process::abort();
+        }
+        let (k, c) = decode(sched, chunk);
+        // SAFETY: the compiler passes ncounts counts.
+        doacross_start_ull(unsafe { counts_of(ncounts, counts) }, k, c, istart, iend)
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn GOMP_doacross_post(counts: *const c_long) {
+    guard("GOMP_doacross_post", || {
+        let n = ws::doacross_ncounts();
+        // SAFETY: the compiler passes one count per doacross dimension.
+        let v: Vec<u64> = (0..n).map(|i| unsafe { *counts.add(i) }.max(0) as u64).collect();
+        if !v.is_empty() {
+            ws::doacross_post(&v);
+        }
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn GOMP_doacross_ull_post(counts: *const c_ulonglong) {
+    guard("GOMP_doacross_ull_post", || {
+        let n = ws::doacross_ncounts();
+        // SAFETY: the compiler passes one count per doacross dimension.
+        let v: Vec<u64> = (0..n).map(|i| unsafe { *counts.add(i) }).collect();
+        if !v.is_empty() {
+            ws::doacross_post(&v);
+        }
+    })
+}
+
+/// The body of both `GOMP_doacross_wait` forms: `regs` holds the six register arguments,
+/// `stack` the caller's stack arguments (the seventh onwards).
+///
+/// # Safety
+/// Called only by the naked entry points below, with the caller's arguments.
+unsafe extern "C" fn doacross_wait_impl(regs: *const u64, stack: *const u64) {
+    guard("GOMP_doacross_wait", || {
+        let n = ws::doacross_ncounts();
+        // SAFETY: the caller passed one argument per doacross dimension: the first six in
+        // registers (spilled to `regs`), the others on its stack.
+        let v: Vec<u64> = (0..n).map(|i| unsafe { if i < 6 { *regs.add(i) } else { *stack.add(i - 6) } }).collect();
+        if !v.is_empty() {
+            ws::doacross_wait(&v);
+        }
+    })
+}
+
+/// `void GOMP_doacross_wait (long first, ...)`: variadic, which stable Rust cannot define;
+/// this x86-64 entry spills the six argument registers next to each other and hands their
+/// address and the address of the stack arguments to [`doacross_wait_impl`]. Negative
+/// (out of range) values compare as huge unsigned ones and never wait.
+#[cfg(target_arch = "x86_64")]
+#[unsafe(naked)]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn GOMP_doacross_wait() {
+    std::arch::naked_asm!(
+        "push rbp",
+        "mov rbp, rsp",
+        "push r9",
+        "push r8",
+        "push rcx",
+        "push rdx",
+        "push rsi",
+        "push rdi",
+        "mov rdi, rsp",
+        "lea rsi, [rbp + 16]",
+        "call {imp}",
+        "leave",
+        "ret",
+        imp = sym doacross_wait_impl,
+    )
+}
+
+/// `void GOMP_doacross_ull_wait (unsigned long long first, ...)`: as [`GOMP_doacross_wait`].
+#[cfg(target_arch = "x86_64")]
+#[unsafe(naked)]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn GOMP_doacross_ull_wait() {
+    std::arch::naked_asm!(
+        "push rbp",
+        "mov rbp, rsp",
+        "push r9",
+        "push r8",
+        "push rcx",
+        "push rdx",
+        "push rsi",
+        "push rdi",
+        "mov rdi, rsp",
+        "lea rsi, [rbp + 16]",
+        "call {imp}",
+        "leave",
+        "ret",
+        imp = sym doacross_wait_impl,
+    )
+}
+
+// ---------------------------------------------------------------------------------------
+// Sections.
+
+#[unsafe(no_mangle)]
+pub extern "C" fn GOMP_sections_start(count: c_uint) -> c_uint {
+    guard("GOMP_sections_start", || ws::sections_start(count))
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn GOMP_sections2_start(count: c_uint, reductions: *mut usize, mem: *mut *mut c_void) -> c_uint {
+    guard("GOMP_sections2_start", || {
+        no_task_reductions("GOMP_sections2_start", reductions);
+        // SAFETY: `mem`, when not null, holds the size of the scratch memory wanted.
+        let size = (!mem.is_null()).then(|| unsafe { *mem } as usize);
+        let (_, m) = ws::loop_start_full(LoopBounds::long(1, count as i64 + 1, 1), DYNAMIC, 1, false, None, size);
+        if !mem.is_null() {
+            // SAFETY: as above.
+            unsafe { *mem = m as *mut c_void };
+        }
+        ws::sections_next()
+    })
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn GOMP_sections_next() -> c_uint {
+    guard("GOMP_sections_next", ws::sections_next)
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn GOMP_sections_end() {
+    GOMP_loop_end()
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn GOMP_sections_end_nowait() {
+    GOMP_loop_end_nowait()
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn GOMP_sections_end_cancel() -> bool {
+    guard("GOMP_sections_end_cancel", end_cancel)
+}

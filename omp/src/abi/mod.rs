@@ -1,0 +1,25 @@
+//! The FFI layer: every exported `GOMP_*` and `omp_*` symbol, one file per area. Entry
+//! points decode the ABI's quirks and call the safe modules; [`guard`] keeps panics from
+//! crossing `extern "C"` (GOMP has no error channel: print and abort, as libgomp does).
+#![allow(non_snake_case)]
+#![allow(clippy::missing_safety_doc)]
+
+pub mod alloc;
+pub mod icv;
+pub mod lock;
+pub mod loop_;
+pub mod parallel;
+pub mod single;
+pub mod sync;
+
+/// Run `f`, aborting with a message naming `what` if it panics.
+#[inline]
+pub(crate) fn guard<R>(what: &str, f: impl FnOnce() -> R) -> R {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        Ok(r) => r,
+        Err(_) => {
+            eprintln!("weft-omp: internal error in {what}; aborting");
+            std::process::abort()
+        }
+    }
+}

@@ -1,0 +1,661 @@
+//! Teams: fork/join of parallel regions on Weft's CPU workers, the per-thread OpenMP state
+//! ([`Ctx`]), barriers and the thread pool.
+//!
+//! **Owns**: which threads form a team, the team's barriers, its ring of worksharing slots
+//! and the per-thread contexts. **Does not own**: what a worksharing construct does with its
+//! slot (ws.rs), the environment (env.rs).
+//!
+//! # Threads
+//! The encountering thread is thread 0. The other members come from a pool of [`Slot`]s: one
+//! per core CPU worker (recruited by posting a job to the worker, `Runtime::post_job`) and
+//! then, when more threads are needed than free CPU workers exist (nested teams,
+//! `num_threads` above the core count), extra OS threads owned by this crate, created on
+//! demand and kept (with `OMP_STACKSIZE` above the workers' stack size, only these).
+//! A slot belongs to at most one team at a time (`claimed`, set and cleared
+//! by the team's primary thread). After a region a member waits "docked" for its next
+//! assignment, spinning for the spin budget (sys.rs); then a core worker's job returns (the
+//! worker goes back to Weft's tasks) and an OS thread sleeps on its slot's futex.
+//!
+//! Slot states: DETACHED (no job running / OS thread asleep) → ASSIGNED (the primary wrote
+//! the assignment, then swapped the state; if it was DETACHED it posts a job or wakes the
+//! thread) → RUNNING (the member took the assignment) → DOCKED (the member finished; CAS
+//! from RUNNING, which fails if it was already reassigned) → DETACHED (CAS from DOCKED
+//! after the spin, which fails if it was assigned meanwhile).
+//!
+//! # Lifetime
+//! A team is owned by its primary thread (boxed, cached per thread for the next region). A
+//! member's last access to the team is `left.fetch_add` after the join barrier; the primary
+//! waits for all of them before it reuses or frees the team.
+
+use crate::env::{self, SCHED_MONOTONIC};
+use crate::sys::{self, futex_wake, spin_until};
+use crate::ws::{RING, WorkShare};
+use crossbeam_utils::CachePadded;
+use std::cell::{Cell, UnsafeCell};
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use weft_core::Runtime;
+
+/// Initializes worksharing slot 0 of a new team of the given size (combined constructs).
+pub type Setup<'a> = &'a dyn Fn(&WorkShare, u32);
+
+/// A compiler-outlined region body.
+pub type Body = unsafe extern "C" fn(*mut c_void);
+
+/// The per-task ICVs (OpenMP 5.1 §2.4): copied from the parent at each fork.
+#[derive(Clone, Copy)]
+pub struct Icv {
+    pub nthreads: u32,
+    pub nthreads_idx: u32,
+    pub dynamic: bool,
+    pub run_sched: i32,
+    pub run_chunk: i32,
+    pub max_active_levels: u32,
+    pub bind: u8,
+    pub bind_idx: u32,
+    /// thread-limit-var (u32::MAX: none).
+    pub thread_limit: u32,
+}
+
+impl Icv {
+    fn initial() -> Icv {
+        let e = env::env();
+        Icv {
+            nthreads: e.nthreads[0],
+            nthreads_idx: 0,
+            dynamic: e.dynamic,
+            run_sched: e.run_sched,
+            run_chunk: e.run_chunk,
+            max_active_levels: e.max_active_levels,
+            bind: e.bind[0],
+            bind_idx: 0,
+            thread_limit: e.thread_limit,
+        }
+    }
+
+    /// The ICVs of the implicit tasks of a region forked by a task with these.
+    fn child(&self) -> Icv {
+        let e = env::env();
+        let mut c = *self;
+        if (self.nthreads_idx as usize) + 1 < e.nthreads.len() {
+            c.nthreads_idx += 1;
+            c.nthreads = e.nthreads[c.nthreads_idx as usize];
+        }
+        if (self.bind_idx as usize) + 1 < e.bind.len() {
+            c.bind_idx += 1;
+            c.bind = e.bind[c.bind_idx as usize];
+        }
+        c
+    }
+}
+
+/// One thread's state inside one team (an implicit task). Only its thread writes it;
+/// other threads read `team` and `tid` of ancestors (fixed while the child region runs).
+pub struct Ctx {
+    pub team: *const Team,
+    pub tid: u32,
+    pub icv: Icv,
+    /// Worksharing constructs this thread has entered in this team.
+    pub ws_gen: u64,
+    /// Single constructs this thread has encountered (libgomp's scheme).
+    pub single_count: u64,
+    /// The loop or sections construct this thread is in, and its generation.
+    pub ws: *const WorkShare,
+    pub ws_cur_gen: u64,
+    pub static_trip: u64,
+    /// The chunk [a, b) of the current loop this thread holds, and whether it still has to
+    /// pass the ordered turn on.
+    pub chunk: (u64, u64),
+    pub ordered_pending: bool,
+}
+
+impl Ctx {
+    fn new(team: *const Team, tid: u32, icv: Icv) -> Ctx {
+        Ctx {
+            team,
+            tid,
+            icv,
+            ws_gen: 0,
+            single_count: 0,
+            ws: std::ptr::null(),
+            ws_cur_gen: 0,
+            static_trip: 0,
+            chunk: (0, 0),
+            ordered_pending: false,
+        }
+    }
+
+    pub fn team<'a>(&self) -> &'a Team {
+        // SAFETY: a context's team outlives it (the team's primary keeps it alive until
+        // every member has left, and a root team is never freed).
+        unsafe { &*self.team }
+    }
+}
+
+thread_local! {
+    static CUR: Cell<*mut Ctx> = const { Cell::new(std::ptr::null_mut()) };
+    static TEAM_CACHE: Cell<*mut Team> = const { Cell::new(std::ptr::null_mut()) };
+}
+
+/// The calling thread's current context (an initial thread gets a root context and a team
+/// of one on first use; both live as long as the process).
+#[inline]
+pub fn cur() -> *mut Ctx {
+    let c = CUR.with(|c| c.get());
+    if !c.is_null() {
+        return c;
+    }
+    root_ctx()
+}
+
+#[cold]
+fn root_ctx() -> *mut Ctx {
+    let icv = Icv::initial();
+    let team = Box::into_raw(Team::new(1));
+    // SAFETY: freshly allocated, not shared yet.
+    unsafe {
+        (*team).reset(1, 0, 0, std::ptr::null(), None, std::ptr::null_mut(), icv);
+    }
+    // Leaked on purpose: the initial thread's context lives as long as the thread may call
+    // into OpenMP (thread-exit destructors could still run OpenMP code).
+    let c = Box::into_raw(Box::new(Ctx::new(team, 0, icv)));
+    CUR.with(|x| x.set(c));
+    c
+}
+
+/// The calling thread's context, as a reference.
+#[inline]
+pub fn ctx<'a>() -> &'a mut Ctx {
+    // SAFETY: only the owning thread mutates its contexts, and no caller holds two of these
+    // references at once (each GOMP entry point takes one).
+    unsafe { &mut *cur() }
+}
+
+/// A centralized barrier: a counter and a generation word (sense reversal by generation).
+pub struct Barrier {
+    arrived: CachePadded<AtomicU32>,
+    generation: CachePadded<AtomicU32>,
+    sleepers: AtomicU32,
+    n: AtomicU32,
+}
+
+impl Barrier {
+    fn new() -> Barrier {
+        Barrier {
+            arrived: CachePadded::new(AtomicU32::new(0)),
+            generation: CachePadded::new(AtomicU32::new(0)),
+            sleepers: AtomicU32::new(0),
+            n: AtomicU32::new(1),
+        }
+    }
+
+    /// Wait for the whole team. With `cancel`, return `true` early once it is set.
+    pub fn wait(&self, cancel: Option<&AtomicBool>) -> bool {
+        let n = self.n.load(Ordering::Relaxed);
+        if n == 1 {
+            return cancel.is_some_and(|c| c.load(Ordering::Acquire));
+        }
+        // Read the generation before arriving: it cannot move on until we have arrived.
+        let g = self.generation.load(Ordering::Acquire);
+        // AcqRel: the last arriver sees every member's writes before the barrier, and
+        // publishes them all with its Release store of the generation.
+        if self.arrived.fetch_add(1, Ordering::AcqRel) + 1 == n {
+            self.arrived.store(0, Ordering::Relaxed);
+            // SeqCst: pairs with the sleepers' count-then-check (sys::wait_change).
+            self.generation.store(g.wrapping_add(1), Ordering::SeqCst);
+            if self.sleepers.load(Ordering::SeqCst) > 0 {
+                futex_wake(&self.generation, i32::MAX);
+            }
+            return cancel.is_some_and(|c| c.load(Ordering::Acquire));
+        }
+        // Part 2 (explicit tasks): a waiting thread runs ready tasks here.
+        match cancel {
+            None => sys::wait_change(&self.generation, g, &self.sleepers, || false),
+            Some(c) => {
+                sys::wait_change(&self.generation, g, &self.sleepers, || c.load(Ordering::Acquire));
+                return c.load(Ordering::Acquire);
+            }
+        }
+        false
+    }
+
+    /// Release every sleeper (after a cancellation).
+    pub fn wake_all(&self) {
+        futex_wake(&self.generation, i32::MAX);
+    }
+}
+
+/// A team: the threads of one parallel region.
+pub struct Team {
+    pub n: u32,
+    pub level: u32,
+    pub active_level: u32,
+    /// The encountering thread's context (ancestor queries); null for a root team.
+    pub parent: *const Ctx,
+    body: Option<Body>,
+    data: *mut c_void,
+    pub child_icv: Icv,
+    pub bar: Barrier,
+    /// The barrier used by cancellable barriers (a cancelled region abandons it).
+    pub cbar: Barrier,
+    pub single: CachePadded<AtomicU64>,
+    pub cancelled: AtomicBool,
+    pub copyprivate: AtomicPtr<c_void>,
+    pub ring: Box<[WorkShare]>,
+    left: CachePadded<AtomicU32>,
+    members: Vec<&'static Slot>,
+    own_slot: Option<&'static Slot>,
+    /// How many ring slots the last region may have used (all of them for a new team).
+    dirty: usize,
+    primary: UnsafeCell<Option<Ctx>>,
+    pub bind: u8,
+}
+
+// SAFETY: the raw pointers are the region's shared data (the C program's) and contexts whose
+// lifetimes the fork/join protocol bounds; the interior-mutable fields are atomics or written
+// by the primary thread only while no member runs.
+unsafe impl Sync for Team {}
+// SAFETY: as above.
+unsafe impl Send for Team {}
+
+impl Team {
+    fn new(n: u32) -> Box<Team> {
+        Box::new(Team {
+            n,
+            level: 0,
+            active_level: 0,
+            parent: std::ptr::null(),
+            body: None,
+            data: std::ptr::null_mut(),
+            child_icv: Icv::initial(),
+            bar: Barrier::new(),
+            cbar: Barrier::new(),
+            single: CachePadded::new(AtomicU64::new(0)),
+            cancelled: AtomicBool::new(false),
+            copyprivate: AtomicPtr::new(std::ptr::null_mut()),
+            ring: (0..RING).map(|i| WorkShare::new(i as u64)).collect(),
+            left: CachePadded::new(AtomicU32::new(0)),
+            members: Vec::new(),
+            own_slot: None,
+            dirty: RING,
+            primary: UnsafeCell::new(None),
+            bind: 0,
+        })
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn reset(&mut self, n: u32, level: u32, active_level: u32, parent: *const Ctx, body: Option<Body>, data: *mut c_void, icv: Icv) {
+        self.n = n;
+        self.level = level;
+        self.active_level = active_level;
+        self.parent = parent;
+        self.body = body;
+        self.data = data;
+        self.child_icv = icv;
+        self.bar.n.store(n, Ordering::Relaxed);
+        self.bar.arrived.store(0, Ordering::Relaxed);
+        self.cbar.n.store(n, Ordering::Relaxed);
+        self.cbar.arrived.store(0, Ordering::Relaxed);
+        self.single.store(0, Ordering::Relaxed);
+        self.cancelled.store(false, Ordering::Relaxed);
+        self.left.store(0, Ordering::Relaxed);
+        // Only the slots the previous region used need resetting.
+        for (i, w) in self.ring.iter().enumerate().take(self.dirty) {
+            w.reset(i as u64);
+        }
+        self.dirty = 0;
+        self.members.clear();
+        self.own_slot = None;
+        self.bind = icv.bind;
+    }
+
+    /// The thread number of this team's ancestor at `level` (omp_get_ancestor_thread_num).
+    pub fn ancestor(&self, tid: u32, level: u32) -> Option<(u32, u32)> {
+        let mut t: *const Team = self;
+        let mut id = tid;
+        loop {
+            // SAFETY: ancestors' teams and contexts outlive the nested region.
+            let tm = unsafe { &*t };
+            if tm.level == level {
+                return Some((id, tm.n));
+            }
+            if tm.level < level || tm.parent.is_null() {
+                return None;
+            }
+            // SAFETY: as above.
+            let p = unsafe { &*tm.parent };
+            id = p.tid;
+            t = p.team;
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// The pool.
+
+const DETACHED: u32 = 0;
+const DOCKED: u32 = 1;
+const ASSIGNED: u32 = 2;
+const RUNNING: u32 = 3;
+
+pub struct Slot {
+    state: CachePadded<AtomicU32>,
+    claimed: AtomicBool,
+    team: AtomicPtr<Team>,
+    tid: AtomicU32,
+    worker: Option<usize>,
+    index: usize,
+}
+
+const MAX_SLOTS: usize = 4096;
+
+struct Pool {
+    rt: Option<Arc<Runtime>>,
+    slots: Box<[AtomicPtr<Slot>]>,
+    len: AtomicUsize,
+    grow: Mutex<()>,
+    /// Members recruited over all teams (for OMP_THREAD_LIMIT).
+    extra: AtomicU32,
+}
+
+static POOL: OnceLock<Pool> = OnceLock::new();
+
+fn pool() -> &'static Pool {
+    POOL.get_or_init(|| {
+        let rt = match weft_core::capi::shared_runtime() {
+            Ok(rt) => Some(rt),
+            Err(e) => {
+                eprintln!("weft-omp: the Weft runtime did not start ({e}); OpenMP teams use threads of their own");
+                None
+            }
+        };
+        let p = Pool {
+            rt,
+            slots: (0..MAX_SLOTS).map(|_| AtomicPtr::new(std::ptr::null_mut())).collect(),
+            len: AtomicUsize::new(0),
+            grow: Mutex::new(()),
+            extra: AtomicU32::new(0),
+        };
+        // Core workers have `WORKER_STACK` (8 MiB) stacks: a program that asks for bigger
+        // OpenMP stacks gets threads of our own, made with its size.
+        let core_stack = weft_core::WORKER_STACK;
+        let workers_fit = env::env().stacksize.is_none_or(|s| s <= core_stack);
+        if let Some(rt) = p.rt.as_ref().filter(|_| workers_fit) {
+            for w in rt.workers().iter().filter(|w| w.arch == weft_core::Arch::Cpu) {
+                let i = p.len.load(Ordering::Relaxed);
+                p.slots[i].store(new_slot(Some(w.id), i, false), Ordering::Relaxed);
+                p.len.store(i + 1, Ordering::Release);
+            }
+        }
+        p
+    })
+}
+
+fn new_slot(worker: Option<usize>, index: usize, claimed: bool) -> *mut Slot {
+    Box::into_raw(Box::new(Slot {
+        state: CachePadded::new(AtomicU32::new(DETACHED)),
+        claimed: AtomicBool::new(claimed),
+        team: AtomicPtr::new(std::ptr::null_mut()),
+        tid: AtomicU32::new(0),
+        worker,
+        index,
+    }))
+}
+
+fn slot(i: usize) -> &'static Slot {
+    // SAFETY: slots below `len` are published (Release) and never freed.
+    unsafe { &*pool().slots[i].load(Ordering::Acquire) }
+}
+
+/// A new OS thread's slot, claimed for the caller.
+fn spawn_slot() -> &'static Slot {
+    let p = pool();
+    let _g = p.grow.lock().unwrap_or_else(|e| e.into_inner());
+    let i = p.len.load(Ordering::Relaxed);
+    if i >= MAX_SLOTS {
+        eprintln!("weft-omp: more than {MAX_SLOTS} OpenMP threads requested; aborting");
+        std::process::abort();
+    }
+    let s = new_slot(None, i, true);
+    p.slots[i].store(s, Ordering::Release);
+    p.len.store(i + 1, Ordering::Release);
+    // SAFETY: just published; never freed.
+    let s: &'static Slot = unsafe { &*s };
+    let stack = env::env().stacksize.unwrap_or(8 << 20);
+    let r = std::thread::Builder::new().name(format!("weft-omp-{i}")).stack_size(stack).spawn(move || {
+        loop {
+            while s.state.load(Ordering::Acquire) == DETACHED {
+                sys::futex_wait(&s.state, DETACHED);
+            }
+            dock(s);
+        }
+    });
+    if let Err(e) = r {
+        eprintln!("weft-omp: cannot create an OpenMP thread ({e}); aborting");
+        std::process::abort();
+    }
+    s
+}
+
+/// A member's life: run assignments until detached. Returns when the slot goes DETACHED.
+fn dock(s: &'static Slot) {
+    loop {
+        // Acquire: pairs with the primary's swap to ASSIGNED after writing the assignment.
+        if s.state.load(Ordering::Acquire) != ASSIGNED {
+            if spin_until(|| s.state.load(Ordering::Acquire) == ASSIGNED) {
+                continue;
+            }
+            match s.state.compare_exchange(DOCKED, DETACHED, Ordering::AcqRel, Ordering::Acquire) {
+                Ok(_) => return,
+                Err(_) => continue,
+            }
+        }
+        let team = s.team.load(Ordering::Relaxed);
+        let tid = s.tid.load(Ordering::Relaxed);
+        s.state.store(RUNNING, Ordering::Relaxed);
+        // SAFETY: the primary keeps the team alive until we increment `left` (run_member's
+        // last access).
+        unsafe { run_member(team, tid) };
+        // Fails when the primary has already reassigned us (then the state is ASSIGNED).
+        let _ = s.state.compare_exchange(RUNNING, DOCKED, Ordering::AcqRel, Ordering::Acquire);
+    }
+}
+
+fn dock_job(i: usize) {
+    dock(slot(i));
+}
+
+/// Run one member's share of a region.
+///
+/// # Safety
+/// `team` is alive until this function increments its `left` counter.
+unsafe fn run_member(team: *const Team, tid: u32) {
+    // SAFETY: per the contract.
+    let t = unsafe { &*team };
+    let prev = CUR.with(|c| c.get());
+    let mut c = Ctx::new(team, tid, t.child_icv);
+    if t.ring[0].preinit() {
+        c.ws_gen = 1;
+        c.ws = &t.ring[0];
+        c.ws_cur_gen = 0;
+    }
+    CUR.with(|x| x.set(&mut c));
+    if let Some(body) = t.body {
+        // SAFETY: the compiler-outlined body with its data, as GOMP_parallel received them.
+        unsafe { body(t.data) };
+    }
+    t.bar.wait(None);
+    CUR.with(|x| x.set(prev));
+    // Release: our last access to the team; the primary frees it after seeing all of them.
+    t.left.fetch_add(1, Ordering::Release);
+}
+
+/// How many threads a region asking for `req` (0: no clause) gets (OpenMP 5.1 §2.6.1).
+fn team_size(parent: &Ctx, req: u32, if_clause: bool) -> u32 {
+    if !if_clause {
+        return 1;
+    }
+    let pt = parent.team();
+    let active = pt.active_level;
+    if active >= parent.icv.max_active_levels {
+        return 1;
+    }
+    let mut n = if req > 0 { req } else { parent.icv.nthreads }.max(1);
+    let e = env::env();
+    if parent.icv.dynamic {
+        n = n.min(e.nprocs.max(1));
+    }
+    // Reserve the members now, atomically: two threads forking at once must not both take
+    // the last threads OMP_THREAD_LIMIT allows (the contention group counts the initial
+    // thread, hence `limit - 1` members at most). `join` gives them back.
+    let want = n - 1;
+    let mut got = want;
+    let limit = parent.icv.thread_limit;
+    // Relaxed: a counter; no data is published through it.
+    let _ = pool().extra.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |used| {
+        got = if limit == u32::MAX { want } else { want.min((limit - 1).saturating_sub(used)) };
+        Some(used + got)
+    });
+    got + 1
+}
+
+/// Start a region: build the team, recruit its members and make the calling thread its
+/// thread 0. `setup` initializes worksharing slot 0 for the combined constructs.
+pub fn fork(body: Option<Body>, data: *mut c_void, req: u32, flags: u32, if_clause: bool, setup: Option<Setup>) {
+    let parent = cur();
+    // SAFETY: the calling thread's context.
+    let pc = unsafe { &*parent };
+    let n = team_size(pc, req, if_clause);
+    let mut icv = pc.icv.child();
+    let bind = (flags & 7) as u8;
+    if bind != 0 {
+        icv.bind = bind;
+    }
+    let pt = pc.team();
+    let cached = TEAM_CACHE.with(|c| c.replace(std::ptr::null_mut()));
+    let team = if cached.is_null() { Box::into_raw(Team::new(n)) } else { cached };
+    // SAFETY: a team from the cache or new: no other thread references it.
+    let t = unsafe { &mut *team };
+    t.reset(n, pt.level + 1, pt.active_level + u32::from(n > 1), parent, body, data, icv);
+    if let Some(s) = setup {
+        s(&t.ring[0], n);
+    }
+    if n > 1 {
+        recruit(t);
+    }
+    let mut c = Ctx::new(team, 0, icv);
+    if t.ring[0].preinit() {
+        c.ws_gen = 1;
+        c.ws = &t.ring[0];
+    }
+    // SAFETY: the primary's context lives in its team until join.
+    let pcx = unsafe { &mut *t.primary.get() };
+    *pcx = Some(c);
+    let ptr = pcx.as_mut().map(|c| c as *mut Ctx).unwrap_or(std::ptr::null_mut());
+    CUR.with(|x| x.set(ptr));
+}
+
+fn recruit(t: &mut Team) {
+    let p = pool();
+    let need = (t.n - 1) as usize;
+    let me_worker = p.rt.as_ref().and_then(|rt| rt.current_worker());
+    // A core worker forking outside any team holds its own slot, so that no team posts it
+    // a job it could only run after this region.
+    if let Some(w) = me_worker {
+        let len = p.len.load(Ordering::Acquire);
+        if let Some(s) = (0..len).map(slot).find(|s| s.worker == Some(w))
+            && s.claimed.compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed).is_ok()
+        {
+            t.own_slot = Some(s);
+        }
+    }
+    let len = p.len.load(Ordering::Acquire);
+    for i in 0..len {
+        if t.members.len() == need {
+            break;
+        }
+        let s = slot(i);
+        if !s.claimed.load(Ordering::Relaxed) && s.claimed.compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed).is_ok() {
+            t.members.push(s);
+        }
+    }
+    while t.members.len() < need {
+        t.members.push(spawn_slot());
+    }
+    sys::BUSY.fetch_add(t.n as i64, Ordering::Relaxed);
+    let team: *mut Team = t;
+    for (k, s) in t.members.iter().enumerate() {
+        s.team.store(team, Ordering::Relaxed);
+        s.tid.store(k as u32 + 1, Ordering::Relaxed);
+        // AcqRel: publishes the assignment (and the team's reset) to the member.
+        let prev = s.state.swap(ASSIGNED, Ordering::AcqRel);
+        if prev == DETACHED {
+            match (s.worker, p.rt.as_ref()) {
+                (Some(w), Some(rt)) => {
+                    let f: weft_core::JobFn = job_fn();
+                    if let Err(e) = rt.post_job(w, f, s.index) {
+                        eprintln!("weft-omp: cannot recruit worker {w} ({e}); aborting");
+                        std::process::abort();
+                    }
+                }
+                _ => futex_wake(&s.state, 1),
+            }
+        }
+    }
+}
+
+fn job_fn() -> weft_core::JobFn {
+    static F: OnceLock<weft_core::JobFn> = OnceLock::new();
+    F.get_or_init(|| Arc::new(dock_job)).clone()
+}
+
+/// End the region the calling thread is thread 0 of: the join barrier, then wait for every
+/// member to let go of the team.
+pub fn join() {
+    let c = ctx();
+    let team = c.team as *mut Team;
+    // SAFETY: the primary owns its team.
+    let t = unsafe { &mut *team };
+    if t.parent.is_null() {
+        eprintln!("weft-omp: GOMP_parallel_end called outside a parallel region; ignored");
+        return;
+    }
+    t.bar.wait(None);
+    let members = t.members.len() as u32;
+    // Acquire: pairs with each member's Release increment, its last access to the team.
+    while t.left.load(Ordering::Acquire) != members {
+        std::hint::spin_loop();
+    }
+    for s in t.members.iter().chain(t.own_slot.iter()) {
+        s.claimed.store(false, Ordering::Release);
+    }
+    if members > 0 {
+        pool().extra.fetch_sub(members, Ordering::Relaxed);
+        sys::BUSY.fetch_sub(t.n as i64, Ordering::Relaxed);
+    }
+    CUR.with(|x| x.set(t.parent as *mut Ctx));
+    // Every thread entered the same constructs as thread 0, unless the region was cancelled.
+    t.dirty = if t.cancelled.load(Ordering::Relaxed) { RING } else { (c.ws_gen as usize).min(RING) };
+    // SAFETY: no member references the team any more.
+    unsafe { *t.primary.get() = None };
+    let old = TEAM_CACHE.with(|c| c.replace(team));
+    if !old.is_null() {
+        // SAFETY: a cached team is referenced by nobody.
+        drop(unsafe { Box::from_raw(old) });
+    }
+}
+
+/// A whole region: fork, run thread 0's share, join.
+pub fn parallel(body: Body, data: *mut c_void, req: u32, flags: u32, setup: Option<Setup>) {
+    fork(Some(body), data, req, flags, true, setup);
+    // SAFETY: the compiler-outlined body with its data.
+    unsafe { body(data) };
+    join();
+}
+
+/// The run-sched ICV, decoded (kind without the monotonic bit, chunk).
+pub fn run_sched() -> (i32, i32) {
+    let c = ctx();
+    (c.icv.run_sched & !SCHED_MONOTONIC, c.icv.run_chunk)
+}

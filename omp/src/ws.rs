@@ -1,0 +1,471 @@
+//! Worksharing: loops (static, dynamic, guided; `long` and `unsigned long long`), ordered,
+//! doacross, sections, and the slot protocol that lets threads be several `nowait`
+//! constructs apart.
+//!
+//! **Owns**: the [`WorkShare`] slots of a team's ring and the iteration arithmetic
+//! ([`LoopBounds`]). **Does not own**: team membership (team.rs).
+//!
+//! A loop is normalized to iterations `0..n`; a chunk `[a, b)` maps back to
+//! `start + a*incr .. start + b*incr` (the last chunk ends at `end` exactly, so that
+//! `unsigned long long` loops reaching the top of the range do not wrap).
+//!
+//! Slot protocol: construct number `g` of a team uses slot `g % RING`. The first thread to
+//! get there when the slot is free for `g` (`free_for == g`, CAS to `g | INIT`) initializes
+//! it and publishes `ready = g`; the others wait for `ready == g`. The last thread to leave
+//! sets `free_for = g + RING`.
+
+use crate::sys::{self, spin_until};
+use crate::team::{Ctx, ctx};
+use std::cell::UnsafeCell;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+
+/// Worksharing constructs a team can have in flight (threads up to RING `nowait`
+/// constructs apart); a thread further ahead waits for the slot to be freed.
+pub const RING: usize = 32;
+const INIT: u64 = 1 << 63;
+const NONE: u64 = u64::MAX;
+
+pub const STATIC: i32 = 1;
+pub const DYNAMIC: i32 = 2;
+pub const GUIDED: i32 = 3;
+
+/// A loop's iteration space, as the GOMP entry points give it.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct LoopBounds {
+    pub start: u64,
+    pub end: u64,
+    /// Two's complement step.
+    pub incr: u64,
+    /// Number of iterations.
+    pub n: u64,
+}
+
+impl LoopBounds {
+    /// `for (i = start; i < end; i += incr)` (or `>` for a negative `incr`) on `long`.
+    pub fn long(start: i64, end: i64, incr: i64) -> LoopBounds {
+        let (s, e, i) = (start as i128, end as i128, incr as i128);
+        let n = if i > 0 && e > s {
+            (e - s + i - 1) / i
+        } else if i < 0 && s > e {
+            (s - e - i - 1) / -i
+        } else {
+            0
+        };
+        LoopBounds { start: start as u64, end: end as u64, incr: incr as u64, n: n.min(u64::MAX as i128) as u64 }
+    }
+
+    /// The `unsigned long long` form: `up` says whether the loop counts up.
+    pub fn ull(up: bool, start: u64, end: u64, incr: u64) -> LoopBounds {
+        let n = if up && end > start && incr != 0 {
+            ((end - start) as u128).div_ceil(incr as u128)
+        } else if !up && start > end && incr != 0 {
+            ((start - end) as u128).div_ceil(incr.wrapping_neg() as u128)
+        } else {
+            0
+        };
+        LoopBounds { start, end, incr, n: n.min(u64::MAX as u128) as u64 }
+    }
+
+    /// The iteration values of chunk `[a, b)`: (first, bound).
+    pub fn values(&self, a: u64, b: u64) -> (u64, u64) {
+        let first = self.start.wrapping_add(a.wrapping_mul(self.incr));
+        let bound = if b >= self.n { self.end } else { self.start.wrapping_add(b.wrapping_mul(self.incr)) };
+        (first, bound)
+    }
+}
+
+#[derive(Clone, Copy, Default)]
+struct Spec {
+    bounds: LoopBounds,
+    sched: i32,
+    chunk: u64,
+    ordered: bool,
+    nthreads: u32,
+}
+
+struct Doacross {
+    /// Per iteration of the first dimension: 1 + the last posted flat index of the others.
+    done: Vec<AtomicU64>,
+    strides: Vec<u64>,
+    counts: Vec<u64>,
+}
+
+/// One worksharing construct's shared state.
+pub struct WorkShare {
+    free_for: AtomicU64,
+    ready: AtomicU64,
+    left: AtomicU32,
+    preinit: AtomicBool,
+    next: crossbeam_utils::CachePadded<AtomicU64>,
+    turn: crossbeam_utils::CachePadded<AtomicU64>,
+    turn_seq: AtomicU32,
+    turn_sleepers: AtomicU32,
+    pub cancelled: AtomicBool,
+    spec: UnsafeCell<Spec>,
+    mem: UnsafeCell<Vec<u64>>,
+    doacross: UnsafeCell<Option<Doacross>>,
+}
+
+// SAFETY: the UnsafeCell fields are written only by the initializing thread before it
+// publishes `ready` (Release) and read by the others after seeing it (Acquire).
+unsafe impl Sync for WorkShare {}
+
+impl WorkShare {
+    pub fn new(i: u64) -> WorkShare {
+        WorkShare {
+            free_for: AtomicU64::new(i),
+            ready: AtomicU64::new(NONE),
+            left: AtomicU32::new(0),
+            preinit: AtomicBool::new(false),
+            next: Default::default(),
+            turn: Default::default(),
+            turn_seq: AtomicU32::new(0),
+            turn_sleepers: AtomicU32::new(0),
+            cancelled: AtomicBool::new(false),
+            spec: UnsafeCell::new(Spec::default()),
+            mem: UnsafeCell::new(Vec::new()),
+            doacross: UnsafeCell::new(None),
+        }
+    }
+
+    /// Only while no thread uses the team (team reset).
+    pub fn reset(&self, i: u64) {
+        self.free_for.store(i, Ordering::Relaxed);
+        self.ready.store(NONE, Ordering::Relaxed);
+        self.preinit.store(false, Ordering::Relaxed);
+    }
+
+    pub fn preinit(&self) -> bool {
+        self.preinit.load(Ordering::Relaxed)
+    }
+
+    fn spec(&self) -> &Spec {
+        // SAFETY: published before `ready`; unchanged until the slot is freed.
+        unsafe { &*self.spec.get() }
+    }
+
+    fn init(&self, spec: Spec) {
+        // SAFETY: the initializing thread owns the slot until it publishes `ready`.
+        unsafe { *self.spec.get() = spec };
+        self.next.store(0, Ordering::Relaxed);
+        self.turn.store(0, Ordering::Relaxed);
+        self.cancelled.store(false, Ordering::Relaxed);
+        // SAFETY: as above.
+        unsafe { *self.doacross.get() = None };
+        self.left.store(spec.nthreads, Ordering::Relaxed);
+    }
+
+    /// Initialize slot 0 of a team before its threads start (combined parallel constructs).
+    pub fn setup_first(&self, bounds: LoopBounds, sched: i32, chunk: u64, nthreads: u32) {
+        self.free_for.store(INIT, Ordering::Relaxed);
+        self.init(Spec { bounds, sched, chunk: chunk_of(sched, chunk), ordered: false, nthreads });
+        self.preinit.store(true, Ordering::Relaxed);
+        self.ready.store(0, Ordering::Release);
+    }
+}
+
+fn chunk_of(sched: i32, chunk: u64) -> u64 {
+    if sched != STATIC && chunk == 0 { 1 } else { chunk }
+}
+
+/// Enter the calling thread's next worksharing construct; `init` runs in the first thread.
+/// Returns whether this thread initialized it.
+fn enter(c: &mut Ctx, init: impl FnOnce(&WorkShare)) -> bool {
+    let g = c.ws_gen;
+    c.ws_gen += 1;
+    let w = &c.team().ring[(g % RING as u64) as usize];
+    c.ws = w;
+    c.ws_cur_gen = g;
+    c.static_trip = 0;
+    c.ordered_pending = false;
+    loop {
+        // Acquire: the initializer's writes.
+        if w.ready.load(Ordering::Acquire) == g {
+            return false;
+        }
+        if w.free_for.load(Ordering::Acquire) == g && w.free_for.compare_exchange(g, g | INIT, Ordering::AcqRel, Ordering::Relaxed).is_ok()
+        {
+            init(w);
+            w.ready.store(g, Ordering::Release);
+            return true;
+        }
+        if !spin_until(|| w.ready.load(Ordering::Acquire) == g || w.free_for.load(Ordering::Acquire) == g) {
+            std::thread::yield_now();
+        }
+    }
+}
+
+/// Leave the current construct (its last use by this thread).
+pub fn leave(c: &mut Ctx) {
+    if c.ws.is_null() {
+        return;
+    }
+    finish_chunk(c);
+    // SAFETY: the slot lives in the team, which outlives the context.
+    let w = unsafe { &*c.ws };
+    let g = c.ws_cur_gen;
+    c.ws = std::ptr::null();
+    // AcqRel: the last leaver sees everyone's reads done before it frees the slot.
+    if w.left.fetch_sub(1, Ordering::AcqRel) == 1 {
+        w.ready.store(NONE, Ordering::Relaxed);
+        w.preinit.store(false, Ordering::Relaxed);
+        w.free_for.store(g + RING as u64, Ordering::Release);
+    }
+}
+
+pub fn current<'a>(c: &Ctx) -> Option<&'a WorkShare> {
+    // SAFETY: as in `leave`.
+    (!c.ws.is_null()).then(|| unsafe { &*c.ws })
+}
+
+/// Start a loop construct. Returns whether this thread initialized it.
+pub fn loop_start(bounds: LoopBounds, sched: i32, chunk: u64, ordered: bool) -> bool {
+    loop_start_full(bounds, sched, chunk, ordered, None, None).0
+}
+
+/// Start a loop construct with doacross `counts` and/or `mem_size` bytes of zeroed scratch
+/// memory shared by the team (`GOMP_loop_start`'s `mem`). Returns whether this thread
+/// initialized it, and the scratch memory.
+pub fn loop_start_full(
+    bounds: LoopBounds,
+    sched: i32,
+    chunk: u64,
+    ordered: bool,
+    counts: Option<&[u64]>,
+    mem_size: Option<usize>,
+) -> (bool, *mut u8) {
+    let c = ctx();
+    let n = c.team().n;
+    let first = enter(c, |w| {
+        w.init(Spec { bounds, sched, chunk: chunk_of(sched, chunk), ordered, nthreads: n });
+        if let Some(counts) = counts {
+            // SAFETY: the initializing thread owns the slot until it publishes `ready`.
+            unsafe { *w.doacross.get() = Some(doacross_new(counts)) };
+        }
+        if let Some(size) = mem_size {
+            // SAFETY: as above.
+            let m = unsafe { &mut *w.mem.get() };
+            m.clear();
+            m.resize(size.div_ceil(8).max(1), 0);
+        }
+    });
+    let mem = match (mem_size, current(c)) {
+        // SAFETY: published with `ready`; not resized until the slot is reused.
+        (Some(_), Some(w)) => unsafe { (*w.mem.get()).as_mut_ptr() as *mut u8 },
+        _ => std::ptr::null_mut(),
+    };
+    (first, mem)
+}
+
+/// Pass the ordered turn on after the chunk this thread held.
+fn finish_chunk(c: &mut Ctx) {
+    if !c.ordered_pending {
+        return;
+    }
+    c.ordered_pending = false;
+    let Some(w) = current(c) else { return };
+    let (a, b) = c.chunk;
+    wait_turn(w, a);
+    // SeqCst store, then SeqCst load of the sleeper count: a waiter announces itself
+    // (SeqCst) before re-checking `turn`, so either it sees the new turn or we see it and
+    // bump the futex word it sleeps on.
+    w.turn.store(b, Ordering::SeqCst);
+    if w.turn_sleepers.load(Ordering::SeqCst) > 0 {
+        w.turn_seq.fetch_add(1, Ordering::SeqCst);
+        sys::futex_wake(&w.turn_seq, i32::MAX);
+    }
+}
+
+fn wait_turn(w: &WorkShare, a: u64) {
+    loop {
+        let seq = w.turn_seq.load(Ordering::SeqCst);
+        // Acquire: the previous holder's ordered region happened before.
+        if w.turn.load(Ordering::Acquire) == a {
+            return;
+        }
+        sys::wait_change(&w.turn_seq, seq, &w.turn_sleepers, || w.turn.load(Ordering::Acquire) == a);
+    }
+}
+
+/// GOMP_ordered_start: wait for this thread's turn.
+pub fn ordered_start() {
+    let c = ctx();
+    if let Some(w) = current(c)
+        && w.spec().ordered
+        && c.ordered_pending
+    {
+        wait_turn(w, c.chunk.0);
+    }
+}
+
+/// The next chunk of the current loop for the calling thread, as normalized `[a, b)`.
+pub fn next_chunk() -> Option<(u64, u64)> {
+    let c = ctx();
+    finish_chunk(c);
+    let w = current(c)?;
+    let s = *w.spec();
+    let n = s.bounds.n;
+    if w.cancelled.load(Ordering::Relaxed) || c.team().cancelled.load(Ordering::Relaxed) {
+        return None;
+    }
+    let r = match s.sched {
+        STATIC => {
+            let nth = s.nthreads as u64;
+            let tid = c.tid as u64;
+            if s.chunk == 0 {
+                if c.static_trip > 0 {
+                    return None;
+                }
+                c.static_trip = 1;
+                let q = n / nth;
+                let t = n % nth;
+                let (q, a) = if tid < t { (q + 1, (q + 1) * tid) } else { (q, q * tid + t) };
+                if q == 0 {
+                    return None;
+                }
+                (a, a + q)
+            } else {
+                let k = c.static_trip as u128 * nth as u128 + tid as u128;
+                let a = k * s.chunk as u128;
+                if a >= n as u128 {
+                    return None;
+                }
+                c.static_trip += 1;
+                (a as u64, (a + s.chunk as u128).min(n as u128) as u64)
+            }
+        }
+        GUIDED => {
+            let nth = s.nthreads as u64;
+            let mut a = w.next.load(Ordering::Relaxed);
+            loop {
+                if a >= n {
+                    return None;
+                }
+                let rem = n - a;
+                let q = rem.div_ceil(nth).max(s.chunk).min(rem);
+                match w.next.compare_exchange_weak(a, a + q, Ordering::Relaxed, Ordering::Relaxed) {
+                    Ok(_) => break (a, a + q),
+                    Err(x) => a = x,
+                }
+            }
+        }
+        _ => {
+            // Dynamic. Relaxed: the counter only partitions iterations; the construct's
+            // data is published through `ready`.
+            if s.chunk <= 1 << 32 && n < 1 << 62 {
+                let a = w.next.fetch_add(s.chunk, Ordering::Relaxed);
+                if a >= n {
+                    return None;
+                }
+                (a, (a + s.chunk).min(n))
+            } else {
+                let mut a = w.next.load(Ordering::Relaxed);
+                loop {
+                    if a >= n {
+                        return None;
+                    }
+                    let b = a.saturating_add(s.chunk).min(n);
+                    match w.next.compare_exchange_weak(a, b, Ordering::Relaxed, Ordering::Relaxed) {
+                        Ok(_) => break (a, b),
+                        Err(x) => a = x,
+                    }
+                }
+            }
+        }
+    };
+    c.chunk = r;
+    c.ordered_pending = s.ordered;
+    Some(r)
+}
+
+/// The current loop's bounds.
+pub fn bounds() -> Option<LoopBounds> {
+    let c = ctx();
+    current(c).map(|w| w.spec().bounds)
+}
+
+/// Sections: construct of `count` sections; returns the first section number (0: none).
+pub fn sections_start(count: u32) -> u32 {
+    loop_start(LoopBounds::long(1, count as i64 + 1, 1), DYNAMIC, 1, false);
+    sections_next()
+}
+
+pub fn sections_next() -> u32 {
+    match next_chunk() {
+        Some((a, _)) => a as u32 + 1,
+        None => 0,
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Doacross (ordered(n) with depend(sink/source)).
+
+fn doacross_new(counts: &[u64]) -> Doacross {
+    let mut strides = vec![1u64; counts.len()];
+    for i in (1..counts.len().saturating_sub(1)).rev() {
+        strides[i] = strides[i + 1].saturating_mul(counts[i + 1]);
+    }
+    let n0 = counts.first().copied().unwrap_or(0) as usize;
+    Doacross { done: (0..n0).map(|_| AtomicU64::new(0)).collect(), strides, counts: counts.to_vec() }
+}
+
+fn doacross<'a>() -> Option<&'a Doacross> {
+    let c = ctx();
+    let w = current(c)?;
+    // SAFETY: set by the initializer before it published `ready`.
+    unsafe { (*w.doacross.get()).as_ref() }
+}
+
+fn flat(d: &Doacross, v: &[u64]) -> Option<u64> {
+    let mut f = 0u64;
+    for i in 1..d.counts.len() {
+        let x = *v.get(i)?;
+        if x >= d.counts[i] {
+            return None;
+        }
+        f = f.wrapping_add(x.wrapping_mul(d.strides[i]));
+    }
+    Some(f)
+}
+
+pub fn doacross_post(v: &[u64]) {
+    let Some(d) = doacross() else { return };
+    let Some(e) = d.done.get(v[0] as usize) else { return };
+    let Some(f) = flat(d, v) else { return };
+    // Release: the iteration's writes happen before a waiter sees it posted.
+    e.fetch_max(f + 1, Ordering::Release);
+}
+
+pub fn doacross_wait(v: &[u64]) {
+    let Some(d) = doacross() else { return };
+    let Some(e) = d.done.get(v[0] as usize) else { return };
+    let Some(f) = flat(d, v) else { return };
+    while !spin_until(|| e.load(Ordering::Acquire) > f) {
+        std::thread::yield_now();
+    }
+}
+
+pub fn doacross_ncounts() -> usize {
+    doacross().map(|d| d.counts.len()).unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loop_bounds() {
+        assert_eq!(LoopBounds::long(0, 10, 3).n, 4);
+        assert_eq!(LoopBounds::long(10, 0, -3).n, 4);
+        assert_eq!(LoopBounds::long(0, 0, 1).n, 0);
+        assert_eq!(LoopBounds::long(5, 0, 1).n, 0);
+        assert_eq!(LoopBounds::long(i64::MIN, i64::MAX, i64::MAX).n, 3);
+        let b = LoopBounds::ull(true, u64::MAX - 10, u64::MAX, 4);
+        assert_eq!(b.n, 3);
+        assert_eq!(b.values(2, 3), (u64::MAX - 2, u64::MAX));
+        let d = LoopBounds::ull(false, 10, 0, (-2i64) as u64);
+        assert_eq!(d.n, 5);
+        assert_eq!(d.values(1, 2), (8, 6));
+        assert_eq!(LoopBounds::long(0, 10, 3).values(1, 4), (3, 10));
+    }
+}

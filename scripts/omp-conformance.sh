@@ -1,0 +1,174 @@
+#!/usr/bin/env bash
+# GCC 12's libgomp testsuite (C tests of libgomp.c and libgomp.c-c++-common) under Weft and
+# under the system libgomp. Fetches the sources into target/omp-testsuite (once), builds the
+# runnable host tests with gcc -fopenmp and the options of their dg- directives, runs each
+# with libweft.so standing in for libgomp.so.1 (a symlink on LD_LIBRARY_PATH: libgomp is not
+# loaded at all, so a missing entry point fails loudly) and with the system libgomp, and
+# prints pass/fail counts, separating the tests that import explicit-task entry points.
+#
+#   scripts/omp-conformance.sh [NAME_FILTER_REGEX]
+# Env: CARGO_TARGET_DIR (default ./target), JOBS (2), TIMEOUT (per test, 60 s),
+#      PROFILE (release), KEEP_GOING.
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT"
+TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
+PROFILE=${PROFILE:-release}
+SRC=$(scripts/omp-fetch-testsuite.sh)
+if [ "$PROFILE" = release ]; then cargo build -q --release -p weft; else cargo build -q -p weft; fi
+LIB="$TARGET/$PROFILE/libweft.so"
+WORK="$ROOT/target/omp-testsuite/run"
+mkdir -p "$WORK/standin"
+ln -sf "$LIB" "$WORK/standin/libgomp.so.1"
+exec python3 - "$SRC" "$WORK" "${1:-}" "$LIB" <<'PY'
+import concurrent.futures as cf, os, re, subprocess, sys, time
+elapsed = {"libgomp": {}, "weft": {}}
+src, work, filt, lib = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
+# A test passes under Weft only if Weft defines every libgomp symbol it imports.
+served = set(l.split()[-1].split("@")[0] for l in subprocess.run(["nm", "-D", "--defined-only", lib], capture_output=True, text=True).stdout.splitlines() if l.split())
+jobs = int(os.environ.get("JOBS", "2")); tmo = int(os.environ.get("TIMEOUT", "60"))
+dirs = ["libgomp.c", "libgomp.c-c++-common"]
+TASKS = re.compile(r"^GOMP_(task|taskloop|taskwait|taskgroup|taskyield|workshare_task_reduction|task_reduction|parallel_reductions)")
+TARGETY = re.compile(r"#\s*pragma\s+omp\s+(target|declare\s+target)|\bomp_target_|\bacc_|#\s*pragma\s+acc\b")
+EFFECTIVE = ("fopenmp", "tls_runtime", "tls", "pthread", "int128", "lp64", "sync_int_long", "fgraphite", "vect_simd_clones", "avx_runtime", "large_long_double", "size32plus", "fpic", "shared", "lto", "__float128", "sse2_runtime")
+
+def selector_ok(sel):
+    """Whether a `target ...` selector holds for x86_64-pc-linux-gnu on this machine."""
+    if not sel: return True
+    words = sel.replace("{", " ").replace("}", " ").split()
+    if not words: return True
+    if words[0] == "xfail": return True
+    if words[0] != "target": return False
+    if "!" in words or "ilp32" in words: return False
+    import fnmatch
+    return any(w in EFFECTIVE or fnmatch.fnmatch("x86_64-pc-linux-gnu", w) or fnmatch.fnmatch("x86_64-pc-linux-gnu", w + "-*") for w in words[1:])
+
+def dg_directives(text):
+    """(kind, arguments) of each `{ dg-KIND args }`, braces balanced."""
+    i = 0
+    while True:
+        m = re.compile(r"\{\s*dg-([a-z-]+)").search(text, i)
+        if not m: return
+        depth, j = 1, m.end()
+        while j < len(text) and depth:
+            if text[j] == "{": depth += 1
+            elif text[j] == "}": depth -= 1
+            j += 1
+        yield m.group(1), text[m.end():j - 1].strip()
+        i = j
+
+def directives(text):
+    d = {"do": "run", "opts": [], "env": {}, "fail": False, "out": [], "srcs": [], "skip": None}
+    for kind, rest in dg_directives(text):
+        if kind == "do":
+            w = rest.split()
+            d["do"] = w[0] if w else "run"
+            sel = rest[len(w[0]):] if w else ""
+            if "target" in sel and not selector_ok(sel.strip()):
+                d["skip"] = "dg-do for another target"
+        elif kind in ("options", "additional-options"):
+            mm = re.match(r'\s*"?([^"{}]*)"?\s*(\{(.*)\})?', rest)
+            if mm and selector_ok(mm.group(3)):
+                d["opts"] += mm.group(1).split()
+        elif kind == "set-target-env-var":
+            mm = re.match(r'\s*(\S+)\s+"?([^"]*)"?', rest)
+            if mm: d["env"][mm.group(1)] = mm.group(2)
+        elif kind == "shouldfail":
+            d["fail"] = True
+        elif kind in ("output", "output-next"):
+            mm = re.match(r'\s*"(.*)"\s*(\{.*)?$', rest, re.S) or re.match(r'\s*\{(.*)\}\s*$', rest, re.S)
+            if mm: d["out"].append(mm.group(1))
+        elif kind == "additional-sources":
+            d["srcs"] += rest.split()
+        elif kind == "require-effective-target":
+            if rest.split()[0] not in EFFECTIVE:
+                d["skip"] = "effective target " + rest.split()[0]
+        elif kind == "skip-if":
+            d["skip"] = "dg-skip-if"
+    return d
+
+def tcl_to_py(rx):
+    rx = rx.replace("\\\\", "\\").replace("\\[", "\\[").replace("\\]", "\\]")
+    return rx
+
+# affinity-1.c includes libgomp's build-time config.h.
+os.makedirs(os.path.join(work, "include"), exist_ok=True)
+with open(os.path.join(work, "include", "config.h"), "w") as f:
+    f.write("#define HAVE_PTHREAD_AFFINITY_NP 1\n")
+tests = []
+for dd in dirs:
+    p = os.path.join(src, "testsuite", dd)
+    for root, _, files in os.walk(p):
+        for f in sorted(files):
+            if f.endswith(".c") and (not filt or re.search(filt, f)):
+                tests.append(os.path.join(root, f))
+tests.sort()
+
+def build_and_run(path):
+    name = os.path.relpath(path, os.path.join(src, "testsuite"))
+    text = open(path, errors="replace").read()
+    d = directives(text)
+    if d["do"] != "run": return (name, "skip", "dg-do " + d["do"], None, None)
+    if d["skip"]: return (name, "skip", d["skip"], None, None)
+    if TARGETY.search(text): return (name, "skip", "target/offload constructs", None, None)
+    exe = os.path.join(work, name.replace("/", "__")[:-2])
+    srcs = [path] + [os.path.join(os.path.dirname(path), s) for s in d["srcs"]]
+    cmd = ["gcc", "-fopenmp", "-O2", "-w", "-I" + os.path.join(work, "include"), "-I" + src, "-I" + os.path.join(src, "..", "include"), "-I" + os.path.join(src, "testsuite", "libgomp.c-c++-common"), *srcs, *d["opts"], "-o", exe, "-lm"]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0: return (name, "skip", "does not compile: " + (r.stderr.strip().splitlines() or ["?"])[-1][:120], None, None)
+    nm = subprocess.run(["nm", "-D", "--undefined-only", exe], capture_output=True, text=True).stdout
+    syms = {l.split()[-1].split("@")[0] for l in nm.splitlines() if l.split()}
+    if any(s.startswith(("GOMP_target", "GOMP_teams4", "omp_target_")) for s in syms):
+        return (name, "skip", "target/offload entry points", None, None)
+    tasky = any(TASKS.match(s) for s in syms)
+    res = {}
+    missing = sorted(s for s in syms if s.startswith(("GOMP_", "omp_")) and s not in served)
+    for who in ("libgomp", "weft"):
+        if who == "weft" and missing:
+            res[who] = (False, "not served by Weft: " + " ".join(missing))
+            continue
+        env = dict(os.environ); env.update(d["env"])
+        if who == "weft":
+            env["LD_LIBRARY_PATH"] = os.path.join(work, "standin") + (":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
+            env.setdefault("WEFT_NOPENCL", "0"); env.setdefault("WEFT_NCUDA", "0")
+        try:
+            t0 = time.monotonic()
+            p = subprocess.run([exe], capture_output=True, text=True, env=env, timeout=tmo, errors="replace")
+            elapsed[who][name] = time.monotonic() - t0
+            out = p.stdout + p.stderr
+            ok = (p.returncode != 0) if d["fail"] else (p.returncode == 0)
+            why = "exit %d" % p.returncode
+            if ok and d["out"]:
+                for rx in d["out"]:
+                    try:
+                        if not re.search(tcl_to_py(rx), out, re.S):
+                            ok = False; why = "output does not match dg-output"
+                    except re.error:
+                        pass
+            res[who] = (ok, why + ": " + " | ".join(out.strip().splitlines()[-2:])[:200] if not ok else "")
+        except subprocess.TimeoutExpired:
+            res[who] = (False, "timeout (%ds)" % tmo)
+    return (name, "tasks" if tasky else "notasks", "", res["libgomp"], res["weft"])
+
+with cf.ThreadPoolExecutor(jobs) as ex:
+    results = list(ex.map(build_and_run, tests))
+skips = [r for r in results if r[1] == "skip"]
+print("skipped (not runnable host tests): %d" % len(skips))
+for cat in ("notasks", "tasks"):
+    rs = [r for r in results if r[1] == cat]
+    g = sum(1 for r in rs if r[3][0]); w = sum(1 for r in rs if r[4][0])
+    both = sum(1 for r in rs if r[3][0] and r[4][0])
+    label = "without explicit tasks" if cat == "notasks" else "importing task entry points"
+    print("%-28s tests %3d | libgomp passes %3d | weft passes %3d | weft passes %3d of libgomp's %3d (%.1f%%)" % (label, len(rs), g, w, both, g, 100.0 * both / g if g else 0))
+print("\nWeft failures:")
+for r in results:
+    if r[1] != "skip" and not r[4][0]:
+        print("  [%s] %s: %s%s" % (r[1], r[0], r[4][1], "" if r[3][0] else "   (libgomp fails too: %s)" % r[3][1]))
+both = [n for n in elapsed["weft"] if n in elapsed["libgomp"]]
+print("\nrun time of the tests both ran: libgomp %.1f s, weft %.1f s; slowest under weft relative to libgomp:" % (sum(elapsed["libgomp"][n] for n in both), sum(elapsed["weft"][n] for n in both)))
+for n in sorted(both, key=lambda n: elapsed["weft"][n] - elapsed["libgomp"][n], reverse=True)[:5]:
+    print("  %s: weft %.2f s, libgomp %.2f s" % (n, elapsed["weft"][n], elapsed["libgomp"][n]))
+if os.environ.get("VERBOSE"):
+    print("\nSkipped:")
+    for r in skips: print("  %s: %s" % (r[0], r[2]))
+PY

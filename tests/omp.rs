@@ -1,0 +1,206 @@
+//! The OpenMP runtime from gcc-built programs: compile `tests/omp/*.c` with `gcc -fopenmp`
+//! and run them with libweft.so standing in for libgomp.so.1 (a `libgomp.so.1` symlink on
+//! LD_LIBRARY_PATH, so libgomp itself is never loaded and a missing entry point fails to
+//! load instead of running in libgomp), plus one run through LD_PRELOAD. The programs check
+//! their results themselves and print "<name> OK".
+//!
+//! A missing C compiler is a skip, never a failure.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+
+fn compiler() -> Option<String> {
+    let cc = std::env::var("CC").unwrap_or_else(|_| "gcc".into());
+    let ok = Command::new(&cc).arg("--version").stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok_and(|s| s.success());
+    ok.then_some(cc)
+}
+
+/// The libweft.so built with this test (`target/<profile>/deps` or `target/<profile>`).
+fn lib() -> PathBuf {
+    let exe = std::env::current_exe().expect("the test executable's path");
+    let deps = exe.parent().expect("the test executable is in a directory");
+    for dir in [deps, deps.parent().unwrap_or(deps)] {
+        if dir.join("libweft.so").is_file() {
+            return dir.join("libweft.so");
+        }
+    }
+    panic!("libweft.so not found next to {}: build the `weft` package (cargo build -p weft)", exe.display());
+}
+
+fn out_dir() -> PathBuf {
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join("omp");
+    std::fs::create_dir_all(&d).expect("create the output directory");
+    d
+}
+
+/// A directory holding `libgomp.so.1` → libweft.so. Made once per process, and replaced
+/// atomically (a new link renamed over the old one): tests run in parallel, and a program
+/// of another test may be loading the link right now.
+fn standin() -> PathBuf {
+    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| {
+        let d = out_dir().join("standin");
+        std::fs::create_dir_all(&d).expect("create the stand-in directory");
+        let tmp = d.join(format!(".libgomp.so.1.{}", std::process::id()));
+        let _ = std::fs::remove_file(&tmp);
+        std::os::unix::fs::symlink(lib(), &tmp).expect("link libgomp.so.1 to libweft.so");
+        std::fs::rename(&tmp, d.join("libgomp.so.1")).expect("put the libgomp.so.1 link in place");
+        d
+    })
+    .clone()
+}
+
+fn compile(cc: &str, name: &str) -> PathBuf {
+    // One executable per call: two tests may build the same program at once, and running a
+    // file another gcc is still writing fails ("Text file busy").
+    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let exe = out_dir().join(format!("{name}-{}", N.fetch_add(1, std::sync::atomic::Ordering::Relaxed)));
+    let out = Command::new(cc)
+        .current_dir(ROOT)
+        .args(["-fopenmp", "-O2", "-Wall"])
+        .arg(format!("tests/omp/{name}.c"))
+        .arg("-o")
+        .arg(&exe)
+        .output()
+        .expect("run the C compiler");
+    assert!(out.status.success(), "{cc} failed on {name}.c:\n{}", String::from_utf8_lossy(&out.stderr));
+    exe
+}
+
+fn run(exe: &Path, env: &[(&str, &str)], preload: bool) -> Output {
+    let mut cmd = Command::new(exe);
+    if preload {
+        cmd.env("LD_PRELOAD", lib());
+    } else {
+        cmd.env("LD_LIBRARY_PATH", standin());
+    }
+    for v in ["OMP_NUM_THREADS", "OMP_SCHEDULE", "OMP_DYNAMIC", "OMP_WAIT_POLICY", "OMP_CANCELLATION", "OMP_DISPLAY_ENV", "OMP_STACKSIZE"] {
+        cmd.env_remove(v);
+    }
+    let mut child = cmd
+        .env("WEFT_NCPU", "2")
+        .env("WEFT_NOPENCL", "0")
+        .env("WEFT_NCUDA", "0")
+        .envs(env.iter().copied())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start the C program");
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while child.try_wait().expect("wait for the C program").is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let out = child.wait_with_output().expect("collect the output");
+            panic!("{} hung; killed. stderr:\n{}", exe.display(), String::from_utf8_lossy(&out.stderr));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().expect("collect the output")
+}
+
+/// Compile `tests/omp/<name>.c`, run it, and check it passed; returns stderr.
+fn check(name: &str, env: &[(&str, &str)], preload: bool) -> Option<String> {
+    let Some(cc) = compiler() else {
+        println!("skipped: no C compiler (gcc or $CC)");
+        return None;
+    };
+    let exe = compile(&cc, name);
+    let out = run(&exe, env, preload);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{name} failed ({}):\nstdout:\n{stdout}\nstderr:\n{stderr}", out.status);
+    assert!(stdout.contains(&format!("{name} OK")), "{name}: unexpected output:\n{stdout}\nstderr:\n{stderr}");
+    Some(stderr)
+}
+
+#[test]
+fn parallel_regions_nesting_and_extra_threads() {
+    check("parallel", &[], false);
+}
+
+#[test]
+fn parallel_regions_through_ld_preload() {
+    check("parallel", &[], true);
+}
+
+#[test]
+fn worksharing_loops_ordered_doacross_sections() {
+    check("loops", &[("OMP_SCHEDULE", "dynamic,2")], false);
+}
+
+#[test]
+fn barriers_critical_atomic_locks_single() {
+    check("sync", &[], false);
+    // Sleeping instead of spinning gives the same results.
+    check("sync", &[("OMP_WAIT_POLICY", "passive")], false);
+}
+
+#[test]
+fn cancellation() {
+    check("cancel", &[("OMP_CANCELLATION", "true")], false);
+}
+
+#[test]
+fn api_and_environment() {
+    let env = [("OMP_NUM_THREADS", "3,2"), ("OMP_SCHEDULE", "guided,5"), ("OMP_DYNAMIC", "bogus"), ("OMP_THREAD_LIMIT", "8")];
+    if let Some(stderr) = check("api", &env, false) {
+        assert!(stderr.contains("OMP_DYNAMIC"), "a bad value gets a warning naming the variable:\n{stderr}");
+    }
+}
+
+#[test]
+fn display_env() {
+    if let Some(stderr) = check(
+        "api",
+        &[("OMP_NUM_THREADS", "3,2"), ("OMP_SCHEDULE", "guided,5"), ("OMP_THREAD_LIMIT", "8"), ("OMP_DISPLAY_ENV", "true")],
+        false,
+    ) {
+        assert!(stderr.contains("OPENMP DISPLAY ENVIRONMENT BEGIN") && stderr.contains("OMP_NUM_THREADS = '3,2'"), "{stderr}");
+    }
+}
+
+#[test]
+fn omp_stacksize_is_honoured() {
+    // Default stacks (the workers' 8 MiB), then a size above the workers'.
+    check("stack", &[], false);
+    check("stack", &[("OMP_STACKSIZE", "16M")], false);
+}
+
+#[test]
+fn misuse_gets_a_message_and_is_ignored() {
+    if let Some(stderr) = check("misuse", &[], false) {
+        for what in ["omp_unset_lock", "omp_unset_nest_lock", "omp_set_schedule"] {
+            assert!(stderr.contains(what), "no message about {what}:\n{stderr}");
+        }
+    }
+}
+
+#[test]
+fn the_library_defines_libgomps_version_nodes() {
+    let out = Command::new("objdump").arg("-p").arg(lib()).output();
+    let Ok(out) = out else {
+        println!("skipped: objdump not found");
+        return;
+    };
+    let text = String::from_utf8_lossy(&out.stdout);
+    for node in ["OMP_1.0", "OMP_3.0", "OMP_5.1", "GOMP_1.0", "GOMP_4.0", "GOMP_4.5", "GOMP_5.0", "GOMP_5.0.1", "GOMP_5.1"] {
+        assert!(text.lines().any(|l| l.split_whitespace().last() == Some(node)), "version node {node} missing:\n{text}");
+    }
+}
+
+#[test]
+fn the_stand_in_loads_without_version_warnings() {
+    let Some(cc) = compiler() else {
+        println!("skipped: no C compiler (gcc or $CC)");
+        return;
+    };
+    let exe = compile(&cc, "parallel");
+    let out = run(&exe, &[("LD_DEBUG", "files")], false);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(!stderr.contains("no version information"), "{stderr}");
+    assert!(!stderr.contains("libgomp.so.1.0.0"), "the system libgomp was loaded:\n{stderr}");
+}
