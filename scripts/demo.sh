@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# Set up, build, and run Weft's main demo: a tiled matrix multiply checked against a plain
-# loop, showing which worker ran how many tasks.
+# Set up, build, and run Weft's main demo: Weft's own tiled matrix multiply on the CPU cores
+# and OpenCL devices, then an unmodified OpenCL program through the system's ICD loader and
+# an unmodified gcc -fopenmp program, each showing which worker ran how many tasks.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 cargo build -q --release --workspace --examples
+demo=target/demo
+mkdir -p "$demo/vendors" "$demo/omp"
 echo "== 1. Every CPU core (no devices) =="
 WEFT_NOPENCL=0 WEFT_NCUDA=0 cargo run -q --release --example demo
 echo
@@ -15,3 +18,16 @@ POCL_DEVICES="basic basic" WEFT_NCUDA=0 cargo run -q --release --example demo --
 echo
 echo "== 3. With a simulated device (WEFT_NNULL=1): tiles move between separate memory nodes =="
 WEFT_NOPENCL=0 WEFT_NCUDA=0 WEFT_NNULL=1 cargo run -q --release --example demo -- 512 4
+echo
+echo "== 4. An unmodified OpenCL program (examples/opencl/saxpy_tiles.c) through the system's ICD loader =="
+echo "   (OCL_ICD_VENDORS names only weft.icd: the program sees the Weft platform, takes its first"
+echo "   device, the unified one, and Weft places its 32 kernels on the two PoCL devices underneath)"
+gcc -O2 examples/opencl/saxpy_tiles.c -lOpenCL -o "$demo/saxpy_tiles"
+echo "$PWD/target/release/libweft_icd.so" >"$demo/vendors/weft.icd"
+POCL_DEVICES="basic basic" WEFT_NCUDA=0 WEFT_STATS=1 OCL_ICD_VENDORS="$demo/vendors" "$demo/saxpy_tiles" Weft
+echo
+echo "== 5. An unmodified OpenMP program (examples/omp/hello.c, gcc -fopenmp) with libweft.so as libgomp.so.1 =="
+echo "   (team threads are Weft's CPU workers, plus OpenMP threads of its own past the free workers)"
+gcc -O2 -fopenmp examples/omp/hello.c -o "$demo/omp_hello"
+ln -sf "$PWD/target/release/libweft.so" "$demo/omp/libgomp.so.1"
+OMP_NUM_THREADS=4 WEFT_NOPENCL=0 WEFT_NCUDA=0 WEFT_STATS=1 LD_LIBRARY_PATH="$demo/omp" "$demo/omp_hello"
