@@ -10,34 +10,16 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+mod common;
+
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
-
-/// The C compiler, or None (the test then skips).
-fn compiler() -> Option<String> {
-    let cc = std::env::var("CC").unwrap_or_else(|_| "gcc".into());
-    let ok = Command::new(&cc).arg("--version").stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok_and(|s| s.success());
-    ok.then_some(cc)
-}
-
-/// The directory holding the libweft.so built with this test.
-fn lib_dir() -> PathBuf {
-    let exe = std::env::current_exe().expect("the test executable's path");
-    let deps = exe.parent().expect("the test executable is in a directory");
-    // `target/<profile>/deps` (built with this test), else `target/<profile>`.
-    for dir in [deps, deps.parent().unwrap_or(deps)] {
-        if dir.join("libweft.so").is_file() {
-            return dir.to_path_buf();
-        }
-    }
-    panic!("libweft.so not found next to {}: build the `weft` package (cargo build -p weft)", exe.display());
-}
 
 /// Compile `src` (relative to the repository root) into an executable named `name`.
 fn compile(cc: &str, src: &str, name: &str) -> PathBuf {
     let out_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("c_api");
     std::fs::create_dir_all(&out_dir).expect("create the output directory");
     let exe = out_dir.join(name);
-    let lib = lib_dir();
+    let lib = common::lib_dir();
     let out = Command::new(cc)
         .current_dir(ROOT)
         .args(["-std=c11", "-O1", "-Wall", "-Wextra", "-Werror", "-pthread", "-Iinclude"])
@@ -94,7 +76,7 @@ fn run_with(exe: &Path, env: &[(&str, &str)]) -> Output {
 
 /// Compile and run; check exit status 0 and return stdout.
 fn compile_and_run(src: &str, name: &str) -> Option<String> {
-    let Some(cc) = compiler() else {
+    let Some(cc) = common::compiler() else {
         println!("skipped: gcc not found");
         return None;
     };
@@ -148,7 +130,7 @@ fn application_threads_share_the_runtime() {
 
 #[test]
 fn a_runtime_never_shut_down_reports_its_statistics_at_exit() {
-    let Some(cc) = compiler() else {
+    let Some(cc) = common::compiler() else {
         println!("skipped: gcc not found");
         return;
     };

@@ -13,19 +13,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+mod common;
 
-/// The directory holding the libweft.so built with this test.
-fn lib_dir() -> PathBuf {
-    let exe = std::env::current_exe().expect("the test executable's path");
-    let deps = exe.parent().expect("the test executable is in a directory");
-    for dir in [deps, deps.parent().unwrap_or(deps)] {
-        if dir.join("libweft.so").is_file() {
-            return dir.to_path_buf();
-        }
-    }
-    panic!("libweft.so not found next to {}", exe.display());
-}
+const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
 /// Why the tests cannot run here, if they cannot.
 fn skip_reason(lib: &Path) -> Option<String> {
@@ -45,35 +35,19 @@ fn skip_reason(lib: &Path) -> Option<String> {
     }
 }
 
-/// A directory holding `libgomp.so.1` → `lib`, made once per process and replaced atomically
-/// (tests run in parallel: another test's program may be loading the link right now).
-fn stand_in(out_dir: &Path, lib: &Path) -> PathBuf {
-    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    DIR.get_or_init(|| {
-        let d = out_dir.join("lib");
-        std::fs::create_dir_all(&d).expect("create the output directory");
-        let tmp = d.join(format!(".libgomp.so.1.{}", std::process::id()));
-        let _ = std::fs::remove_file(&tmp);
-        std::os::unix::fs::symlink(lib, &tmp).expect("link libgomp.so.1 to the runtime");
-        std::fs::rename(&tmp, d.join("libgomp.so.1")).expect("put the libgomp.so.1 link in place");
-        d
-    })
-    .clone()
-}
-
 /// Compile `tests/gomp_tasks/<name>.c` and run it on Weft; check it prints `<name>: ok`.
 fn run(name: &str) {
     let lib = match std::env::var_os("GOMP_TASKS_RUNTIME") {
         Some(other) => PathBuf::from(other),
-        None => lib_dir().join("libweft.so"),
+        None => common::lib_dir().join("libweft.so"),
     };
     if let Some(why) = skip_reason(&lib) {
         println!("skipped: {why}");
         return;
     }
     let out_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("gomp_tasks");
-    let stand_in = stand_in(&out_dir, &lib);
-    let exe = out_dir.join(name);
+    let stand_in = common::stand_in(&out_dir, &lib);
+    let exe = common::unique_exe(&out_dir, name);
     let cc = Command::new("gcc")
         .current_dir(ROOT)
         .args(["-O1", "-fopenmp", "-Wall", "-Werror"])

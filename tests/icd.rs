@@ -13,18 +13,9 @@ use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+mod common;
 
-fn lib_dir() -> PathBuf {
-    let exe = std::env::current_exe().expect("the test executable's path");
-    let deps = exe.parent().expect("the test executable is in a directory");
-    for dir in [deps, deps.parent().unwrap_or(deps)] {
-        if dir.join("libweft.so").is_file() {
-            return dir.to_path_buf();
-        }
-    }
-    panic!("libweft.so not found next to {}: build the `weft` package (cargo build -p weft)", exe.display());
-}
+const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
 /// The vendors directory (with weft.icd), built once; `Err` says why the tests skip.
 fn vendors() -> &'static Result<PathBuf, String> {
@@ -35,7 +26,7 @@ fn vendors() -> &'static Result<PathBuf, String> {
         std::fs::create_dir_all(&vendors).map_err(|e| e.to_string())?;
         let lib = dir.join("libweft.so");
         let _ = std::fs::remove_file(&lib);
-        std::os::unix::fs::symlink(lib_dir().join("libweft.so"), &lib).map_err(|e| e.to_string())?;
+        std::os::unix::fs::symlink(common::lib_dir().join("libweft.so"), &lib).map_err(|e| e.to_string())?;
         let shim = dir.join("libweft_icd.so");
         let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
         let out = Command::new(rustc)
@@ -96,11 +87,7 @@ fn run(mut cmd: Command, vendors: &Path, secs: u64) -> Output {
 /// Compile `tests/icd/<name>.c` against the ICD loader; None (skip) without gcc or loader.
 fn compile(name: &str) -> Option<PathBuf> {
     let cc = std::env::var("CC").unwrap_or_else(|_| "gcc".into());
-    // One executable per call: two tests may build the same program at once, and running a
-    // file another gcc is still writing fails ("Text file busy").
-    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-    let exe =
-        Path::new(env!("CARGO_TARGET_TMPDIR")).join("icd").join(format!("{name}-{}", N.fetch_add(1, std::sync::atomic::Ordering::Relaxed)));
+    let exe = common::unique_exe(&Path::new(env!("CARGO_TARGET_TMPDIR")).join("icd"), name);
     let out = Command::new(&cc)
         .current_dir(ROOT)
         .args(["-std=c11", "-O1", "-Wall", "-Wextra", "-Werror", "-pthread"])
@@ -221,7 +208,7 @@ fn a_preloaded_libweft_is_the_one_the_icd_uses() {
     let v = vendors_or_skip!();
     let Some(exe) = compile("basic") else { return };
     let mut cmd = Command::new(&exe);
-    cmd.env("LD_PRELOAD", lib_dir().join("libweft.so")).env("WEFT_STATS", "1");
+    cmd.env("LD_PRELOAD", common::lib_dir().join("libweft.so")).env("WEFT_STATS", "1");
     let out = run(cmd, &v, 300);
     let (stdout, stderr) = text(&out);
     assert!(out.status.success() && stdout.ends_with("all ok\n"), "{stdout}\n{stderr}");

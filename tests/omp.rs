@@ -10,24 +10,17 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+mod common;
+
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
-fn compiler() -> Option<String> {
-    let cc = std::env::var("CC").unwrap_or_else(|_| "gcc".into());
-    let ok = Command::new(&cc).arg("--version").stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok_and(|s| s.success());
-    ok.then_some(cc)
+/// The libweft.so built with this test.
+fn lib() -> PathBuf {
+    common::lib_dir().join("libweft.so")
 }
 
-/// The libweft.so built with this test (`target/<profile>/deps` or `target/<profile>`).
-fn lib() -> PathBuf {
-    let exe = std::env::current_exe().expect("the test executable's path");
-    let deps = exe.parent().expect("the test executable is in a directory");
-    for dir in [deps, deps.parent().unwrap_or(deps)] {
-        if dir.join("libweft.so").is_file() {
-            return dir.join("libweft.so");
-        }
-    }
-    panic!("libweft.so not found next to {}: build the `weft` package (cargo build -p weft)", exe.display());
+fn standin() -> PathBuf {
+    common::stand_in(&out_dir(), &lib())
 }
 
 fn out_dir() -> PathBuf {
@@ -36,28 +29,8 @@ fn out_dir() -> PathBuf {
     d
 }
 
-/// A directory holding `libgomp.so.1` → libweft.so. Made once per process, and replaced
-/// atomically (a new link renamed over the old one): tests run in parallel, and a program
-/// of another test may be loading the link right now.
-fn standin() -> PathBuf {
-    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    DIR.get_or_init(|| {
-        let d = out_dir().join("standin");
-        std::fs::create_dir_all(&d).expect("create the stand-in directory");
-        let tmp = d.join(format!(".libgomp.so.1.{}", std::process::id()));
-        let _ = std::fs::remove_file(&tmp);
-        std::os::unix::fs::symlink(lib(), &tmp).expect("link libgomp.so.1 to libweft.so");
-        std::fs::rename(&tmp, d.join("libgomp.so.1")).expect("put the libgomp.so.1 link in place");
-        d
-    })
-    .clone()
-}
-
 fn compile(cc: &str, name: &str) -> PathBuf {
-    // One executable per call: two tests may build the same program at once, and running a
-    // file another gcc is still writing fails ("Text file busy").
-    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-    let exe = out_dir().join(format!("{name}-{}", N.fetch_add(1, std::sync::atomic::Ordering::Relaxed)));
+    let exe = common::unique_exe(&out_dir(), name);
     let out = Command::new(cc)
         .current_dir(ROOT)
         .args(["-fopenmp", "-O2", "-Wall"])
@@ -103,7 +76,7 @@ fn run(exe: &Path, env: &[(&str, &str)], preload: bool) -> Output {
 
 /// Compile `tests/omp/<name>.c`, run it, and check it passed; returns stderr.
 fn check(name: &str, env: &[(&str, &str)], preload: bool) -> Option<String> {
-    let Some(cc) = compiler() else {
+    let Some(cc) = common::compiler() else {
         println!("skipped: no C compiler (gcc or $CC)");
         return None;
     };
@@ -193,7 +166,7 @@ fn the_library_defines_libgomps_version_nodes() {
 
 #[test]
 fn the_stand_in_loads_without_version_warnings() {
-    let Some(cc) = compiler() else {
+    let Some(cc) = common::compiler() else {
         println!("skipped: no C compiler (gcc or $CC)");
         return;
     };

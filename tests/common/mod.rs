@@ -1,0 +1,52 @@
+//! What the integration tests that run gcc-built programs against the freshly built
+//! libweft.so share (`mod common;` in each): finding the library, the C compiler, and a
+//! `libgomp.so.1` stand-in directory.
+#![allow(dead_code)] // each test uses some of it
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// The directory holding the libweft.so built with this test: cargo builds the package's
+/// cdylib next to the test executable (`target/<profile>/deps`) or one level up.
+pub fn lib_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("the test executable's path");
+    let deps = exe.parent().expect("the test executable is in a directory");
+    for dir in [deps, deps.parent().unwrap_or(deps)] {
+        if dir.join("libweft.so").is_file() {
+            return dir.to_path_buf();
+        }
+    }
+    panic!("libweft.so not found next to {}: build the `weft` package (cargo build -p weft)", exe.display());
+}
+
+/// The C compiler (`$CC`, else gcc), or None: the caller skips, naming what is missing.
+pub fn compiler() -> Option<String> {
+    let cc = std::env::var("CC").unwrap_or_else(|_| "gcc".into());
+    let ok = Command::new(&cc).arg("--version").stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok_and(|s| s.success());
+    ok.then_some(cc)
+}
+
+/// A directory under `dir` holding `libgomp.so.1` → `lib`, made once per process and put in
+/// place atomically (a new link renamed over the old one): tests run in parallel, and a
+/// program of another test may be loading the link right now.
+pub fn stand_in(dir: &Path, lib: &Path) -> PathBuf {
+    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| {
+        let d = dir.join("standin");
+        std::fs::create_dir_all(&d).expect("create the stand-in directory");
+        let tmp = d.join(format!(".libgomp.so.1.{}", std::process::id()));
+        let _ = std::fs::remove_file(&tmp);
+        std::os::unix::fs::symlink(lib, &tmp).expect("link libgomp.so.1 to the runtime");
+        std::fs::rename(&tmp, d.join("libgomp.so.1")).expect("put the libgomp.so.1 link in place");
+        d
+    })
+    .clone()
+}
+
+/// A path for an executable built from `name` under `dir`, new at each call: two tests may
+/// build the same program at once, and running a file another gcc is still writing fails
+/// ("Text file busy").
+pub fn unique_exe(dir: &Path, name: &str) -> PathBuf {
+    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    dir.join(format!("{name}-{}", N.fetch_add(1, std::sync::atomic::Ordering::Relaxed)))
+}
