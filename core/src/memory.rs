@@ -7,7 +7,10 @@
 //!
 //! Accounting: `used` counts every byte allocated from the device for replicas, including
 //! buffers parked in the cache. A limit is enforced by first dropping the cache, then
-//! evicting least-recently-used unpinned replicas.
+//! evicting least-recently-used unpinned replicas. The cache itself holds at most a quarter
+//! of the limit, or [`CACHE_CAP`] bytes on a node without one (a program that allocates
+//! many sizes must not keep them all: on PoCL's CPU devices device memory is host RAM), and
+//! a failed device allocation drops the cache and tries once more.
 
 use crate::error::{Error, Result};
 use crate::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -17,12 +20,17 @@ use weft_vendors::{Buffer, Device};
 
 pub(crate) type TreeKey = (u64, usize);
 
+/// Bytes the allocation cache of a node without a memory limit may hold.
+pub const CACHE_CAP: usize = 256 << 20;
+
 pub struct MemoryNode {
     pub id: usize,
     pub device: Arc<dyn Device>,
     pub limit: Option<usize>,
     used: AtomicUsize,
     cache: Mutex<HashMap<usize, Vec<Buffer>>>,
+    /// Bytes parked in `cache` (changed under its lock).
+    cached: AtomicUsize,
     /// Replicas allocated on this node: (tree id, entry index) → tree.
     pub(crate) resident: Mutex<HashMap<TreeKey, Weak<crate::data::Tree>>>,
     pub(crate) evictions: AtomicUsize,
@@ -45,6 +53,7 @@ impl MemoryNode {
             limit,
             used: AtomicUsize::new(0),
             cache: Mutex::new(HashMap::new()),
+            cached: AtomicUsize::new(0),
             resident: Mutex::new(HashMap::new()),
             evictions: AtomicUsize::new(0),
             bytes_in: AtomicUsize::new(0),
@@ -64,9 +73,18 @@ impl MemoryNode {
         self.evictions.load(Ordering::Relaxed)
     }
 
+    /// Bytes parked in the allocation cache.
+    pub fn cached(&self) -> usize {
+        self.cached.load(Ordering::Relaxed)
+    }
+
     /// Take a cached buffer of exactly `len` bytes, if any.
     pub(crate) fn take_cached(&self, len: usize) -> Option<Buffer> {
-        lock(&self.cache).get_mut(&len).and_then(|v| v.pop())
+        let b = lock(&self.cache).get_mut(&len).and_then(|v| v.pop());
+        if b.is_some() {
+            self.cached.fetch_sub(len, Ordering::Relaxed);
+        }
+        b
     }
 
     /// Whether `len` more bytes fit under the limit.
@@ -76,7 +94,11 @@ impl MemoryNode {
 
     /// Free every cached buffer; returns the bytes released.
     pub(crate) fn drain_cache(&self) -> usize {
-        let bufs: Vec<Buffer> = lock(&self.cache).drain().flat_map(|(_, v)| v).collect();
+        let bufs: Vec<Buffer> = {
+            let mut c = lock(&self.cache);
+            self.cached.store(0, Ordering::Relaxed);
+            c.drain().flat_map(|(_, v)| v).collect()
+        };
         let mut n = 0;
         for b in bufs {
             n += b.len;
@@ -97,19 +119,29 @@ impl MemoryNode {
                 return Err(Error::OutOfMemory { node: self.id, bytes: len });
             }
         }
-        let b = self.device.alloc(len).map_err(|_| Error::OutOfMemory { node: self.id, bytes: len })?;
+        let b = match self.device.alloc(len) {
+            Ok(b) => b,
+            // The device may be short of what the cache holds: give it back and retry once.
+            Err(_) if self.drain_cache() > 0 => self.device.alloc(len).map_err(|_| Error::OutOfMemory { node: self.id, bytes: len })?,
+            Err(_) => return Err(Error::OutOfMemory { node: self.id, bytes: len }),
+        };
         self.used.fetch_add(len, Ordering::Relaxed);
         Ok(b)
     }
 
     /// Return a buffer to the cache (or to the device when the node is under pressure).
     pub(crate) fn release(&self, b: Buffer) {
-        if self.limit.is_some_and(|l| self.used() > l / 2) {
-            self.used.fetch_sub(b.len, Ordering::Relaxed);
-            self.device.free(b);
-        } else {
-            lock(&self.cache).entry(b.len).or_default().push(b);
+        let cap = self.limit.map_or(CACHE_CAP, |l| l / 4);
+        if self.limit.is_none_or(|l| self.used() <= l / 2) {
+            let mut c = lock(&self.cache);
+            if self.cached() + b.len <= cap {
+                self.cached.fetch_add(b.len, Ordering::Relaxed);
+                c.entry(b.len).or_default().push(b);
+                return;
+            }
         }
+        self.used.fetch_sub(b.len, Ordering::Relaxed);
+        self.device.free(b);
     }
 
     /// Free a buffer to the device immediately (eviction).
@@ -130,5 +162,36 @@ impl MemoryNode {
 impl Drop for MemoryNode {
     fn drop(&mut self) {
         self.drain_cache();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_allocation_cache_keeps_at_most_its_cap_and_reuses_sizes() {
+        let node = MemoryNode::new(1, Arc::new(weft_vendors::null::NullDevice::new(0)), None);
+        // 40 distinct sizes of 8 MiB and more: 320+ MiB released, at most CACHE_CAP kept.
+        let bufs: Vec<Buffer> = (0..40).map(|i| node.alloc_raw((8 << 20) + i * 4096).unwrap()).collect();
+        let total: usize = bufs.iter().map(|b| b.len).sum();
+        for b in bufs {
+            node.release(b);
+        }
+        assert!(node.cached() <= CACHE_CAP && node.cached() > 0, "cached {}", node.cached());
+        assert_eq!(node.used(), node.cached(), "every released buffer not cached went back to the device");
+        assert!(total > CACHE_CAP);
+        // A cached size is reused without a new allocation.
+        let before = node.used();
+        let b = node.alloc_raw(8 << 20).unwrap();
+        assert_eq!(node.used(), before);
+        node.release(b);
+        // With a limit, the cache holds at most a quarter of it.
+        let node = MemoryNode::new(1, Arc::new(weft_vendors::null::NullDevice::new(0)), Some(64 << 20));
+        let bufs: Vec<Buffer> = (0..8).map(|i| node.alloc_raw((4 << 20) + i * 4096).unwrap()).collect();
+        for b in bufs {
+            node.release(b);
+        }
+        assert!(node.cached() <= 16 << 20, "cached {}", node.cached());
     }
 }
