@@ -8,8 +8,9 @@
 #                   tests use its unified device ("Weft (all N devices)"), which places each
 #                   kernel on the PoCL devices underneath (POCL_DEVICES, default "basic basic").
 #                   WEFT_LIMIT_OPENCL_MEM defaults to 2048 (MiB per device): PoCL's CPU devices
-#                   allocate host RAM and pyopencl allocates many sizes, which core's
-#                   allocation cache would otherwise keep (20 GB RSS seen without a limit).
+#                   allocate host RAM, and Weft keeps a home copy of every buffer beside
+#                   the device's, so without a limit the run peaks at 13 GB RSS (20 GB before
+#                   the allocation cache was bounded).
 #   pocl:           only PoCL is visible (the system's pocl.icd, its default device).
 # Extra arguments go to pytest (e.g. `-k test_wrapper` or `-x`).
 #
