@@ -7,7 +7,8 @@
 //! replicas there), and enqueues it.
 //!
 //! Placement: a queue on a real device pins the task to that device's driver
-//! (`on_worker`); a queue on the unified device lets the scheduler choose.
+//! (`on_worker`); an out-of-order queue on the unified device lets the scheduler choose, an
+//! in-order one runs on one device per queue (round robin over the queues).
 
 use super::cl::*;
 use super::event::{EventState, hand_out};
@@ -468,6 +469,8 @@ fn launch(
     }
     if let DeviceKind::Real(i) = qq.device {
         b = b.on_worker(plat.real[i].0);
+    } else if qq.in_order() && !allowed.is_empty() {
+        b = b.on_worker(plat.real[allowed[qq.spread % allowed.len()]].0);
     } else if allowed.len() < plat.real.len() {
         b = b.on_worker(plat.real[allowed[0]].0);
     }

@@ -39,6 +39,10 @@ pub struct Queue {
     pub device: DeviceKind,
     pub properties: cl_bitfield,
     pub state: Mutex<QueueState>,
+    /// Which of the allowed real devices an in-order queue on the unified device runs its
+    /// kernels on (queues are spread round robin): its commands run one at a time anyway,
+    /// and kernels pinned to one driver are launched back to back, not one completion apart.
+    pub spread: usize,
 }
 crate::cl_object!(Queue, CL_INVALID_COMMAND_QUEUE);
 
@@ -119,7 +123,9 @@ fn create_queue(context: Handle, device: Handle, properties: cl_bitfield) -> ClR
     if properties & !(CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE | CL_QUEUE_PROFILING_ENABLE) != 0 {
         return Err(CL_INVALID_VALUE);
     }
-    let q = new_obj(Queue { context: c.clone(), device: d.kind, properties, state: Mutex::default() });
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let spread = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let q = new_obj(Queue { context: c.clone(), device: d.kind, properties, state: Mutex::default(), spread });
     Ok(publish(&q))
 }
 
