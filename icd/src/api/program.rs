@@ -273,19 +273,8 @@ pub unsafe extern "C" fn clBuildProgram(
     user_data: *mut c_void,
 ) -> cl_int {
     ret_code(|| {
-        let p = icd::get::<Program>(program)?;
-        // CL_INVALID_VALUE if pfn_notify is NULL but user_data is not NULL.
-        if notify.is_none() && !user_data.is_null() {
-            return Err(CL_INVALID_VALUE);
-        }
         // SAFETY: the caller's contract.
-        let devs = unsafe { build_devices(&p, n, list) }?;
-        // CL_INVALID_OPERATION if there are kernel objects attached to program.
-        if p.kernels.load(Ordering::Acquire) > 0 {
-            return Err(CL_INVALID_OPERATION);
-        }
-        // SAFETY: the caller's contract.
-        let opts = unsafe { c_str(options) }.map(|c| c.to_string_lossy().into_owned()).unwrap_or_default();
+        let (p, devs, opts) = unsafe { build_request(program, n, list, options, notify, user_data) }?;
         let r = p.build(&devs, &opts, "");
         if let Some(f) = notify {
             // SAFETY: the application's callback with its user data.
@@ -293,6 +282,35 @@ pub unsafe extern "C" fn clBuildProgram(
         }
         r
     })
+}
+
+/// What clBuildProgram and clCompileProgram check first, in the spec's order: the program,
+/// the callback/user-data pair, the devices, no kernels attached; then the options.
+///
+/// # Safety
+/// `list` readable for `n` handles, `options` null or a C string.
+unsafe fn build_request(
+    program: Handle,
+    n: cl_uint,
+    list: *const Handle,
+    options: *const c_char,
+    notify: Option<BuildNotify>,
+    user_data: *mut c_void,
+) -> ClResult<(Arc<Obj<Program>>, Vec<DeviceKind>, String)> {
+    let p = icd::get::<Program>(program)?;
+    // CL_INVALID_VALUE if pfn_notify is NULL but user_data is not NULL.
+    if notify.is_none() && !user_data.is_null() {
+        return Err(CL_INVALID_VALUE);
+    }
+    // SAFETY: the caller's contract.
+    let devs = unsafe { build_devices(&p, n, list) }?;
+    // CL_INVALID_OPERATION if there are kernel objects attached to program.
+    if p.kernels.load(Ordering::Acquire) > 0 {
+        return Err(CL_INVALID_OPERATION);
+    }
+    // SAFETY: the caller's contract.
+    let opts = unsafe { c_str(options) }.map(|c| c.to_string_lossy().into_owned()).unwrap_or_default();
+    Ok((p, devs, opts))
 }
 
 /// The headers of clCompileProgram: (include name, source).
@@ -353,17 +371,8 @@ pub unsafe extern "C" fn clCompileProgram(
     user_data: *mut c_void,
 ) -> cl_int {
     ret_code(|| {
-        let p = icd::get::<Program>(program)?;
-        if notify.is_none() && !user_data.is_null() {
-            return Err(CL_INVALID_VALUE);
-        }
         // SAFETY: the caller's contract.
-        let devs = unsafe { build_devices(&p, n, list) }?;
-        if p.kernels.load(Ordering::Acquire) > 0 {
-            return Err(CL_INVALID_OPERATION);
-        }
-        // SAFETY: the caller's contract.
-        let opts = unsafe { c_str(options) }.map(|c| c.to_string_lossy().into_owned()).unwrap_or_default();
+        let (p, devs, opts) = unsafe { build_request(program, n, list, options, notify, user_data) }?;
         // SAFETY: the caller's contract.
         let hs = unsafe { headers_of(num_headers, headers, names) }?;
         p.compile(&devs, &opts, hs);
