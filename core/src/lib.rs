@@ -39,7 +39,9 @@ pub use runtime::Runtime;
 pub use sched::PolicyKind;
 #[cfg(feature = "opencl")]
 pub use task::OpenClLaunch;
-pub use task::{AccessMode, Arch, Codelet, OpenClImpl, OpenClLaunchFn, Tag, TaskBuilder, TaskContext, TaskError, TaskHandle};
+pub use task::{
+    AccessMode, Arch, Codelet, External, OpenClImpl, OpenClLaunchFn, ReadyFn, Tag, TaskBuilder, TaskContext, TaskError, TaskHandle,
+};
 #[cfg(feature = "cuda")]
 pub use task::{CudaCode, CudaFn, CudaImpl, CudaTaskContext, LaunchDimsFn};
 /// The CUDA backend (devices, `LaunchDims`, cuBLAS through `cuda::cudarc`), for CUDA codelets.

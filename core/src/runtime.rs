@@ -270,6 +270,26 @@ impl Runtime {
         Ok(TaskHandle(t, self.inner.clone()))
     }
 
+    /// Submit a task whose work the caller runs itself (an OpenMP task with `depend`
+    /// clauses): `b` gives its accesses (no codelet; dependency-only handles such as
+    /// `alloc(Shape::Bytes { size: 1 })` are enough), explicit predecessors, tag and
+    /// priority. Once its dependencies are met, `ready` is called (on the thread that met
+    /// the last one: keep it short, e.g. queue the work) with a token to pass to
+    /// [`Runtime::complete_external`] when the work is done. Nothing is acquired for it:
+    /// the accesses order it with every other task of the handles, no data moves.
+    pub fn submit_external(&self, b: TaskBuilder, ready: impl FnOnce(crate::task::External) + Send + 'static) -> Result<TaskHandle> {
+        if b.codelet.is_some() {
+            return Err(Error::Unsupported("an external task has no codelet".into()));
+        }
+        let t = self.inner.submit_external(b, Box::new(ready))?;
+        Ok(TaskHandle(t, self.inner.clone()))
+    }
+
+    /// The work of an external task is done: release its successors.
+    pub fn complete_external(&self, e: crate::task::External) {
+        self.inner.complete(&e.0, Ok(()), worker::current(self.inner.id));
+    }
+
     /// Wait until every submitted task has completed.
     pub fn wait_for_all(&self) -> Result<()> {
         self.inner.wait_for_all()
@@ -471,6 +491,32 @@ impl RuntimeInner {
         Ok(task)
     }
 
+    fn submit_external(&self, mut b: TaskBuilder, ready: crate::task::ReadyFn) -> Result<TaskRef> {
+        if self.shutdown.load(Ordering::Relaxed) {
+            return Err(Error::ShutDown);
+        }
+        if let Some(bad) = b.accesses.iter().find(|a| matches!(a.mode, AccessMode::Redux | AccessMode::Scratch)) {
+            return Err(Error::Unsupported(format!("{:?} access in an external task (it holds no data)", bad.mode)));
+        }
+        if b.accesses.iter().any(|a| a.handle.0.rt.id != self.id) {
+            return Err(Error::InvalidData("handle belongs to another runtime".into()));
+        }
+        if let Some(t) = b.tag
+            && b.dep_tags.contains(&t)
+        {
+            return Err(Error::DependencyCycle(t));
+        }
+        b.worker = None;
+        let task = self.new_task(TaskKind::External(Mutex::new(Some(ready))), &mut b, self.present_archs);
+        self.inflight.fetch_add(1, Ordering::AcqRel);
+        if let Err(e) = self.register(&task, &b) {
+            self.finish_inflight();
+            return Err(e);
+        }
+        self.release_submission(task.clone());
+        Ok(task)
+    }
+
     /// Drop the submission guard of `pending`.
     fn release_submission(&self, t: TaskRef) {
         if t.pending.fetch_sub(1, Ordering::AcqRel) == 1 {
@@ -583,6 +629,22 @@ impl RuntimeInner {
             }
             arb.busy.extend(commute_ids(&t));
         }
+        self.dispatch(t, from, wake);
+    }
+
+    /// Queue a ready task (past commute arbitration), or hand an external one to its front end.
+    fn dispatch(&self, t: TaskRef, from: Option<usize>, wake: bool) {
+        if let TaskKind::External(f) = &t.kind {
+            let f = lock(f).take();
+            if let Some(f) = f {
+                let token = crate::task::External(t.clone());
+                if std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || f(token))).is_err() {
+                    eprintln!("weft: the ready function of external task {} panicked; completing it", t.id);
+                    self.complete(&t, Ok(()), from);
+                }
+            }
+            return;
+        }
         // Not `wake`: the pushing worker looks for work next, so it needs no help if it can run `t`.
         if let Some(k) = t.worker {
             self.pinned[k].push(t);
@@ -612,7 +674,7 @@ impl RuntimeInner {
                 TaskKind::Codelet(c) => self.run_codelet(w, &t, c),
                 TaskKind::Reduction => self.run_reduction(w, &t),
                 TaskKind::Empty => Ok(()),
-                TaskKind::Acquire(_) => unreachable!("acquisitions are not scheduled"),
+                TaskKind::Acquire(_) | TaskKind::External(_) => unreachable!("acquisitions and external tasks are not scheduled"),
             },
         };
         stats.tasks.fetch_add(1, Ordering::Relaxed);
@@ -729,8 +791,7 @@ impl RuntimeInner {
                 ready
             };
             for r in ready {
-                let target = self.policy.push(r, from);
-                self.sleep.wake(target);
+                self.dispatch(r, from, true);
             }
         }
         if let Some(cb) = lock(&t.callback).take() {

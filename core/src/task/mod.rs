@@ -357,6 +357,24 @@ pub(crate) enum TaskKind {
     Acquire(Arc<AcquireSignal>),
     /// No work: only dependencies (e.g. tag-only synchronisation).
     Empty,
+    /// Work a front end runs itself: called once, when the dependencies are met
+    /// ([`Runtime::submit_external`](crate::Runtime::submit_external)).
+    External(Mutex<Option<ReadyFn>>),
+}
+
+/// What an external task's submitter is called with once its dependencies are met.
+pub type ReadyFn = Box<dyn FnOnce(External) + Send>;
+
+/// An external task whose dependencies are met: the front end runs its work (on any thread,
+/// at any time) and then hands it back with [`Runtime::complete_external`](crate::Runtime::complete_external),
+/// which releases its successors. The task holds no data: its accesses order it, nothing
+/// is acquired or transferred for it.
+pub struct External(pub(crate) TaskRef);
+
+impl External {
+    pub fn id(&self) -> u64 {
+        self.0.id
+    }
 }
 
 /// Signals the application thread that its acquisition may proceed, then waits for release.
@@ -419,6 +437,7 @@ impl TaskInner {
             TaskKind::Reduction => "reduction",
             TaskKind::Acquire(_) => "acquire",
             TaskKind::Empty => "empty",
+            TaskKind::External(_) => "external",
         }
     }
 

@@ -1,0 +1,111 @@
+//! External tasks (`Runtime::submit_external`): work a front end runs itself, ordered by the
+//! same dependency machinery as codelet tasks (how OpenMP tasks with `depend` use core).
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, mpsc};
+use weft_core::{AccessMode, Codelet, Config, External, Runtime, Shape, TaskBuilder};
+
+fn rt() -> Arc<Runtime> {
+    Arc::new(Runtime::new(Config { ncpu: Some(2), spin_us: 5, ..Config::default() }).unwrap())
+}
+
+/// Collects ready tokens on a channel so the test decides when each task's work is done.
+fn submit(rt: &Runtime, b: TaskBuilder, id: usize, tx: &mpsc::Sender<(usize, External)>) {
+    let tx = tx.clone();
+    rt.submit_external(b, move |e| tx.send((id, e)).unwrap()).unwrap();
+}
+
+#[test]
+fn ready_only_after_predecessors_complete() {
+    let rt = rt();
+    let h = rt.alloc(Shape::Bytes { size: 1 }).unwrap();
+    let (tx, rx) = mpsc::channel();
+    // w0 -> (r1, r2) -> w3
+    submit(&rt, TaskBuilder::empty().access(&h, AccessMode::W), 0, &tx);
+    submit(&rt, TaskBuilder::empty().access(&h, AccessMode::R), 1, &tx);
+    submit(&rt, TaskBuilder::empty().access(&h, AccessMode::R), 2, &tx);
+    submit(&rt, TaskBuilder::empty().access(&h, AccessMode::RW), 3, &tx);
+    let (id, e) = rx.recv().unwrap();
+    assert_eq!(id, 0);
+    assert!(rx.try_recv().is_err(), "readers must wait for the writer");
+    rt.complete_external(e);
+    let (a, ea) = rx.recv().unwrap();
+    let (b, eb) = rx.recv().unwrap();
+    let mut ids = [a, b];
+    ids.sort();
+    assert_eq!(ids, [1, 2], "both readers ready together");
+    rt.complete_external(ea);
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    assert!(rx.try_recv().is_err(), "the writer waits for every reader");
+    rt.complete_external(eb);
+    let (id, e) = rx.recv().unwrap();
+    assert_eq!(id, 3);
+    rt.complete_external(e);
+    rt.wait_for_all().unwrap();
+}
+
+#[test]
+fn ordered_with_codelet_tasks_on_the_same_handle() {
+    let rt = rt();
+    let h = rt.alloc(Shape::Vector { nx: 1, elem: 8 }).unwrap();
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let l = log.clone();
+    let cl = Codelet::builder("write").cpu(move |_| {
+        std::thread::sleep(std::time::Duration::from_millis(30));
+        l.lock().unwrap().push("codelet");
+        Ok(())
+    });
+    rt.submit(TaskBuilder::new(&cl.build()).access(&h, AccessMode::RW)).unwrap();
+    let l = log.clone();
+    let r2 = rt.clone();
+    rt.submit_external(TaskBuilder::empty().access(&h, AccessMode::R), move |e| {
+        l.lock().unwrap().push("external");
+        r2.complete_external(e);
+    })
+    .unwrap();
+    rt.wait_for_all().unwrap();
+    assert_eq!(*log.lock().unwrap(), ["codelet", "external"]);
+}
+
+#[test]
+fn commute_accesses_run_one_at_a_time_in_any_order() {
+    let rt = rt();
+    let h = rt.alloc(Shape::Bytes { size: 1 }).unwrap();
+    let (tx, rx) = mpsc::channel();
+    for i in 0..3 {
+        submit(&rt, TaskBuilder::empty().access(&h, AccessMode::Commute), i, &tx);
+    }
+    submit(&rt, TaskBuilder::empty().access(&h, AccessMode::R), 9, &tx);
+    let mut seen = Vec::new();
+    for _ in 0..3 {
+        let (id, e) = rx.recv().unwrap();
+        assert!(rx.try_recv().is_err(), "a second commute task became ready while {id} held the handle");
+        seen.push(id);
+        rt.complete_external(e);
+    }
+    seen.sort();
+    assert_eq!(seen, [0, 1, 2]);
+    let (id, e) = rx.recv().unwrap();
+    assert_eq!(id, 9);
+    rt.complete_external(e);
+    rt.wait_for_all().unwrap();
+}
+
+#[test]
+fn bad_external_tasks_are_refused() {
+    let rt = rt();
+    let h = rt.alloc(Shape::Bytes { size: 1 }).unwrap();
+    let cl = Codelet::builder("x").cpu(|_| Ok(())).build();
+    assert!(rt.submit_external(TaskBuilder::new(&cl), |_| {}).is_err());
+    assert!(rt.submit_external(TaskBuilder::empty().access(&h, AccessMode::Scratch), |_| {}).is_err());
+    let ran = Arc::new(AtomicUsize::new(0));
+    let r = ran.clone();
+    let rt2 = rt.clone();
+    rt.submit_external(TaskBuilder::empty(), move |e| {
+        r.fetch_add(1, Ordering::SeqCst);
+        rt2.complete_external(e);
+    })
+    .unwrap();
+    rt.wait_for_all().unwrap();
+    assert_eq!(ran.load(Ordering::SeqCst), 1);
+}
