@@ -6,13 +6,13 @@
 //! Layout: `abi/` is the only FFI layer (one file per area, thin entry points); `team.rs`
 //! forks and joins teams on core workers (plus extra OS threads when needed); `ws.rs` holds
 //! worksharing; `lock.rs` the mutexes; `env.rs` the environment; `sys.rs` futexes and the
-//! spin policy. Explicit tasks (GOMP_task, taskwait, taskgroup, taskloop) are not part of
-//! this runtime yet and are not exported: a program using them fails to load instead of
-//! silently mixing two runtimes.
+//! spin policy; `task.rs` explicit tasks (their dependencies are core tasks on core data
+//! handles).
 
 pub mod abi;
 mod env;
 mod lock;
 mod sys;
+mod task;
 mod team;
 mod ws;

@@ -29,6 +29,7 @@
 
 use crate::env::{self, SCHED_MONOTONIC};
 use crate::sys::{self, futex_wake, spin_until};
+use crate::task::{self, Group, TeamTasks};
 use crate::ws::{RING, WorkShare};
 use crossbeam_utils::CachePadded;
 use std::cell::{Cell, UnsafeCell};
@@ -108,6 +109,8 @@ pub struct Ctx {
     /// pass the ordered turn on.
     pub chunk: (u64, u64),
     pub ordered_pending: bool,
+    /// The task this thread runs: its implicit task, or an explicit one (task.rs).
+    pub task: task::Cur,
 }
 
 impl Ctx {
@@ -123,6 +126,8 @@ impl Ctx {
             static_trip: 0,
             chunk: (0, 0),
             ordered_pending: false,
+            // SAFETY: the team outlives its contexts.
+            task: task::Cur::implicit(unsafe { (*team).group }),
         }
     }
 
@@ -190,10 +195,12 @@ impl Barrier {
         }
     }
 
-    /// Wait for the whole team. With `cancel`, return `true` early once it is set.
-    pub fn wait(&self, cancel: Option<&AtomicBool>) -> bool {
+    /// Wait for the whole team and all its tasks; a waiting thread runs queued tasks. With
+    /// `cancel`, return `true` early once it is set.
+    fn wait(&self, team: &Team, cancel: Option<&AtomicBool>) -> bool {
         let n = self.n.load(Ordering::Relaxed);
         if n == 1 {
+            task::drain(cur());
             return cancel.is_some_and(|c| c.load(Ordering::Acquire));
         }
         // Read the generation before arriving: it cannot move on until we have arrived.
@@ -201,6 +208,8 @@ impl Barrier {
         // AcqRel: the last arriver sees every member's writes before the barrier, and
         // publishes them all with its Release store of the generation.
         if self.arrived.fetch_add(1, Ordering::AcqRel) + 1 == n {
+            // The last arriver releases the team once no task is left (the others help).
+            task::drain(cur());
             self.arrived.store(0, Ordering::Relaxed);
             // SeqCst: pairs with the sleepers' count-then-check (sys::wait_change).
             self.generation.store(g.wrapping_add(1), Ordering::SeqCst);
@@ -209,15 +218,19 @@ impl Barrier {
             }
             return cancel.is_some_and(|c| c.load(Ordering::Acquire));
         }
-        // Part 2 (explicit tasks): a waiting thread runs ready tasks here.
-        match cancel {
-            None => sys::wait_change(&self.generation, g, &self.sleepers, || false),
-            Some(c) => {
-                sys::wait_change(&self.generation, g, &self.sleepers, || c.load(Ordering::Acquire));
-                return c.load(Ordering::Acquire);
+        // Wait for the generation to move on; queued tasks wake us (Team::nudge) to run them.
+        loop {
+            let stop = || cancel.is_some_and(|c| c.load(Ordering::Acquire));
+            sys::wait_change(&self.generation, g, &self.sleepers, || stop() || team.tasks.queued());
+            if self.generation.load(Ordering::Acquire) != g {
+                return stop();
             }
+            if stop() {
+                return true;
+            }
+            let c = cur();
+            while task::run_one(c) {}
         }
-        false
     }
 
     /// Release every sleeper (after a cancellation).
@@ -243,6 +256,10 @@ pub struct Team {
     pub cancelled: AtomicBool,
     pub copyprivate: AtomicPtr<c_void>,
     pub ring: Box<[WorkShare]>,
+    /// Explicit tasks bound to this team.
+    pub tasks: TeamTasks,
+    /// The taskgroup the implicit tasks start in (a parallel region with task reductions).
+    pub group: *mut Group,
     left: CachePadded<AtomicU32>,
     members: Vec<&'static Slot>,
     own_slot: Option<&'static Slot>,
@@ -275,6 +292,8 @@ impl Team {
             cancelled: AtomicBool::new(false),
             copyprivate: AtomicPtr::new(std::ptr::null_mut()),
             ring: (0..RING).map(|i| WorkShare::new(i as u64)).collect(),
+            tasks: TeamTasks::new(),
+            group: std::ptr::null_mut(),
             left: CachePadded::new(AtomicU32::new(0)),
             members: Vec::new(),
             own_slot: None,
@@ -300,6 +319,8 @@ impl Team {
         self.single.store(0, Ordering::Relaxed);
         self.cancelled.store(false, Ordering::Relaxed);
         self.left.store(0, Ordering::Relaxed);
+        self.tasks.reset(n);
+        self.group = std::ptr::null_mut();
         // Only the slots the previous region used need resetting.
         for (i, w) in self.ring.iter().enumerate().take(self.dirty) {
             w.reset(i as u64);
@@ -308,6 +329,26 @@ impl Team {
         self.members.clear();
         self.own_slot = None;
         self.bind = icv.bind;
+    }
+
+    /// A barrier of the whole team (its tasks complete before it ends).
+    pub fn barrier(&self) {
+        self.bar.wait(self, None);
+    }
+
+    /// A cancellable barrier: true when the region was cancelled.
+    pub fn cbarrier(&self) -> bool {
+        self.cbar.wait(self, Some(&self.cancelled))
+    }
+
+    /// A task was queued: wake a thread sleeping at a barrier to run it.
+    pub fn nudge(&self) {
+        for b in [&self.bar, &self.cbar] {
+            // SeqCst: pairs with the sleeper's count-then-check of `queued` (wait_change).
+            if b.sleepers.load(Ordering::SeqCst) > 0 {
+                futex_wake(&b.generation, 1);
+            }
+        }
     }
 
     /// The thread number of this team's ancestor at `level` (omp_get_ancestor_thread_num).
@@ -485,7 +526,7 @@ unsafe fn run_member(team: *const Team, tid: u32) {
         // SAFETY: the compiler-outlined body with its data, as GOMP_parallel received them.
         unsafe { body(t.data) };
     }
-    t.bar.wait(None);
+    t.barrier();
     CUR.with(|x| x.set(prev));
     // Release: our last access to the team; the primary frees it after seeing all of them.
     t.left.fetch_add(1, Ordering::Release);
@@ -523,6 +564,22 @@ fn team_size(parent: &Ctx, req: u32, if_clause: bool) -> u32 {
 /// Start a region: build the team, recruit its members and make the calling thread its
 /// thread 0. `setup` initializes worksharing slot 0 for the combined constructs.
 pub fn fork(body: Option<Body>, data: *mut c_void, req: u32, flags: u32, if_clause: bool, setup: Option<Setup>) {
+    fork_with(body, data, req, flags, if_clause, setup, std::ptr::null_mut());
+}
+
+/// [`fork`], with the task reductions of a `parallel reduction(task, …)` (null: none):
+/// their blocks are allocated for the team's size and its implicit tasks start in a
+/// taskgroup holding them. Returns the team's size.
+#[allow(clippy::too_many_arguments)]
+pub fn fork_with(
+    body: Option<Body>,
+    data: *mut c_void,
+    req: u32,
+    flags: u32,
+    if_clause: bool,
+    setup: Option<Setup>,
+    reductions: *mut usize,
+) -> u32 {
     let parent = cur();
     // SAFETY: the calling thread's context.
     let pc = unsafe { &*parent };
@@ -541,6 +598,11 @@ pub fn fork(body: Option<Body>, data: *mut c_void, req: u32, flags: u32, if_clau
     if let Some(s) = setup {
         s(&t.ring[0], n);
     }
+    if !reductions.is_null() {
+        t.group = task::new_group(std::ptr::null_mut(), false);
+        // SAFETY: the compiler's descriptor chain for this region; the group is new.
+        unsafe { task::reduction_register_in(t.group, reductions, n) };
+    }
     if n > 1 {
         recruit(t);
     }
@@ -554,6 +616,7 @@ pub fn fork(body: Option<Body>, data: *mut c_void, req: u32, flags: u32, if_clau
     *pcx = Some(c);
     let ptr = pcx.as_mut().map(|c| c as *mut Ctx).unwrap_or(std::ptr::null_mut());
     CUR.with(|x| x.set(ptr));
+    n
 }
 
 fn recruit(t: &mut Team) {
@@ -621,7 +684,7 @@ pub fn join() {
         eprintln!("weft-omp: GOMP_parallel_end called outside a parallel region; ignored");
         return;
     }
-    t.bar.wait(None);
+    t.barrier();
     let members = t.members.len() as u32;
     // Acquire: pairs with each member's Release increment, its last access to the team.
     while t.left.load(Ordering::Acquire) != members {
@@ -635,6 +698,11 @@ pub fn join() {
         sys::BUSY.fetch_sub(t.n as i64, Ordering::Relaxed);
     }
     CUR.with(|x| x.set(t.parent as *mut Ctx));
+    if !t.group.is_null() {
+        // SAFETY: every task of the region is complete (the join barrier).
+        unsafe { task::free_group(t.group) };
+        t.group = std::ptr::null_mut();
+    }
     // Every thread entered the same constructs as thread 0, unless the region was cancelled.
     t.dirty = if t.cancelled.load(Ordering::Relaxed) { RING } else { (c.ws_gen as usize).min(RING) };
     // SAFETY: no member references the team any more.
@@ -644,6 +712,11 @@ pub fn join() {
         // SAFETY: a cached team is referenced by nobody.
         drop(unsafe { Box::from_raw(old) });
     }
+}
+
+/// The shared runtime the teams borrow workers from (None: it did not start).
+pub fn runtime() -> Option<&'static Arc<Runtime>> {
+    pool().rt.as_ref()
 }
 
 /// A whole region: fork, run thread 0's share, join.

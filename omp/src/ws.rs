@@ -104,6 +104,8 @@ pub struct WorkShare {
     spec: UnsafeCell<Spec>,
     mem: UnsafeCell<Vec<u64>>,
     doacross: UnsafeCell<Option<Doacross>>,
+    /// The task reductions of the thread that initialized the construct (their blocks).
+    task_red: UnsafeCell<*mut usize>,
 }
 
 // SAFETY: the UnsafeCell fields are written only by the initializing thread before it
@@ -125,6 +127,7 @@ impl WorkShare {
             spec: UnsafeCell::new(Spec::default()),
             mem: UnsafeCell::new(Vec::new()),
             doacross: UnsafeCell::new(None),
+            task_red: UnsafeCell::new(std::ptr::null_mut()),
         }
     }
 
@@ -220,12 +223,14 @@ pub fn current<'a>(c: &Ctx) -> Option<&'a WorkShare> {
 
 /// Start a loop construct. Returns whether this thread initialized it.
 pub fn loop_start(bounds: LoopBounds, sched: i32, chunk: u64, ordered: bool) -> bool {
-    loop_start_full(bounds, sched, chunk, ordered, None, None).0
+    loop_start_full(bounds, sched, chunk, ordered, None, None, std::ptr::null_mut()).0
 }
 
 /// Start a loop construct with doacross `counts` and/or `mem_size` bytes of zeroed scratch
 /// memory shared by the team (`GOMP_loop_start`'s `mem`). Returns whether this thread
-/// initialized it, and the scratch memory.
+/// initialized it, and the scratch memory. `reductions` (non-null): the construct's task
+/// reductions (`reduction(task, …)`): it opens a taskgroup holding them, with private
+/// blocks the initializing thread allocates for the whole team.
 pub fn loop_start_full(
     bounds: LoopBounds,
     sched: i32,
@@ -233,10 +238,21 @@ pub fn loop_start_full(
     ordered: bool,
     counts: Option<&[u64]>,
     mem_size: Option<usize>,
+    reductions: *mut usize,
 ) -> (bool, *mut u8) {
+    if !reductions.is_null() {
+        crate::task::taskgroup_start(true);
+    }
     let c = ctx();
     let n = c.team().n;
     let first = enter(c, |w| {
+        if !reductions.is_null() {
+            // SAFETY: the compiler's descriptors; the initializing thread owns the slot.
+            unsafe {
+                crate::task::reduction_alloc(reductions, n);
+                *w.task_red.get() = reductions;
+            }
+        }
         w.init(Spec { bounds, sched, chunk: chunk_of(sched, chunk), ordered, nthreads: n });
         if let Some(counts) = counts {
             // SAFETY: the initializing thread owns the slot until it publishes `ready`.
@@ -249,6 +265,12 @@ pub fn loop_start_full(
             m.resize(size.div_ceil(8).max(1), 0);
         }
     });
+    if !reductions.is_null()
+        && let Some(w) = current(c)
+    {
+        // SAFETY: published with `ready`; the first thread's descriptors share their blocks.
+        unsafe { crate::task::reduction_register_shared(reductions, *w.task_red.get()) };
+    }
     let mem = match (mem_size, current(c)) {
         // SAFETY: published with `ready`; not resized until the slot is reused.
         (Some(_), Some(w)) => unsafe { (*w.mem.get()).as_mut_ptr() as *mut u8 },

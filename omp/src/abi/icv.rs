@@ -145,7 +145,7 @@ pub extern "C" fn omp_get_thread_limit() -> c_int {
 
 #[unsafe(no_mangle)]
 pub extern "C" fn omp_in_final() -> c_int {
-    0
+    c_int::from(crate::task::in_final())
 }
 
 #[unsafe(no_mangle)]

@@ -36,15 +36,6 @@ fn runtime() -> (i32, u64) {
     }
 }
 
-fn no_task_reductions(what: &str, reductions: *mut usize) {
-    if !reductions.is_null() {
-        eprintln!(
-            "weft-omp: {what}: task reductions on worksharing constructs need explicit tasks, which this runtime does not support yet; aborting"
-        );
-        std::process::abort();
-    }
-}
-
 /// Write the chunk's values; false when none is left.
 ///
 /// # Safety
@@ -160,11 +151,11 @@ fn loop_start_gcc9(
     mem: *mut *mut c_void,
     what: &str,
 ) -> bool {
-    no_task_reductions(what, reductions);
+    let _ = what;
     let (k, c) = decode(sched, chunk);
     // SAFETY: `mem`, when not null, holds the size of the scratch memory wanted.
     let size = (!mem.is_null()).then(|| unsafe { *mem } as usize);
-    let (_, m) = ws::loop_start_full(b, k, c, ordered, None, size);
+    let (_, m) = ws::loop_start_full(b, k, c, ordered, None, size, reductions);
     if !mem.is_null() {
         // SAFETY: as above.
         unsafe { *mem = m as *mut c_void };
@@ -314,7 +305,7 @@ pub extern "C" fn GOMP_loop_end() {
     guard("GOMP_loop_end", || {
         let c = ctx();
         ws::leave(c);
-        c.team().bar.wait(None);
+        c.team().barrier();
     })
 }
 
@@ -335,7 +326,7 @@ fn end_cancel() -> bool {
     let c = ctx();
     ws::leave(c);
     let t = c.team();
-    t.cbar.wait(Some(&t.cancelled))
+    t.cbarrier()
 }
 
 #[unsafe(no_mangle)]
@@ -358,16 +349,23 @@ unsafe fn counts_of<T: Copy + Into<i128>>(ncounts: c_uint, counts: *const T) -> 
     (0..ncounts as usize).map(|i| unsafe { *counts.add(i) }.into().max(0) as u64).collect()
 }
 
-fn doacross_start_long(counts: Vec<u64>, sched: i32, chunk: u64, istart: *mut c_long, iend: *mut c_long) -> bool {
+fn doacross_start_long(counts: Vec<u64>, sched: i32, chunk: u64, istart: *mut c_long, iend: *mut c_long, reductions: *mut usize) -> bool {
     let n0 = counts.first().copied().unwrap_or(0);
-    ws::loop_start_full(LoopBounds::long(0, n0 as i64, 1), sched, chunk, false, Some(&counts), None);
+    ws::loop_start_full(LoopBounds::long(0, n0 as i64, 1), sched, chunk, false, Some(&counts), None, reductions);
     // SAFETY: the compiler passes valid out-pointers.
     !istart.is_null() && unsafe { next_long(istart, iend) }
 }
 
-fn doacross_start_ull(counts: Vec<u64>, sched: i32, chunk: u64, istart: *mut c_ulonglong, iend: *mut c_ulonglong) -> bool {
+fn doacross_start_ull(
+    counts: Vec<u64>,
+    sched: i32,
+    chunk: u64,
+    istart: *mut c_ulonglong,
+    iend: *mut c_ulonglong,
+    reductions: *mut usize,
+) -> bool {
     let n0 = counts.first().copied().unwrap_or(0);
-    ws::loop_start_full(LoopBounds::ull(true, 0, n0, 1), sched, chunk, false, Some(&counts), None);
+    ws::loop_start_full(LoopBounds::ull(true, 0, n0, 1), sched, chunk, false, Some(&counts), None, reductions);
     // SAFETY: the compiler passes valid out-pointers.
     !istart.is_null() && unsafe { next_ull(istart, iend) }
 }
@@ -377,7 +375,7 @@ macro_rules! doacross_start {
         #[unsafe(no_mangle)]
         pub unsafe extern "C" fn $name(ncounts: c_uint, counts: *const c_long, chunk: c_long, istart: *mut c_long, iend: *mut c_long) -> bool {
             // SAFETY: the compiler passes ncounts counts.
-            guard(stringify!($name), || doacross_start_long(unsafe { counts_of(ncounts, counts) }, $sched, chunk.max(0) as u64, istart, iend))
+            guard(stringify!($name), || doacross_start_long(unsafe { counts_of(ncounts, counts) }, $sched, chunk.max(0) as u64, istart, iend, std::ptr::null_mut()))
         }
     )*};
 }
@@ -397,7 +395,7 @@ pub unsafe extern "C" fn GOMP_loop_doacross_runtime_start(
     guard("GOMP_loop_doacross_runtime_start", || {
         let (k, c) = runtime();
         // SAFETY: the compiler passes ncounts counts.
-        doacross_start_long(unsafe { counts_of(ncounts, counts) }, k, c, istart, iend)
+        doacross_start_long(unsafe { counts_of(ncounts, counts) }, k, c, istart, iend, std::ptr::null_mut())
     })
 }
 
@@ -413,14 +411,13 @@ pub unsafe extern "C" fn GOMP_loop_doacross_start(
     mem: *mut *mut c_void,
 ) -> bool {
     guard("GOMP_loop_doacross_start", || {
-        no_task_reductions("GOMP_loop_doacross_start", reductions);
         if !mem.is_null() {
             eprintln!("weft-omp: GOMP_loop_doacross_start: scratch memory is not supported; aborting");
             std::process::abort();
         }
         let (k, c) = decode(sched, chunk.max(0) as u64);
         // SAFETY: the compiler passes ncounts counts.
-        doacross_start_long(unsafe { counts_of(ncounts, counts) }, k, c, istart, iend)
+        doacross_start_long(unsafe { counts_of(ncounts, counts) }, k, c, istart, iend, reductions)
     })
 }
 
@@ -429,7 +426,7 @@ macro_rules! doacross_ull_start {
         #[unsafe(no_mangle)]
         pub unsafe extern "C" fn $name(ncounts: c_uint, counts: *const c_ulonglong, chunk: c_ulonglong, istart: *mut c_ulonglong, iend: *mut c_ulonglong) -> bool {
             // SAFETY: the compiler passes ncounts counts.
-            guard(stringify!($name), || doacross_start_ull(unsafe { counts_of(ncounts, counts) }, $sched, chunk, istart, iend))
+            guard(stringify!($name), || doacross_start_ull(unsafe { counts_of(ncounts, counts) }, $sched, chunk, istart, iend, std::ptr::null_mut()))
         }
     )*};
 }
@@ -449,7 +446,7 @@ pub unsafe extern "C" fn GOMP_loop_ull_doacross_runtime_start(
     guard("GOMP_loop_ull_doacross_runtime_start", || {
         let (k, c) = runtime();
         // SAFETY: the compiler passes ncounts counts.
-        doacross_start_ull(unsafe { counts_of(ncounts, counts) }, k, c, istart, iend)
+        doacross_start_ull(unsafe { counts_of(ncounts, counts) }, k, c, istart, iend, std::ptr::null_mut())
     })
 }
 
@@ -465,14 +462,13 @@ pub unsafe extern "C" fn GOMP_loop_ull_doacross_start(
     mem: *mut *mut c_void,
 ) -> bool {
     guard("GOMP_loop_ull_doacross_start", || {
-        no_task_reductions("GOMP_loop_ull_doacross_start", reductions);
         if !mem.is_null() {
             eprintln!("weft-omp: GOMP_loop_ull_doacross_start: scratch memory is not supported; aborting");
             std::process::abort();
         }
         let (k, c) = decode(sched, chunk);
         // SAFETY: the compiler passes ncounts counts.
-        doacross_start_ull(unsafe { counts_of(ncounts, counts) }, k, c, istart, iend)
+        doacross_start_ull(unsafe { counts_of(ncounts, counts) }, k, c, istart, iend, reductions)
     })
 }
 
@@ -577,10 +573,9 @@ pub extern "C" fn GOMP_sections_start(count: c_uint) -> c_uint {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn GOMP_sections2_start(count: c_uint, reductions: *mut usize, mem: *mut *mut c_void) -> c_uint {
     guard("GOMP_sections2_start", || {
-        no_task_reductions("GOMP_sections2_start", reductions);
         // SAFETY: `mem`, when not null, holds the size of the scratch memory wanted.
         let size = (!mem.is_null()).then(|| unsafe { *mem } as usize);
-        let (_, m) = ws::loop_start_full(LoopBounds::long(1, count as i64 + 1, 1), DYNAMIC, 1, false, None, size);
+        let (_, m) = ws::loop_start_full(LoopBounds::long(1, count as i64 + 1, 1), DYNAMIC, 1, false, None, size, reductions);
         if !mem.is_null() {
             // SAFETY: as above.
             unsafe { *mem = m as *mut c_void };

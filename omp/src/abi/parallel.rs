@@ -124,6 +124,7 @@ pub unsafe extern "C" fn GOMP_parallel_sections_start(f: Body, data: *mut c_void
 const CANCEL_PARALLEL: c_int = 1;
 const CANCEL_LOOP: c_int = 2;
 const CANCEL_SECTIONS: c_int = 4;
+const CANCEL_TASKGROUP: c_int = 8;
 
 fn cancelled(which: c_int) -> bool {
     let c = ctx();
@@ -133,6 +134,9 @@ fn cancelled(which: c_int) -> bool {
     }
     if which & (CANCEL_LOOP | CANCEL_SECTIONS) != 0 {
         return ws::current(c).is_some_and(|w| w.cancelled.load(Ordering::Acquire));
+    }
+    if which & CANCEL_TASKGROUP != 0 {
+        return crate::task::taskgroup_cancelled();
     }
     false
 }
@@ -168,7 +172,9 @@ pub extern "C" fn GOMP_cancel(which: c_int, do_cancel: bool) -> bool {
             }
             return true;
         }
-        // Taskgroup cancellation comes with explicit tasks.
+        if which & CANCEL_TASKGROUP != 0 {
+            return crate::task::cancel_taskgroup();
+        }
         false
     })
 }

@@ -31,7 +31,7 @@ pub extern "C" fn GOMP_single_copy_start() -> *mut c_void {
         }
         let c = ctx();
         let t = c.team();
-        t.bar.wait(None);
+        t.barrier();
         // Acquire: published before the barrier by GOMP_single_copy_end.
         t.copyprivate.load(Ordering::Acquire)
     })
@@ -43,6 +43,6 @@ pub extern "C" fn GOMP_single_copy_end(data: *mut c_void) {
         let c = ctx();
         let t = c.team();
         t.copyprivate.store(data, Ordering::Release);
-        t.bar.wait(None);
+        t.barrier();
     })
 }

@@ -9,7 +9,7 @@ use std::sync::atomic::AtomicU32;
 #[unsafe(no_mangle)]
 pub extern "C" fn GOMP_barrier() {
     guard("GOMP_barrier", || {
-        ctx().team().bar.wait(None);
+        ctx().team().barrier();
     })
 }
 
@@ -18,7 +18,7 @@ pub extern "C" fn GOMP_barrier() {
 pub extern "C" fn GOMP_barrier_cancel() -> bool {
     guard("GOMP_barrier_cancel", || {
         let t = ctx().team();
-        t.cbar.wait(Some(&t.cancelled))
+        t.cbarrier()
     })
 }
 

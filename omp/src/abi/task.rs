@@ -1,0 +1,198 @@
+//! Explicit tasks: GOMP_task, taskwait, taskgroups, taskloop, task reductions, detach
+//! (`omp_fulfill_event`). The work is in task.rs.
+
+use super::guard;
+use crate::task::{self, CpyFn, Spawn};
+use crate::team::{self, Body};
+use std::ffi::{c_int, c_long, c_uint, c_ulong, c_void};
+
+#[unsafe(no_mangle)]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn GOMP_task(
+    f: Body,
+    data: *mut c_void,
+    cpyfn: Option<CpyFn>,
+    arg_size: c_long,
+    arg_align: c_long,
+    if_clause: bool,
+    flags: c_uint,
+    depend: *mut *mut c_void,
+    priority: c_int,
+    detach: *mut c_void,
+) {
+    guard("GOMP_task", || {
+        let s = Spawn {
+            body: f,
+            data,
+            cpyfn,
+            arg_size: arg_size.max(0) as usize,
+            arg_align: arg_align.max(1) as usize,
+            if_clause,
+            flags,
+            depend,
+            priority,
+            detach: detach as *mut usize,
+        };
+        // SAFETY: the compiler's arguments.
+        unsafe { task::spawn(s) }
+    })
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn GOMP_taskwait() {
+    guard("GOMP_taskwait", task::taskwait)
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn GOMP_taskwait_depend(depend: *mut *mut c_void) {
+    // SAFETY: the compiler's depend array.
+    guard("GOMP_taskwait_depend", || unsafe { task::taskwait_depend(depend) })
+}
+
+/// A scheduling point where nothing needs to happen: the calling task goes on (tasks are
+/// tied to their thread, and queued tasks are run at the next wait).
+#[unsafe(no_mangle)]
+pub extern "C" fn GOMP_taskyield() {}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn GOMP_taskgroup_start() {
+    guard("GOMP_taskgroup_start", || task::taskgroup_start(false))
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn GOMP_taskgroup_end() {
+    guard("GOMP_taskgroup_end", task::taskgroup_end)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn spawn_args(
+    f: Body,
+    data: *mut c_void,
+    cpyfn: Option<CpyFn>,
+    arg_size: c_long,
+    arg_align: c_long,
+    flags: c_uint,
+    priority: c_int,
+) -> Spawn {
+    Spawn {
+        body: f,
+        data,
+        cpyfn,
+        arg_size: arg_size.max(0) as usize,
+        arg_align: arg_align.max(1) as usize,
+        if_clause: true,
+        flags,
+        depend: std::ptr::null_mut(),
+        priority,
+        detach: std::ptr::null_mut(),
+    }
+}
+
+#[unsafe(no_mangle)]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn GOMP_taskloop(
+    f: Body,
+    data: *mut c_void,
+    cpyfn: Option<CpyFn>,
+    arg_size: c_long,
+    arg_align: c_long,
+    flags: c_uint,
+    num_tasks: c_ulong,
+    priority: c_int,
+    start: c_long,
+    end: c_long,
+    step: c_long,
+) {
+    guard("GOMP_taskloop", || {
+        let s = spawn_args(f, data, cpyfn, arg_size, arg_align, flags, priority);
+        // SAFETY: the compiler's arguments.
+        unsafe { task::taskloop(s, num_tasks, start as u64, end as u64, step as u64, true) }
+    })
+}
+
+#[unsafe(no_mangle)]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn GOMP_taskloop_ull(
+    f: Body,
+    data: *mut c_void,
+    cpyfn: Option<CpyFn>,
+    arg_size: c_long,
+    arg_align: c_long,
+    flags: c_uint,
+    num_tasks: c_ulong,
+    priority: c_int,
+    start: u64,
+    end: u64,
+    step: u64,
+) {
+    guard("GOMP_taskloop_ull", || {
+        let s = spawn_args(f, data, cpyfn, arg_size, arg_align, flags, priority);
+        // SAFETY: the compiler's arguments.
+        unsafe { task::taskloop(s, num_tasks, start, end, step, false) }
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn omp_fulfill_event(event: usize) {
+    // SAFETY: an event handle from a detach clause.
+    guard("omp_fulfill_event", || unsafe { task::fulfill(event) })
+}
+
+// ---------------------------------------------------------------------------------------
+// Task reductions.
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn GOMP_taskgroup_reduction_register(data: *mut usize) {
+    // SAFETY: the compiler's reduction descriptors.
+    guard("GOMP_taskgroup_reduction_register", || unsafe { task::reduction_register(data) })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn GOMP_taskgroup_reduction_unregister(data: *mut usize) {
+    // SAFETY: descriptors registered before, their results combined.
+    guard("GOMP_taskgroup_reduction_unregister", || unsafe { task::reduction_unregister(data) })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn GOMP_task_reduction_remap(cnt: usize, cntorig: usize, ptrs: *mut *mut c_void) {
+    // SAFETY: the compiler's pointer array.
+    guard("GOMP_task_reduction_remap", || unsafe { task::reduction_remap(cnt, cntorig, ptrs) })
+}
+
+/// The end of a worksharing construct with task reductions: its taskgroup ends, thread 0
+/// frees the private blocks (the others their lookup tables), then the team's barrier.
+#[unsafe(no_mangle)]
+pub extern "C" fn GOMP_workshare_task_reduction_unregister(cancelled: bool) {
+    guard("GOMP_workshare_task_reduction_unregister", || {
+        let c = team::ctx();
+        let g = c.task.group;
+        let data = if g.is_null() {
+            std::ptr::null_mut()
+        } else {
+            // SAFETY: the construct's group, current until taskgroup_end below.
+            unsafe { (*g).reductions.load(std::sync::atomic::Ordering::Acquire) }
+        };
+        task::taskgroup_end();
+        let c = team::ctx();
+        if !data.is_null() {
+            // SAFETY: registered by this thread at the construct's start.
+            unsafe { if c.tid == 0 { task::reduction_unregister(data) } else { task::free_map(data) } }
+        }
+        if !cancelled {
+            c.team().barrier();
+        }
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn GOMP_parallel_reductions(f: Body, data: *mut c_void, num_threads: c_uint, flags: c_uint) -> c_uint {
+    guard("GOMP_parallel_reductions", || {
+        // SAFETY: the region's data starts with the reduction descriptors' address.
+        let rdata = unsafe { *(data as *const *mut usize) };
+        let n = team::fork_with(Some(f), data, num_threads, flags, true, None, rdata);
+        // SAFETY: the compiler-outlined body with its data.
+        unsafe { f(data) };
+        team::join();
+        n
+    })
+}

@@ -1,0 +1,1281 @@
+//! Explicit tasks (OpenMP 5.1 §2.12): creation, queues, waiting, taskgroups, detach,
+//! dependencies and task reductions.
+//!
+//! **Owns**: what a task is here ([`TaskBox`]), the team's ready queues ([`TeamTasks`]),
+//! the calling thread's current task ([`Cur`], kept in its `Ctx`), and every wait for tasks
+//! (taskwait, taskgroup end, barriers, undeferred tasks waiting for their dependencies).
+//! **Does not own**: the dependency graph: a task with `depend` clauses is a core task
+//! (`Runtime::submit_external`) whose accesses are the core data handles of its depend
+//! addresses, so it is ordered by the same machinery as every other Weft task; core calls
+//! back when its predecessors are done and the task joins the team's queue.
+//!
+//! # Work first
+//! Creation takes no lock shared by the team: a task is one allocation (its data inline up
+//! to [`INLINE`] bytes), pushed on the creating thread's own deque (LIFO for its owner,
+//! stolen FIFO by the others). Past 64 queued tasks per thread, and in final or if(0)
+//! tasks, new tasks run at once in the creating thread (libgomp's throttle), so a loop
+//! creating a million tasks never holds more than a few hundred.
+//!
+//! # Who runs tasks
+//! Team threads only (task reductions index private copies by thread number): at
+//! barriers, taskwait, taskgroup end and while an undeferred task waits for its
+//! dependencies. A team's barrier completes only when the team has no task left.
+//!
+//! # Lifetimes
+//! A task holds its parent's child counter ([`Node`], shared), its taskgroup and its team
+//! by pointer: a taskgroup ends only once its count is zero and a team's region only once
+//! its pending count is zero, and those decrements are a finishing task's last accesses.
+
+use crate::env::env;
+use crate::team::{self, Body, Ctx, Team, cur};
+use crossbeam_deque::{Injector, Steal, Stealer, Worker};
+use crossbeam_utils::CachePadded;
+use std::cell::UnsafeCell;
+use std::collections::{BinaryHeap, HashMap};
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use weft_core::{AccessMode, DataHandle, External, Runtime, Shape, TaskBuilder};
+
+/// The compiler's copy function for firstprivate data (`cpyfn(dst, src)`).
+pub type CpyFn = unsafe extern "C" fn(*mut c_void, *mut c_void);
+
+pub const FLAG_FINAL: u32 = 2;
+pub const FLAG_DEPEND: u32 = 8;
+pub const FLAG_PRIORITY: u32 = 16;
+pub const FLAG_UP: u32 = 256;
+pub const FLAG_GRAINSIZE: u32 = 512;
+pub const FLAG_IF: u32 = 1024;
+pub const FLAG_NOGROUP: u32 = 2048;
+pub const FLAG_REDUCTION: u32 = 4096;
+pub const FLAG_DETACH: u32 = 8192;
+pub const FLAG_STRICT: u32 = 16384;
+
+const DEPEND_IN: usize = 1;
+const DEPEND_OUT: usize = 2;
+const DEPEND_INOUT: usize = 3;
+const DEPEND_MUTEXINOUTSET: usize = 4;
+const DEPEND_INOUTSET: usize = 5;
+
+/// Task data up to this many bytes (8-byte aligned) lives in the task's own allocation.
+pub const INLINE: usize = 64;
+/// Queued tasks per team thread past which new tasks run at once (libgomp's figure).
+const THROTTLE: usize = 64;
+
+/// A task's count of incomplete child tasks (what taskwait waits for). Created with its
+/// first deferred child; the children hold it, so it outlives a parent that ends first.
+#[derive(Default)]
+pub struct Node {
+    children: AtomicUsize,
+}
+
+/// A taskgroup: its tasks and their descendants not yet complete.
+pub struct Group {
+    pending: AtomicUsize,
+    pub cancelled: AtomicBool,
+    outer: *mut Group,
+    /// The task reductions registered in it (GOMP_taskgroup_reduction_register), or the
+    /// enclosing group's.
+    pub reductions: AtomicPtr<usize>,
+    /// Opened by a worksharing construct with task reductions (cancellation looks past it).
+    pub workshare: bool,
+}
+
+impl Group {
+    fn new(outer: *mut Group, workshare: bool) -> Box<Group> {
+        // SAFETY: an enclosing group outlives the groups and tasks opened inside it.
+        let red = if outer.is_null() { std::ptr::null_mut() } else { unsafe { (*outer).reductions.load(Ordering::Relaxed) } };
+        Box::new(Group {
+            pending: AtomicUsize::new(0),
+            cancelled: AtomicBool::new(false),
+            outer,
+            reductions: AtomicPtr::new(red),
+            workshare,
+        })
+    }
+}
+
+/// Leak a new group (freed by [`free_group`] once its tasks are done).
+pub fn new_group(outer: *mut Group, workshare: bool) -> *mut Group {
+    Box::into_raw(Group::new(outer, workshare))
+}
+
+/// # Safety
+/// `g` came from [`new_group`], and no task refers to it any more.
+pub unsafe fn free_group(g: *mut Group) {
+    // SAFETY: per the contract.
+    drop(unsafe { Box::from_raw(g) });
+}
+
+/// Sibling scope: the dependency handle of each depend address used by a task's children.
+type DepMap = HashMap<usize, DataHandle, std::hash::BuildHasherDefault<AddrHasher>>;
+
+/// Addresses hash well enough by a multiply (SipHash costs more than the rest of a lookup).
+#[derive(Default)]
+struct AddrHasher(u64);
+
+impl std::hash::Hasher for AddrHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = (self.0 ^ u64::from(*b)).wrapping_mul(0x100_0000_01b3);
+        }
+    }
+    fn write_usize(&mut self, n: usize) {
+        self.0 = (n as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(29);
+    }
+}
+
+/// The task a thread is running, as its later constructs see it.
+pub struct Cur {
+    node: Option<Arc<Node>>,
+    pub group: *mut Group,
+    pub final_: bool,
+    deps: Option<Box<DepMap>>,
+}
+
+impl Cur {
+    pub fn implicit(group: *mut Group) -> Cur {
+        Cur { node: None, group, final_: false, deps: None }
+    }
+}
+
+const DETACH_BODY_DONE: u32 = 1;
+const DETACH_FULFILLED: u32 = 2;
+
+/// A task that is not run at once: its body, its data and where to report completion.
+pub struct TaskBox {
+    body: Body,
+    inline: UnsafeCell<[u64; INLINE / 8]>,
+    heap: Option<(*mut u8, std::alloc::Layout)>,
+    parent: Option<Arc<Node>>,
+    group: *mut Group,
+    team: *const Team,
+    final_: bool,
+    priority: i32,
+    /// Counted in the team, its group and its parent (a queued task); false for an
+    /// undeferred task that only needed a completion event.
+    counted: bool,
+    /// The core task ordering it, when it had dependencies.
+    ext: Mutex<Option<External>>,
+    detach: AtomicU32,
+    has_detach: bool,
+}
+
+// SAFETY: the raw pointers are the team and taskgroup, which outlive the task (module doc),
+// and the task's own data, which one thread at a time uses (the creator before queueing,
+// the executor after taking it from a queue).
+unsafe impl Send for TaskBox {}
+// SAFETY: as above.
+unsafe impl Sync for TaskBox {}
+
+impl Drop for TaskBox {
+    fn drop(&mut self) {
+        if let Some((p, l)) = self.heap {
+            // SAFETY: allocated with this layout in `TaskBox::new`.
+            unsafe { std::alloc::dealloc(p, l) };
+        }
+    }
+}
+
+impl TaskBox {
+    fn data(&self) -> *mut c_void {
+        match self.heap {
+            Some((p, _)) => p as *mut c_void,
+            None => self.inline.get() as *mut c_void,
+        }
+    }
+}
+
+struct Deque {
+    w: UnsafeCell<Worker<Arc<TaskBox>>>,
+    s: Stealer<Arc<TaskBox>>,
+}
+
+struct Prio {
+    priority: i32,
+    seq: u64,
+    task: Arc<TaskBox>,
+}
+impl PartialEq for Prio {
+    fn eq(&self, o: &Self) -> bool {
+        self.priority == o.priority && self.seq == o.seq
+    }
+}
+impl Eq for Prio {}
+impl PartialOrd for Prio {
+    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Prio {
+    /// Highest priority first, then creation order.
+    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
+        self.priority.cmp(&o.priority).then(o.seq.cmp(&self.seq))
+    }
+}
+
+/// A team's tasks: those not complete, and those ready to run.
+pub struct TeamTasks {
+    pending: CachePadded<AtomicUsize>,
+    queued: CachePadded<AtomicUsize>,
+    /// Tasks released by core once their dependencies were met (from any thread).
+    ready: Injector<Arc<TaskBox>>,
+    prio: Mutex<BinaryHeap<Prio>>,
+    nprio: AtomicUsize,
+    seq: AtomicU64,
+    deques: Vec<Deque>,
+}
+
+// SAFETY: thread `tid` of the team is the only one to use `deques[tid].w` (pushes and
+// LIFO pops); the others only steal through `s`.
+unsafe impl Sync for TeamTasks {}
+// SAFETY: as above; moving the team moves no thread's use of it.
+unsafe impl Send for TeamTasks {}
+
+impl TeamTasks {
+    pub fn new() -> TeamTasks {
+        TeamTasks {
+            pending: CachePadded::new(AtomicUsize::new(0)),
+            queued: CachePadded::new(AtomicUsize::new(0)),
+            ready: Injector::new(),
+            prio: Mutex::new(BinaryHeap::new()),
+            nprio: AtomicUsize::new(0),
+            seq: AtomicU64::new(0),
+            deques: Vec::new(),
+        }
+    }
+
+    /// Room for `n` threads (only while no thread uses the team).
+    pub fn reset(&mut self, n: u32) {
+        while self.deques.len() < n as usize {
+            let w = Worker::new_lifo();
+            let s = w.stealer();
+            self.deques.push(Deque { w: UnsafeCell::new(w), s });
+        }
+    }
+
+    /// Tasks created and not complete.
+    pub fn pending(&self) -> usize {
+        self.pending.load(Ordering::Acquire)
+    }
+
+    /// Tasks queued and not taken (a hint for waiting threads).
+    pub fn queued(&self) -> bool {
+        self.queued.load(Ordering::Acquire) > 0
+    }
+
+    fn push(&self, tid: u32, t: Arc<TaskBox>) {
+        if t.priority > 0 {
+            let seq = self.seq.fetch_add(1, Ordering::Relaxed);
+            self.nprio.fetch_add(1, Ordering::Relaxed);
+            lock(&self.prio).push(Prio { priority: t.priority, seq, task: t });
+        } else {
+            // SAFETY: thread `tid` owns its deque (see the Sync impl).
+            unsafe { (*self.deques[tid as usize].w.get()).push(t) };
+        }
+        self.queued.fetch_add(1, Ordering::Release);
+    }
+
+    fn push_ready(&self, t: Arc<TaskBox>) {
+        if t.priority > 0 {
+            let seq = self.seq.fetch_add(1, Ordering::Relaxed);
+            self.nprio.fetch_add(1, Ordering::Relaxed);
+            lock(&self.prio).push(Prio { priority: t.priority, seq, task: t });
+        } else {
+            self.ready.push(t);
+        }
+        self.queued.fetch_add(1, Ordering::Release);
+    }
+
+    fn pop(&self, tid: u32) -> Option<Arc<TaskBox>> {
+        if self.queued.load(Ordering::Acquire) == 0 {
+            return None;
+        }
+        let t = self.take(tid);
+        if t.is_some() {
+            self.queued.fetch_sub(1, Ordering::AcqRel);
+        }
+        t
+    }
+
+    fn take(&self, tid: u32) -> Option<Arc<TaskBox>> {
+        if self.nprio.load(Ordering::Relaxed) > 0
+            && let Some(p) = lock(&self.prio).pop()
+        {
+            self.nprio.fetch_sub(1, Ordering::Relaxed);
+            return Some(p.task);
+        }
+        let me = tid as usize;
+        if let Some(d) = self.deques.get(me) {
+            // SAFETY: thread `tid` owns its deque.
+            if let Some(t) = unsafe { (*d.w.get()).pop() } {
+                return Some(t);
+            }
+        }
+        loop {
+            let mut retry = false;
+            match self.ready.steal() {
+                Steal::Success(t) => return Some(t),
+                Steal::Retry => retry = true,
+                Steal::Empty => {}
+            }
+            let n = self.deques.len();
+            for k in 1..n {
+                match self.deques[(me + k) % n].s.steal() {
+                    Steal::Success(t) => return Some(t),
+                    Steal::Retry => retry = true,
+                    Steal::Empty => {}
+                }
+            }
+            if !retry {
+                return None;
+            }
+        }
+    }
+}
+
+impl Default for TeamTasks {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn runtime() -> Option<&'static Arc<Runtime>> {
+    team::runtime()
+}
+
+// ---------------------------------------------------------------------------------------
+// Running and finishing.
+
+/// Run one queued task of the calling thread's team, if there is one.
+pub fn run_one(c: *mut Ctx) -> bool {
+    // SAFETY: the calling thread's context.
+    let (team, tid) = unsafe { ((*c).team(), (*c).tid) };
+    match team.tasks.pop(tid) {
+        Some(t) => {
+            execute(c, t);
+            true
+        }
+        None => false,
+    }
+}
+
+/// Run queued tasks until `done()` holds, pausing politely while the tasks that could make
+/// it hold run on other threads.
+pub fn wait_until(c: *mut Ctx, done: impl Fn() -> bool) {
+    let mut idle = 0u32;
+    while !done() {
+        if run_one(c) {
+            idle = 0;
+            continue;
+        }
+        idle += 1;
+        if idle < 64 {
+            std::hint::spin_loop();
+        } else if idle < 2048 {
+            std::thread::yield_now();
+        } else {
+            std::thread::sleep(std::time::Duration::from_micros(50));
+        }
+    }
+}
+
+/// Every task of the team complete (a barrier's last arriver, a team of one).
+pub fn drain(c: *mut Ctx) {
+    // SAFETY: the calling thread's context.
+    let team = unsafe { (*c).team() };
+    if team.tasks.pending() > 0 {
+        wait_until(c, || team.tasks.pending() == 0);
+    }
+}
+
+fn execute(c: *mut Ctx, t: Arc<TaskBox>) {
+    // SAFETY: the team outlives its tasks.
+    let team = unsafe { &*t.team };
+    // SAFETY: the group outlives its tasks.
+    let skip = (env().cancellation && team.cancelled.load(Ordering::Acquire))
+        || (!t.group.is_null() && unsafe { (*t.group).cancelled.load(Ordering::Acquire) });
+    if !skip {
+        run_body(c, &t, t.data());
+    }
+    body_done(t);
+}
+
+/// Run `t`'s body as the calling thread's current task.
+fn run_body(c: *mut Ctx, t: &TaskBox, data: *mut c_void) {
+    let mine = Cur { node: None, group: t.group, final_: t.final_, deps: None };
+    // SAFETY: the calling thread's context; no reference to it is held across the body
+    // (which re-enters the runtime).
+    let saved = unsafe { std::mem::replace(&mut (*c).task, mine) };
+    // SAFETY: the compiler-outlined task body with its data.
+    unsafe { (t.body)(data) };
+    // SAFETY: as above.
+    drop(unsafe { std::mem::replace(&mut (*c).task, saved) });
+}
+
+fn body_done(t: Arc<TaskBox>) {
+    if t.has_detach && t.detach.fetch_or(DETACH_BODY_DONE, Ordering::AcqRel) & DETACH_FULFILLED == 0 {
+        // Completes when the event is fulfilled.
+        return;
+    }
+    finish(t);
+}
+
+fn finish(t: Arc<TaskBox>) {
+    if let Some(e) = lock(&t.ext).take()
+        && let Some(rt) = runtime()
+    {
+        rt.complete_external(e);
+    }
+    if !t.counted {
+        return;
+    }
+    if let Some(p) = &t.parent {
+        p.children.fetch_sub(1, Ordering::AcqRel);
+    }
+    if !t.group.is_null() {
+        // SAFETY: the group waits for this decrement before it ends.
+        unsafe { (*t.group).pending.fetch_sub(1, Ordering::AcqRel) };
+    }
+    // SAFETY: the team waits for this decrement before its region ends; it is our last
+    // access to it.
+    unsafe { (*t.team).tasks.pending.fetch_sub(1, Ordering::AcqRel) };
+}
+
+// ---------------------------------------------------------------------------------------
+// Creation.
+
+/// How a depend clause orders a task against its siblings.
+fn depend_mode(kind: usize) -> Option<AccessMode> {
+    match kind {
+        DEPEND_IN => Some(AccessMode::R),
+        DEPEND_OUT | DEPEND_INOUT => Some(AccessMode::RW),
+        DEPEND_MUTEXINOUTSET => Some(AccessMode::Commute),
+        // inoutset tasks may run together but not beside `in` tasks: ordering them like
+        // writers is correct, only less parallel.
+        DEPEND_INOUTSET => Some(AccessMode::RW),
+        _ => None,
+    }
+}
+
+/// Decode GOMP's depend array into (address, mode) pairs, merging repeated addresses.
+///
+/// # Safety
+/// `depend` is the array the compiler passed (either layout, see libgomp's task.c).
+unsafe fn decode_depend(depend: *mut *mut c_void) -> Vec<(usize, AccessMode)> {
+    let at = |i: usize| -> usize {
+        // SAFETY: indices within the counts the array itself gives.
+        unsafe { *depend.add(i) as usize }
+    };
+    let mut out: Vec<(usize, AccessMode)> = Vec::new();
+    let mut add = |addr: usize, m: AccessMode| {
+        if let Some(e) = out.iter_mut().find(|e| e.0 == addr) {
+            // One access per address: the strongest of the modes asked for.
+            let rank = |m: AccessMode| match m {
+                AccessMode::R => 0,
+                AccessMode::Commute => 1,
+                _ => 2,
+            };
+            if rank(m) > rank(e.1) {
+                e.1 = m;
+            }
+        } else {
+            out.push((addr, m));
+        }
+    };
+    let n = at(0);
+    if n != 0 {
+        let nout = at(1);
+        for i in 0..n {
+            add(at(2 + i), if i < nout { AccessMode::RW } else { AccessMode::R });
+        }
+    } else {
+        let n = at(1);
+        let nout = at(2);
+        let nmutex = at(3);
+        let nin = at(4);
+        let normal = nout + nmutex + nin;
+        for i in 0..n {
+            let p = at(5 + i);
+            if i < nout {
+                add(p, AccessMode::RW);
+            } else if i < nout + nmutex {
+                add(p, AccessMode::Commute);
+            } else if i < normal {
+                add(p, AccessMode::R);
+            } else {
+                // A depobj: { address, kind }.
+                let obj = p as *const usize;
+                // SAFETY: an omp_depend_t the program initialized with a depobj construct.
+                let (addr, kind) = unsafe { (*obj, *obj.add(1)) };
+                match depend_mode(kind) {
+                    Some(m) => add(addr, m),
+                    None => {
+                        eprintln!("weft-omp: unknown omp_depend_t dependence type {kind}; aborting");
+                        std::process::abort();
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The core task builder for `deps`, in the sibling scope of the calling thread's task.
+fn builder(c: *mut Ctx, rt: &Runtime, deps: &[(usize, AccessMode)]) -> TaskBuilder {
+    // SAFETY: the calling thread's context; only this thread touches its task's map.
+    let map = unsafe { (*c).task.deps.get_or_insert_with(Default::default) };
+    let mut b = TaskBuilder::empty();
+    for &(addr, mode) in deps {
+        let h = match map.get(&addr) {
+            Some(h) => h,
+            None => {
+                let h = match rt.alloc(Shape::Bytes { size: 1 }) {
+                    Ok(h) => h,
+                    Err(e) => {
+                        eprintln!("weft-omp: cannot create a dependency handle ({e}); aborting");
+                        std::process::abort();
+                    }
+                };
+                map.entry(addr).or_insert(h)
+            }
+        };
+        b = b.access(h, mode);
+    }
+    b
+}
+
+/// Wait (running other tasks) until the calling task's earlier siblings that `deps` names
+/// are done; returns the token to complete once the work that needed them is done.
+fn wait_for_deps(c: *mut Ctx, deps: &[(usize, AccessMode)]) -> Option<External> {
+    let rt = runtime()?;
+    if deps.is_empty() {
+        return None;
+    }
+    let slot: Arc<Mutex<Option<External>>> = Arc::new(Mutex::new(None));
+    let ready = Arc::new(AtomicBool::new(false));
+    let (s2, r2) = (slot.clone(), ready.clone());
+    let b = builder(c, rt, deps);
+    if let Err(e) = rt.submit_external(b, move |e| {
+        *lock(&s2) = Some(e);
+        r2.store(true, Ordering::Release);
+    }) {
+        eprintln!("weft-omp: cannot order a task by its depend clauses ({e}); aborting");
+        std::process::abort();
+    }
+    wait_until(c, || ready.load(Ordering::Acquire));
+    lock(&slot).take()
+}
+
+/// Everything GOMP_task gets.
+pub struct Spawn {
+    pub body: Body,
+    pub data: *mut c_void,
+    pub cpyfn: Option<CpyFn>,
+    pub arg_size: usize,
+    pub arg_align: usize,
+    pub if_clause: bool,
+    pub flags: u32,
+    pub depend: *mut *mut c_void,
+    pub priority: i32,
+    pub detach: *mut usize,
+}
+
+/// Whether a new task of the calling thread runs at once (undeferred or included).
+fn run_now(c: &Ctx, team: &Team, s: &Spawn, extra: usize) -> bool {
+    !s.if_clause
+        || c.task.final_
+        || team.level == 0
+        || team.tasks.pending() + extra > THROTTLE * team.n as usize
+        || (!s.depend.is_null() && runtime().is_none())
+}
+
+/// Whether new tasks are not to be created: the region or the taskgroup was cancelled.
+fn cancelled(c: &Ctx) -> bool {
+    if !env().cancellation {
+        return false;
+    }
+    if c.team().cancelled.load(Ordering::Acquire) {
+        return true;
+    }
+    let g = group_for_cancel(c.task.group);
+    // SAFETY: the current task's groups are alive.
+    !g.is_null() && unsafe { (*g).cancelled.load(Ordering::Acquire) }
+}
+
+/// The taskgroup a cancel construct names: a worksharing construct's own group does not count.
+fn group_for_cancel(g: *mut Group) -> *mut Group {
+    // SAFETY: the current task's groups are alive.
+    unsafe { if !g.is_null() && (*g).workshare && !(*g).outer.is_null() { (*g).outer } else { g } }
+}
+
+/// GOMP_task.
+///
+/// # Safety
+/// The arguments are what the compiler passes to GOMP_task.
+pub unsafe fn spawn(s: Spawn) {
+    let c = cur();
+    // SAFETY: the calling thread's context.
+    let cx = unsafe { &*c };
+    let team = cx.team();
+    if cancelled(cx) {
+        return;
+    }
+    let priority = if s.flags & FLAG_PRIORITY != 0 { s.priority.clamp(0, env().max_task_priority) } else { 0 };
+    let final_ = cx.task.final_ || s.flags & FLAG_FINAL != 0;
+    // SAFETY: per the contract.
+    let deps = if s.flags & FLAG_DEPEND != 0 && !s.depend.is_null() { unsafe { decode_depend(s.depend) } } else { Vec::new() };
+    let detach = s.flags & FLAG_DETACH != 0 && !s.detach.is_null();
+    if run_now(cx, team, &s, 0) {
+        let ext = if team.level == 0 { None } else { wait_for_deps(c, &deps) };
+        // SAFETY: per the contract.
+        unsafe { run_undeferred(c, &s, final_, priority, detach) };
+        if let (Some(e), Some(rt)) = (ext, runtime()) {
+            rt.complete_external(e);
+        }
+        return;
+    }
+    // SAFETY: per the contract.
+    let t = unsafe { new_task(c, &s, final_, priority, detach, true) };
+    if detach {
+        // SAFETY: the event handle variable of the detach clause; the extra reference is
+        // given back by omp_fulfill_event.
+        unsafe { *s.detach = Arc::into_raw(t.clone()) as usize };
+    }
+    if deps.is_empty() {
+        team.tasks.push(cx.tid, t);
+        team.nudge();
+        return;
+    }
+    let rt = runtime().expect("invariant: run_now covers a runtime that did not start");
+    let b = builder(c, rt, &deps);
+    let t2 = t.clone();
+    let r = rt.submit_external(b, move |e| {
+        *lock(&t2.ext) = Some(e);
+        // SAFETY: the team outlives its tasks.
+        let team = unsafe { &*t2.team };
+        team.tasks.push_ready(t2);
+        team.nudge();
+    });
+    if let Err(e) = r {
+        eprintln!("weft-omp: cannot order a task by its depend clauses ({e}); aborting");
+        std::process::abort();
+    }
+}
+
+/// Copy the task's data for it, with the compiler's copy function if it gave one.
+///
+/// # Safety
+/// `dst` has room for `s.arg_size` bytes aligned to `s.arg_align`; `s.data` is the source.
+unsafe fn copy_data(s: &Spawn, dst: *mut c_void) {
+    // SAFETY: per the contract.
+    unsafe {
+        match s.cpyfn {
+            Some(f) => f(dst, s.data),
+            None if s.arg_size > 0 => std::ptr::copy_nonoverlapping(s.data as *const u8, dst as *mut u8, s.arg_size),
+            None => {}
+        }
+    }
+}
+
+/// A task object with its data copied; `counted`: queued (counted in team, group, parent).
+///
+/// # Safety
+/// `s` is what the compiler passed.
+unsafe fn new_task(c: *mut Ctx, s: &Spawn, final_: bool, priority: i32, detach: bool, counted: bool) -> Arc<TaskBox> {
+    // SAFETY: the calling thread's context.
+    let cx = unsafe { &mut *c };
+    let align = s.arg_align.max(1);
+    let heap = if s.arg_size > INLINE || align > 8 {
+        let l = std::alloc::Layout::from_size_align(s.arg_size.max(1), align.next_power_of_two()).unwrap_or_else(|_| {
+            eprintln!("weft-omp: task data of {} bytes aligned to {align} is not possible; aborting", s.arg_size);
+            std::process::abort()
+        });
+        // SAFETY: a non-zero size.
+        let p = unsafe { std::alloc::alloc(l) };
+        if p.is_null() {
+            std::alloc::handle_alloc_error(l);
+        }
+        Some((p, l))
+    } else {
+        None
+    };
+    let parent = if counted {
+        let n = cx.task.node.get_or_insert_with(Default::default);
+        n.children.fetch_add(1, Ordering::Relaxed);
+        Some(n.clone())
+    } else {
+        None
+    };
+    let team = cx.team;
+    if counted {
+        if !cx.task.group.is_null() {
+            // SAFETY: the current task's group is alive.
+            unsafe { (*cx.task.group).pending.fetch_add(1, Ordering::Relaxed) };
+        }
+        cx.team().tasks.pending.fetch_add(1, Ordering::AcqRel);
+    }
+    let t = Arc::new(TaskBox {
+        body: s.body,
+        inline: UnsafeCell::new([0; INLINE / 8]),
+        heap,
+        parent,
+        group: cx.task.group,
+        team,
+        final_,
+        priority,
+        counted,
+        ext: Mutex::new(None),
+        detach: AtomicU32::new(0),
+        has_detach: detach,
+    });
+    // SAFETY: the task's own storage, sized and aligned for the data above. The copy
+    // function runs as the creating task (as in libgomp).
+    unsafe { copy_data(s, t.data()) };
+    t
+}
+
+/// Run a task at once in the creating thread (if(0), final, throttled, orphaned).
+///
+/// # Safety
+/// `s` is what the compiler passed.
+unsafe fn run_undeferred(c: *mut Ctx, s: &Spawn, final_: bool, priority: i32, detach: bool) {
+    if detach {
+        // The event needs an object that outlives the body: a task box, run here.
+        // SAFETY: per the contract.
+        let t = unsafe { new_task(c, s, final_, priority, true, false) };
+        // SAFETY: the detach clause's event handle variable.
+        unsafe { *s.detach = Arc::into_raw(t.clone()) as usize };
+        run_body(c, &t, t.data());
+        let done = t.clone();
+        if t.detach.fetch_or(DETACH_BODY_DONE, Ordering::AcqRel) & DETACH_FULFILLED == 0 {
+            wait_until(c, || done.detach.load(Ordering::Acquire) & DETACH_FULFILLED != 0);
+        }
+        return;
+    }
+    let tb = TaskBox {
+        body: s.body,
+        inline: UnsafeCell::new([0; INLINE / 8]),
+        heap: None,
+        parent: None,
+        // SAFETY: the calling thread's context.
+        group: unsafe { (*c).task.group },
+        team: std::ptr::null(),
+        final_,
+        priority,
+        counted: false,
+        ext: Mutex::new(None),
+        detach: AtomicU32::new(0),
+        has_detach: false,
+    };
+    match s.cpyfn {
+        None => run_body(c, &tb, s.data),
+        Some(_) => {
+            // Firstprivate copies with constructors: a private copy, as for a deferred task.
+            let mut buf = vec![0u64; s.arg_size.div_ceil(8) + s.arg_align.div_ceil(8) + 1];
+            let base = buf.as_mut_ptr() as usize;
+            let a = s.arg_align.max(1).next_power_of_two();
+            let p = base.next_multiple_of(a) as *mut c_void;
+            // SAFETY: `p` has room for arg_size bytes at the alignment asked for.
+            unsafe { copy_data(s, p) };
+            run_body(c, &tb, p);
+        }
+    }
+}
+
+/// omp_fulfill_event.
+///
+/// # Safety
+/// `ev` is an event handle a detach clause received, not fulfilled before.
+pub unsafe fn fulfill(ev: usize) {
+    if ev == 0 {
+        eprintln!("weft-omp: omp_fulfill_event called with a null event; ignored");
+        return;
+    }
+    // SAFETY: per the contract: the reference given out with the handle.
+    let t = unsafe { Arc::from_raw(ev as *const TaskBox) };
+    let prev = t.detach.fetch_or(DETACH_FULFILLED, Ordering::AcqRel);
+    if prev & DETACH_FULFILLED != 0 {
+        eprintln!("weft-omp: omp_fulfill_event: event {ev:#x} already fulfilled; aborting");
+        std::process::abort();
+    }
+    if t.counted && prev & DETACH_BODY_DONE != 0 {
+        finish(t);
+    } else if !t.counted {
+        // An undeferred task: its creator waits for the flag; dependencies end there.
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Waiting.
+
+/// GOMP_taskwait: the calling task's children are complete.
+pub fn taskwait() {
+    let c = cur();
+    // SAFETY: the calling thread's context.
+    let node = unsafe { (*c).task.node.clone() };
+    if let Some(n) = node
+        && n.children.load(Ordering::Acquire) > 0
+    {
+        wait_until(c, || n.children.load(Ordering::Acquire) == 0);
+    }
+}
+
+/// GOMP_taskwait_depend: the earlier siblings the clauses name are complete.
+///
+/// # Safety
+/// `depend` is the compiler's depend array.
+pub unsafe fn taskwait_depend(depend: *mut *mut c_void) {
+    let c = cur();
+    // SAFETY: the calling thread's context.
+    if unsafe { (*c).team().level } == 0 || depend.is_null() {
+        return;
+    }
+    // SAFETY: per the contract.
+    let deps = unsafe { decode_depend(depend) };
+    if let (Some(e), Some(rt)) = (wait_for_deps(c, &deps), runtime()) {
+        rt.complete_external(e);
+    }
+}
+
+pub fn taskgroup_start(workshare: bool) {
+    let c = cur();
+    // SAFETY: the calling thread's context.
+    unsafe { (*c).task.group = new_group((*c).task.group, workshare) };
+}
+
+pub fn taskgroup_end() {
+    let c = cur();
+    // SAFETY: the calling thread's context.
+    let g = unsafe { (*c).task.group };
+    if g.is_null() {
+        eprintln!("weft-omp: GOMP_taskgroup_end without a taskgroup; ignored");
+        return;
+    }
+    // SAFETY: the current task's innermost group, alive until freed here.
+    let gr = unsafe { &*g };
+    if gr.pending.load(Ordering::Acquire) > 0 {
+        wait_until(c, || gr.pending.load(Ordering::Acquire) == 0);
+    }
+    // SAFETY: as above; no task refers to the group once its count is zero.
+    unsafe {
+        (*c).task.group = gr.outer;
+        free_group(g);
+    }
+}
+
+/// GOMP_cancel(taskgroup).
+pub fn cancel_taskgroup() -> bool {
+    let c = cur();
+    // SAFETY: the calling thread's context.
+    let g = group_for_cancel(unsafe { (*c).task.group });
+    if !g.is_null() {
+        // SAFETY: the current task's group is alive.
+        unsafe { (*g).cancelled.store(true, Ordering::Release) };
+    }
+    true
+}
+
+/// GOMP_cancellation_point(taskgroup).
+pub fn taskgroup_cancelled() -> bool {
+    let c = cur();
+    // SAFETY: the calling thread's context.
+    cancelled(unsafe { &*c })
+}
+
+/// omp_in_final.
+pub fn in_final() -> bool {
+    // SAFETY: the calling thread's context.
+    unsafe { (*cur()).task.final_ }
+}
+
+// ---------------------------------------------------------------------------------------
+// Taskloop.
+
+/// GOMP_taskloop and GOMP_taskloop_ull: split [start, end) by `step` into tasks whose data
+/// begins with their own (start, end) pair. `signed`: the long form (else unsigned long long).
+///
+/// # Safety
+/// The arguments are what the compiler passes.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn taskloop(s: Spawn, num_tasks: u64, start: u64, end: u64, step: u64, signed: bool) {
+    let c = cur();
+    // SAFETY: the calling thread's context.
+    let cx = unsafe { &*c };
+    let team = cx.team();
+    let flags = s.flags;
+    let early = || {
+        if flags & (FLAG_NOGROUP | FLAG_REDUCTION) == FLAG_REDUCTION {
+            // SAFETY: with a reduction the data starts { start, end, reductions pointer }.
+            unsafe {
+                let ptr = *(s.data as *const *mut usize).add(2);
+                *ptr.add(2) = 0;
+            }
+        }
+    };
+    if env().cancellation && team.cancelled.load(Ordering::Acquire) {
+        return early();
+    }
+    let n: u64 = if signed {
+        let (st, en, sp) = (start as i64 as i128, end as i64 as i128, step as i64 as i128);
+        if (sp > 0 && st >= en) || (sp < 0 && st <= en) || sp == 0 {
+            return early();
+        }
+        let adj = if sp > 0 { sp - 1 } else { sp + 1 };
+        ((en - st + adj) / sp) as u64
+    } else if flags & FLAG_UP != 0 {
+        if start >= end || step == 0 {
+            return early();
+        }
+        (end - start).div_ceil(step)
+    } else {
+        if start <= end || step == 0 {
+            return early();
+        }
+        let neg = step.wrapping_neg();
+        (start - end).div_ceil(neg)
+    };
+    let mut task_step = step;
+    let mut nfirst_task_step = step;
+    let mut nfirst = n;
+    let mut num_tasks = num_tasks;
+    if flags & FLAG_GRAINSIZE != 0 {
+        let grainsize = num_tasks.max(1);
+        num_tasks = n / grainsize;
+        if flags & FLAG_STRICT != 0 {
+            let m = n % grainsize;
+            task_step = grainsize.wrapping_mul(step);
+            if m != 0 {
+                num_tasks += 1;
+                nfirst_task_step = m.wrapping_mul(step);
+                if num_tasks == 1 {
+                    task_step = nfirst_task_step;
+                } else {
+                    nfirst = num_tasks - 2;
+                }
+            }
+        } else if num_tasks <= 1 {
+            num_tasks = 1;
+            task_step = end.wrapping_sub(start);
+        } else if num_tasks >= grainsize {
+            let mul = num_tasks * grainsize;
+            task_step = grainsize.wrapping_mul(step);
+            if mul != n {
+                nfirst_task_step = task_step;
+                task_step = task_step.wrapping_add(step);
+                nfirst = n - mul - 1;
+            }
+        } else {
+            let div = n / num_tasks;
+            let m = n % num_tasks;
+            task_step = div.wrapping_mul(step);
+            if m != 0 {
+                nfirst_task_step = task_step;
+                task_step = task_step.wrapping_add(step);
+                nfirst = m - 1;
+            }
+        }
+    } else {
+        if num_tasks == 0 {
+            num_tasks = u64::from(team.n);
+        }
+        if num_tasks >= n {
+            num_tasks = n;
+        } else {
+            let div = n / num_tasks;
+            let m = n % num_tasks;
+            task_step = div.wrapping_mul(step);
+            if m != 0 {
+                nfirst_task_step = task_step;
+                task_step = task_step.wrapping_add(step);
+                nfirst = m - 1;
+            }
+        }
+    }
+    if flags & FLAG_NOGROUP != 0 {
+        if cancelled(cx) {
+            return;
+        }
+    } else {
+        taskgroup_start(false);
+        if flags & FLAG_REDUCTION != 0 {
+            // SAFETY: with a reduction the data starts { start, end, reductions pointer }.
+            let ptr = unsafe { *(s.data as *const *mut usize).add(2) };
+            // SAFETY: the compiler's reduction descriptor.
+            unsafe { reduction_register(ptr) };
+        }
+    }
+    let sp = Spawn { flags: flags & !FLAG_DEPEND, depend: std::ptr::null_mut(), detach: std::ptr::null_mut(), ..s };
+    let final_ = cx.task.final_ || flags & FLAG_FINAL != 0;
+    let priority = if flags & FLAG_PRIORITY != 0 { sp.priority.clamp(0, env().max_task_priority) } else { 0 };
+    let now = run_now(cx, team, &Spawn { if_clause: flags & FLAG_IF != 0, ..sp }, num_tasks as usize);
+    let mut start = start;
+    for i in 0..num_tasks {
+        let (a, b) = (start, start.wrapping_add(task_step));
+        start = b;
+        if i == nfirst {
+            task_step = nfirst_task_step;
+        }
+        if now {
+            // Undeferred: the compiler's data itself, bounds written in (as libgomp does),
+            // unless a copy function must make a private copy.
+            if sp.cpyfn.is_none() {
+                // SAFETY: the data starts with the (start, end) pair.
+                unsafe {
+                    *(sp.data as *mut u64) = a;
+                    *(sp.data as *mut u64).add(1) = b;
+                }
+                let tb = Spawn { if_clause: false, ..sp };
+                // SAFETY: per the contract.
+                unsafe { run_undeferred(c, &tb, final_, priority, false) };
+            } else {
+                // SAFETY: per the contract.
+                let t = unsafe { new_task(c, &sp, final_, priority, false, false) };
+                // SAFETY: the copy starts with the (start, end) pair.
+                unsafe {
+                    *(t.data() as *mut u64) = a;
+                    *(t.data() as *mut u64).add(1) = b;
+                }
+                run_body(c, &t, t.data());
+            }
+        } else {
+            // SAFETY: per the contract.
+            let t = unsafe { new_task(c, &sp, final_, priority, false, true) };
+            // SAFETY: the copy starts with the (start, end) pair.
+            unsafe {
+                *(t.data() as *mut u64) = a;
+                *(t.data() as *mut u64).add(1) = b;
+            }
+            team.tasks.push(cx.tid, t);
+            team.nudge();
+        }
+    }
+    if flags & FLAG_NOGROUP == 0 {
+        taskgroup_end();
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Task reductions (the compiler's descriptor layout, as libgomp's task.c documents it):
+// d[0] reductions in this descriptor, d[1] bytes of one thread's private block, d[2] the
+// alignment on entry, then the base of the blocks of all threads, d[3] allocator, d[4] the
+// next descriptor of the same construct (0: last; then the enclosing registration), d[5]
+// this registration's lookup table, d[6] the end of the blocks; then per reduction three
+// words: the original's address, its offset in a block, and (set here) its descriptor.
+
+type RedMap = HashMap<usize, *mut usize, std::hash::BuildHasherDefault<AddrHasher>>;
+
+/// Allocate the private blocks of every descriptor in the chain starting at `data`.
+///
+/// # Safety
+/// `data` is a compiler reduction descriptor chain.
+pub unsafe fn reduction_alloc(data: *mut usize, nthreads: u32) {
+    let mut d = data;
+    // SAFETY: per the contract: the words above, up to the chain's end.
+    unsafe {
+        loop {
+            let sz = *d.add(1) * nthreads as usize;
+            // posix_memalign: freed with free(), which needs no layout (the alignment word
+            // is overwritten with the base below).
+            let align = (*d.add(2)).max(8).next_power_of_two();
+            let mut p: *mut c_void = std::ptr::null_mut();
+            if libc::posix_memalign(&mut p, align, sz.max(1)) != 0 {
+                eprintln!("weft-omp: cannot allocate {sz} bytes for task reductions; aborting");
+                std::process::abort();
+            }
+            std::ptr::write_bytes(p as *mut u8, 0, sz.max(1));
+            *d.add(2) = p as usize;
+            *d.add(6) = p as usize + sz;
+            let next = *d.add(4);
+            if next == 0 {
+                break;
+            }
+            d = next as *mut usize;
+        }
+    }
+}
+
+/// Link `data` (blocks already allocated, or shared with `orig`'s) in front of `old`, and
+/// give it a lookup table covering both.
+///
+/// # Safety
+/// `data` and `orig` are compiler descriptor chains; `old` is null or a registered chain.
+unsafe fn reduction_link(data: *mut usize, old: *mut usize, mut orig: *mut usize) {
+    let mut d = data;
+    let mut map: RedMap = RedMap::default();
+    // SAFETY: per the contract.
+    unsafe {
+        if !old.is_null() && *old.add(5) != 0 {
+            map.extend((*(*old.add(5) as *const RedMap)).iter().map(|(k, v)| (*k, *v)));
+        }
+        loop {
+            if !orig.is_null() {
+                *d.add(2) = *orig.add(2);
+                *d.add(6) = *orig.add(6);
+            }
+            *d.add(5) = 0;
+            for j in 0..*d {
+                let p = d.add(7 + j * 3);
+                *p.add(2) = d as usize;
+                map.insert(*p, p);
+            }
+            if *d.add(4) == 0 {
+                *d.add(4) = old as usize;
+                break;
+            }
+            d = *d.add(4) as *mut usize;
+            // Only while ours goes on: the first thread may be linking its last one.
+            if !orig.is_null() {
+                orig = *orig.add(4) as *mut usize;
+            }
+        }
+        *d.add(5) = Box::into_raw(Box::new(map)) as usize;
+    }
+}
+
+/// GOMP_taskgroup_reduction_register: the current taskgroup's reductions.
+///
+/// # Safety
+/// `data` is a compiler reduction descriptor chain.
+pub unsafe fn reduction_register(data: *mut usize) {
+    let c = cur();
+    // SAFETY: the calling thread's context.
+    let cx = unsafe { &mut *c };
+    if cx.task.group.is_null() {
+        taskgroup_start(false);
+    }
+    let g = cx.task.group;
+    let n = cx.team().n;
+    // SAFETY: the group is the current task's; `data` per the contract.
+    unsafe {
+        let old = (*g).reductions.load(Ordering::Relaxed);
+        reduction_alloc(data, n);
+        reduction_link(data, old, std::ptr::null_mut());
+        (*g).reductions.store(data, Ordering::Release);
+    }
+}
+
+/// Register `data` as the reductions of the new group `g` of a team of `n` (a parallel
+/// region's implicit tasks share one registration).
+///
+/// # Safety
+/// `data` is a compiler descriptor chain; `g` is a live group no task uses yet.
+pub unsafe fn reduction_register_in(g: *mut Group, data: *mut usize, n: u32) {
+    // SAFETY: per the contract.
+    unsafe {
+        reduction_alloc(data, n);
+        reduction_link(data, std::ptr::null_mut(), std::ptr::null_mut());
+        (*g).reductions.store(data, Ordering::Release);
+    }
+}
+
+/// A worksharing construct's reductions for a thread that did not allocate them: share
+/// the blocks of the first thread's descriptors `orig`.
+///
+/// # Safety
+/// As [`reduction_link`].
+pub unsafe fn reduction_register_shared(data: *mut usize, orig: *mut usize) {
+    let c = cur();
+    // SAFETY: the calling thread's context.
+    let g = unsafe { (*c).task.group };
+    // SAFETY: the current task's group (the worksharing construct's); per the contract.
+    unsafe {
+        let old = (*g).reductions.load(Ordering::Relaxed);
+        reduction_link(data, old, orig);
+        (*g).reductions.store(data, Ordering::Release);
+    }
+}
+
+/// GOMP_taskgroup_reduction_unregister: free the blocks and the lookup table.
+///
+/// # Safety
+/// `data` was registered and its reductions combined.
+pub unsafe fn reduction_unregister(data: *mut usize) {
+    // SAFETY: per the contract.
+    unsafe {
+        free_map(data);
+        let mut d = data;
+        loop {
+            libc::free(*d.add(2) as *mut c_void);
+            let next = *d.add(4) as *mut usize;
+            if next.is_null() || *next.add(5) != 0 {
+                break;
+            }
+            d = next;
+        }
+    }
+}
+
+/// A registration's lookup table only (a thread sharing another's blocks).
+///
+/// # Safety
+/// `data` was registered.
+pub unsafe fn free_map(data: *mut usize) {
+    // SAFETY: per the contract: d[5] is the table reduction_link made.
+    unsafe {
+        let m = *data.add(5) as *mut RedMap;
+        if !m.is_null() {
+            drop(Box::from_raw(m));
+            *data.add(5) = 0;
+        }
+    }
+}
+
+/// GOMP_task_reduction_remap.
+///
+/// # Safety
+/// `ptrs` has `cnt + cntorig` entries; the current task is in a taskgroup with reductions.
+pub unsafe fn reduction_remap(cnt: usize, cntorig: usize, ptrs: *mut *mut c_void) {
+    let c = cur();
+    // SAFETY: the calling thread's context.
+    let (g, id) = unsafe { ((*c).task.group, (*c).tid as usize) };
+    // SAFETY: the current task's group.
+    let data = if g.is_null() { std::ptr::null_mut() } else { unsafe { (*g).reductions.load(Ordering::Acquire) } };
+    if data.is_null() {
+        eprintln!("weft-omp: GOMP_task_reduction_remap outside a taskgroup with task reductions; aborting");
+        std::process::abort();
+    }
+    // SAFETY: per the contract; the descriptors are registered (tables and blocks alive).
+    unsafe {
+        let map = &*(*data.add(5) as *const RedMap);
+        for i in 0..cnt {
+            let orig = *ptrs.add(i) as usize;
+            if let Some(&p) = map.get(&orig) {
+                let d = *p.add(2) as *mut usize;
+                *ptrs.add(i) = (*d.add(2) + id * *d.add(1) + *p.add(1)) as *mut c_void;
+                if i < cntorig {
+                    *ptrs.add(cntorig + i) = *p as *mut c_void;
+                }
+                continue;
+            }
+            // An address inside some thread's private block (an earlier remap).
+            let mut d = data;
+            while !d.is_null() && !(*d.add(2)..*d.add(6)).contains(&orig) {
+                d = *d.add(4) as *mut usize;
+            }
+            if d.is_null() {
+                eprintln!("weft-omp: no task reduction matches {orig:#x}; aborting");
+                std::process::abort();
+            }
+            let off = (orig - *d.add(2)) % *d.add(1);
+            *ptrs.add(i) = (*d.add(2) + id * *d.add(1) + off) as *mut c_void;
+            if i < cntorig {
+                let found = (0..*d).map(|m| d.add(7 + 3 * m)).find(|p| *p.add(1) == off);
+                match found {
+                    Some(p) => *ptrs.add(cntorig + i) = *p as *mut c_void,
+                    None => {
+                        eprintln!("weft-omp: no task reduction matches {orig:#x}; aborting");
+                        std::process::abort();
+                    }
+                }
+            }
+        }
+    }
+}
