@@ -27,7 +27,7 @@
 //! its pending count is zero, and those decrements are a finishing task's last accesses.
 
 use crate::env::env;
-use crate::team::{self, Body, Ctx, Team, cur};
+use crate::team::{self, Body, Ctx, Icv, Team, cur};
 use crossbeam_deque::{Injector, Steal, Stealer, Worker};
 use crossbeam_utils::CachePadded;
 use std::cell::UnsafeCell;
@@ -130,6 +130,8 @@ impl std::hash::Hasher for AddrHasher {
 
 /// The task a thread is running, as its later constructs see it.
 pub struct Cur {
+    /// Identifies the task (owner of nestable locks): its box's address; 0 for an implicit task.
+    pub id: usize,
     node: Option<Arc<Node>>,
     pub group: *mut Group,
     pub final_: bool,
@@ -138,7 +140,7 @@ pub struct Cur {
 
 impl Cur {
     pub fn implicit(group: *mut Group) -> Cur {
-        Cur { node: None, group, final_: false, deps: None }
+        Cur { id: 0, node: None, group, final_: false, deps: None }
     }
 }
 
@@ -155,6 +157,8 @@ pub struct TaskBox {
     team: *const Team,
     final_: bool,
     priority: i32,
+    /// The data environment ICVs it starts with (its creator's).
+    icv: Icv,
     /// Counted in the team, its group and its parent (a queued task); false for an
     /// undeferred task that only needed a completion event.
     counted: bool,
@@ -410,14 +414,17 @@ fn execute(c: *mut Ctx, t: Arc<TaskBox>) {
 
 /// Run `t`'s body as the calling thread's current task.
 fn run_body(c: *mut Ctx, t: &TaskBox, data: *mut c_void) {
-    let mine = Cur { node: None, group: t.group, final_: t.final_, deps: None };
+    let mine = Cur { id: t as *const TaskBox as usize, node: None, group: t.group, final_: t.final_, deps: None };
     // SAFETY: the calling thread's context; no reference to it is held across the body
     // (which re-enters the runtime).
-    let saved = unsafe { std::mem::replace(&mut (*c).task, mine) };
+    let (saved, icv) = unsafe { (std::mem::replace(&mut (*c).task, mine), std::mem::replace(&mut (*c).icv, t.icv)) };
     // SAFETY: the compiler-outlined task body with its data.
     unsafe { (t.body)(data) };
     // SAFETY: as above.
-    drop(unsafe { std::mem::replace(&mut (*c).task, saved) });
+    drop(unsafe {
+        (*c).icv = icv;
+        std::mem::replace(&mut (*c).task, saved)
+    });
 }
 
 fn body_done(t: Arc<TaskBox>) {
@@ -644,11 +651,6 @@ pub unsafe fn spawn(s: Spawn) {
     }
     // SAFETY: per the contract.
     let t = unsafe { new_task(c, &s, final_, priority, detach, true) };
-    if detach {
-        // SAFETY: the event handle variable of the detach clause; the extra reference is
-        // given back by omp_fulfill_event.
-        unsafe { *s.detach = Arc::into_raw(t.clone()) as usize };
-    }
     if deps.is_empty() {
         team.tasks.push(cx.tid, t);
         team.nudge();
@@ -731,11 +733,25 @@ unsafe fn new_task(c: *mut Ctx, s: &Spawn, final_: bool, priority: i32, detach: 
         team,
         final_,
         priority,
+        icv: cx.icv,
         counted,
         ext: Mutex::new(None),
         detach: AtomicU32::new(0),
         has_detach: detach,
     });
+    if detach {
+        // Before the copy: the event handle variable is in the data (firstprivate). The
+        // extra reference is given back by omp_fulfill_event.
+        // SAFETY: the detach clause's event handle variable, and the data block, whose
+        // first word is the task's copy of it (libgomp writes both).
+        unsafe {
+            let h = Arc::into_raw(t.clone()) as usize;
+            *s.detach = h;
+            if !s.data.is_null() {
+                *(s.data as *mut usize) = h;
+            }
+        }
+    }
     // SAFETY: the task's own storage, sized and aligned for the data above. The copy
     // function runs as the creating task (as in libgomp).
     unsafe { copy_data(s, t.data()) };
@@ -751,8 +767,6 @@ unsafe fn run_undeferred(c: *mut Ctx, s: &Spawn, final_: bool, priority: i32, de
         // The event needs an object that outlives the body: a task box, run here.
         // SAFETY: per the contract.
         let t = unsafe { new_task(c, s, final_, priority, true, false) };
-        // SAFETY: the detach clause's event handle variable.
-        unsafe { *s.detach = Arc::into_raw(t.clone()) as usize };
         run_body(c, &t, t.data());
         let done = t.clone();
         if t.detach.fetch_or(DETACH_BODY_DONE, Ordering::AcqRel) & DETACH_FULFILLED == 0 {
@@ -770,6 +784,8 @@ unsafe fn run_undeferred(c: *mut Ctx, s: &Spawn, final_: bool, priority: i32, de
         team: std::ptr::null(),
         final_,
         priority,
+        // SAFETY: the calling thread's context.
+        icv: unsafe { (*c).icv },
         counted: false,
         ext: Mutex::new(None),
         detach: AtomicU32::new(0),
@@ -1136,7 +1152,8 @@ unsafe fn reduction_link(data: *mut usize, old: *mut usize, mut orig: *mut usize
                 orig = *orig.add(4) as *mut usize;
             }
         }
-        *d.add(5) = Box::into_raw(Box::new(map)) as usize;
+        // On the first descriptor (libgomp puts it on the last; the compiler emits one).
+        *data.add(5) = Box::into_raw(Box::new(map)) as usize;
     }
 }
 
@@ -1251,7 +1268,7 @@ pub unsafe fn reduction_remap(cnt: usize, cntorig: usize, ptrs: *mut *mut c_void
                 let d = *p.add(2) as *mut usize;
                 *ptrs.add(i) = (*d.add(2) + id * *d.add(1) + *p.add(1)) as *mut c_void;
                 if i < cntorig {
-                    *ptrs.add(cntorig + i) = *p as *mut c_void;
+                    *ptrs.add(cnt + i) = *p as *mut c_void;
                 }
                 continue;
             }
@@ -1269,7 +1286,7 @@ pub unsafe fn reduction_remap(cnt: usize, cntorig: usize, ptrs: *mut *mut c_void
             if i < cntorig {
                 let found = (0..*d).map(|m| d.add(7 + 3 * m)).find(|p| *p.add(1) == off);
                 match found {
-                    Some(p) => *ptrs.add(cntorig + i) = *p as *mut c_void,
+                    Some(p) => *ptrs.add(cnt + i) = *p as *mut c_void,
                     None => {
                         eprintln!("weft-omp: no task reduction matches {orig:#x}; aborting");
                         std::process::abort();

@@ -57,6 +57,8 @@ pub struct Icv {
     pub bind_idx: u32,
     /// thread-limit-var (u32::MAX: none).
     pub thread_limit: u32,
+    /// def-allocator-var (0: omp_null_allocator, i.e. OMP_ALLOCATOR's or the default).
+    pub def_alloc: usize,
 }
 
 impl Icv {
@@ -72,6 +74,7 @@ impl Icv {
             bind: e.bind[0],
             bind_idx: 0,
             thread_limit: e.thread_limit,
+            def_alloc: 0,
         }
     }
 

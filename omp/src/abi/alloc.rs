@@ -45,11 +45,6 @@ struct Header {
     alloc: Handle,
 }
 
-thread_local! {
-    /// The def-allocator-var ICV of the thread (0: not set yet, OMP_ALLOCATOR's value).
-    static DEFAULT: std::cell::Cell<Handle> = const { std::cell::Cell::new(NULL_ALLOCATOR) };
-}
-
 /// `OMP_ALLOCATOR`: a predefined allocator's name or number.
 fn env_allocator() -> Handle {
     static H: std::sync::OnceLock<Handle> = std::sync::OnceLock::new();
@@ -132,12 +127,13 @@ pub unsafe extern "C" fn omp_destroy_allocator(h: Handle) {
 
 #[unsafe(no_mangle)]
 pub extern "C" fn omp_set_default_allocator(h: Handle) {
-    DEFAULT.with(|d| d.set(if h == NULL_ALLOCATOR { env_allocator() } else { h }));
+    // def-allocator-var is a data environment ICV: inherited by the tasks and regions below.
+    crate::team::ctx().icv.def_alloc = if h == NULL_ALLOCATOR { env_allocator() } else { h };
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn omp_get_default_allocator() -> Handle {
-    match DEFAULT.with(|d| d.get()) {
+    match crate::team::ctx().icv.def_alloc {
         NULL_ALLOCATOR => env_allocator(),
         h => h,
     }

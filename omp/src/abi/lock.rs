@@ -20,10 +20,15 @@ unsafe fn word<'a>(l: *mut u32) -> &'a AtomicU32 {
     unsafe { AtomicU32::from_ptr(l) }
 }
 
-/// The owner of a nestable lock: the current implicit task (OpenMP 3.0+: locks are owned by
-/// tasks, so a nested region's thread 0 does not own its parent task's lock).
+/// The owner of a nestable lock: the current task (OpenMP 3.0+: locks are owned by tasks, so
+/// a nested region's thread 0 or an explicit task does not own its parent task's lock).
 fn me() -> *mut c_void {
-    crate::team::cur() as *mut c_void
+    let c = crate::team::cur();
+    // SAFETY: the calling thread's context.
+    match unsafe { (*c).task.id } {
+        0 => c as *mut c_void,
+        id => id as *mut c_void,
+    }
 }
 
 #[unsafe(no_mangle)]

@@ -603,3 +603,18 @@ pub extern "C" fn GOMP_sections_end_nowait() {
 pub extern "C" fn GOMP_sections_end_cancel() -> bool {
     guard("GOMP_sections_end_cancel", end_cancel)
 }
+
+/// `#pragma omp scope` with task reductions (OpenMP 5.1): a worksharing construct without
+/// iterations whose reductions the first thread allocates for the team; the construct ends
+/// with GOMP_workshare_task_reduction_unregister.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn GOMP_scope_start(reductions: *mut usize) {
+    guard("GOMP_scope_start", || {
+        if reductions.is_null() {
+            return;
+        }
+        ws::loop_start_full(LoopBounds::long(0, 0, 1), STATIC, 0, false, None, None, reductions);
+        // Every thread has read the first one's blocks before it leaves the slot.
+        ws::leave(ctx());
+    })
+}
