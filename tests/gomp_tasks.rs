@@ -105,6 +105,11 @@ fn taskloop_runs_every_iteration_once() {
 }
 
 #[test]
+fn task_reductions_on_parallel_worksharing_and_scope() {
+    run("ws_reductions");
+}
+
+#[test]
 fn detached_tasks_complete_when_fulfilled() {
     run("detach");
 }
