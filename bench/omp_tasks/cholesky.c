@@ -62,6 +62,7 @@ int main(int argc, char **argv) {
             A[ti + tj * T] = t;
         }
 #define TILE(i, j) A[(i) + (j) * T]
+    warmup();
     double t0 = now();
 #pragma omp parallel
 #pragma omp single

@@ -22,6 +22,7 @@ int main(int argc, char **argv) {
     int n = argc > 1 ? atoi(argv[1]) : 30;
     int cutoff = argc > 2 ? atoi(argv[2]) : 15;
     long r = 0;
+    warmup();
     double t0 = now();
 #pragma omp parallel
 #pragma omp single

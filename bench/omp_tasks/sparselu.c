@@ -96,6 +96,7 @@ int main(int argc, char **argv) {
     float **M = calloc((size_t)NB * NB, sizeof(float *)), **S = calloc((size_t)NB * NB, sizeof(float *));
     genmat(M);
     genmat(S);
+    warmup();
     double t0 = now();
 #pragma omp parallel
 #pragma omp single

@@ -8,6 +8,7 @@
 int main(int argc, char **argv) {
     long n = argc > 1 ? atol(argv[1]) : 1000000;
     long ran = 0;
+    warmup();
     double t0 = now();
 #pragma omp parallel
 #pragma omp single
