@@ -412,6 +412,29 @@ fn execute(c: *mut Ctx, t: Arc<TaskBox>) {
     body_done(t);
 }
 
+/// Run an undeferred task's body on `data` as the calling thread's current task: no task
+/// object, only the context's task fields and ICVs swapped around the call.
+#[inline]
+fn run_inline(c: *mut Ctx, body: Body, data: *mut c_void, final_: bool) {
+    // SAFETY: the calling thread's context; no reference to it is held across the body.
+    unsafe {
+        let group = (*c).task.group;
+        let mut mine = Cur { id: 0, node: None, group, final_, deps: None };
+        // A unique identity while the body runs (lock ownership): this frame's address.
+        mine.id = &mine as *const Cur as usize;
+        let saved = std::mem::replace(&mut (*c).task, mine);
+        let icv = (*c).icv;
+        body(data);
+        (*c).icv = icv;
+        let mine = std::mem::replace(&mut (*c).task, saved);
+        if mine.node.is_some() || mine.deps.is_some() {
+            drop(mine);
+        } else {
+            std::mem::forget(mine);
+        }
+    }
+}
+
 /// Run `t`'s body as the calling thread's current task.
 fn run_body(c: *mut Ctx, t: &TaskBox, data: *mut c_void) {
     let mine = Cur { id: t as *const TaskBox as usize, node: None, group: t.group, final_: t.final_, deps: None };
@@ -562,10 +585,10 @@ fn builder(c: *mut Ctx, rt: &Runtime, deps: &[(usize, AccessMode)]) -> TaskBuild
 /// Wait (running other tasks) until the calling task's earlier siblings that `deps` names
 /// are done; returns the token to complete once the work that needed them is done.
 fn wait_for_deps(c: *mut Ctx, deps: &[(usize, AccessMode)]) -> Option<External> {
-    let rt = runtime()?;
     if deps.is_empty() {
         return None;
     }
+    let rt = runtime()?;
     let slot: Arc<Mutex<Option<External>>> = Arc::new(Mutex::new(None));
     let ready = Arc::new(AtomicBool::new(false));
     let (s2, r2) = (slot.clone(), ready.clone());
@@ -641,6 +664,11 @@ pub unsafe fn spawn(s: Spawn) {
     let deps = if s.flags & FLAG_DEPEND != 0 && !s.depend.is_null() { unsafe { decode_depend(s.depend) } } else { Vec::new() };
     let detach = s.flags & FLAG_DETACH != 0 && !s.detach.is_null();
     if run_now(cx, team, &s, 0) {
+        if deps.is_empty() && !detach && s.cpyfn.is_none() {
+            // The common case (if(0) cutoffs, the throttle): the body on the caller's data.
+            run_inline(c, s.body, s.data, final_);
+            return;
+        }
         let ext = if team.level == 0 { None } else { wait_for_deps(c, &deps) };
         // SAFETY: per the contract.
         unsafe { run_undeferred(c, &s, final_, priority, detach) };
