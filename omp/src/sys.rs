@@ -16,6 +16,15 @@ pub fn futex_wait(a: &AtomicU32, v: u32) {
     }
 }
 
+/// Sleep while `*a == v`, for at most `d` (or until woken; spurious returns are possible).
+pub fn futex_wait_timeout(a: &AtomicU32, v: u32, d: std::time::Duration) {
+    let ts = libc::timespec { tv_sec: d.as_secs() as libc::time_t, tv_nsec: d.subsec_nanos() as libc::c_long };
+    // SAFETY: FUTEX_WAIT reads the aligned u32 behind a live reference; a relative timeout.
+    unsafe {
+        libc::syscall(libc::SYS_futex, a.as_ptr(), libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG, v, &ts as *const libc::timespec);
+    }
+}
+
 /// Wake up to `n` threads sleeping on `a`.
 pub fn futex_wake(a: &AtomicU32, n: i32) {
     // SAFETY: FUTEX_WAKE only uses the address as a key.

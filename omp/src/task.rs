@@ -27,6 +27,7 @@
 //! its pending count is zero, and those decrements are a finishing task's last accesses.
 
 use crate::env::env;
+use crate::sys;
 use crate::team::{self, Body, Ctx, Icv, Team, cur};
 use crossbeam_deque::{Injector, Steal, Stealer, Worker};
 use crossbeam_utils::CachePadded;
@@ -59,7 +60,8 @@ const DEPEND_INOUTSET: usize = 5;
 
 /// Task data up to this many bytes (8-byte aligned) lives in the task's own allocation.
 pub const INLINE: usize = 64;
-/// Queued tasks per team thread past which new tasks run at once (libgomp's figure).
+/// Queued tasks per team thread past which new tasks run at once (libgomp's figure; tasks
+/// waiting for their dependencies do not count, else a graph would run serially).
 const THROTTLE: usize = 64;
 
 /// A task's count of incomplete child tasks (what taskwait waits for). Created with its
@@ -223,6 +225,9 @@ impl Ord for Prio {
 
 /// A team's tasks: those not complete, and those ready to run.
 pub struct TeamTasks {
+    /// Futex word of threads waiting for tasks in `wait_until`, and how many sleep on it.
+    wake: CachePadded<AtomicU32>,
+    sleepers: AtomicU32,
     pending: CachePadded<AtomicUsize>,
     queued: CachePadded<AtomicUsize>,
     /// Tasks released by core once their dependencies were met (from any thread).
@@ -242,6 +247,8 @@ unsafe impl Send for TeamTasks {}
 impl TeamTasks {
     pub fn new() -> TeamTasks {
         TeamTasks {
+            wake: CachePadded::new(AtomicU32::new(0)),
+            sleepers: AtomicU32::new(0),
             pending: CachePadded::new(AtomicUsize::new(0)),
             queued: CachePadded::new(AtomicUsize::new(0)),
             ready: Injector::new(),
@@ -261,6 +268,15 @@ impl TeamTasks {
         }
     }
 
+    /// Wake the threads sleeping in `wait_until` (a task was queued or finished).
+    pub fn notify(&self) {
+        // SeqCst: pairs with the sleepers' count-then-check.
+        if self.sleepers.load(Ordering::SeqCst) > 0 {
+            self.wake.fetch_add(1, Ordering::SeqCst);
+            sys::futex_wake(&self.wake, i32::MAX);
+        }
+    }
+
     /// Tasks created and not complete.
     pub fn pending(&self) -> usize {
         self.pending.load(Ordering::Acquire)
@@ -268,7 +284,7 @@ impl TeamTasks {
 
     /// Tasks queued and not taken (a hint for waiting threads).
     pub fn queued(&self) -> bool {
-        self.queued.load(Ordering::Acquire) > 0
+        self.queued.load(Ordering::SeqCst) > 0
     }
 
     fn push(&self, tid: u32, t: Arc<TaskBox>) {
@@ -280,7 +296,7 @@ impl TeamTasks {
             // SAFETY: thread `tid` owns its deque (see the Sync impl).
             unsafe { (*self.deques[tid as usize].w.get()).push(t) };
         }
-        self.queued.fetch_add(1, Ordering::Release);
+        self.queued.fetch_add(1, Ordering::SeqCst);
     }
 
     fn push_ready(&self, t: Arc<TaskBox>) {
@@ -291,7 +307,7 @@ impl TeamTasks {
         } else {
             self.ready.push(t);
         }
-        self.queued.fetch_add(1, Ordering::Release);
+        self.queued.fetch_add(1, Ordering::SeqCst);
     }
 
     fn pop(&self, tid: u32) -> Option<Arc<TaskBox>> {
@@ -374,20 +390,25 @@ pub fn run_one(c: *mut Ctx) -> bool {
 /// Run queued tasks until `done()` holds, pausing politely while the tasks that could make
 /// it hold run on other threads.
 pub fn wait_until(c: *mut Ctx, done: impl Fn() -> bool) {
-    let mut idle = 0u32;
+    // SAFETY: the calling thread's context.
+    let tasks = unsafe { &(*c).team().tasks };
     while !done() {
         if run_one(c) {
-            idle = 0;
             continue;
         }
-        idle += 1;
-        if idle < 64 {
-            std::hint::spin_loop();
-        } else if idle < 2048 {
-            std::thread::yield_now();
-        } else {
-            std::thread::sleep(std::time::Duration::from_micros(50));
+        // Nothing to run: the tasks that matter run elsewhere. Spin (the wait policy's
+        // budget), then sleep until a task is queued or one finishes (`notify`).
+        if sys::spin_until(|| done() || tasks.queued()) {
+            continue;
         }
+        let seen = tasks.wake.load(Ordering::SeqCst);
+        // SeqCst: we count ourselves, then re-check; a notifier changes the state, then
+        // reads the count (one of us sees the other). The timeout bounds any miss.
+        tasks.sleepers.fetch_add(1, Ordering::SeqCst);
+        if !done() && !tasks.queued() {
+            sys::futex_wait_timeout(&tasks.wake, seen, std::time::Duration::from_millis(1));
+        }
+        tasks.sleepers.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -474,9 +495,14 @@ fn finish(t: Arc<TaskBox>) {
         // SAFETY: the group waits for this decrement before it ends.
         unsafe { (*t.group).pending.fetch_sub(1, Ordering::AcqRel) };
     }
-    // SAFETY: the team waits for this decrement before its region ends; it is our last
-    // access to it.
-    unsafe { (*t.team).tasks.pending.fetch_sub(1, Ordering::AcqRel) };
+    // SAFETY: the team waits for this decrement before its region ends: after it, only
+    // `notify`, which touches atomics of the team's only (a team is freed by its primary
+    // after the join barrier, which needs this thread).
+    unsafe {
+        let tasks = &(*t.team).tasks;
+        tasks.pending.fetch_sub(1, Ordering::SeqCst);
+        tasks.notify();
+    }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -623,7 +649,7 @@ fn run_now(c: &Ctx, team: &Team, s: &Spawn, extra: usize) -> bool {
     !s.if_clause
         || c.task.final_
         || team.level == 0
-        || team.tasks.pending() + extra > THROTTLE * team.n as usize
+        || team.tasks.queued.load(Ordering::Relaxed) + extra > THROTTLE * team.n as usize
         || (!s.depend.is_null() && runtime().is_none())
 }
 

@@ -346,6 +346,7 @@ impl Team {
 
     /// A task was queued: wake a thread sleeping at a barrier to run it.
     pub fn nudge(&self) {
+        self.tasks.notify();
         for b in [&self.bar, &self.cbar] {
             // SeqCst: pairs with the sleeper's count-then-check of `queued` (wait_change).
             if b.sleepers.load(Ordering::SeqCst) > 0 {
