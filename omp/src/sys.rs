@@ -48,11 +48,11 @@ thread_local! {
     static ADAPT: std::cell::Cell<u64> = const { std::cell::Cell::new(u64::MAX) };
 }
 
-fn budget() -> u64 {
+fn budget(adaptive: bool) -> u64 {
     let s = SPIN_NS.load(Ordering::Relaxed);
     // Relaxed: a heuristic; a stale count only changes how long we spin.
     let s = if s != u64::MAX && BUSY.load(Ordering::Relaxed) > NPROCS.load(Ordering::Relaxed) { s.min(2_000) } else { s };
-    if s == u64::MAX { s } else { ADAPT.with(|a| a.get()).min(s) }
+    if s == u64::MAX || !adaptive { s } else { ADAPT.with(|a| a.get()).min(s) }
 }
 
 fn adapt(success: bool) {
@@ -68,7 +68,21 @@ fn adapt(success: bool) {
 
 /// Spin until `done()` holds or the spin budget is spent; returns `done()`'s last value.
 #[inline]
-pub fn spin_until(mut done: impl FnMut() -> bool) -> bool {
+pub fn spin_until(done: impl FnMut() -> bool) -> bool {
+    spin_until_with(done, true)
+}
+
+/// [`spin_until`] for a thread waiting while its team has tasks in flight: the whole budget,
+/// not the adapted one. More tasks are likely to come within it (a task's successors, the
+/// next burst of a dependency graph); a thread that went to sleep at once would need a
+/// wake-up for each of them.
+#[inline]
+pub fn spin_until_tasks(done: impl FnMut() -> bool) -> bool {
+    spin_until_with(done, false)
+}
+
+#[inline]
+fn spin_until_with(mut done: impl FnMut() -> bool, adaptive: bool) -> bool {
     if SPIN_NS.load(Ordering::Relaxed) == 0 {
         // OMP_WAIT_POLICY=passive: sleep at once.
         return done();
@@ -81,7 +95,7 @@ pub fn spin_until(mut done: impl FnMut() -> bool) -> bool {
         }
         std::hint::spin_loop();
     }
-    let limit = budget();
+    let limit = budget(adaptive);
     if limit == 0 {
         return false;
     }
@@ -90,7 +104,9 @@ pub fn spin_until(mut done: impl FnMut() -> bool) -> bool {
     loop {
         for _ in 0..32 {
             if done() {
-                adapt(true);
+                if adaptive {
+                    adapt(true);
+                }
                 return true;
             }
             std::hint::spin_loop();
@@ -100,7 +116,9 @@ pub fn spin_until(mut done: impl FnMut() -> bool) -> bool {
             let e = start.elapsed().as_nanos() as u64;
             if e >= limit {
                 let d = done();
-                adapt(d);
+                if adaptive {
+                    adapt(d);
+                }
                 return d;
             }
             if e > 20_000 && limit <= 2_000_000 && i.is_multiple_of(64) {
@@ -115,8 +133,18 @@ pub fn spin_until(mut done: impl FnMut() -> bool) -> bool {
 /// Wait until `word != old`: spin, then sleep on the futex. `extra` is polled too (a
 /// cancellation flag); returns early when it holds.
 pub fn wait_change(word: &AtomicU32, old: u32, sleepers: &AtomicU32, extra: impl Fn() -> bool) {
+    wait_change_with(word, old, sleepers, extra, false)
+}
+
+/// [`wait_change`]; `tasks`: the team has tasks in flight (spin as [`spin_until_tasks`]).
+pub fn wait_change_with(word: &AtomicU32, old: u32, sleepers: &AtomicU32, extra: impl Fn() -> bool, tasks: bool) {
     // Acquire: what the waker wrote before changing the word is visible once we see it.
-    if spin_until(|| word.load(Ordering::Acquire) != old || extra()) {
+    let spun = if tasks {
+        spin_until_tasks(|| word.load(Ordering::Acquire) != old || extra())
+    } else {
+        spin_until(|| word.load(Ordering::Acquire) != old || extra())
+    };
+    if spun {
         return;
     }
     // SeqCst on the sleeper count and the word: the waker changes the word then reads the

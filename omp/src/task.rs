@@ -164,8 +164,9 @@ pub struct TaskBox {
     /// Counted in the team, its group and its parent (a queued task); false for an
     /// undeferred task that only needed a completion event.
     counted: bool,
-    /// The core task ordering it, when it had dependencies.
-    ext: Mutex<Option<External>>,
+    /// The core task ordering it, when it had dependencies: written by core's ready
+    /// callback before the task is queued, taken by the thread that finishes it.
+    ext: UnsafeCell<Option<External>>,
     detach: AtomicU32,
     has_detach: bool,
 }
@@ -229,7 +230,6 @@ pub struct TeamTasks {
     wake: CachePadded<AtomicU32>,
     sleepers: AtomicU32,
     pending: CachePadded<AtomicUsize>,
-    queued: CachePadded<AtomicUsize>,
     /// Tasks released by core once their dependencies were met (from any thread).
     ready: Injector<Arc<TaskBox>>,
     prio: Mutex<BinaryHeap<Prio>>,
@@ -250,7 +250,6 @@ impl TeamTasks {
             wake: CachePadded::new(AtomicU32::new(0)),
             sleepers: AtomicU32::new(0),
             pending: CachePadded::new(AtomicUsize::new(0)),
-            queued: CachePadded::new(AtomicUsize::new(0)),
             ready: Injector::new(),
             prio: Mutex::new(BinaryHeap::new()),
             nprio: AtomicUsize::new(0),
@@ -270,7 +269,9 @@ impl TeamTasks {
 
     /// Wake the threads sleeping in `wait_until` (a task was queued or finished).
     pub fn notify(&self) {
-        // SeqCst: pairs with the sleepers' count-then-check.
+        // SeqCst fence: the change we made (a push, a decrement) before the read of the
+        // count; pairs with the sleepers' count-then-check.
+        std::sync::atomic::fence(Ordering::SeqCst);
         if self.sleepers.load(Ordering::SeqCst) > 0 {
             self.wake.fetch_add(1, Ordering::SeqCst);
             sys::futex_wake(&self.wake, i32::MAX);
@@ -282,9 +283,15 @@ impl TeamTasks {
         self.pending.load(Ordering::Acquire)
     }
 
-    /// Tasks queued and not taken (a hint for waiting threads).
+    /// Whether some task is queued and not taken (a hint for waiting threads; no shared
+    /// counter is kept, so creating and taking tasks touch only their deques).
     pub fn queued(&self) -> bool {
-        self.queued.load(Ordering::SeqCst) > 0
+        self.nprio.load(Ordering::Relaxed) > 0 || !self.ready.is_empty() || self.deques.iter().any(|d| !d.s.is_empty())
+    }
+
+    /// Tasks queued on thread `tid`'s own deque.
+    fn own_len(&self, tid: u32) -> usize {
+        self.deques.get(tid as usize).map_or(0, |d| d.s.len())
     }
 
     fn push(&self, tid: u32, t: Arc<TaskBox>) {
@@ -296,7 +303,6 @@ impl TeamTasks {
             // SAFETY: thread `tid` owns its deque (see the Sync impl).
             unsafe { (*self.deques[tid as usize].w.get()).push(t) };
         }
-        self.queued.fetch_add(1, Ordering::SeqCst);
     }
 
     fn push_ready(&self, t: Arc<TaskBox>) {
@@ -307,21 +313,9 @@ impl TeamTasks {
         } else {
             self.ready.push(t);
         }
-        self.queued.fetch_add(1, Ordering::SeqCst);
     }
 
     fn pop(&self, tid: u32) -> Option<Arc<TaskBox>> {
-        if self.queued.load(Ordering::Acquire) == 0 {
-            return None;
-        }
-        let t = self.take(tid);
-        if t.is_some() {
-            self.queued.fetch_sub(1, Ordering::AcqRel);
-        }
-        t
-    }
-
-    fn take(&self, tid: u32) -> Option<Arc<TaskBox>> {
         if self.nprio.load(Ordering::Relaxed) > 0
             && let Some(p) = lock(&self.prio).pop()
         {
@@ -398,7 +392,7 @@ pub fn wait_until(c: *mut Ctx, done: impl Fn() -> bool) {
         }
         // Nothing to run: the tasks that matter run elsewhere. Spin (the wait policy's
         // budget), then sleep until a task is queued or one finishes (`notify`).
-        if sys::spin_until(|| done() || tasks.queued()) {
+        if sys::spin_until_tasks(|| done() || tasks.queued()) {
             continue;
         }
         let seen = tasks.wake.load(Ordering::SeqCst);
@@ -437,21 +431,24 @@ fn execute(c: *mut Ctx, t: Arc<TaskBox>) {
 /// object, only the context's task fields and ICVs swapped around the call.
 #[inline]
 fn run_inline(c: *mut Ctx, body: Body, data: *mut c_void, final_: bool) {
+    let frame = 0u8;
     // SAFETY: the calling thread's context; no reference to it is held across the body.
     unsafe {
-        let group = (*c).task.group;
-        let mut mine = Cur { id: 0, node: None, group, final_, deps: None };
+        // Only the fields a task changes are swapped (its group is its creator's).
+        let t = &mut (*c).task;
+        let (id, fin, node, deps) = (t.id, t.final_, t.node.take(), t.deps.take());
         // A unique identity while the body runs (lock ownership): this frame's address.
-        mine.id = &mine as *const Cur as usize;
-        let saved = std::mem::replace(&mut (*c).task, mine);
+        t.id = &frame as *const u8 as usize;
+        t.final_ = final_;
         let icv = (*c).icv;
         body(data);
         (*c).icv = icv;
-        let mine = std::mem::replace(&mut (*c).task, saved);
-        if mine.node.is_some() || mine.deps.is_some() {
+        let t = &mut (*c).task;
+        t.id = id;
+        t.final_ = fin;
+        let mine = (std::mem::replace(&mut t.node, node), std::mem::replace(&mut t.deps, deps));
+        if mine.0.is_some() || mine.1.is_some() {
             drop(mine);
-        } else {
-            std::mem::forget(mine);
         }
     }
 }
@@ -480,7 +477,8 @@ fn body_done(t: Arc<TaskBox>) {
 }
 
 fn finish(t: Arc<TaskBox>) {
-    if let Some(e) = lock(&t.ext).take()
+    // SAFETY: the finishing thread is the only one touching the task now (module doc of `ext`).
+    if let Some(e) = unsafe { (*t.ext.get()).take() }
         && let Some(rt) = runtime()
     {
         rt.complete_external(e);
@@ -495,14 +493,11 @@ fn finish(t: Arc<TaskBox>) {
         // SAFETY: the group waits for this decrement before it ends.
         unsafe { (*t.group).pending.fetch_sub(1, Ordering::AcqRel) };
     }
-    // SAFETY: the team waits for this decrement before its region ends: after it, only
-    // `notify`, which touches atomics of the team's only (a team is freed by its primary
-    // after the join barrier, which needs this thread).
-    unsafe {
-        let tasks = &(*t.team).tasks;
-        tasks.pending.fetch_sub(1, Ordering::SeqCst);
-        tasks.notify();
-    }
+    // SAFETY: the team outlives this call: it is freed by its primary after the join
+    // barrier, which this thread (a member: only members run tasks) has not passed yet.
+    let tasks = unsafe { &(*t.team).tasks };
+    tasks.pending.fetch_sub(1, Ordering::SeqCst);
+    tasks.notify();
 }
 
 // ---------------------------------------------------------------------------------------
@@ -649,7 +644,7 @@ fn run_now(c: &Ctx, team: &Team, s: &Spawn, extra: usize) -> bool {
     !s.if_clause
         || c.task.final_
         || team.level == 0
-        || team.tasks.queued.load(Ordering::Relaxed) + extra > THROTTLE * team.n as usize
+        || team.tasks.own_len(c.tid) + extra > THROTTLE * team.n as usize
         || (!s.depend.is_null() && runtime().is_none())
 }
 
@@ -714,7 +709,8 @@ pub unsafe fn spawn(s: Spawn) {
     let b = builder(c, rt, &deps);
     let t2 = t.clone();
     let r = rt.submit_external(b, move |e| {
-        *lock(&t2.ext) = Some(e);
+        // SAFETY: the task is not queued yet: nobody else touches it.
+        unsafe { *t2.ext.get() = Some(e) };
         // SAFETY: the team outlives its tasks.
         let team = unsafe { &*t2.team };
         team.tasks.push_ready(t2);
@@ -778,7 +774,7 @@ unsafe fn new_task(c: *mut Ctx, s: &Spawn, final_: bool, priority: i32, detach: 
         }
         cx.team().tasks.pending.fetch_add(1, Ordering::AcqRel);
     }
-    let t = Arc::new(TaskBox {
+    let tb = TaskBox {
         body: s.body,
         inline: UnsafeCell::new([0; INLINE / 8]),
         heap,
@@ -789,10 +785,11 @@ unsafe fn new_task(c: *mut Ctx, s: &Spawn, final_: bool, priority: i32, detach: 
         priority,
         icv: cx.icv,
         counted,
-        ext: Mutex::new(None),
+        ext: UnsafeCell::new(None),
         detach: AtomicU32::new(0),
         has_detach: detach,
-    });
+    };
+    let t = Arc::new(tb);
     if detach {
         // Before the copy: the event handle variable is in the data (firstprivate). The
         // extra reference is given back by omp_fulfill_event.
@@ -841,7 +838,7 @@ unsafe fn run_undeferred(c: *mut Ctx, s: &Spawn, final_: bool, priority: i32, de
         // SAFETY: the calling thread's context.
         icv: unsafe { (*c).icv },
         counted: false,
-        ext: Mutex::new(None),
+        ext: UnsafeCell::new(None),
         detach: AtomicU32::new(0),
         has_detach: false,
     };

@@ -224,7 +224,8 @@ impl Barrier {
         // Wait for the generation to move on; queued tasks wake us (Team::nudge) to run them.
         loop {
             let stop = || cancel.is_some_and(|c| c.load(Ordering::Acquire));
-            sys::wait_change(&self.generation, g, &self.sleepers, || stop() || team.tasks.queued());
+            let busy = team.tasks.pending() > 0;
+            sys::wait_change_with(&self.generation, g, &self.sleepers, || stop() || team.tasks.queued(), busy);
             if self.generation.load(Ordering::Acquire) != g {
                 return stop();
             }
@@ -346,6 +347,7 @@ impl Team {
 
     /// A task was queued: wake a thread sleeping at a barrier to run it.
     pub fn nudge(&self) {
+        // (notify's SeqCst fence also orders the push before the sleeper counts below.)
         self.tasks.notify();
         for b in [&self.bar, &self.cbar] {
             // SeqCst: pairs with the sleeper's count-then-check of `queued` (wait_change).
