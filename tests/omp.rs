@@ -177,3 +177,32 @@ fn the_stand_in_loads_without_version_warnings() {
     assert!(!stderr.contains("no version information"), "{stderr}");
     assert!(!stderr.contains("libgomp.so.1.0.0"), "the system libgomp was loaded:\n{stderr}");
 }
+
+/// The demo's program (examples/omp/hello.c): a team of 4, a reduction, and tasks with
+/// depend clauses whose result shows their order.
+#[test]
+fn the_demo_program_on_weft() {
+    let Some(cc) = common::compiler() else {
+        println!("skipped: no C compiler (gcc or $CC)");
+        return;
+    };
+    let exe = common::unique_exe(&out_dir(), "hello");
+    let out = Command::new(&cc)
+        .current_dir(ROOT)
+        .args(["-fopenmp", "-O2", "-Wall", "examples/omp/hello.c", "-o"])
+        .arg(&exe)
+        .output()
+        .expect("run the C compiler");
+    assert!(out.status.success(), "{cc} failed on hello.c:\n{}", String::from_utf8_lossy(&out.stderr));
+    let out = run(&exe, &[("OMP_NUM_THREADS", "4")], false);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success()
+            && stdout.contains("hello from thread 3 of 4")
+            && stdout.contains("sum 1..100000 = 5000050000")
+            && stdout.contains("tasks with depend: x = 43"),
+        "hello on Weft ({}):\n{stdout}\nstderr:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
