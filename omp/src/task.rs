@@ -289,9 +289,11 @@ impl TeamTasks {
         self.nprio.load(Ordering::Relaxed) > 0 || !self.ready.is_empty() || self.deques.iter().any(|d| !d.s.is_empty())
     }
 
-    /// Tasks queued on thread `tid`'s own deque.
+    /// Tasks queued on the calling thread `tid`'s own deque (the owner's view: no fence,
+    /// unlike a stealer's).
     fn own_len(&self, tid: u32) -> usize {
-        self.deques.get(tid as usize).map_or(0, |d| d.s.len())
+        // SAFETY: thread `tid` owns its deque.
+        self.deques.get(tid as usize).map_or(0, |d| unsafe { (*d.w.get()).len() })
     }
 
     fn push(&self, tid: u32, t: Arc<TaskBox>) {
