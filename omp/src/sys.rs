@@ -133,16 +133,25 @@ fn spin_until_with(mut done: impl FnMut() -> bool, adaptive: bool) -> bool {
 /// Wait until `word != old`: spin, then sleep on the futex. `extra` is polled too (a
 /// cancellation flag); returns early when it holds.
 pub fn wait_change(word: &AtomicU32, old: u32, sleepers: &AtomicU32, extra: impl Fn() -> bool) {
-    wait_change_with(word, old, sleepers, extra, false)
+    wait_change_with(word, old, sleepers, &extra, &extra, false)
 }
 
 /// [`wait_change`]; `tasks`: the team has tasks in flight (spin as [`spin_until_tasks`]).
-pub fn wait_change_with(word: &AtomicU32, old: u32, sleepers: &AtomicU32, extra: impl Fn() -> bool, tasks: bool) {
+/// `spin_extra` is polled while spinning (it may look only now and then), `extra` before
+/// sleeping (it must be exact: its condition's setter wakes sleepers only).
+pub fn wait_change_with(
+    word: &AtomicU32,
+    old: u32,
+    sleepers: &AtomicU32,
+    spin_extra: &dyn Fn() -> bool,
+    extra: &dyn Fn() -> bool,
+    tasks: bool,
+) {
     // Acquire: what the waker wrote before changing the word is visible once we see it.
     let spun = if tasks {
-        spin_until_tasks(|| word.load(Ordering::Acquire) != old || extra())
+        spin_until_tasks(|| word.load(Ordering::Acquire) != old || spin_extra())
     } else {
-        spin_until(|| word.load(Ordering::Acquire) != old || extra())
+        spin_until(|| word.load(Ordering::Acquire) != old || spin_extra())
     };
     if spun {
         return;

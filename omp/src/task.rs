@@ -289,6 +289,17 @@ impl TeamTasks {
         self.nprio.load(Ordering::Relaxed) > 0 || !self.ready.is_empty() || self.deques.iter().any(|d| !d.s.is_empty())
     }
 
+    /// [`queued`](Self::queued) for a spinning waiter: looks at the queues only every 16th
+    /// call. Each look pulls the creators' deque ends into this core's cache, and a creator
+    /// that finds them gone on every task it makes runs at half speed.
+    pub fn poller(&self) -> impl Fn() -> bool + '_ {
+        let n = std::cell::Cell::new(0u32);
+        move || {
+            n.set(n.get().wrapping_add(1));
+            n.get().is_multiple_of(16) && self.queued()
+        }
+    }
+
     /// Tasks queued on the calling thread `tid`'s own deque (the owner's view: no fence,
     /// unlike a stealer's).
     fn own_len(&self, tid: u32) -> usize {
@@ -394,7 +405,8 @@ pub fn wait_until(c: *mut Ctx, done: impl Fn() -> bool) {
         }
         // Nothing to run: the tasks that matter run elsewhere. Spin (the wait policy's
         // budget), then sleep until a task is queued or one finishes (`notify`).
-        if sys::spin_until_tasks(|| done() || tasks.queued()) {
+        let poll = tasks.poller();
+        if sys::spin_until_tasks(|| done() || poll()) {
             continue;
         }
         let seen = tasks.wake.load(Ordering::SeqCst);

@@ -225,7 +225,9 @@ impl Barrier {
         loop {
             let stop = || cancel.is_some_and(|c| c.load(Ordering::Acquire));
             let busy = team.tasks.pending() > 0;
-            sys::wait_change_with(&self.generation, g, &self.sleepers, || stop() || team.tasks.queued(), busy);
+            let poll = team.tasks.poller();
+            let (spin, exact) = (|| stop() || poll(), || stop() || team.tasks.queued());
+            sys::wait_change_with(&self.generation, g, &self.sleepers, &spin, &exact, busy);
             if self.generation.load(Ordering::Acquire) != g {
                 return stop();
             }
