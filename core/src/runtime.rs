@@ -278,10 +278,17 @@ impl Runtime {
     /// [`Runtime::complete_external`] when the work is done. Nothing is acquired for it:
     /// the accesses order it with every other task of the handles, no data moves.
     pub fn submit_external(&self, b: TaskBuilder, ready: impl FnOnce(crate::task::External) + Send + 'static) -> Result<TaskHandle> {
+        self.submit_external_work(b, crate::task::ready_fn(ready))
+    }
+
+    /// [`Runtime::submit_external`] with the work as an object of the front end's (its own
+    /// task, told through [`ExternalWork::ready`](crate::ExternalWork::ready)): no allocation
+    /// beyond core's task.
+    pub fn submit_external_work(&self, b: TaskBuilder, work: Arc<dyn crate::task::ExternalWork>) -> Result<TaskHandle> {
         if b.codelet.is_some() {
             return Err(Error::Unsupported("an external task has no codelet".into()));
         }
-        let t = self.inner.submit_external(b, Box::new(ready))?;
+        let t = self.inner.submit_external(b, work)?;
         Ok(TaskHandle(t, self.inner.clone()))
     }
 
@@ -491,7 +498,7 @@ impl RuntimeInner {
         Ok(task)
     }
 
-    fn submit_external(&self, mut b: TaskBuilder, ready: crate::task::ReadyFn) -> Result<TaskRef> {
+    fn submit_external(&self, mut b: TaskBuilder, ready: Arc<dyn crate::task::ExternalWork>) -> Result<TaskRef> {
         if self.shutdown.load(Ordering::Relaxed) {
             return Err(Error::ShutDown);
         }
@@ -528,7 +535,7 @@ impl RuntimeInner {
     /// still holding their submission guard.
     fn register(&self, task: &TaskRef, b: &TaskBuilder) -> Result<Vec<TaskRef>> {
         let mut extra = Vec::new();
-        let mut preds: Vec<TaskRef> = b.after.to_vec();
+        let mut preds: deps::Preds = b.after.iter().cloned().collect();
         if task.accesses.is_empty() {
             if task.tag.is_some() {
                 self.bind_tag(task, &preds)?;
@@ -577,7 +584,7 @@ impl RuntimeInner {
                     let mut rb = TaskBuilder::empty().access(&a.handle, AccessMode::RW);
                     let red = self.new_task(TaskKind::Reduction, &mut rb, Arch::Cpu.bit());
                     self.inflight.fetch_add(1, Ordering::AcqRel);
-                    let mut rp = Vec::new();
+                    let mut rp = deps::Preds::new();
                     deps::access_preds(st, idx, AccessMode::RW, &red, true, &mut rp);
                     for p in rp {
                         p.add_successor(&red);
@@ -638,7 +645,7 @@ impl RuntimeInner {
             let f = lock(f).take();
             if let Some(f) = f {
                 let token = crate::task::External(t.clone());
-                if std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || f(token))).is_err() {
+                if std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || f.ready(token))).is_err() {
                     eprintln!("weft: the ready function of external task {} panicked; completing it", t.id);
                     self.complete(&t, Ok(()), from);
                 }

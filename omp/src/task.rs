@@ -187,6 +187,18 @@ impl Drop for TaskBox {
     }
 }
 
+/// Core calls a task with dependencies back here once they are met: it joins its team's queue.
+impl weft_core::ExternalWork for TaskBox {
+    fn ready(self: Arc<Self>, token: External) {
+        // SAFETY: the task is not queued yet: nobody else touches it.
+        unsafe { *self.ext.get() = Some(token) };
+        // SAFETY: the team outlives its tasks.
+        let team = unsafe { &*self.team };
+        team.tasks.push_ready(self);
+        team.nudge();
+    }
+}
+
 impl TaskBox {
     fn data(&self) -> *mut c_void {
         match self.heap {
@@ -530,16 +542,19 @@ fn depend_mode(kind: usize) -> Option<AccessMode> {
     }
 }
 
+/// A task's depend clauses: (address, mode), inline up to 4.
+type Deps = smallvec::SmallVec<[(usize, AccessMode); 4]>;
+
 /// Decode GOMP's depend array into (address, mode) pairs, merging repeated addresses.
 ///
 /// # Safety
 /// `depend` is the array the compiler passed (either layout, see libgomp's task.c).
-unsafe fn decode_depend(depend: *mut *mut c_void) -> Vec<(usize, AccessMode)> {
+unsafe fn decode_depend(depend: *mut *mut c_void) -> Deps {
     let at = |i: usize| -> usize {
         // SAFETY: indices within the counts the array itself gives.
         unsafe { *depend.add(i) as usize }
     };
-    let mut out: Vec<(usize, AccessMode)> = Vec::new();
+    let mut out = Deps::new();
     let mut add = |addr: usize, m: AccessMode| {
         if let Some(e) = out.iter_mut().find(|e| e.0 == addr) {
             // One access per address: the strongest of the modes asked for.
@@ -696,7 +711,7 @@ pub unsafe fn spawn(s: Spawn) {
     let priority = if s.flags & FLAG_PRIORITY != 0 { s.priority.clamp(0, env().max_task_priority) } else { 0 };
     let final_ = cx.task.final_ || s.flags & FLAG_FINAL != 0;
     // SAFETY: per the contract.
-    let deps = if s.flags & FLAG_DEPEND != 0 && !s.depend.is_null() { unsafe { decode_depend(s.depend) } } else { Vec::new() };
+    let deps = if s.flags & FLAG_DEPEND != 0 && !s.depend.is_null() { unsafe { decode_depend(s.depend) } } else { Deps::new() };
     let detach = s.flags & FLAG_DETACH != 0 && !s.detach.is_null();
     if run_now(cx, team, &s, 0) {
         if deps.is_empty() && !detach && s.cpyfn.is_none() {
@@ -721,15 +736,7 @@ pub unsafe fn spawn(s: Spawn) {
     }
     let rt = runtime().expect("invariant: run_now covers a runtime that did not start");
     let b = builder(c, rt, &deps);
-    let t2 = t.clone();
-    let r = rt.submit_external(b, move |e| {
-        // SAFETY: the task is not queued yet: nobody else touches it.
-        unsafe { *t2.ext.get() = Some(e) };
-        // SAFETY: the team outlives its tasks.
-        let team = unsafe { &*t2.team };
-        team.tasks.push_ready(t2);
-        team.nudge();
-    });
+    let r = rt.submit_external_work(b, t);
     if let Err(e) = r {
         eprintln!("weft-omp: cannot order a task by its depend clauses ({e}); aborting");
         std::process::abort();

@@ -36,9 +36,12 @@ pub(crate) fn live(v: &[Weak<TaskInner>]) -> impl Iterator<Item = TaskRef> + '_ 
     v.iter().filter_map(Weak::upgrade)
 }
 
+/// A task's predecessors, inline up to a few: registering a task allocates nothing more.
+pub(crate) type Preds = smallvec::SmallVec<[TaskRef; 4]>;
+
 /// Collect the predecessors of an access of `mode` to entry `idx`, and (if `apply`) record
 /// `task` in the handle's phase state.
-pub(crate) fn access_preds(st: &mut TreeState, idx: usize, mode: AccessMode, task: &TaskRef, apply: bool, preds: &mut Vec<TaskRef>) {
+pub(crate) fn access_preds(st: &mut TreeState, idx: usize, mode: AccessMode, task: &TaskRef, apply: bool, preds: &mut Preds) {
     if mode == AccessMode::Scratch {
         return;
     }

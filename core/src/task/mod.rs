@@ -359,11 +359,35 @@ pub(crate) enum TaskKind {
     Empty,
     /// Work a front end runs itself: called once, when the dependencies are met
     /// ([`Runtime::submit_external`](crate::Runtime::submit_external)).
-    External(Mutex<Option<ReadyFn>>),
+    External(Mutex<Option<Arc<dyn ExternalWork>>>),
 }
 
-/// What an external task's submitter is called with once its dependencies are met.
-pub type ReadyFn = Box<dyn FnOnce(External) + Send>;
+/// The work of an external task, told when it may start ([`Runtime::submit_external`](crate::Runtime::submit_external)).
+/// A front end implements it on its own task object, so that submitting costs no
+/// allocation beyond core's task.
+pub trait ExternalWork: Send + Sync {
+    /// The dependencies are met: run the work (or queue it), then hand `token` to
+    /// [`Runtime::complete_external`](crate::Runtime::complete_external). Called once, on
+    /// the thread that met the last dependency: keep it short.
+    fn ready(self: Arc<Self>, token: External);
+}
+
+/// A closure as [`ExternalWork`].
+struct ReadyFn<F>(Mutex<Option<F>>);
+
+impl<F: FnOnce(External) + Send + 'static> ExternalWork for ReadyFn<F> {
+    fn ready(self: Arc<Self>, token: External) {
+        let f = lock(&self.0).take();
+        if let Some(f) = f {
+            f(token);
+        }
+    }
+}
+
+/// Wrap a closure as [`ExternalWork`].
+pub fn ready_fn(f: impl FnOnce(External) + Send + 'static) -> Arc<dyn ExternalWork> {
+    Arc::new(ReadyFn(Mutex::new(Some(f))))
+}
 
 /// An external task whose dependencies are met: the front end runs its work (on any thread,
 /// at any time) and then hands it back with [`Runtime::complete_external`](crate::Runtime::complete_external),
