@@ -177,3 +177,12 @@ fn the_stand_in_loads_without_version_warnings() {
     assert!(!stderr.contains("no version information"), "{stderr}");
     assert!(!stderr.contains("libgomp.so.1.0.0"), "the system libgomp was loaded:\n{stderr}");
 }
+
+#[test]
+fn places_and_thread_binding() {
+    // Places that exist on any machine: several on CPU 0.
+    check("places", &[("EXPECT", "four"), ("OMP_PLACES", "{0}:4:0")], false);
+    check("places", &[("EXPECT", "list"), ("OMP_PLACES", "{0},{0}:2:0,!{0},{0}"), ("OMP_PROC_BIND", "spread,close")], false);
+    check("places", &[("EXPECT", "false"), ("OMP_PLACES", "{0}:4:0"), ("OMP_PROC_BIND", "false")], false);
+    check("places", &[("EXPECT", "threads"), ("OMP_PROC_BIND", "close")], false);
+}

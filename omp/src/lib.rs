@@ -13,6 +13,7 @@
 pub mod abi;
 mod env;
 mod lock;
+mod places;
 mod sys;
 mod team;
 mod ws;
