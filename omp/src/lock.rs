@@ -18,9 +18,11 @@ fn lock_slow(w: &AtomicU32) {
     if spin_until(|| w.load(Ordering::Relaxed) == 0 && w.compare_exchange(0, 1, Ordering::Acquire, Ordering::Relaxed).is_ok()) {
         return;
     }
+    let t0 = std::time::Instant::now();
     while w.swap(2, Ordering::Acquire) != 0 {
         futex_wait(w, 2);
     }
+    crate::sys::after_sleep(t0.elapsed());
 }
 
 #[inline]
