@@ -47,6 +47,18 @@ pub struct Env {
 
 static ENV: OnceLock<Env> = OnceLock::new();
 
+/// Read the environment when the library is loaded, as libgomp does: `OMP_DISPLAY_ENV`
+/// prints before `main`, and the process's CPU set (the places' universe) is taken before
+/// anything binds a thread. This parses only; the runtime itself still starts on first use.
+#[used]
+#[unsafe(link_section = ".init_array")]
+static READ_AT_LOAD: extern "C" fn() = {
+    extern "C" fn read_at_load() {
+        let _ = env();
+    }
+    read_at_load
+};
+
 pub fn env() -> &'static Env {
     ENV.get_or_init(|| {
         let e = parse();

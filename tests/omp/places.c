@@ -121,6 +121,49 @@ int main(void) {
             CHECK(p == (n >= 2 ? omp_get_thread_num() : 0));
             check_bound(p);
         }
+    } else if (strcmp(e, "eight") == 0) {
+        /* Under tests/omp/fake_cpus.c (8 CPUs), OMP_PLACES="{0}:8" OMP_PROC_BIND=spread,close:
+         * libgomp's affinity-1.c cases. */
+        CHECK(omp_get_num_places() == 8);
+        check_bound(0);
+#pragma omp parallel num_threads(4)
+        {
+            /* spread, T = 4, P = 8: places 0,2,4,6 with partitions of two places. */
+            int t = omp_get_thread_num();
+            CHECK(omp_get_place_num() == 2 * t);
+            check_partition(2 * t, 2);
+            check_bound(2 * t);
+#pragma omp barrier
+            if (t == 3) {
+#pragma omp parallel num_threads(6)
+                {
+                    /* close inside {6,7}, T = 6: three threads per place. */
+                    int u = omp_get_thread_num();
+                    CHECK(omp_get_place_num() == 6 + u / 3);
+                    check_bound(6 + u / 3);
+                }
+#pragma omp parallel num_threads(5) proc_bind(spread)
+                {
+                    /* spread inside {6,7}, T = 5 > P = 2: threads {0,1,4} on 6, {2,3} on 7,
+                     * each in a one-place partition. */
+                    int u = omp_get_thread_num(), p = u == 4 ? 6 : 6 + u / 2;
+                    CHECK(omp_get_place_num() == p);
+                    check_partition(p, 1);
+                    check_bound(p);
+                }
+            }
+        }
+#pragma omp parallel num_threads(5) proc_bind(spread)
+        {
+            /* T = 5, P = 8: partitions of 2, 2, 2, 1, 1 places. */
+            int t = omp_get_thread_num(), p = t < 3 ? 2 * t : 3 + t;
+            CHECK(omp_get_place_num() == p);
+            check_partition(p, t < 3 ? 2 : 1);
+            check_bound(p);
+        }
+        /* Threads that served a bound region are bound again for the next one. */
+#pragma omp parallel num_threads(3) proc_bind(master)
+        check_bound(0);
     } else {
         CHECK(!"unknown EXPECT");
     }
