@@ -252,6 +252,15 @@ fn parse() -> Env {
         },
         _ => Vec::new(),
     };
+    if places.is_empty()
+        && !bind_false
+        && let Some(s) = var("GOMP_CPU_AFFINITY")
+    {
+        match crate::places::parse_gomp_cpu_affinity(&s, &cpus) {
+            Ok(p) => places = p,
+            Err(why) => eprintln!("weft-omp: invalid value for environment variable GOMP_CPU_AFFINITY: {s:?} ({why}); ignored"),
+        }
+    }
     if !places.is_empty() && bind[0] == BIND_FALSE {
         bind[0] = BIND_TRUE;
     }

@@ -123,6 +123,37 @@ pub fn parse(s: &str, allowed: &[u32]) -> Result<(Vec<Vec<u32>>, Option<String>)
     Ok((kept, warning))
 }
 
+/// `GOMP_CPU_AFFINITY` (libgomp's older variable, used when `OMP_PLACES` is not set): CPUs
+/// `a`, ranges `a-b` and strided ranges `a-b:s`, separated by spaces or commas; each CPU
+/// becomes a place. CPUs the process may not use are left out.
+pub fn parse_gomp_cpu_affinity(s: &str, allowed: &[u32]) -> Result<Vec<Vec<u32>>, String> {
+    let num = |t: &str| -> Result<u64, String> {
+        let t = t.trim();
+        let v = match t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+            Some(h) => u64::from_str_radix(h, 16),
+            None => t.parse::<u64>(),
+        };
+        v.ok().filter(|&v| v < 65536).ok_or_else(|| format!("bad CPU number {t:?}"))
+    };
+    let mut out = Vec::new();
+    for tok in s.split(|c: char| c == ',' || c.is_ascii_whitespace()).filter(|t| !t.is_empty()) {
+        let (range, stride) = match tok.split_once(':') {
+            Some((r, st)) => (r, num(st)?),
+            None => (tok, 1),
+        };
+        let (a, b) = match range.split_once('-') {
+            Some((a, b)) => (num(a)?, num(b)?),
+            None if tok.contains(':') => return Err("a stride needs a range".into()),
+            None => (num(range)?, num(range)?),
+        };
+        if b < a || stride == 0 {
+            return Err(format!("bad range {tok:?}"));
+        }
+        out.extend((a..=b).step_by(stride as usize).map(|c| c as u32).filter(|c| allowed.contains(c)).map(|c| vec![c]));
+    }
+    if out.is_empty() { Err("no usable CPU".into()) } else { Ok(out) }
+}
+
 struct Cursor<'a> {
     s: &'a [u8],
     i: usize,
@@ -639,6 +670,18 @@ mod tests {
         assert_eq!(p, vec![vec![0], vec![1]]);
         assert!(w.is_some());
         assert!(parse("{5}", &[0, 1]).is_err());
+    }
+
+    #[test]
+    fn gomp_cpu_affinity() {
+        let all: Vec<u32> = (0..16).collect();
+        assert_eq!(
+            parse_gomp_cpu_affinity("0 3 1-2 4-15:4", &all).unwrap(),
+            vec![vec![0], vec![3], vec![1], vec![2], vec![4], vec![8], vec![12]]
+        );
+        assert_eq!(parse_gomp_cpu_affinity("1,0x2, 40", &all).unwrap(), vec![vec![1], vec![2]]);
+        assert!(parse_gomp_cpu_affinity("3-1", &all).is_err());
+        assert!(parse_gomp_cpu_affinity("x", &all).is_err());
     }
 
     struct Fake;
