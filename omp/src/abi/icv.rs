@@ -295,14 +295,29 @@ pub extern "C" fn omp_get_max_task_priority() -> c_int {
     env().max_task_priority
 }
 
+/// Pausing the host: an error inside a parallel region (as libgomp); otherwise nothing to
+/// release. Team threads are Weft's shared CPU workers (plus OpenMP threads of our own that
+/// sleep on a futex when idle): they are kept, so threadprivate data of the other threads
+/// survives a pause. OpenMP allows that; libgomp's pause-2.c checks that libgomp goes
+/// further and destroys its threads.
+fn pause_host() -> c_int {
+    if ctx().team().level > 0 { -1 } else { 0 }
+}
+
 #[unsafe(no_mangle)]
-pub extern "C" fn omp_pause_resource(_kind: c_int, _device: c_int) -> c_int {
-    0
+pub extern "C" fn omp_pause_resource(_kind: c_int, device: c_int) -> c_int {
+    if device == omp_get_initial_device() {
+        pause_host()
+    } else if device < 0 || device >= omp_get_num_devices() {
+        -1
+    } else {
+        0
+    }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn omp_pause_resource_all(_kind: c_int) -> c_int {
-    0
+    pause_host()
 }
 
 #[unsafe(no_mangle)]
