@@ -206,3 +206,25 @@ fn the_demo_program_on_weft() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+#[test]
+fn places_and_thread_binding() {
+    // Places that exist on any machine: several on CPU 0.
+    check("places", &[("EXPECT", "four"), ("OMP_PLACES", "{0}:4:0")], false);
+    check("places", &[("EXPECT", "list"), ("OMP_PLACES", "{0},{0}:2:0,!{0},{0}"), ("OMP_PROC_BIND", "spread,close")], false);
+    check("places", &[("EXPECT", "false"), ("OMP_PLACES", "{0}:4:0"), ("OMP_PROC_BIND", "false")], false);
+    check("places", &[("EXPECT", "threads"), ("OMP_PROC_BIND", "close")], false);
+    // Eight places on eight CPUs, faked by a preloaded shim (tests/omp/fake_cpus.c) so that
+    // spread and close have room on any machine; the bindings are checked through the shim.
+    let Some(cc) = common::compiler() else { return };
+    let shim = common::unique_exe(&out_dir(), "fake_cpus").with_extension("so");
+    let out = Command::new(&cc)
+        .current_dir(ROOT)
+        .args(["-O2", "-Wall", "-shared", "-fPIC", "tests/omp/fake_cpus.c", "-ldl", "-o"])
+        .arg(&shim)
+        .output()
+        .expect("run the C compiler");
+    assert!(out.status.success(), "{cc} failed on fake_cpus.c:\n{}", String::from_utf8_lossy(&out.stderr));
+    let shim = shim.to_str().expect("a UTF-8 path");
+    check("places", &[("EXPECT", "eight"), ("OMP_PLACES", "{0}:8"), ("OMP_PROC_BIND", "spread,close"), ("LD_PRELOAD", shim)], false);
+}

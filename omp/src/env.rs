@@ -47,6 +47,18 @@ pub struct Env {
 
 static ENV: OnceLock<Env> = OnceLock::new();
 
+/// Read the environment when the library is loaded, as libgomp does: `OMP_DISPLAY_ENV`
+/// prints before `main`, and the process's CPU set (the places' universe) is taken before
+/// anything binds a thread. This parses only; the runtime itself still starts on first use.
+#[used]
+#[unsafe(link_section = ".init_array")]
+static READ_AT_LOAD: extern "C" fn() = {
+    extern "C" fn read_at_load() {
+        let _ = env();
+    }
+    read_at_load
+};
+
 pub fn env() -> &'static Env {
     ENV.get_or_init(|| {
         let e = parse();
@@ -160,73 +172,6 @@ fn parse_bind_word(w: &str) -> Option<u8> {
     })
 }
 
-fn parse_places(s: &str, nprocs: u32) -> Option<Vec<Vec<u32>>> {
-    let t = s.trim().to_ascii_lowercase();
-    let abstract_name = t.split('(').next().unwrap_or("").trim().to_string();
-    if ["threads", "cores", "sockets", "ll_caches", "numa_domains"].contains(&abstract_name.as_str()) {
-        let n = match t.split_once('(') {
-            Some((_, r)) => r.trim_end_matches(')').trim().parse::<usize>().ok()?,
-            None => usize::MAX,
-        };
-        let per: Vec<Vec<u32>> = if abstract_name == "threads" || abstract_name == "cores" {
-            (0..nprocs).map(|p| vec![p]).collect()
-        } else {
-            vec![(0..nprocs).collect()]
-        };
-        return Some(per.into_iter().take(n).collect());
-    }
-    // Explicit: {0,1},{2:4},{5:2:2}... with optional place interval ":len[:stride]".
-    let mut places = Vec::new();
-    let mut rest = t.as_str();
-    while !rest.is_empty() {
-        let rest_t = rest.trim_start_matches(',').trim();
-        if rest_t.is_empty() {
-            break;
-        }
-        let (excl, r) = match rest_t.strip_prefix('!') {
-            Some(r) => (true, r),
-            None => (false, rest_t),
-        };
-        let r = r.strip_prefix('{')?;
-        let close = r.find('}')?;
-        let inner = &r[..close];
-        let mut set = Vec::new();
-        for item in inner.split(',') {
-            let parts: Vec<&str> = item.split(':').map(str::trim).collect();
-            let base: i64 = parts.first()?.parse().ok()?;
-            let len: i64 = parts.get(1).map(|p| p.parse().ok()).unwrap_or(Some(1))?;
-            let stride: i64 = parts.get(2).map(|p| p.parse().ok()).unwrap_or(Some(1))?;
-            if len <= 0 {
-                return None;
-            }
-            for i in 0..len {
-                let p = base + i * stride;
-                if p < 0 {
-                    return None;
-                }
-                set.push(p as u32);
-            }
-        }
-        let mut after = &r[close + 1..];
-        let mut len = 1i64;
-        let mut stride = 1i64;
-        if let Some(a) = after.strip_prefix(':') {
-            let end = a.find(',').unwrap_or(a.len());
-            let parts: Vec<&str> = a[..end].split(':').map(str::trim).collect();
-            len = parts.first()?.parse().ok()?;
-            stride = parts.get(1).map(|p| p.parse().ok()).unwrap_or(Some(1))?;
-            after = &a[end..];
-        }
-        if !excl {
-            for i in 0..len {
-                places.push(set.iter().map(|&p| (p as i64 + i * stride).max(0) as u32).collect());
-            }
-        }
-        rest = after;
-    }
-    (!places.is_empty()).then_some(places)
-}
-
 fn parse_stacksize(s: &str) -> Option<usize> {
     let s = s.trim();
     let (num, mul) = match s.chars().last()?.to_ascii_uppercase() {
@@ -272,12 +217,16 @@ fn parse() -> Env {
             (SCHED_DYNAMIC, 1)
         }),
     };
-    let bind = match var("OMP_PROC_BIND") {
+    let mut bind_false = false;
+    let mut bind = match var("OMP_PROC_BIND") {
         None => vec![BIND_FALSE],
         Some(s) => {
             let l: Option<Vec<u8>> = s.split(',').map(parse_bind_word).collect();
             match l {
-                Some(l) if !(l.len() > 1 && l.contains(&BIND_FALSE)) => l,
+                Some(l) if !(l.len() > 1 && l.contains(&BIND_FALSE)) => {
+                    bind_false = l == [BIND_FALSE];
+                    l
+                }
                 _ => {
                     warn("OMP_PROC_BIND", &s, "false");
                     vec![BIND_FALSE]
@@ -285,13 +234,39 @@ fn parse() -> Env {
             }
         }
     };
-    let places = match var("OMP_PLACES") {
-        None => Vec::new(),
-        Some(s) => parse_places(&s, np).unwrap_or_else(|| {
-            warn("OMP_PLACES", &s, "unset");
-            Vec::new()
-        }),
+    // As libgomp: an explicit OMP_PROC_BIND=false drops the places; OMP_PLACES alone turns
+    // binding on; binding without OMP_PLACES uses `threads`.
+    let cpus = crate::places::process_cpus();
+    let mut places = match var("OMP_PLACES") {
+        Some(s) if !bind_false => match crate::places::parse(&s, &cpus) {
+            Ok((p, warning)) => {
+                if let Some(w) = warning {
+                    eprintln!("weft-omp: OMP_PLACES: {w}");
+                }
+                p
+            }
+            Err(why) => {
+                eprintln!("weft-omp: invalid value for environment variable OMP_PLACES: {s:?} ({why}); using the default (unset)");
+                Vec::new()
+            }
+        },
+        _ => Vec::new(),
     };
+    if places.is_empty()
+        && !bind_false
+        && let Some(s) = var("GOMP_CPU_AFFINITY")
+    {
+        match crate::places::parse_gomp_cpu_affinity(&s, &cpus) {
+            Ok(p) => places = p,
+            Err(why) => eprintln!("weft-omp: invalid value for environment variable GOMP_CPU_AFFINITY: {s:?} ({why}); ignored"),
+        }
+    }
+    if !places.is_empty() && bind[0] == BIND_FALSE {
+        bind[0] = BIND_TRUE;
+    }
+    if places.is_empty() && bind[0] != BIND_FALSE {
+        places = crate::places::parse("threads", &cpus).map(|p| p.0).unwrap_or_default();
+    }
     let max_active_levels = match parse_uint("OMP_MAX_ACTIVE_LEVELS", 0) {
         Some(n) => n.min(SUPPORTED_ACTIVE_LEVELS as u64) as u32,
         None => match var("OMP_NESTED") {
@@ -376,9 +351,7 @@ pub fn display(e: &Env, verbose: bool) -> String {
     s += &format!("  OMP_NUM_THREADS = '{}'\n", list(&e.nthreads.iter().map(|n| n.to_string()).collect::<Vec<_>>()));
     s += &format!("  OMP_SCHEDULE = '{},{}'\n", sched_name(e.run_sched), e.run_chunk);
     s += &format!("  OMP_PROC_BIND = '{}'\n", list(&e.bind.iter().map(|&b| bind_name(b).to_string()).collect::<Vec<_>>()));
-    let places: Vec<String> =
-        e.places.iter().map(|p| format!("{{{}}}", p.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(","))).collect();
-    s += &format!("  OMP_PLACES = '{}'\n", list(&places));
+    s += &format!("  OMP_PLACES = '{}'\n", crate::places::display(&e.places));
     s += &format!("  OMP_STACKSIZE = '{}'\n", e.stacksize.unwrap_or(0));
     s += &format!("  OMP_WAIT_POLICY = '{}'\n", if e.wait_policy == 1 { "ACTIVE" } else { "PASSIVE" });
     s += &format!("  OMP_THREAD_LIMIT = '{}'\n", e.thread_limit);
@@ -412,11 +385,7 @@ mod tests {
     }
 
     #[test]
-    fn places_and_sizes_parse() {
-        assert_eq!(parse_places("{0,1},{2:2}", 4), Some(vec![vec![0, 1], vec![2, 3]]));
-        assert_eq!(parse_places("{0}:3:2", 8), Some(vec![vec![0], vec![2], vec![4]]));
-        assert_eq!(parse_places("cores(1)", 4), Some(vec![vec![0]]));
-        assert_eq!(parse_places("{x}", 4), None);
+    fn sizes_parse() {
         assert_eq!(parse_stacksize("4M"), Some(4 << 20));
         assert_eq!(parse_stacksize("100"), Some(100 << 10));
         assert_eq!(parse_stacksize("lots"), None);

@@ -12,6 +12,7 @@
 pub mod abi;
 mod env;
 mod lock;
+mod places;
 mod sys;
 mod task;
 mod team;

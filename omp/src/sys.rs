@@ -66,6 +66,25 @@ fn adapt(success: bool) {
     });
 }
 
+/// After a wait that gave up spinning and then slept for `slept`: when the whole wait was
+/// shorter than the full spin budget, spinning longer would have caught it, so the thread
+/// gets its full budget back. Without this a quartered budget could never recover once
+/// every wake-up takes longer than it (on a loaded machine the partner's futex wake-up
+/// takes tens of µs): each handoff would then cost a sleep and a wake-up, a slow state
+/// that feeds itself.
+pub fn after_sleep(slept: std::time::Duration) {
+    let max = SPIN_NS.load(Ordering::Relaxed);
+    if max == u64::MAX || max == 0 {
+        return;
+    }
+    ADAPT.with(|a| {
+        let spun = a.get().min(max);
+        if spun.saturating_add(slept.as_nanos() as u64) < max {
+            a.set(max);
+        }
+    });
+}
+
 /// Spin until `done()` holds or the spin budget is spent; returns `done()`'s last value.
 #[inline]
 pub fn spin_until(done: impl FnMut() -> bool) -> bool {
@@ -158,9 +177,11 @@ pub fn wait_change_with(
     }
     // SeqCst on the sleeper count and the word: the waker changes the word then reads the
     // count; we raise the count then read the word. One of us sees the other.
+    let t0 = Instant::now();
     sleepers.fetch_add(1, Ordering::SeqCst);
     while word.load(Ordering::SeqCst) == old && !extra() {
         futex_wait(word, old);
     }
     sleepers.fetch_sub(1, Ordering::SeqCst);
+    after_sleep(t0.elapsed());
 }

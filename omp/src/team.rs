@@ -164,6 +164,7 @@ fn root_ctx() -> *mut Ctx {
     // SAFETY: freshly allocated, not shared yet.
     unsafe {
         (*team).reset(1, 0, 0, std::ptr::null(), None, std::ptr::null_mut(), icv);
+        (*team).places = crate::places::root();
     }
     // Leaked on purpose: the initial thread's context lives as long as the thread may call
     // into OpenMP (thread-exit destructors could still run OpenMP code).
@@ -272,7 +273,11 @@ pub struct Team {
     /// How many ring slots the last region may have used (all of them for a new team).
     dirty: usize,
     primary: UnsafeCell<Option<Ctx>>,
+    /// The binding policy the team was formed with (places.rs).
     pub bind: u8,
+    /// Each implicit task's place and place partition, by thread number (empty without a
+    /// place list).
+    pub places: Vec<crate::places::Assign>,
 }
 
 // SAFETY: the raw pointers are the region's shared data (the C program's) and contexts whose
@@ -306,6 +311,7 @@ impl Team {
             dirty: RING,
             primary: UnsafeCell::new(None),
             bind: 0,
+            places: Vec::new(),
         })
     }
 
@@ -473,6 +479,7 @@ fn spawn_slot() -> &'static Slot {
     let s: &'static Slot = unsafe { &*s };
     let stack = env::env().stacksize.unwrap_or(8 << 20);
     let r = std::thread::Builder::new().name(format!("weft-omp-{i}")).stack_size(stack).spawn(move || {
+        crate::places::init_own_thread();
         loop {
             while s.state.load(Ordering::Acquire) == DETACHED {
                 sys::futex_wait(&s.state, DETACHED);
@@ -513,6 +520,8 @@ fn dock(s: &'static Slot) {
 
 fn dock_job(i: usize) {
     dock(slot(i));
+    // The worker goes back to core: undo any binding to an OpenMP place.
+    crate::places::restore();
 }
 
 /// Run one member's share of a region.
@@ -530,6 +539,7 @@ unsafe fn run_member(team: *const Team, tid: u32) {
         c.ws_cur_gen = 0;
     }
     CUR.with(|x| x.set(&mut c));
+    crate::places::enter_member(t.places.get(tid as usize));
     if let Some(body) = t.body {
         // SAFETY: the compiler-outlined body with its data, as GOMP_parallel received them.
         unsafe { body(t.data) };
@@ -592,9 +602,12 @@ pub fn fork_with(
     // SAFETY: the calling thread's context.
     let pc = unsafe { &*parent };
     let n = team_size(pc, req, if_clause);
+    // As libgomp: a proc_bind clause counts only where bind-var is not false; the child's
+    // bind-var is the next OMP_PROC_BIND list entry, or else the team's policy.
+    let clause = (flags & 7) as u8;
+    let bind = if pc.icv.bind != env::BIND_FALSE && clause != env::BIND_FALSE { clause } else { pc.icv.bind };
     let mut icv = pc.icv.child();
-    let bind = (flags & 7) as u8;
-    if bind != 0 {
+    if icv.bind_idx == pc.icv.bind_idx {
         icv.bind = bind;
     }
     let pt = pc.team();
@@ -603,6 +616,11 @@ pub fn fork_with(
     // SAFETY: a team from the cache or new: no other thread references it.
     let t = unsafe { &mut *team };
     t.reset(n, pt.level + 1, pt.active_level + u32::from(n > 1), parent, body, data, icv);
+    t.bind = bind;
+    match pt.places.get(pc.tid as usize) {
+        Some(&a) => crate::places::assign(a, bind, n, &mut t.places),
+        None => t.places.clear(),
+    }
     if let Some(s) = setup {
         s(&t.ring[0], n);
     }

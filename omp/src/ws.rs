@@ -322,7 +322,18 @@ pub fn ordered_start() {
 
 /// The next chunk of the current loop for the calling thread, as normalized `[a, b)`.
 pub fn next_chunk() -> Option<(u64, u64)> {
+    next_chunk_in(ctx())
+}
+
+/// The next chunk and the loop's bounds (one thread-local lookup for both: the loop entry
+/// points call this once per chunk).
+pub fn next_chunk_and_bounds() -> (Option<(u64, u64)>, Option<LoopBounds>) {
     let c = ctx();
+    let r = next_chunk_in(c);
+    (r, current(c).map(|w| w.spec().bounds))
+}
+
+fn next_chunk_in(c: &mut Ctx) -> Option<(u64, u64)> {
     finish_chunk(c);
     let w = current(c)?;
     let s = *w.spec();
@@ -398,12 +409,6 @@ pub fn next_chunk() -> Option<(u64, u64)> {
     c.chunk = r;
     c.ordered_pending = s.ordered;
     Some(r)
-}
-
-/// The current loop's bounds.
-pub fn bounds() -> Option<LoopBounds> {
-    let c = ctx();
-    current(c).map(|w| w.spec().bounds)
 }
 
 /// Sections: construct of `count` sections; returns the first section number (0: none).

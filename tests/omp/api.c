@@ -38,6 +38,19 @@ int main(void) {
     int *q = omp_calloc(10, sizeof(int), omp_default_mem_alloc);
     for (int i = 0; i < 10; i++) CHECK(q[i] == 0);
     omp_free(q, omp_default_mem_alloc);
+    /* Pausing: fine outside regions, an error inside one or for a device that does not exist;
+     * regions still run afterwards. */
+    CHECK(omp_pause_resource(omp_pause_soft, omp_get_initial_device()) == 0);
+    CHECK(omp_pause_resource(omp_pause_hard, 5) != 0);
+    int inside = 0, n = 0;
+#pragma omp parallel num_threads(2) reduction(+ : n)
+    {
+        n++;
+#pragma omp master
+        inside = omp_pause_resource_all(omp_pause_soft);
+    }
+    CHECK(inside != 0 && n == 2);
+    CHECK(omp_pause_resource_all(omp_pause_hard) == 0);
     printf("api OK\n");
     return 0;
 }

@@ -181,27 +181,28 @@ pub unsafe extern "C" fn omp_get_place_proc_ids(p: c_int, ids: *mut c_int) {
     }
 }
 
+/// The calling implicit task's place and partition (None without a place list).
+fn my_place() -> Option<crate::places::Assign> {
+    let c = ctx();
+    c.team().places.get(c.tid as usize).copied()
+}
+
 #[unsafe(no_mangle)]
 pub extern "C" fn omp_get_place_num() -> c_int {
-    let places = &env().places;
-    if places.is_empty() {
-        return -1;
-    }
-    // SAFETY: sched_getcpu has no preconditions.
-    let cpu = unsafe { libc::sched_getcpu() };
-    places.iter().position(|p| p.contains(&(cpu.max(0) as u32))).map(|i| i as c_int).unwrap_or(-1)
+    my_place().map(|a| a.place).unwrap_or(-1)
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn omp_get_partition_num_places() -> c_int {
-    env().places.len() as c_int
+    my_place().map(|a| a.len as c_int).unwrap_or(0)
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn omp_get_partition_place_nums(out: *mut c_int) {
-    for i in 0..env().places.len() {
+    let Some(a) = my_place() else { return };
+    for i in 0..a.len {
         // SAFETY: the program passes room for omp_get_partition_num_places() ints.
-        unsafe { *out.add(i) = i as c_int };
+        unsafe { *out.add(i as usize) = (a.off + i) as c_int };
     }
 }
 
@@ -294,14 +295,29 @@ pub extern "C" fn omp_get_max_task_priority() -> c_int {
     env().max_task_priority
 }
 
+/// Pausing the host: an error inside a parallel region (as libgomp); otherwise nothing to
+/// release. Team threads are Weft's shared CPU workers (plus OpenMP threads of our own that
+/// sleep on a futex when idle): they are kept, so threadprivate data of the other threads
+/// survives a pause. OpenMP allows that; libgomp's pause-2.c checks that libgomp goes
+/// further and destroys its threads.
+fn pause_host() -> c_int {
+    if ctx().team().level > 0 { -1 } else { 0 }
+}
+
 #[unsafe(no_mangle)]
-pub extern "C" fn omp_pause_resource(_kind: c_int, _device: c_int) -> c_int {
-    0
+pub extern "C" fn omp_pause_resource(_kind: c_int, device: c_int) -> c_int {
+    if device == omp_get_initial_device() {
+        pause_host()
+    } else if device < 0 || device >= omp_get_num_devices() {
+        -1
+    } else {
+        0
+    }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn omp_pause_resource_all(_kind: c_int) -> c_int {
-    0
+    pause_host()
 }
 
 #[unsafe(no_mangle)]
@@ -386,8 +402,11 @@ fn expand(fmt: &str) -> String {
             "P" | "process_id" => std::process::id().to_string(),
             // SAFETY: gettid has no preconditions.
             "i" | "native_thread_id" => unsafe { libc::gettid() }.to_string(),
-            // SAFETY: sched_getcpu has no preconditions.
-            "A" | "thread_affinity" => unsafe { libc::sched_getcpu() }.to_string(),
+            // As libgomp: the CPUs of the thread's place, else those it may run on.
+            "A" | "thread_affinity" => {
+                let place = t.places.get(c.tid as usize).and_then(|a| env().places.get(a.place.max(0) as usize).filter(|_| a.place >= 0));
+                crate::places::cpu_ranges(&place.cloned().unwrap_or_else(crate::places::process_cpus))
+            }
             "%" => "%".into(),
             _ => format!("%{name}"),
         };

@@ -67,8 +67,8 @@ fn to_ull(x: u64) -> c_ulonglong {
 /// # Safety
 /// As [`put`].
 unsafe fn next_long(istart: *mut c_long, iend: *mut c_long) -> bool {
-    let r = ws::next_chunk();
-    let Some(b) = ws::bounds() else { return false };
+    let (r, b) = ws::next_chunk_and_bounds();
+    let Some(b) = b else { return false };
     // SAFETY: per the contract.
     unsafe { put(r, b, istart, iend, to_long) }
 }
@@ -76,8 +76,8 @@ unsafe fn next_long(istart: *mut c_long, iend: *mut c_long) -> bool {
 /// # Safety
 /// As [`put`].
 unsafe fn next_ull(istart: *mut c_ulonglong, iend: *mut c_ulonglong) -> bool {
-    let r = ws::next_chunk();
-    let Some(b) = ws::bounds() else { return false };
+    let (r, b) = ws::next_chunk_and_bounds();
+    let Some(b) = b else { return false };
     // SAFETY: per the contract.
     unsafe { put(r, b, istart, iend, to_ull) }
 }
