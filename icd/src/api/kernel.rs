@@ -17,6 +17,7 @@ use super::memory::Mem;
 use super::platform::DeviceKind;
 use super::program::Program;
 use super::queue::{Queue, submit};
+use super::sampler::Sampler;
 use super::{ClResult, c_str, info_ptr, info_str, info_val, ret_code, ret_obj, slice, write_info};
 use std::ffi::{c_char, c_void};
 use std::sync::atomic::Ordering;
@@ -34,6 +35,11 @@ pub enum ArgKind {
         read_only: bool,
     },
     Local,
+    /// An image (`write`: not `__read_only`).
+    Image {
+        write: bool,
+    },
+    Sampler,
     Value,
     /// No argument info: decided by the value set.
     Unknown,
@@ -47,6 +53,9 @@ pub enum KArg {
     Mem(Option<Weak<Obj<Mem>>>),
     Local(usize),
     Bytes(Vec<u8>),
+    Sampler(Arc<Obj<Sampler>>),
+    /// An SVM pointer (`clSetKernelArgSVMPointer`).
+    Svm(usize),
 }
 
 pub struct Kernel {
@@ -125,6 +134,13 @@ fn arg_kind(k: &VendorKernel, i: u32) -> ArgKind {
     let qual = arg_u32(k, i, CL_KERNEL_ARG_TYPE_QUALIFIER).unwrap_or(0);
     // SAFETY: the vendor kernel is live.
     let ty = unsafe { vr::get_kernel_arg_info(k.as_raw(), i, CL_KERNEL_ARG_TYPE_NAME) }.map(vr::bytes_to_string).unwrap_or_default();
+    if !ty.contains('*') && ty.contains("image") {
+        let access = arg_u32(k, i, CL_KERNEL_ARG_ACCESS_QUALIFIER).unwrap_or(0) as cl_uint;
+        return ArgKind::Image { write: access != CL_KERNEL_ARG_ACCESS_READ_ONLY };
+    }
+    if ty.trim() == "sampler_t" {
+        return ArgKind::Sampler;
+    }
     match addr as cl_uint {
         CL_KERNEL_ARG_ADDRESS_GLOBAL if ty.contains('*') || !ty.contains("image") => {
             ArgKind::Buffer { read_only: qual & CL_KERNEL_ARG_TYPE_CONST != 0 }
@@ -187,7 +203,7 @@ pub extern "C" fn clReleaseKernel(kernel: Handle) -> cl_int {
 fn set_arg(k: &Kernel, index: cl_uint, size: usize, value: *const c_void) -> ClResult<()> {
     // CL_INVALID_ARG_INDEX if arg_index is not a valid argument index.
     let kind = *k.kinds.get(index as usize).ok_or(CL_INVALID_ARG_INDEX)?;
-    let mem_arg = |value: *const c_void| -> ClResult<KArg> {
+    let mem_arg = |value: *const c_void, image: Option<bool>| -> ClResult<KArg> {
         // CL_INVALID_ARG_SIZE if [...] the argument is a memory object and arg_size != sizeof(cl_mem).
         if size != size_of::<Handle>() {
             return Err(CL_INVALID_ARG_SIZE);
@@ -203,13 +219,41 @@ fn set_arg(k: &Kernel, index: cl_uint, size: usize, value: *const c_void) -> ClR
         // CL_INVALID_MEM_OBJECT for an argument declared to be a memory object when the
         // specified arg_value is not a valid memory object.
         let m = icd::get::<Mem>(h)?;
-        if !Arc::ptr_eq(&m.context, &k.program.context) {
+        if !Arc::ptr_eq(&m.context, &k.program.context) || image.is_some_and(|img| img != m.image.is_some()) {
             return Err(CL_INVALID_MEM_OBJECT);
         }
         Ok(KArg::Mem(Some(Arc::downgrade(&m))))
     };
     let arg = match kind {
-        ArgKind::Buffer { .. } => mem_arg(value)?,
+        ArgKind::Buffer { .. } => mem_arg(value, Some(false))?,
+        ArgKind::Image { .. } => {
+            // CL_INVALID_ARG_VALUE if arg_value specified is NULL for an image argument.
+            if value.is_null() {
+                return Err(CL_INVALID_ARG_VALUE);
+            }
+            match mem_arg(value, Some(true))? {
+                KArg::Mem(None) => return Err(CL_INVALID_ARG_VALUE),
+                a => a,
+            }
+        }
+        ArgKind::Sampler => {
+            // CL_INVALID_ARG_SIZE if [...] the argument is a sampler object and arg_size !=
+            // sizeof(cl_sampler); CL_INVALID_SAMPLER for an argument declared to be of type
+            // sampler_t when the specified arg_value is not a valid sampler object.
+            if size != size_of::<Handle>() {
+                return Err(CL_INVALID_ARG_SIZE);
+            }
+            if value.is_null() {
+                return Err(CL_INVALID_SAMPLER);
+            }
+            // SAFETY: the application passes a pointer to a cl_sampler (`size` bytes, checked).
+            let h = unsafe { value.cast::<Handle>().read_unaligned() };
+            let sm = icd::get::<Sampler>(h)?;
+            if !Arc::ptr_eq(&sm.context, &k.program.context) {
+                return Err(CL_INVALID_SAMPLER);
+            }
+            KArg::Sampler(sm)
+        }
         ArgKind::Local => {
             // CL_INVALID_ARG_VALUE if the argument is declared with the local qualifier and
             // arg_value is not NULL; CL_INVALID_ARG_SIZE if arg_size is zero and the argument is
@@ -230,7 +274,7 @@ fn set_arg(k: &Kernel, index: cl_uint, size: usize, value: *const c_void) -> ClR
                 // SAFETY: `size` readable bytes at `value` (the application's contract).
                 && icd::is::<Mem>(unsafe { value.cast::<Handle>().read_unaligned() })
             {
-                mem_arg(value)?
+                mem_arg(value, None)?
             } else {
                 // CL_INVALID_ARG_VALUE if arg_value specified is not a valid value.
                 if value.is_null() {
@@ -421,11 +465,13 @@ fn launch(
     // Distinct buffers, each with its access mode; each argument's access index.
     let mut mems: Vec<(Arc<Obj<Mem>>, bool)> = Vec::new();
     let mut slots: Vec<LaunchArg> = Vec::new();
+    let mut svm = false;
     for (i, a) in args.into_iter().flatten().enumerate() {
         slots.push(match a {
             KArg::Mem(Some(weak)) => {
                 let sub = weak.upgrade().ok_or(CL_INVALID_KERNEL_ARGS)?;
-                let ro = matches!(k.kinds[i], ArgKind::Buffer { read_only: true }) || sub.flags & CL_MEM_READ_ONLY != 0;
+                let ro = matches!(k.kinds[i], ArgKind::Buffer { read_only: true } | ArgKind::Image { write: false })
+                    || sub.flags & CL_MEM_READ_ONLY != 0;
                 let region = sub.parent.is_some().then_some((sub.offset, sub.size));
                 let m = super::memory::root(&sub);
                 let j = match mems.iter().position(|(x, _)| Arc::ptr_eq(x, &m)) {
@@ -438,13 +484,22 @@ fn launch(
                         mems.len() - 1
                     }
                 };
-                LaunchArg::Buffer(j, region)
+                if mems[j].0.image.is_some() { LaunchArg::Image(j) } else { LaunchArg::Buffer(j, region) }
             }
             KArg::Mem(None) => LaunchArg::Null,
             KArg::Local(n) => LaunchArg::Local(n),
             KArg::Bytes(b) => LaunchArg::Bytes(b),
+            KArg::Sampler(s) => LaunchArg::Sampler(s),
+            KArg::Svm(p) => {
+                svm = true;
+                LaunchArg::Svm(p)
+            }
         });
     }
+    let _ = svm;
+    // The images among the task's buffers: (access index, image, copied back after the kernel).
+    let images: Vec<(usize, Arc<Obj<Mem>>, bool)> =
+        mems.iter().enumerate().filter(|(_, (m, _))| m.image.is_some()).map(|(j, (m, ro))| (j, m.clone(), !*ro)).collect();
     let state = EventState::new_queued();
     let st = state.clone();
     let kernel = k.clone();
@@ -453,12 +508,44 @@ fn launch(
         let plat = kernel.program.context.platform;
         let i = plat.real_index(l.device).ok_or("the device is not one of Weft's OpenCL platform")?;
         let mut vk = kernel.take(i).map_err(|e| format!("kernel {}: {}", kernel.name, weft_vendors::opencl::ClError(e)))?;
-        let r = set_launch_args(&mut vk, &slots, l.buffers).and_then(|_subs| {
+        let r = (|| {
+            // The vendor image standing for each image argument on this device.
+            let mut vimages = Vec::with_capacity(images.len());
+            for (j, m, back) in &images {
+                let info = m.image.as_ref().ok_or("an image without its description")?;
+                vimages.push((*j, info.vendor_image(i, l.device)?, info.region(), *back));
+            }
+            let _subs = set_launch_args(&mut vk, &slots, l.buffers, &vimages, i, l.device)?;
             let off = offset.as_deref();
-            // SAFETY: every buffer argument is one of the task's replicas on this device,
-            // pinned until the returned completion fires.
-            unsafe { l.device.launch_at(&vk, off, &global, local.as_deref()) }.map_err(|e| e.to_string())
-        });
+            if vimages.is_empty() {
+                // SAFETY: every buffer argument is one of the task's replicas on this device,
+                // pinned until the returned completion fires.
+                return unsafe { l.device.launch_at(&vk, off, &global, local.as_deref()) }.map_err(|e| e.to_string());
+            }
+            // Fill each vendor image from its replica, run the kernel, copy written images back:
+            // one in-order queue, one completion (see image.rs).
+            type Cmd<'a> =
+                Box<dyn FnOnce(weft_vendors::opencl::sys::cl_command_queue) -> vr::ClResult<weft_vendors::opencl::sys::cl_event> + 'a>;
+            let mut cmds: Vec<Cmd<'_>> = Vec::new();
+            let raw = |j: usize| weft_vendors::opencl::memory::raw_mem(l.buffers[j]);
+            for &(j, img, region, _) in &vimages {
+                // SAFETY: the replica (pinned for the task) holds the image packed; the vendor image
+                // has the same format and region.
+                cmds.push(Box::new(move |q| unsafe { vr::enqueue_copy_buffer_to_image(q, raw(j), img, 0, &region) }));
+            }
+            let (kr, glob, loc) = (vk.as_raw(), &global, local.as_deref());
+            // SAFETY: the arguments are set to objects alive until the completion fires.
+            cmds.push(Box::new(move |q| unsafe { vr::enqueue_nd_range_kernel_at(q, kr, off, glob, loc) }));
+            for &(j, img, region, back) in &vimages {
+                if back {
+                    // SAFETY: as for the copy in.
+                    cmds.push(Box::new(move |q| unsafe { vr::enqueue_copy_image_to_buffer(q, img, raw(j), &region, 0) }));
+                }
+            }
+            // SAFETY: every object the commands use lives until the completion fires (replicas
+            // pinned by core, images and samplers held by the launch closure).
+            unsafe { l.device.enqueue_raw("clEnqueueNDRangeKernel", cmds) }.map_err(|e| e.to_string())
+        })();
         kernel.give_back(i, vk);
         r
     };
@@ -484,6 +571,10 @@ fn launch(
 enum LaunchArg {
     /// Task buffer `j`, or a region of it (a sub-buffer: a vendor sub-buffer per launch).
     Buffer(usize, Option<(usize, usize)>),
+    /// Task buffer `j`, an image: its vendor image on the device.
+    Image(usize),
+    Sampler(Arc<Obj<Sampler>>),
+    Svm(usize),
     Null,
     Local(usize),
     Bytes(Vec<u8>),
@@ -491,7 +582,14 @@ enum LaunchArg {
 
 /// Set the arguments; the vendor sub-buffers made for sub-buffer arguments are returned,
 /// to be released once the launch is enqueued (the enqueued command keeps them).
-fn set_launch_args(vk: &mut VendorKernel, slots: &[LaunchArg], buffers: &[weft_vendors::Buffer]) -> Result<Vec<VendorMem>, String> {
+fn set_launch_args(
+    vk: &mut VendorKernel,
+    slots: &[LaunchArg],
+    buffers: &[weft_vendors::Buffer],
+    vimages: &[(usize, super::image::vr_mem, [usize; 3], bool)],
+    device: usize,
+    dev: &weft_vendors::opencl::OpenClDevice,
+) -> Result<Vec<VendorMem>, String> {
     let mut subs = Vec::new();
     for (i, a) in slots.iter().enumerate() {
         let i = i as u32;
@@ -511,6 +609,17 @@ fn set_launch_args(vk: &mut VendorKernel, slots: &[LaunchArg], buffers: &[weft_v
                 subs.push(sub);
                 r
             }
+            LaunchArg::Image(j) => {
+                let img = vimages.iter().find(|v| v.0 == *j).map(|v| v.1).ok_or("an image argument without its vendor image")?;
+                // SAFETY: the vendor image lives with the Weft image, held by the launch.
+                unsafe { vk.set_arg_raw_mem(i, img) }
+            }
+            LaunchArg::Sampler(s) => {
+                let raw = s.vendor_sampler(device, dev)?;
+                vk.set_arg_bytes(i, &raw.to_ne_bytes())
+            }
+            // SAFETY: an SVM pointer of the device's context (checked at enqueue).
+            LaunchArg::Svm(p) => unsafe { vr::set_kernel_arg_svm_pointer(vk.as_raw(), i, *p as *const c_void) },
             // SAFETY: a null buffer argument is allowed by OpenCL.
             LaunchArg::Null => unsafe { vk.set_arg_raw_mem(i, std::ptr::null_mut()) },
             LaunchArg::Local(n) => vk.set_arg_local(i, *n),

@@ -15,11 +15,13 @@ pub mod cl;
 pub mod context;
 pub mod event;
 pub mod icd;
+pub mod image;
 pub mod kernel;
 pub mod memory;
 pub mod platform;
 pub mod program;
 pub mod queue;
+pub mod sampler;
 pub mod stubs;
 
 use cl::*;

@@ -239,7 +239,9 @@ pub unsafe extern "C" fn clGetDeviceIDs(
 /// objects Weft lacks.
 fn filter_extensions(ext: &str) -> String {
     const DROP: &[&str] = &[
-        "image",
+        "image2d_from_buffer",
+        "mipmap",
+        "msaa",
         "il_program",
         "spir",
         "subgroup",
@@ -266,7 +268,7 @@ fn filter_extensions(ext: &str) -> String {
     ext.split_whitespace().filter(|e| !DROP.iter().any(|d| e.contains(d))).collect::<Vec<_>>().join(" ")
 }
 
-fn forward(dev: &OpenClDevice, param: cl_uint) -> ClResult<Vec<u8>> {
+pub(super) fn forward(dev: &OpenClDevice, param: cl_uint) -> ClResult<Vec<u8>> {
     // SAFETY: the vendor device is live while its driver exists (for the process).
     unsafe { weft_vendors::opencl::result::get_device_info(dev.id().as_raw(), param) }.map_err(|e| e.0)
 }
@@ -291,6 +293,23 @@ fn device_info(p: &Platform, h: Handle, kind: DeviceKind, param: cl_uint) -> ClR
         Ok(info_val(m))
     };
     let _ = h;
+    let images = super::image::all_support_images(p, &reals);
+    let min_usize = |param: cl_uint| -> ClResult<Vec<u8>> {
+        let mut m = usize::MAX;
+        for &i in &reals {
+            let b = forward(&p.real[i].1, param)?;
+            m = m.min(usize::from_ne_bytes(b.get(..8).and_then(|s| s.try_into().ok()).ok_or(CL_OUT_OF_RESOURCES)?));
+        }
+        Ok(info_val(m))
+    };
+    let min_u32 = |param: cl_uint| -> ClResult<Vec<u8>> {
+        let mut m = u32::MAX;
+        for &i in &reals {
+            let b = forward(&p.real[i].1, param)?;
+            m = m.min(u32::from_ne_bytes(b.get(..4).and_then(|s| s.try_into().ok()).ok_or(CL_OUT_OF_RESOURCES)?));
+        }
+        Ok(info_val(m))
+    };
     Ok(match param {
         CL_DEVICE_TYPE => info_val(device_type(p, kind)),
         CL_DEVICE_PLATFORM => info_ptr(super::icd::handle_of(platform()?)),
@@ -317,7 +336,7 @@ fn device_info(p: &Platform, h: Handle, kind: DeviceKind, param: cl_uint) -> ClR
                 info_str(&format!("{n} (via Weft, device {})", i + 1))
             }
         },
-        CL_DEVICE_IMAGE_SUPPORT => info_val::<cl_bool>(CL_FALSE),
+        CL_DEVICE_IMAGE_SUPPORT => info_val::<cl_bool>(if images { CL_TRUE } else { CL_FALSE }),
         CL_DEVICE_QUEUE_PROPERTIES => info_val(CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE | CL_QUEUE_PROFILING_ENABLE),
         CL_DEVICE_BUILT_IN_KERNELS => info_str(""),
         CL_DEVICE_LINKER_AVAILABLE => info_val::<cl_bool>(CL_TRUE),
@@ -335,8 +354,11 @@ fn device_info(p: &Platform, h: Handle, kind: DeviceKind, param: cl_uint) -> ClR
         // 2.0 and later queries: a 1.2 device has no answer.
         0x104A..=0x1070 => return Err(CL_INVALID_VALUE),
         // Image limits: no image support.
-        0x1011..=0x1015 | 0x1040 | 0x1041 => info_val(0usize),
-        0x1018 | 0x100E | 0x100F => info_val(0u32),
+        // Image limits: the smallest over the devices (0 without image support).
+        0x1011..=0x1015 | 0x1040 | 0x1041 if !images => info_val(0usize),
+        0x1018 | 0x100E | 0x100F if !images => info_val(0u32),
+        0x1011..=0x1015 | 0x1040 | 0x1041 => min_usize(param)?,
+        0x1018 | 0x100E | 0x100F => min_u32(param)?,
         _ => forward(first, param)?,
     })
 }

@@ -43,18 +43,8 @@ type U = usize;
 stub_code! {
     clUnsupported() => CL_INVALID_OPERATION;
     clSetCommandQueueProperty(U, U, U, U) => CL_INVALID_OPERATION;
-    clGetImageInfo(U, U, U, U, U) => CL_INVALID_MEM_OBJECT;
-    clRetainSampler(U) => CL_INVALID_SAMPLER;
-    clReleaseSampler(U) => CL_INVALID_SAMPLER;
-    clGetSamplerInfo(U, U, U, U, U) => CL_INVALID_SAMPLER;
     clUnloadCompiler() => CL_SUCCESS;
     clUnloadPlatformCompiler(U) => CL_SUCCESS;
-    clEnqueueReadImage(U, U, U, U, U, U, U, U, U, U, U) => CL_INVALID_MEM_OBJECT;
-    clEnqueueWriteImage(U, U, U, U, U, U, U, U, U, U, U) => CL_INVALID_MEM_OBJECT;
-    clEnqueueCopyImage(U, U, U, U, U, U, U, U, U) => CL_INVALID_MEM_OBJECT;
-    clEnqueueCopyImageToBuffer(U, U, U, U, U, U, U, U, U) => CL_INVALID_MEM_OBJECT;
-    clEnqueueCopyBufferToImage(U, U, U, U, U, U, U, U, U) => CL_INVALID_MEM_OBJECT;
-    clEnqueueFillImage(U, U, U, U, U, U, U, U) => CL_INVALID_MEM_OBJECT;
     clEnqueueNativeKernel(U, U, U, U, U, U, U, U, U, U) => CL_INVALID_OPERATION;
     clGetGLObjectInfo(U, U, U) => CL_INVALID_MEM_OBJECT;
     clGetGLTextureInfo(U, U, U, U, U) => CL_INVALID_MEM_OBJECT;
@@ -94,13 +84,6 @@ stub_code! {
 }
 
 stub_obj! {
-    clCreateImage2D(U, U, U, U, U, U, U) => CL_INVALID_OPERATION;
-    clCreateImage3D(U, U, U, U, U, U, U, U, U) => CL_INVALID_OPERATION;
-    clCreateImage(U, U, U, U, U) => CL_INVALID_OPERATION;
-    clCreateImageWithProperties(U, U, U, U, U, U) => CL_INVALID_OPERATION;
-    clCreateSampler(U, U, U, U) => CL_INVALID_OPERATION;
-    clCreateSamplerWithProperties(U, U) => CL_INVALID_OPERATION;
-    clEnqueueMapImage(U, U, U, U, U, U, U, U, U, U, U) => CL_INVALID_MEM_OBJECT;
     clCreateFromGLBuffer(U, U, U) => CL_INVALID_CONTEXT;
     clCreateFromGLTexture2D(U, U, U, U, U) => CL_INVALID_CONTEXT;
     clCreateFromGLTexture3D(U, U, U, U, U) => CL_INVALID_CONTEXT;
