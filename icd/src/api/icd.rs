@@ -11,7 +11,7 @@
 //! the ICD loader calls slots without checking them.
 
 use super::cl::*;
-use super::{ClResult, context, event, image, kernel, memory, platform, program, queue, sampler, stubs};
+use super::{ClResult, context, event, image, kernel, memory, platform, program, queue, sampler, stubs, svm};
 use std::collections::HashMap;
 use std::ffi::{c_char, c_void};
 use std::ops::Deref;
@@ -302,20 +302,20 @@ entry_points! {
     clCreateCommandQueueWithProperties => queue::clCreateCommandQueueWithProperties,
     clCreatePipe => stubs::clCreatePipe,
     clGetPipeInfo => stubs::clGetPipeInfo,
-    clSVMAlloc => stubs::clSVMAlloc,
-    clSVMFree => stubs::clSVMFree,
-    clEnqueueSVMFree => stubs::clEnqueueSVMFree,
-    clEnqueueSVMMemcpy => stubs::clEnqueueSVMMemcpy,
-    clEnqueueSVMMemFill => stubs::clEnqueueSVMMemFill,
-    clEnqueueSVMMap => stubs::clEnqueueSVMMap,
-    clEnqueueSVMUnmap => stubs::clEnqueueSVMUnmap,
+    clSVMAlloc => svm::clSVMAlloc,
+    clSVMFree => svm::clSVMFree,
+    clEnqueueSVMFree => svm::clEnqueueSVMFree,
+    clEnqueueSVMMemcpy => svm::clEnqueueSVMMemcpy,
+    clEnqueueSVMMemFill => svm::clEnqueueSVMMemFill,
+    clEnqueueSVMMap => svm::clEnqueueSVMMap,
+    clEnqueueSVMUnmap => svm::clEnqueueSVMUnmap,
     clCreateSamplerWithProperties => sampler::clCreateSamplerWithProperties,
-    clSetKernelArgSVMPointer => stubs::clSetKernelArgSVMPointer,
-    clSetKernelExecInfo => stubs::clSetKernelExecInfo,
+    clSetKernelArgSVMPointer => kernel::clSetKernelArgSVMPointer,
+    clSetKernelExecInfo => kernel::clSetKernelExecInfo,
     clGetKernelSubGroupInfoKHR => stubs::clGetKernelSubGroupInfoKHR,
     clCloneKernel => stubs::clCloneKernel,
     clCreateProgramWithIL => stubs::clCreateProgramWithIL,
-    clEnqueueSVMMigrateMem => stubs::clEnqueueSVMMigrateMem,
+    clEnqueueSVMMigrateMem => svm::clEnqueueSVMMigrateMem,
     clGetDeviceAndHostTimer => stubs::clGetDeviceAndHostTimer,
     clGetHostTimer => stubs::clGetHostTimer,
     clGetKernelSubGroupInfo => stubs::clGetKernelSubGroupInfo,

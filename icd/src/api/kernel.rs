@@ -65,6 +65,8 @@ pub struct Kernel {
     pub args: Mutex<Vec<Option<KArg>>>,
     /// Idle vendor kernels, per real device (index into the platform's `real`).
     pools: Vec<Mutex<Vec<VendorKernel>>>,
+    /// SVM pointers the kernel may use besides its arguments (`CL_KERNEL_EXEC_INFO_SVM_PTRS`).
+    pub svm_ptrs: Mutex<Vec<usize>>,
 }
 crate::cl_object!(Kernel, CL_INVALID_KERNEL);
 
@@ -119,7 +121,14 @@ fn create_kernel(program: Handle, name: &str) -> ClResult<Handle> {
     };
     pools[first].get_mut().unwrap_or_else(|e| e.into_inner()).push(template);
     p.kernels.fetch_add(1, Ordering::AcqRel);
-    let k = new_obj(Kernel { program: p.clone(), name: name.to_owned(), args: Mutex::new(vec![None; kinds.len()]), kinds, pools });
+    let k = new_obj(Kernel {
+        program: p.clone(),
+        name: name.to_owned(),
+        args: Mutex::new(vec![None; kinds.len()]),
+        kinds,
+        pools,
+        svm_ptrs: Mutex::new(Vec::new()),
+    });
     Ok(publish(&k))
 }
 
@@ -496,7 +505,23 @@ fn launch(
             }
         });
     }
-    let _ = svm;
+    let exec_svm = k.svm_ptrs.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    // A kernel using SVM runs on the device SVM allocations belong to (svm.rs).
+    let allowed = if svm || !exec_svm.is_empty() {
+        // CL_INVALID_OPERATION: no device of the queue can use this context's SVM.
+        if !allowed.contains(&0) {
+            return Err(CL_INVALID_OPERATION);
+        }
+        vec![0]
+    } else {
+        allowed
+    };
+    let mut waits = waits.to_vec();
+    if svm || !exec_svm.is_empty() {
+        let ptrs: Vec<usize> =
+            slots.iter().filter_map(|a| if let LaunchArg::Svm(p) = a { Some(*p) } else { None }).chain(exec_svm.iter().copied()).collect();
+        waits.extend(super::svm::kernel_gate(qq, &ptrs)?);
+    }
     // The images among the task's buffers: (access index, image, copied back after the kernel).
     let images: Vec<(usize, Arc<Obj<Mem>>, bool)> =
         mems.iter().enumerate().filter(|(_, (m, _))| m.image.is_some()).map(|(j, (m, ro))| (j, m.clone(), !*ro)).collect();
@@ -516,6 +541,18 @@ fn launch(
                 vimages.push((*j, info.vendor_image(i, l.device)?, info.region(), *back));
             }
             let _subs = set_launch_args(&mut vk, &slots, l.buffers, &vimages, i, l.device)?;
+            if !exec_svm.is_empty() {
+                // SAFETY: SVM pointers of this device's context (checked by clSetKernelExecInfo).
+                unsafe {
+                    vr::set_kernel_exec_info(
+                        vk.as_raw(),
+                        CL_KERNEL_EXEC_INFO_SVM_PTRS,
+                        exec_svm.len() * size_of::<usize>(),
+                        exec_svm.as_ptr().cast(),
+                    )
+                }
+                .map_err(|e| format!("clSetKernelExecInfo: {e}"))?;
+            }
             let off = offset.as_deref();
             if vimages.is_empty() {
                 // SAFETY: every buffer argument is one of the task's replicas on this device,
@@ -561,7 +598,7 @@ fn launch(
     } else if allowed.len() < plat.real.len() {
         b = b.on_worker(plat.real[allowed[0]].0);
     }
-    let e = submit(qq, waits, CL_COMMAND_NDRANGE_KERNEL, state, b, false)?;
+    let e = submit(qq, &waits, CL_COMMAND_NDRANGE_KERNEL, state, b, false)?;
     // SAFETY: the caller's contract.
     unsafe { hand_out(&e, event) };
     Ok(())
@@ -636,4 +673,62 @@ pub unsafe extern "C" fn clEnqueueTask(q: Handle, kernel: Handle, n: cl_uint, li
     let one = [1usize];
     // SAFETY: forwarded contract.
     unsafe { clEnqueueNDRangeKernel(q, kernel, 1, std::ptr::null(), one.as_ptr(), one.as_ptr(), n, list, event) }
+}
+
+const CL_KERNEL_EXEC_INFO_SVM_PTRS: cl_uint = 0x11B6;
+const CL_KERNEL_EXEC_INFO_SVM_FINE_GRAIN_SYSTEM: cl_uint = 0x11B7;
+
+/// # Safety
+/// No pointer is dereferenced.
+pub unsafe extern "C" fn clSetKernelArgSVMPointer(kernel: Handle, index: cl_uint, value: *const c_void) -> cl_int {
+    ret_code(|| {
+        let k = icd::get::<Kernel>(kernel)?;
+        // CL_INVALID_ARG_INDEX if arg_index is not a valid argument index.
+        let kind = *k.kinds.get(index as usize).ok_or(CL_INVALID_ARG_INDEX)?;
+        // CL_INVALID_ARG_VALUE if arg_value specified is not a valid value: a pointer argument
+        // takes NULL or a pointer into an SVM allocation.
+        let p = value as usize;
+        if !matches!(kind, ArgKind::Buffer { .. } | ArgKind::Unknown) || (p != 0 && super::svm::allocation_of(p).is_none()) {
+            return Err(CL_INVALID_ARG_VALUE);
+        }
+        let arg = if p == 0 { KArg::Mem(None) } else { KArg::Svm(p) };
+        k.args.lock().unwrap_or_else(|e| e.into_inner())[index as usize] = Some(arg);
+        Ok(())
+    })
+}
+
+/// # Safety
+/// `value` readable for `size` bytes.
+pub unsafe extern "C" fn clSetKernelExecInfo(kernel: Handle, param: cl_uint, size: usize, value: *const c_void) -> cl_int {
+    ret_code(|| {
+        let k = icd::get::<Kernel>(kernel)?;
+        match param {
+            CL_KERNEL_EXEC_INFO_SVM_PTRS => {
+                // CL_INVALID_VALUE if param_value is NULL or param_value_size is not a multiple of
+                // the pointer size.
+                if !size.is_multiple_of(size_of::<usize>()) || (size > 0 && value.is_null()) {
+                    return Err(CL_INVALID_VALUE);
+                }
+                // SAFETY: the caller's contract: `size` readable bytes.
+                let ptrs = unsafe { slice(value.cast::<usize>(), size / size_of::<usize>()) }?.to_vec();
+                if ptrs.iter().any(|&p| super::svm::allocation_of(p).is_none()) {
+                    return Err(CL_INVALID_VALUE);
+                }
+                *k.svm_ptrs.lock().unwrap_or_else(|e| e.into_inner()) = ptrs;
+                Ok(())
+            }
+            CL_KERNEL_EXEC_INFO_SVM_FINE_GRAIN_SYSTEM => {
+                if size != size_of::<cl_bool>() || value.is_null() {
+                    return Err(CL_INVALID_VALUE);
+                }
+                // SAFETY: the caller's contract: a cl_bool.
+                let on = unsafe { value.cast::<cl_bool>().read_unaligned() } != 0;
+                // CL_INVALID_OPERATION if [...] CL_KERNEL_EXEC_INFO_SVM_FINE_GRAIN_SYSTEM is set to
+                // CL_TRUE and no devices in the context support fine-grain system SVM allocations.
+                if on { Err(CL_INVALID_OPERATION) } else { Ok(()) }
+            }
+            // CL_INVALID_VALUE if param_name is not valid.
+            _ => Err(CL_INVALID_VALUE),
+        }
+    })
 }

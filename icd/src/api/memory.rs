@@ -132,6 +132,12 @@ impl Drop for Mem {
         let owned = self.owned.take();
         let destructors = std::mem::take(&mut *self.destructors.lock().unwrap_or_else(|e| e.into_inner()));
         let raw = *self.raw.lock().unwrap_or_else(|e| e.into_inner());
+        // A buffer over SVM memory: SVM commands wait for its data to be home (svm.rs).
+        let svm_release = if self.host_ptr != 0 && self.parent.is_none() {
+            super::svm::releasing(self.host_ptr, self.host_ptr + self.size)
+        } else {
+            None
+        };
         let finish = move || {
             if let Some(h) = handle
                 && let Err(e) = h.unregister()
@@ -139,6 +145,9 @@ impl Drop for Mem {
                 eprintln!("weft: releasing an OpenCL buffer: {e}");
             }
             drop(owned);
+            if let Some(l) = &svm_release {
+                super::svm::released(l);
+            }
             // Callbacks in reverse order of registration.
             for (f, user) in destructors.into_iter().rev() {
                 // SAFETY: the application registered `f` with `user` for this buffer.
@@ -210,7 +219,11 @@ fn create_buffer(context: Handle, flags: cl_bitfield, size: usize, host_ptr: *mu
     // USE_HOST_PTR region alive while the buffer lives, as OpenCL requires).
     let handle = unsafe { c.platform.rt.register_raw(base, shape, shape.packed()) }.map_err(|_| CL_OUT_OF_RESOURCES)?;
     let host = if flags & CL_MEM_USE_HOST_PTR != 0 { host_ptr as usize } else { 0 };
-    Ok(Mem::publish_new(c.clone(), flags, size, host, base as usize, handle, owned, None))
+    let h = Mem::publish_new(c.clone(), flags, size, host, base as usize, handle, owned, None);
+    if host != 0 && super::svm::in_svm(host, host + size) {
+        super::svm::note_view(&icd::get::<Mem>(h)?, host, host + size);
+    }
+    Ok(h)
 }
 
 /// # Safety
@@ -342,6 +355,10 @@ pub unsafe extern "C" fn clGetMemObjectInfo(mem: Handle, param: cl_uint, size: u
             CL_MEM_CONTEXT => info_ptr(icd::handle_of(&m.context)),
             CL_MEM_ASSOCIATED_MEMOBJECT => info_ptr(m.parent.as_ref().map_or(std::ptr::null(), |p| icd::handle_of(p).cast_const())),
             CL_MEM_OFFSET => info_val(m.offset),
+            // CL_MEM_USES_SVM_POINTER
+            0x1109 => info_val::<cl_bool>((m.host_ptr != 0 && super::svm::in_svm(m.host_ptr, m.host_ptr + m.size)) as cl_bool),
+            // CL_MEM_PROPERTIES: none were given.
+            0x110A => Vec::new(),
             _ => return Err(CL_INVALID_VALUE),
         };
         // SAFETY: the caller's contract.

@@ -23,6 +23,7 @@ pub mod program;
 pub mod queue;
 pub mod sampler;
 pub mod stubs;
+pub mod svm;
 
 use cl::*;
 use std::ffi::{CStr, c_char, c_void};

@@ -1,5 +1,5 @@
 //! Entry points Weft does not implement: each returns the error the specification gives
-//! for a platform without the feature (no images, samplers, GL/D3D/EGL sharing, SVM,
+//! for a platform without the feature (no GL/D3D/EGL sharing,
 //! pipes, IL programs, sub-devices, native kernels), so that a program calling one gets
 //! a code, never a crash. Listed in README.md ("OpenCL ICD", coverage table).
 //!
@@ -65,14 +65,6 @@ stub_code! {
     clEnqueueAcquireEGLObjectsKHR(U, U, U, U, U, U) => CL_INVALID_OPERATION;
     clEnqueueReleaseEGLObjectsKHR(U, U, U, U, U, U) => CL_INVALID_OPERATION;
     clGetPipeInfo(U, U, U, U, U) => CL_INVALID_MEM_OBJECT;
-    clEnqueueSVMFree(U, U, U, U, U, U, U, U) => CL_INVALID_OPERATION;
-    clEnqueueSVMMemcpy(U, U, U, U, U, U, U, U) => CL_INVALID_OPERATION;
-    clEnqueueSVMMemFill(U, U, U, U, U, U, U, U) => CL_INVALID_OPERATION;
-    clEnqueueSVMMap(U, U, U, U, U, U, U, U) => CL_INVALID_OPERATION;
-    clEnqueueSVMUnmap(U, U, U, U, U) => CL_INVALID_OPERATION;
-    clEnqueueSVMMigrateMem(U, U, U, U, U, U, U, U) => CL_INVALID_OPERATION;
-    clSetKernelArgSVMPointer(U, U, U) => CL_INVALID_OPERATION;
-    clSetKernelExecInfo(U, U, U, U) => CL_INVALID_OPERATION;
     clGetKernelSubGroupInfoKHR(U, U, U, U, U, U, U, U) => CL_INVALID_OPERATION;
     clGetKernelSubGroupInfo(U, U, U, U, U, U, U, U) => CL_INVALID_OPERATION;
     clGetDeviceAndHostTimer(U, U, U) => CL_INVALID_OPERATION;
@@ -104,14 +96,6 @@ stub_obj! {
     clCreatePipe(U, U, U, U, U) => CL_INVALID_OPERATION;
     clCloneKernel(U) => CL_INVALID_OPERATION;
 }
-
-/// `clSVMAlloc`: no SVM; null, as for any failed allocation.
-pub extern "C" fn clSVMAlloc(_: U, _: U, _: U, _: U) -> *mut c_void {
-    null_mut()
-}
-
-/// `clSVMFree`: nothing was allocated.
-pub extern "C" fn clSVMFree(_: U, _: U) {}
 
 /// `clCreateBufferWithProperties`: no properties are supported; with none, `clCreateBuffer`.
 ///
