@@ -235,7 +235,7 @@ fn a_c_program_uses_shared_virtual_memory_on_the_weft_platform() {
     let out = run(Command::new(&exe), &v, 300);
     let (stdout, stderr) = text(&out);
     assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
-    for what in ["svm capabilities ok", "svm kernels, maps and copies ok", "fine-grained svm ok", "svm bad inputs ok"] {
+    for what in ["svm capabilities ok", "svm kernels, maps and copies ok", "fine-grained svm ok", "svm bad inputs ok", "clone kernel ok"] {
         assert!(stdout.contains(what), "{what}:\n{stdout}");
     }
     assert!(stdout.ends_with("all ok\n"), "{stdout}");

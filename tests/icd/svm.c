@@ -133,6 +133,17 @@ int main(void) {
     for (int i = 0; i < N; i++) EXPECT(f[i] == 3.0f);
     printf("fine-grained svm ok\n");
 
+    /* clCloneKernel: the clone keeps the arguments; changing one leaves the other alone. */
+    cl_kernel k2 = clCloneKernel(k, &err);
+    CHECK(err);
+    CHECK(clSetKernelArgSVMPointer(k, 0, a));
+    CHECK(clEnqueueNDRangeKernel(q, k2, 1, NULL, &n, NULL, 0, NULL, NULL));
+    CHECK(clFinish(q));
+    for (int i = 0; i < N; i++) EXPECT(f[i] == 6.0f);
+    CHECK(clReleaseKernel(k2));
+    EXPECT(clCloneKernel(NULL, &err) == NULL && err == CL_INVALID_KERNEL);
+    printf("clone kernel ok\n");
+
     /* Bad inputs. */
     EXPECT(clSVMAlloc(ctx, CL_MEM_READ_WRITE, 0, 0) == NULL);
     EXPECT(clSVMAlloc(ctx, CL_MEM_READ_WRITE, 64, 3) == NULL);

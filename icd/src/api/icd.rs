@@ -313,7 +313,7 @@ entry_points! {
     clSetKernelArgSVMPointer => kernel::clSetKernelArgSVMPointer,
     clSetKernelExecInfo => kernel::clSetKernelExecInfo,
     clGetKernelSubGroupInfoKHR => stubs::clGetKernelSubGroupInfoKHR,
-    clCloneKernel => stubs::clCloneKernel,
+    clCloneKernel => kernel::clCloneKernel,
     clCreateProgramWithIL => stubs::clCreateProgramWithIL,
     clEnqueueSVMMigrateMem => svm::clEnqueueSVMMigrateMem,
     clGetDeviceAndHostTimer => stubs::clGetDeviceAndHostTimer,

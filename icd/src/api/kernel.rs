@@ -732,3 +732,27 @@ pub unsafe extern "C" fn clSetKernelExecInfo(kernel: Handle, param: cl_uint, siz
         }
     })
 }
+
+/// A copy of a kernel with its arguments and exec info as they are now (OpenCL 2.1).
+///
+/// # Safety
+/// `errcode_ret` null or writable.
+pub unsafe extern "C" fn clCloneKernel(kernel: Handle, errcode_ret: *mut cl_int) -> Handle {
+    // SAFETY: the caller's contract.
+    unsafe {
+        ret_obj(errcode_ret, || {
+            let k = icd::get::<Kernel>(kernel)?;
+            let pools = (0..k.pools.len()).map(|_| Mutex::new(Vec::new())).collect();
+            k.program.kernels.fetch_add(1, Ordering::AcqRel);
+            let c = new_obj(Kernel {
+                program: k.program.clone(),
+                name: k.name.clone(),
+                kinds: k.kinds.clone(),
+                args: Mutex::new(k.args.lock().unwrap_or_else(|e| e.into_inner()).clone()),
+                pools,
+                svm_ptrs: Mutex::new(k.svm_ptrs.lock().unwrap_or_else(|e| e.into_inner()).clone()),
+            });
+            Ok(publish(&c))
+        })
+    }
+}

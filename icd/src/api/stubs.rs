@@ -94,7 +94,6 @@ stub_obj! {
     clCreateProgramWithBuiltInKernels(U, U, U, U) => CL_INVALID_VALUE;
     clCreateProgramWithIL(U, U, U) => CL_INVALID_OPERATION;
     clCreatePipe(U, U, U, U, U) => CL_INVALID_OPERATION;
-    clCloneKernel(U) => CL_INVALID_OPERATION;
 }
 
 /// `clCreateBufferWithProperties`: no properties are supported; with none, `clCreateBuffer`.
