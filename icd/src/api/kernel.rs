@@ -284,6 +284,13 @@ fn set_arg(k: &Kernel, index: cl_uint, size: usize, value: *const c_void) -> ClR
                 && icd::is::<Mem>(unsafe { value.cast::<Handle>().read_unaligned() })
             {
                 mem_arg(value, None)?
+            } else if kind == ArgKind::Unknown
+                && size == size_of::<Handle>()
+                // SAFETY: as above.
+                && icd::is::<Sampler>(unsafe { value.cast::<Handle>().read_unaligned() })
+            {
+                // SAFETY: as above.
+                KArg::Sampler(icd::get::<Sampler>(unsafe { value.cast::<Handle>().read_unaligned() })?)
             } else {
                 // CL_INVALID_ARG_VALUE if arg_value specified is not a valid value.
                 if value.is_null() {
