@@ -489,7 +489,9 @@ mod tests {
     #[test]
     fn only_language_extensions_are_passed_on() {
         let pocl = "cl_khr_byte_addressable_store cl_khr_fp64 cl_khr_3d_image_writes cl_khr_il_program cl_khr_spir \
-                    cl_khr_subgroups cl_pocl_content_size cl_khr_command_buffer cl_khr_int64_base_atomics";
-        assert_eq!(filter_extensions(pocl), "cl_khr_byte_addressable_store cl_khr_fp64 cl_khr_int64_base_atomics");
+                    cl_khr_subgroups cl_pocl_content_size cl_khr_command_buffer cl_khr_int64_base_atomics \
+                    cl_khr_image2d_from_buffer cl_khr_mipmap_image";
+        // Images are Weft's (3-D image writes included); images from buffers and mipmaps are not.
+        assert_eq!(filter_extensions(pocl), "cl_khr_byte_addressable_store cl_khr_fp64 cl_khr_3d_image_writes cl_khr_int64_base_atomics");
     }
 }
