@@ -45,7 +45,15 @@ static const char *SRC =
     "  int x = get_global_id(0), y = get_global_id(1);\n"
     "  write_imagef(img, (int2)(x, y), (float4)(x + 100 * y, 0, 0, 1));\n"
     "}\n"
-    "__kernel void add_one(__global float *v) { v[get_global_id(0)] += 1.0f; }\n";
+    "__kernel void add_one(__global float *v) { v[get_global_id(0)] += 1.0f; }\n"
+    "__kernel void sample4(__global float4 *out, __read_only image2d_t img, sampler_t s, int w) {\n"
+    "  int x = get_global_id(0), y = get_global_id(1);\n"
+    "  out[y * w + x] = read_imagef(img, s, (int2)(x, y));\n"
+    "}\n"
+    "__kernel void paint2(__write_only image2d_t img) {\n"
+    "  int x = get_global_id(0), y = get_global_id(1);\n"
+    "  write_imagef(img, (int2)(x, y), (float4)(x, y, 5, 5));\n"
+    "}\n";
 
 enum { W = 16, H = 8 };
 
@@ -193,6 +201,38 @@ static void run_on(cl_device_id dev, cl_device_id other, int index) {
     CHECK(clEnqueueWriteImage(q, img1a, CL_TRUE, zero, (size_t[3]){8, 3, 1}, 0, 0, host, 0, NULL, NULL));
     CHECK(clEnqueueReadImage(q, img1a, CL_TRUE, zero, (size_t[3]){8, 3, 1}, 0, 0, back, 0, NULL, NULL));
     EXPECT(memcmp(host, back, 24 * sizeof(float)) == 0);
+
+    /* A two-channel image (held as four channels where the devices lack the format):
+     * sampled as (r, g, 0, 1); painted by a kernel on the other device, read on the host. */
+    cl_image_format rg = {CL_RG, CL_FLOAT};
+    float rgh[W * H * 2], rgb[W * H * 2], out4[W * H * 4];
+    for (int i = 0; i < W * H * 2; i++) rgh[i] = (float)i * 0.5f;
+    cl_mem imrg = clCreateImage(ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, &rg, &d2, rgh, &err);
+    CHECK(err);
+    cl_mem out4b = clCreateBuffer(ctx, CL_MEM_READ_WRITE, sizeof out4, NULL, &err);
+    CHECK(err);
+    cl_kernel k4 = clCreateKernel(prog, "sample4", &err);
+    CHECK(err);
+    CHECK(clSetKernelArg(k4, 0, sizeof out4b, &out4b));
+    CHECK(clSetKernelArg(k4, 1, sizeof imrg, &imrg));
+    CHECK(clSetKernelArg(k4, 2, sizeof s, &s));
+    CHECK(clSetKernelArg(k4, 3, sizeof w, &w));
+    CHECK(clEnqueueNDRangeKernel(q, k4, 2, NULL, gws, NULL, 0, NULL, NULL));
+    CHECK(clEnqueueReadBuffer(q, out4b, CL_TRUE, 0, sizeof out4, out4, 0, NULL, NULL));
+    for (int i = 0; i < W * H; i++)
+        EXPECT(out4[4 * i] == rgh[2 * i] && out4[4 * i + 1] == rgh[2 * i + 1] && out4[4 * i + 2] == 0.0f && out4[4 * i + 3] == 1.0f);
+    cl_kernel k2 = clCreateKernel(prog, "paint2", &err);
+    CHECK(err);
+    CHECK(clSetKernelArg(k2, 0, sizeof imrg, &imrg));
+    CHECK(clEnqueueNDRangeKernel(q2, k2, 2, NULL, gws, NULL, 0, NULL, NULL));
+    CHECK(clFinish(q2));
+    CHECK(clEnqueueReadImage(q, imrg, CL_TRUE, zero, (size_t[3]){W, H, 1}, 0, 0, rgb, 0, NULL, NULL));
+    for (int y = 0; y < H; y++)
+        for (int x = 0; x < W; x++) EXPECT(rgb[2 * (y * W + x)] == (float)x && rgb[2 * (y * W + x) + 1] == (float)y);
+    clReleaseKernel(k2);
+    clReleaseKernel(k4);
+    clReleaseMemObject(out4b);
+    clReleaseMemObject(imrg);
 
     /* Bad inputs. */
     EXPECT(clCreateImage(ctx, CL_MEM_READ_WRITE, NULL, &d2, NULL, &err) == NULL);

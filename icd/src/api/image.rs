@@ -19,6 +19,13 @@
 //! coherent across devices exactly as a buffer is, at the price of two device-local
 //! copies per launch; any device of the platform may run the kernel.
 //!
+//! Formats: those every device supports, plus two-channel (`CL_RG`) formats the devices
+//! lack but whose four-channel (`CL_RGBA`) form they have (PoCL's CPU devices have no
+//! two-channel format): such an image keeps its two-channel layout in its data handle, and
+//! on a device it is a four-channel vendor image, filled through a staging buffer by a
+//! helper kernel that widens each pixel with (0, 1) and, when written, narrowed back.
+//! Reads give (r, g, 0, 1) either way, as the specification says for `CL_RG`.
+//!
 //! **Invariants**: `ImageInfo::vendor[i]` is a vendor image of real device `i`'s context
 //! with the image's format and dimensions; it holds no data between launches that anyone
 //! reads (every launch fills it from the replica first).
@@ -36,7 +43,7 @@ use std::sync::{Arc, Mutex};
 use weft_core::data::{Shape, Strides};
 use weft_core::task::{AccessMode, TaskBuilder};
 use weft_vendors::opencl::result as vr;
-use weft_vendors::opencl::{Mem as VendorMem, OpenClDevice};
+use weft_vendors::opencl::{Kernel as VendorKernel, Mem as VendorMem, OpenClDevice, Program as VendorProgram};
 
 /// What makes a `Mem` an image.
 pub struct ImageInfo {
@@ -55,8 +62,59 @@ pub struct ImageInfo {
     /// Home pitches in bytes, between rows and between slices.
     pub row: usize,
     pub slice: usize,
-    /// A vendor image per real device, made at its first launch there.
-    vendor: Vec<Mutex<Option<VendorMem>>>,
+    /// How the devices hold it when they lack its format (`CL_RG` as `CL_RGBA`).
+    emulation: Option<Emulation>,
+    /// A vendor image per real device, made at its first launch there (with, when
+    /// emulated, a staging buffer of the wider pixels).
+    vendor: Vec<Mutex<Option<DeviceImage>>>,
+}
+
+/// A vendor image, and the staging buffer of an emulated format.
+type DeviceImage = (VendorMem, Option<VendorMem>);
+
+/// A two-channel image held on the devices as a four-channel one of the same channel type:
+/// reads see (r, g, 0, 1) either way, and writes keep r and g.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Emulation {
+    pub format: cl_image_format,
+    /// Bytes per pixel on the host and on the devices.
+    pub narrow: usize,
+    pub wide: usize,
+    /// The bytes of the added channels (0 and 1 in the channel type), little-endian in a word.
+    pub tail: u64,
+}
+
+impl Emulation {
+    /// How to hold `f` on devices that support `vendor` formats, if they lack it.
+    fn of(f: &cl_image_format, vendor: &[cl_image_format]) -> Option<Emulation> {
+        if f.image_channel_order != CL_RG || vendor.contains(f) {
+            return None;
+        }
+        let format = cl_image_format { image_channel_order: CL_RGBA, image_channel_data_type: f.image_channel_data_type };
+        if !vendor.contains(&format) {
+            return None;
+        }
+        let int = matches!(
+            f.image_channel_data_type,
+            CL_SIGNED_INT8 | CL_SIGNED_INT16 | CL_SIGNED_INT32 | CL_UNSIGNED_INT8 | CL_UNSIGNED_INT16 | CL_UNSIGNED_INT32
+        );
+        let one = if int { 1u32.to_ne_bytes() } else { 1.0f32.to_ne_bytes() };
+        let mut color = [0u8; 16];
+        color[12..].copy_from_slice(&one);
+        let wide_px = fill_pixel(&format, color)?;
+        let narrow = pixel_size(f)?;
+        let mut tail = [0u8; 8];
+        let t = wide_px.get(narrow..)?;
+        tail.get_mut(..t.len())?.copy_from_slice(t);
+        Some(Emulation { format, narrow, wide: wide_px.len(), tail: u64::from_le_bytes(tail) })
+    }
+}
+
+/// A vendor image for a launch: the image, and its staging buffer and emulation if any.
+#[derive(Clone, Copy)]
+pub struct VendorImage<'a> {
+    pub image: vr_mem,
+    pub staging: Option<(vr_mem, &'a Emulation)>,
 }
 
 impl ImageInfo {
@@ -77,11 +135,12 @@ impl ImageInfo {
 
     /// The vendor image standing for this image on real device `i` (`dev`), made on first
     /// use. The raw handle stays valid while `self` lives.
-    pub fn vendor_image(&self, i: usize, dev: &OpenClDevice) -> Result<vr_mem, String> {
+    pub fn vendor_image(&self, i: usize, dev: &OpenClDevice) -> Result<VendorImage<'_>, String> {
         let slot = self.vendor.get(i).ok_or("no such device")?;
         let mut slot = slot.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(m) = slot.as_ref() {
-            return Ok(m.as_raw());
+        let staged = |st: &Option<VendorMem>| st.as_ref().map(|b| b.as_raw()).zip(self.emulation.as_ref());
+        if let Some((m, st)) = slot.as_ref() {
+            return Ok(VendorImage { image: m.as_raw(), staging: staged(st) });
         }
         let desc = cl_image_desc {
             image_type: self.kind,
@@ -95,14 +154,57 @@ impl ImageInfo {
             num_samples: 0,
             mem_object: std::ptr::null_mut(),
         };
+        let format = self.emulation.as_ref().map_or(self.format, |e| e.format);
         // SAFETY: the device's context is live; format and descriptor are plain values.
-        let raw = unsafe { vr::create_image(dev.context().as_raw(), CL_MEM_READ_WRITE, &self.format, &desc) }
+        let raw = unsafe { vr::create_image(dev.context().as_raw(), CL_MEM_READ_WRITE, &format, &desc) }
             .map_err(|e| format!("clCreateImage on {}: {e}", weft_vendors::Device::name(dev)))?;
         // SAFETY: a new image whose one reference we own.
         let m = unsafe { VendorMem::from_raw(raw) };
-        *slot = Some(m);
-        Ok(raw)
+        let staging = match &self.emulation {
+            Some(e) => {
+                let bytes = self.dims.iter().product::<usize>() * e.wide;
+                // SAFETY: the device's context is live.
+                let b = unsafe { vr::create_buffer(dev.context().as_raw(), CL_MEM_READ_WRITE, bytes, std::ptr::null_mut()) }
+                    .map_err(|e| format!("clCreateBuffer (image staging): {e}"))?;
+                // SAFETY: a new buffer whose one reference we own.
+                Some(unsafe { VendorMem::from_raw(b) })
+            }
+            None => None,
+        };
+        let st = staged(&staging);
+        *slot = Some((m, staging));
+        Ok(VendorImage { image: raw, staging: st })
     }
+}
+
+/// Kernels that widen packed two-channel pixels into a staging buffer of four-channel ones
+/// (the added bytes from `tail`) and narrow them back, byte by byte (any channel type).
+const HELPERS: &str = "
+__kernel void weft_widen(__global const uchar *src, __global uchar *dst, uint in_px, uint out_px, ulong tail) {
+  size_t p = get_global_id(0);
+  for (uint b = 0; b < in_px; b++) dst[p * out_px + b] = src[p * in_px + b];
+  for (uint b = in_px; b < out_px; b++) dst[p * out_px + b] = (uchar)(tail >> (8 * (b - in_px)));
+}
+__kernel void weft_narrow(__global const uchar *src, __global uchar *dst, uint in_px, uint out_px) {
+  size_t p = get_global_id(0);
+  for (uint b = 0; b < out_px; b++) dst[p * out_px + b] = src[p * in_px + b];
+}
+";
+
+/// The helper programs, built once per device (keyed by the device's address).
+static HELPER_PROGRAMS: std::sync::LazyLock<Mutex<Vec<(usize, VendorProgram)>>> = std::sync::LazyLock::new(Default::default);
+
+/// A new kernel `name` of [`HELPERS`] for `dev`.
+pub fn helper_kernel(dev: &OpenClDevice, name: &str) -> Result<VendorKernel, String> {
+    let key = dev as *const OpenClDevice as usize;
+    let mut progs = HELPER_PROGRAMS.lock().unwrap_or_else(|e| e.into_inner());
+    if !progs.iter().any(|p| p.0 == key) {
+        let p = VendorProgram::from_source(dev.context(), HELPERS).map_err(|e| format!("image helpers: {e}"))?;
+        p.build(dev.id(), "").map_err(|e| format!("building the image helpers: {e}"))?;
+        progs.push((key, p));
+    }
+    let p = progs.iter().find(|p| p.0 == key).map(|p| &p.1).ok_or("image helpers")?;
+    VendorKernel::new(p, name).map_err(|e| format!("image helper {name}: {e}"))
 }
 
 /// A raw vendor `cl_mem`.
@@ -138,8 +240,14 @@ pub fn pixel_size(f: &cl_image_format) -> Option<usize> {
     })
 }
 
-/// The formats every real device of `c` supports for `flags` and `kind`.
+/// The formats every real device of `c` supports for `flags` and `kind`, plus those Weft
+/// emulates with them.
 fn supported_formats(c: &Context, flags: cl_bitfield, kind: cl_uint) -> ClResult<Vec<cl_image_format>> {
+    Ok(with_emulated(vendor_formats(c, flags, kind)?))
+}
+
+/// The formats every real device of `c` supports for `flags` and `kind`.
+fn vendor_formats(c: &Context, flags: cl_bitfield, kind: cl_uint) -> ClResult<Vec<cl_image_format>> {
     let mut common: Option<Vec<cl_image_format>> = None;
     for i in reals_of(c) {
         let dev = &c.platform.real[i].1;
@@ -151,6 +259,18 @@ fn supported_formats(c: &Context, flags: cl_bitfield, kind: cl_uint) -> ClResult
         });
     }
     Ok(common.unwrap_or_default().into_iter().filter(|f| pixel_size(f).is_some()).collect())
+}
+
+/// The vendor formats plus those Weft emulates with them.
+fn with_emulated(mut vendor: Vec<cl_image_format>) -> Vec<cl_image_format> {
+    let extra: Vec<cl_image_format> = vendor
+        .iter()
+        .filter(|f| f.image_channel_order == CL_RGBA)
+        .map(|f| cl_image_format { image_channel_order: CL_RG, image_channel_data_type: f.image_channel_data_type })
+        .filter(|f| Emulation::of(f, &vendor).is_some())
+        .collect();
+    vendor.extend(extra);
+    vendor
 }
 
 /// The real devices a context's devices stand for.
@@ -314,10 +434,14 @@ fn create_image(
     if size > max {
         return Err(CL_INVALID_IMAGE_SIZE);
     }
-    // CL_IMAGE_FORMAT_NOT_SUPPORTED if the image_format is not supported.
-    if !supported_formats(&c, flags & (CL_MEM_READ_WRITE | CL_MEM_WRITE_ONLY | CL_MEM_READ_ONLY), d.image_type)?.contains(&format) {
+    // CL_IMAGE_FORMAT_NOT_SUPPORTED if the image_format is not supported. The devices hold
+    // the image as their own kernels' writes and reads need: READ_WRITE.
+    let access = flags & (CL_MEM_READ_WRITE | CL_MEM_WRITE_ONLY | CL_MEM_READ_ONLY);
+    if !supported_formats(&c, access, d.image_type)?.contains(&format) {
         return Err(CL_IMAGE_FORMAT_NOT_SUPPORTED);
     }
+    let vendor = vendor_formats(&c, CL_MEM_READ_WRITE, d.image_type)?;
+    let emulation = Emulation::of(&format, &vendor);
     // The home: the application's memory with its pitches, or a packed allocation of Weft's.
     let (base, owned, strides) = if flags & CL_MEM_USE_HOST_PTR != 0 {
         (host_ptr.cast::<u8>(), None, Strides { ldy: row, ldz: slice_ })
@@ -348,6 +472,7 @@ fn create_image(
         dims,
         row,
         slice: slice_,
+        emulation,
         vendor: (0..c.platform.real.len()).map(|_| Mutex::new(None)).collect(),
     };
     let host = if flags & CL_MEM_USE_HOST_PTR != 0 { host_ptr as usize } else { 0 };
@@ -952,6 +1077,21 @@ mod tests {
         assert_eq!(pixel_size(&f(CL_RGB, CL_FLOAT)), None);
         assert_eq!(pixel_size(&f(CL_RGBA, CL_UNORM_SHORT_565)), None);
         assert_eq!(pixel_size(&f(0, CL_FLOAT)), None);
+    }
+
+    #[test]
+    fn two_channel_formats_are_emulated_with_four_channels() {
+        let f = |o, t| cl_image_format { image_channel_order: o, image_channel_data_type: t };
+        let vendor = [f(CL_RGBA, CL_FLOAT), f(CL_RGBA, CL_UNORM_INT8), f(CL_R, CL_FLOAT)];
+        let e = Emulation::of(&f(CL_RG, CL_FLOAT), &vendor).expect("RG float is emulated");
+        assert_eq!((e.narrow, e.wide), (8, 16));
+        assert_eq!(e.tail, u64::from_le_bytes([0, 0, 0, 0, 0, 0, 0x80, 0x3f]));
+        let e = Emulation::of(&f(CL_RG, CL_UNORM_INT8), &vendor).expect("RG unorm8 is emulated");
+        assert_eq!((e.narrow, e.wide, e.tail), (2, 4, 0xff00));
+        assert_eq!(Emulation::of(&f(CL_RG, CL_HALF_FLOAT), &vendor), None);
+        assert_eq!(Emulation::of(&f(CL_R, CL_FLOAT), &vendor), None);
+        let listed = with_emulated(vendor.to_vec());
+        assert!(listed.contains(&f(CL_RG, CL_FLOAT)) && !listed.contains(&f(CL_RG, CL_HALF_FLOAT)));
     }
 
     #[test]

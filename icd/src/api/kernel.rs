@@ -570,22 +570,53 @@ fn launch(
             // one in-order queue, one completion (see image.rs).
             type Cmd<'a> =
                 Box<dyn FnOnce(weft_vendors::opencl::sys::cl_command_queue) -> vr::ClResult<weft_vendors::opencl::sys::cl_event> + 'a>;
-            let mut cmds: Vec<Cmd<'_>> = Vec::new();
+            // Helper kernels (emulated formats), alive until the commands are enqueued.
+            let mut helpers: Vec<VendorKernel> = Vec::new();
             let raw = |j: usize| weft_vendors::opencl::memory::raw_mem(l.buffers[j]);
-            for &(j, img, region, _) in &vimages {
-                // SAFETY: the replica (pinned for the task) holds the image packed; the vendor image
-                // has the same format and region.
-                cmds.push(Box::new(move |q| unsafe { vr::enqueue_copy_buffer_to_image(q, raw(j), img, 0, &region) }));
+            // A helper kernel over `n` pixels, from `src` to `dst` (pixel sizes `from`, `to`).
+            let mut helper = |name: &str, src, dst, from: usize, to: usize, tail: Option<u64>, n: usize| -> Result<Cmd<'static>, String> {
+                let mut hk = super::image::helper_kernel(l.device, name)?;
+                // SAFETY: both buffers live until the completion fires (the replica pinned by core,
+                // the staging buffer kept with the image).
+                unsafe { hk.set_arg_raw_mem(0, src).and_then(|_| hk.set_arg_raw_mem(1, dst)) }.map_err(|e| e.to_string())?;
+                hk.set_arg_bytes(2, &(from as u32).to_ne_bytes()).map_err(|e| e.to_string())?;
+                hk.set_arg_bytes(3, &(to as u32).to_ne_bytes()).map_err(|e| e.to_string())?;
+                if let Some(t) = tail {
+                    hk.set_arg_bytes(4, &t.to_ne_bytes()).map_err(|e| e.to_string())?;
+                }
+                let hr = hk.as_raw();
+                helpers.push(hk);
+                let g = [n];
+                // SAFETY: the helper's arguments are set to live buffers.
+                Ok(Box::new(move |q| unsafe { vr::enqueue_nd_range_kernel_at(q, hr, None, &g, None) }))
+            };
+            let mut cmds: Vec<Cmd<'_>> = Vec::new();
+            let mut after: Vec<Cmd<'_>> = Vec::new();
+            for &(j, vi, region, back) in &vimages {
+                let n = region.iter().product::<usize>();
+                let img = vi.image;
+                let src = match vi.staging {
+                    Some((st, e)) => {
+                        cmds.push(helper("weft_widen", raw(j), st, e.narrow, e.wide, Some(e.tail), n)?);
+                        st
+                    }
+                    None => raw(j),
+                };
+                // SAFETY: the replica (pinned for the task), or the staging buffer, holds the image
+                // packed in the vendor image's format, over its whole region.
+                cmds.push(Box::new(move |q| unsafe { vr::enqueue_copy_buffer_to_image(q, src, img, 0, &region) }));
+                if back {
+                    // SAFETY: as for the copy in.
+                    after.push(Box::new(move |q| unsafe { vr::enqueue_copy_image_to_buffer(q, img, src, &region, 0) }));
+                    if let Some((st, e)) = vi.staging {
+                        after.push(helper("weft_narrow", st, raw(j), e.wide, e.narrow, None, n)?);
+                    }
+                }
             }
             let (kr, glob, loc) = (vk.as_raw(), &global, local.as_deref());
             // SAFETY: the arguments are set to objects alive until the completion fires.
             cmds.push(Box::new(move |q| unsafe { vr::enqueue_nd_range_kernel_at(q, kr, off, glob, loc) }));
-            for &(j, img, region, back) in &vimages {
-                if back {
-                    // SAFETY: as for the copy in.
-                    cmds.push(Box::new(move |q| unsafe { vr::enqueue_copy_image_to_buffer(q, img, raw(j), &region, 0) }));
-                }
-            }
+            cmds.extend(after);
             // SAFETY: every object the commands use lives until the completion fires (replicas
             // pinned by core, images and samplers held by the launch closure).
             unsafe { l.device.enqueue_raw("clEnqueueNDRangeKernel", cmds) }.map_err(|e| e.to_string())
@@ -630,7 +661,7 @@ fn set_launch_args(
     vk: &mut VendorKernel,
     slots: &[LaunchArg],
     buffers: &[weft_vendors::Buffer],
-    vimages: &[(usize, super::image::vr_mem, [usize; 3], bool)],
+    vimages: &[(usize, super::image::VendorImage<'_>, [usize; 3], bool)],
     device: usize,
     dev: &weft_vendors::opencl::OpenClDevice,
 ) -> Result<Vec<VendorMem>, String> {
@@ -654,7 +685,7 @@ fn set_launch_args(
                 r
             }
             LaunchArg::Image(j) => {
-                let img = vimages.iter().find(|v| v.0 == *j).map(|v| v.1).ok_or("an image argument without its vendor image")?;
+                let img = vimages.iter().find(|v| v.0 == *j).map(|v| v.1.image).ok_or("an image argument without its vendor image")?;
                 // SAFETY: the vendor image lives with the Weft image, held by the launch.
                 unsafe { vk.set_arg_raw_mem(i, img) }
             }
