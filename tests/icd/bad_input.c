@@ -364,15 +364,21 @@ int main(int argc, char **argv) {
             }
             break;
         }
-        case 11: { /* unsupported features report their codes */
-            ok = handle(CTX, &h, 0);
+        case 11: { /* images and samplers: bad contexts, sizes and modes */
+            ok = handle(CTX, &h, 1);
             cl_image_format f = {CL_RGBA, CL_FLOAT};
-            cl_mem im = clCreateImage2D(h, CL_MEM_READ_WRITE, &f, 4, 4, 0, NULL, &err);
-            if (im != NULL) exit(5);
-            EXPECT_CODE(err, CL_INVALID_OPERATION);
-            cl_sampler s = clCreateSampler(h, CL_FALSE, CL_ADDRESS_NONE, CL_FILTER_NEAREST, &err);
+            int zero = pick(2);
+            cl_mem im = clCreateImage2D(h, CL_MEM_READ_WRITE, &f, zero ? 0 : 4, 4, 0, NULL, &err);
+            if (!ok || zero) {
+                if (im != NULL) exit(5);
+                EXPECT_CODE(err, ok ? CL_INVALID_IMAGE_SIZE : CL_INVALID_CONTEXT);
+            } else {
+                EXPECT_CODE(err, CL_SUCCESS);
+                EXPECT_CODE(clReleaseMemObject(im), CL_SUCCESS);
+            }
+            cl_sampler s = clCreateSampler(h, CL_FALSE, CL_ADDRESS_REPEAT, CL_FILTER_NEAREST, &err);
             if (s != NULL) exit(5);
-            EXPECT_CODE(err, CL_INVALID_OPERATION);
+            EXPECT_CODE(err, ok ? CL_INVALID_VALUE : CL_INVALID_CONTEXT);
             break;
         }
         case 12: { /* user events: set twice, set to bad status */

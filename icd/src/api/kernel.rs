@@ -17,6 +17,7 @@ use super::memory::Mem;
 use super::platform::DeviceKind;
 use super::program::Program;
 use super::queue::{Queue, submit};
+use super::sampler::Sampler;
 use super::{ClResult, c_str, info_ptr, info_str, info_val, ret_code, ret_obj, slice, write_info};
 use std::ffi::{c_char, c_void};
 use std::sync::atomic::Ordering;
@@ -34,6 +35,11 @@ pub enum ArgKind {
         read_only: bool,
     },
     Local,
+    /// An image (`write`: not `__read_only`).
+    Image {
+        write: bool,
+    },
+    Sampler,
     Value,
     /// No argument info: decided by the value set.
     Unknown,
@@ -47,6 +53,9 @@ pub enum KArg {
     Mem(Option<Weak<Obj<Mem>>>),
     Local(usize),
     Bytes(Vec<u8>),
+    Sampler(Arc<Obj<Sampler>>),
+    /// An SVM pointer (`clSetKernelArgSVMPointer`).
+    Svm(usize),
 }
 
 pub struct Kernel {
@@ -56,6 +65,8 @@ pub struct Kernel {
     pub args: Mutex<Vec<Option<KArg>>>,
     /// Idle vendor kernels, per real device (index into the platform's `real`).
     pools: Vec<Mutex<Vec<VendorKernel>>>,
+    /// SVM pointers the kernel may use besides its arguments (`CL_KERNEL_EXEC_INFO_SVM_PTRS`).
+    pub svm_ptrs: Mutex<Vec<usize>>,
 }
 crate::cl_object!(Kernel, CL_INVALID_KERNEL);
 
@@ -110,7 +121,14 @@ fn create_kernel(program: Handle, name: &str) -> ClResult<Handle> {
     };
     pools[first].get_mut().unwrap_or_else(|e| e.into_inner()).push(template);
     p.kernels.fetch_add(1, Ordering::AcqRel);
-    let k = new_obj(Kernel { program: p.clone(), name: name.to_owned(), args: Mutex::new(vec![None; kinds.len()]), kinds, pools });
+    let k = new_obj(Kernel {
+        program: p.clone(),
+        name: name.to_owned(),
+        args: Mutex::new(vec![None; kinds.len()]),
+        kinds,
+        pools,
+        svm_ptrs: Mutex::new(Vec::new()),
+    });
     Ok(publish(&k))
 }
 
@@ -125,6 +143,13 @@ fn arg_kind(k: &VendorKernel, i: u32) -> ArgKind {
     let qual = arg_u32(k, i, CL_KERNEL_ARG_TYPE_QUALIFIER).unwrap_or(0);
     // SAFETY: the vendor kernel is live.
     let ty = unsafe { vr::get_kernel_arg_info(k.as_raw(), i, CL_KERNEL_ARG_TYPE_NAME) }.map(vr::bytes_to_string).unwrap_or_default();
+    if !ty.contains('*') && ty.contains("image") {
+        let access = arg_u32(k, i, CL_KERNEL_ARG_ACCESS_QUALIFIER).unwrap_or(0) as cl_uint;
+        return ArgKind::Image { write: access != CL_KERNEL_ARG_ACCESS_READ_ONLY };
+    }
+    if ty.trim() == "sampler_t" {
+        return ArgKind::Sampler;
+    }
     match addr as cl_uint {
         CL_KERNEL_ARG_ADDRESS_GLOBAL if ty.contains('*') || !ty.contains("image") => {
             ArgKind::Buffer { read_only: qual & CL_KERNEL_ARG_TYPE_CONST != 0 }
@@ -187,7 +212,7 @@ pub extern "C" fn clReleaseKernel(kernel: Handle) -> cl_int {
 fn set_arg(k: &Kernel, index: cl_uint, size: usize, value: *const c_void) -> ClResult<()> {
     // CL_INVALID_ARG_INDEX if arg_index is not a valid argument index.
     let kind = *k.kinds.get(index as usize).ok_or(CL_INVALID_ARG_INDEX)?;
-    let mem_arg = |value: *const c_void| -> ClResult<KArg> {
+    let mem_arg = |value: *const c_void, image: Option<bool>| -> ClResult<KArg> {
         // CL_INVALID_ARG_SIZE if [...] the argument is a memory object and arg_size != sizeof(cl_mem).
         if size != size_of::<Handle>() {
             return Err(CL_INVALID_ARG_SIZE);
@@ -203,13 +228,41 @@ fn set_arg(k: &Kernel, index: cl_uint, size: usize, value: *const c_void) -> ClR
         // CL_INVALID_MEM_OBJECT for an argument declared to be a memory object when the
         // specified arg_value is not a valid memory object.
         let m = icd::get::<Mem>(h)?;
-        if !Arc::ptr_eq(&m.context, &k.program.context) {
+        if !Arc::ptr_eq(&m.context, &k.program.context) || image.is_some_and(|img| img != m.image.is_some()) {
             return Err(CL_INVALID_MEM_OBJECT);
         }
         Ok(KArg::Mem(Some(Arc::downgrade(&m))))
     };
     let arg = match kind {
-        ArgKind::Buffer { .. } => mem_arg(value)?,
+        ArgKind::Buffer { .. } => mem_arg(value, Some(false))?,
+        ArgKind::Image { .. } => {
+            // CL_INVALID_ARG_VALUE if arg_value specified is NULL for an image argument.
+            if value.is_null() {
+                return Err(CL_INVALID_ARG_VALUE);
+            }
+            match mem_arg(value, Some(true))? {
+                KArg::Mem(None) => return Err(CL_INVALID_ARG_VALUE),
+                a => a,
+            }
+        }
+        ArgKind::Sampler => {
+            // CL_INVALID_ARG_SIZE if [...] the argument is a sampler object and arg_size !=
+            // sizeof(cl_sampler); CL_INVALID_SAMPLER for an argument declared to be of type
+            // sampler_t when the specified arg_value is not a valid sampler object.
+            if size != size_of::<Handle>() {
+                return Err(CL_INVALID_ARG_SIZE);
+            }
+            if value.is_null() {
+                return Err(CL_INVALID_SAMPLER);
+            }
+            // SAFETY: the application passes a pointer to a cl_sampler (`size` bytes, checked).
+            let h = unsafe { value.cast::<Handle>().read_unaligned() };
+            let sm = icd::get::<Sampler>(h)?;
+            if !Arc::ptr_eq(&sm.context, &k.program.context) {
+                return Err(CL_INVALID_SAMPLER);
+            }
+            KArg::Sampler(sm)
+        }
         ArgKind::Local => {
             // CL_INVALID_ARG_VALUE if the argument is declared with the local qualifier and
             // arg_value is not NULL; CL_INVALID_ARG_SIZE if arg_size is zero and the argument is
@@ -230,7 +283,14 @@ fn set_arg(k: &Kernel, index: cl_uint, size: usize, value: *const c_void) -> ClR
                 // SAFETY: `size` readable bytes at `value` (the application's contract).
                 && icd::is::<Mem>(unsafe { value.cast::<Handle>().read_unaligned() })
             {
-                mem_arg(value)?
+                mem_arg(value, None)?
+            } else if kind == ArgKind::Unknown
+                && size == size_of::<Handle>()
+                // SAFETY: as above.
+                && icd::is::<Sampler>(unsafe { value.cast::<Handle>().read_unaligned() })
+            {
+                // SAFETY: as above.
+                KArg::Sampler(icd::get::<Sampler>(unsafe { value.cast::<Handle>().read_unaligned() })?)
             } else {
                 // CL_INVALID_ARG_VALUE if arg_value specified is not a valid value.
                 if value.is_null() {
@@ -421,11 +481,13 @@ fn launch(
     // Distinct buffers, each with its access mode; each argument's access index.
     let mut mems: Vec<(Arc<Obj<Mem>>, bool)> = Vec::new();
     let mut slots: Vec<LaunchArg> = Vec::new();
+    let mut svm = false;
     for (i, a) in args.into_iter().flatten().enumerate() {
         slots.push(match a {
             KArg::Mem(Some(weak)) => {
                 let sub = weak.upgrade().ok_or(CL_INVALID_KERNEL_ARGS)?;
-                let ro = matches!(k.kinds[i], ArgKind::Buffer { read_only: true }) || sub.flags & CL_MEM_READ_ONLY != 0;
+                let ro = matches!(k.kinds[i], ArgKind::Buffer { read_only: true } | ArgKind::Image { write: false })
+                    || sub.flags & CL_MEM_READ_ONLY != 0;
                 let region = sub.parent.is_some().then_some((sub.offset, sub.size));
                 let m = super::memory::root(&sub);
                 let j = match mems.iter().position(|(x, _)| Arc::ptr_eq(x, &m)) {
@@ -438,13 +500,38 @@ fn launch(
                         mems.len() - 1
                     }
                 };
-                LaunchArg::Buffer(j, region)
+                if mems[j].0.image.is_some() { LaunchArg::Image(j) } else { LaunchArg::Buffer(j, region) }
             }
             KArg::Mem(None) => LaunchArg::Null,
             KArg::Local(n) => LaunchArg::Local(n),
             KArg::Bytes(b) => LaunchArg::Bytes(b),
+            KArg::Sampler(s) => LaunchArg::Sampler(s),
+            KArg::Svm(p) => {
+                svm = true;
+                LaunchArg::Svm(p)
+            }
         });
     }
+    let exec_svm = k.svm_ptrs.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    // A kernel using SVM runs on the device SVM allocations belong to (svm.rs).
+    let allowed = if svm || !exec_svm.is_empty() {
+        // CL_INVALID_OPERATION: no device of the queue can use this context's SVM.
+        if !allowed.contains(&0) {
+            return Err(CL_INVALID_OPERATION);
+        }
+        vec![0]
+    } else {
+        allowed
+    };
+    let mut waits = waits.to_vec();
+    if svm || !exec_svm.is_empty() {
+        let ptrs: Vec<usize> =
+            slots.iter().filter_map(|a| if let LaunchArg::Svm(p) = a { Some(*p) } else { None }).chain(exec_svm.iter().copied()).collect();
+        waits.extend(super::svm::kernel_gate(qq, &ptrs)?);
+    }
+    // The images among the task's buffers: (access index, image, copied back after the kernel).
+    let images: Vec<(usize, Arc<Obj<Mem>>, bool)> =
+        mems.iter().enumerate().filter(|(_, (m, _))| m.image.is_some()).map(|(j, (m, ro))| (j, m.clone(), !*ro)).collect();
     let state = EventState::new_queued();
     let st = state.clone();
     let kernel = k.clone();
@@ -453,12 +540,87 @@ fn launch(
         let plat = kernel.program.context.platform;
         let i = plat.real_index(l.device).ok_or("the device is not one of Weft's OpenCL platform")?;
         let mut vk = kernel.take(i).map_err(|e| format!("kernel {}: {}", kernel.name, weft_vendors::opencl::ClError(e)))?;
-        let r = set_launch_args(&mut vk, &slots, l.buffers).and_then(|_subs| {
+        let r = (|| {
+            // The vendor image standing for each image argument on this device.
+            let mut vimages = Vec::with_capacity(images.len());
+            for (j, m, back) in &images {
+                let info = m.image.as_ref().ok_or("an image without its description")?;
+                vimages.push((*j, info.vendor_image(i, l.device)?, info.region(), *back));
+            }
+            let _subs = set_launch_args(&mut vk, &slots, l.buffers, &vimages, i, l.device)?;
+            if !exec_svm.is_empty() {
+                // SAFETY: SVM pointers of this device's context (checked by clSetKernelExecInfo).
+                unsafe {
+                    vr::set_kernel_exec_info(
+                        vk.as_raw(),
+                        CL_KERNEL_EXEC_INFO_SVM_PTRS,
+                        exec_svm.len() * size_of::<usize>(),
+                        exec_svm.as_ptr().cast(),
+                    )
+                }
+                .map_err(|e| format!("clSetKernelExecInfo: {e}"))?;
+            }
             let off = offset.as_deref();
-            // SAFETY: every buffer argument is one of the task's replicas on this device,
-            // pinned until the returned completion fires.
-            unsafe { l.device.launch_at(&vk, off, &global, local.as_deref()) }.map_err(|e| e.to_string())
-        });
+            if vimages.is_empty() {
+                // SAFETY: every buffer argument is one of the task's replicas on this device,
+                // pinned until the returned completion fires.
+                return unsafe { l.device.launch_at(&vk, off, &global, local.as_deref()) }.map_err(|e| e.to_string());
+            }
+            // Fill each vendor image from its replica, run the kernel, copy written images back:
+            // one in-order queue, one completion (see image.rs).
+            type Cmd<'a> =
+                Box<dyn FnOnce(weft_vendors::opencl::sys::cl_command_queue) -> vr::ClResult<weft_vendors::opencl::sys::cl_event> + 'a>;
+            // Helper kernels (emulated formats), alive until the commands are enqueued.
+            let mut helpers: Vec<VendorKernel> = Vec::new();
+            let raw = |j: usize| weft_vendors::opencl::memory::raw_mem(l.buffers[j]);
+            // A helper kernel over `n` pixels, from `src` to `dst` (pixel sizes `from`, `to`).
+            let mut helper = |name: &str, src, dst, from: usize, to: usize, tail: Option<u64>, n: usize| -> Result<Cmd<'static>, String> {
+                let mut hk = super::image::helper_kernel(l.device, name)?;
+                // SAFETY: both buffers live until the completion fires (the replica pinned by core,
+                // the staging buffer kept with the image).
+                unsafe { hk.set_arg_raw_mem(0, src).and_then(|_| hk.set_arg_raw_mem(1, dst)) }.map_err(|e| e.to_string())?;
+                hk.set_arg_bytes(2, &(from as u32).to_ne_bytes()).map_err(|e| e.to_string())?;
+                hk.set_arg_bytes(3, &(to as u32).to_ne_bytes()).map_err(|e| e.to_string())?;
+                if let Some(t) = tail {
+                    hk.set_arg_bytes(4, &t.to_ne_bytes()).map_err(|e| e.to_string())?;
+                }
+                let hr = hk.as_raw();
+                helpers.push(hk);
+                let g = [n];
+                // SAFETY: the helper's arguments are set to live buffers.
+                Ok(Box::new(move |q| unsafe { vr::enqueue_nd_range_kernel_at(q, hr, None, &g, None) }))
+            };
+            let mut cmds: Vec<Cmd<'_>> = Vec::new();
+            let mut after: Vec<Cmd<'_>> = Vec::new();
+            for &(j, vi, region, back) in &vimages {
+                let n = region.iter().product::<usize>();
+                let img = vi.image;
+                let src = match vi.staging {
+                    Some((st, e)) => {
+                        cmds.push(helper("weft_widen", raw(j), st, e.narrow, e.wide, Some(e.tail), n)?);
+                        st
+                    }
+                    None => raw(j),
+                };
+                // SAFETY: the replica (pinned for the task), or the staging buffer, holds the image
+                // packed in the vendor image's format, over its whole region.
+                cmds.push(Box::new(move |q| unsafe { vr::enqueue_copy_buffer_to_image(q, src, img, 0, &region) }));
+                if back {
+                    // SAFETY: as for the copy in.
+                    after.push(Box::new(move |q| unsafe { vr::enqueue_copy_image_to_buffer(q, img, src, &region, 0) }));
+                    if let Some((st, e)) = vi.staging {
+                        after.push(helper("weft_narrow", st, raw(j), e.wide, e.narrow, None, n)?);
+                    }
+                }
+            }
+            let (kr, glob, loc) = (vk.as_raw(), &global, local.as_deref());
+            // SAFETY: the arguments are set to objects alive until the completion fires.
+            cmds.push(Box::new(move |q| unsafe { vr::enqueue_nd_range_kernel_at(q, kr, off, glob, loc) }));
+            cmds.extend(after);
+            // SAFETY: every object the commands use lives until the completion fires (replicas
+            // pinned by core, images and samplers held by the launch closure).
+            unsafe { l.device.enqueue_raw("clEnqueueNDRangeKernel", cmds) }.map_err(|e| e.to_string())
+        })();
         kernel.give_back(i, vk);
         r
     };
@@ -474,7 +636,7 @@ fn launch(
     } else if allowed.len() < plat.real.len() {
         b = b.on_worker(plat.real[allowed[0]].0);
     }
-    let e = submit(qq, waits, CL_COMMAND_NDRANGE_KERNEL, state, b, false)?;
+    let e = submit(qq, &waits, CL_COMMAND_NDRANGE_KERNEL, state, b, false)?;
     // SAFETY: the caller's contract.
     unsafe { hand_out(&e, event) };
     Ok(())
@@ -484,6 +646,10 @@ fn launch(
 enum LaunchArg {
     /// Task buffer `j`, or a region of it (a sub-buffer: a vendor sub-buffer per launch).
     Buffer(usize, Option<(usize, usize)>),
+    /// Task buffer `j`, an image: its vendor image on the device.
+    Image(usize),
+    Sampler(Arc<Obj<Sampler>>),
+    Svm(usize),
     Null,
     Local(usize),
     Bytes(Vec<u8>),
@@ -491,7 +657,14 @@ enum LaunchArg {
 
 /// Set the arguments; the vendor sub-buffers made for sub-buffer arguments are returned,
 /// to be released once the launch is enqueued (the enqueued command keeps them).
-fn set_launch_args(vk: &mut VendorKernel, slots: &[LaunchArg], buffers: &[weft_vendors::Buffer]) -> Result<Vec<VendorMem>, String> {
+fn set_launch_args(
+    vk: &mut VendorKernel,
+    slots: &[LaunchArg],
+    buffers: &[weft_vendors::Buffer],
+    vimages: &[(usize, super::image::VendorImage<'_>, [usize; 3], bool)],
+    device: usize,
+    dev: &weft_vendors::opencl::OpenClDevice,
+) -> Result<Vec<VendorMem>, String> {
     let mut subs = Vec::new();
     for (i, a) in slots.iter().enumerate() {
         let i = i as u32;
@@ -511,6 +684,17 @@ fn set_launch_args(vk: &mut VendorKernel, slots: &[LaunchArg], buffers: &[weft_v
                 subs.push(sub);
                 r
             }
+            LaunchArg::Image(j) => {
+                let img = vimages.iter().find(|v| v.0 == *j).map(|v| v.1.image).ok_or("an image argument without its vendor image")?;
+                // SAFETY: the vendor image lives with the Weft image, held by the launch.
+                unsafe { vk.set_arg_raw_mem(i, img) }
+            }
+            LaunchArg::Sampler(s) => {
+                let raw = s.vendor_sampler(device, dev)?;
+                vk.set_arg_bytes(i, &raw.to_ne_bytes())
+            }
+            // SAFETY: an SVM pointer of the device's context (checked at enqueue).
+            LaunchArg::Svm(p) => unsafe { vr::set_kernel_arg_svm_pointer(vk.as_raw(), i, *p as *const c_void) },
             // SAFETY: a null buffer argument is allowed by OpenCL.
             LaunchArg::Null => unsafe { vk.set_arg_raw_mem(i, std::ptr::null_mut()) },
             LaunchArg::Local(n) => vk.set_arg_local(i, *n),
@@ -527,4 +711,86 @@ pub unsafe extern "C" fn clEnqueueTask(q: Handle, kernel: Handle, n: cl_uint, li
     let one = [1usize];
     // SAFETY: forwarded contract.
     unsafe { clEnqueueNDRangeKernel(q, kernel, 1, std::ptr::null(), one.as_ptr(), one.as_ptr(), n, list, event) }
+}
+
+const CL_KERNEL_EXEC_INFO_SVM_PTRS: cl_uint = 0x11B6;
+const CL_KERNEL_EXEC_INFO_SVM_FINE_GRAIN_SYSTEM: cl_uint = 0x11B7;
+
+/// # Safety
+/// No pointer is dereferenced.
+pub unsafe extern "C" fn clSetKernelArgSVMPointer(kernel: Handle, index: cl_uint, value: *const c_void) -> cl_int {
+    ret_code(|| {
+        let k = icd::get::<Kernel>(kernel)?;
+        // CL_INVALID_ARG_INDEX if arg_index is not a valid argument index.
+        let kind = *k.kinds.get(index as usize).ok_or(CL_INVALID_ARG_INDEX)?;
+        // CL_INVALID_ARG_VALUE if arg_value specified is not a valid value: a pointer argument
+        // takes NULL or a pointer into an SVM allocation.
+        let p = value as usize;
+        if !matches!(kind, ArgKind::Buffer { .. } | ArgKind::Unknown) || (p != 0 && super::svm::allocation_of(p).is_none()) {
+            return Err(CL_INVALID_ARG_VALUE);
+        }
+        let arg = if p == 0 { KArg::Mem(None) } else { KArg::Svm(p) };
+        k.args.lock().unwrap_or_else(|e| e.into_inner())[index as usize] = Some(arg);
+        Ok(())
+    })
+}
+
+/// # Safety
+/// `value` readable for `size` bytes.
+pub unsafe extern "C" fn clSetKernelExecInfo(kernel: Handle, param: cl_uint, size: usize, value: *const c_void) -> cl_int {
+    ret_code(|| {
+        let k = icd::get::<Kernel>(kernel)?;
+        match param {
+            CL_KERNEL_EXEC_INFO_SVM_PTRS => {
+                // CL_INVALID_VALUE if param_value is NULL or param_value_size is not a multiple of
+                // the pointer size.
+                if !size.is_multiple_of(size_of::<usize>()) || (size > 0 && value.is_null()) {
+                    return Err(CL_INVALID_VALUE);
+                }
+                // SAFETY: the caller's contract: `size` readable bytes.
+                let ptrs = unsafe { slice(value.cast::<usize>(), size / size_of::<usize>()) }?.to_vec();
+                if ptrs.iter().any(|&p| super::svm::allocation_of(p).is_none()) {
+                    return Err(CL_INVALID_VALUE);
+                }
+                *k.svm_ptrs.lock().unwrap_or_else(|e| e.into_inner()) = ptrs;
+                Ok(())
+            }
+            CL_KERNEL_EXEC_INFO_SVM_FINE_GRAIN_SYSTEM => {
+                if size != size_of::<cl_bool>() || value.is_null() {
+                    return Err(CL_INVALID_VALUE);
+                }
+                // SAFETY: the caller's contract: a cl_bool.
+                let on = unsafe { value.cast::<cl_bool>().read_unaligned() } != 0;
+                // CL_INVALID_OPERATION if [...] CL_KERNEL_EXEC_INFO_SVM_FINE_GRAIN_SYSTEM is set to
+                // CL_TRUE and no devices in the context support fine-grain system SVM allocations.
+                if on { Err(CL_INVALID_OPERATION) } else { Ok(()) }
+            }
+            // CL_INVALID_VALUE if param_name is not valid.
+            _ => Err(CL_INVALID_VALUE),
+        }
+    })
+}
+
+/// A copy of a kernel with its arguments and exec info as they are now (OpenCL 2.1).
+///
+/// # Safety
+/// `errcode_ret` null or writable.
+pub unsafe extern "C" fn clCloneKernel(kernel: Handle, errcode_ret: *mut cl_int) -> Handle {
+    // SAFETY: the caller's contract.
+    unsafe {
+        ret_obj(errcode_ret, || {
+            let k = icd::get::<Kernel>(kernel)?;
+            let pools = (0..k.pools.len()).map(|_| Mutex::new(Vec::new())).collect();
+            k.program.kernels.fetch_add(1, Ordering::AcqRel);
+            let c = new_obj(Kernel {
+                program: k.program.clone(),
+                name: k.name.clone(),
+                kinds: k.kinds.clone(),
+                args: Mutex::new(k.args.lock().unwrap_or_else(|e| e.into_inner()).clone()),
+                pools,
+                svm_ptrs: Mutex::new(k.svm_ptrs.lock().unwrap_or_else(|e| e.into_inner()).clone()),
+            });
+            Ok(publish(&c))
+        })
+    }
 }

@@ -24,8 +24,8 @@ pub type MemNotify = unsafe extern "C" fn(Handle, *mut c_void);
 pub const HOME_ALIGN: usize = 128;
 
 /// Memory Weft allocated for a buffer's home.
-struct HostAlloc {
-    ptr: *mut u8,
+pub(super) struct HostAlloc {
+    pub(super) ptr: *mut u8,
     layout: Layout,
 }
 // SAFETY: a plain allocation, owned by one `Mem`; accessed through core's data handle.
@@ -34,7 +34,7 @@ unsafe impl Send for HostAlloc {}
 unsafe impl Sync for HostAlloc {}
 
 impl HostAlloc {
-    fn zeroed(size: usize) -> ClResult<HostAlloc> {
+    pub(super) fn zeroed(size: usize) -> ClResult<HostAlloc> {
         let layout = Layout::from_size_align(size, HOME_ALIGN).map_err(|_| CL_INVALID_BUFFER_SIZE)?;
         // SAFETY: `size > 0` (checked by the caller), so the layout is not zero-sized.
         let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
@@ -69,10 +69,45 @@ pub struct Mem {
     /// commands access the parent's data handle, at `offset`.
     pub parent: Option<Arc<Obj<Mem>>>,
     pub offset: usize,
+    /// For an image: its format, shape and home layout (see `image.rs`); `None` for buffers.
+    pub image: Option<super::image::ImageInfo>,
 }
 crate::cl_object!(Mem, CL_INVALID_MEM_OBJECT);
 
 impl Mem {
+    /// A new root memory object (buffer or image) over `base`, published.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn publish_new(
+        context: Arc<Obj<Context>>,
+        flags: cl_bitfield,
+        size: usize,
+        host_ptr: usize,
+        base: usize,
+        handle: DataHandle,
+        owned: Option<HostAlloc>,
+        image: Option<super::image::ImageInfo>,
+    ) -> Handle {
+        let m = new_obj(Mem {
+            context,
+            flags,
+            size,
+            host_ptr,
+            base,
+            handle: Some(handle),
+            owned,
+            map_count: AtomicU32::new(0),
+            maps: Mutex::new(Vec::new()),
+            destructors: Mutex::new(Vec::new()),
+            raw: Mutex::new(0),
+            parent: None,
+            offset: 0,
+            image,
+        });
+        let h = publish(&m);
+        *m.raw.lock().unwrap_or_else(|e| e.into_inner()) = h as usize;
+        h
+    }
+
     pub fn handle(&self) -> &DataHandle {
         match &self.parent {
             Some(p) => p.handle(),
@@ -97,6 +132,12 @@ impl Drop for Mem {
         let owned = self.owned.take();
         let destructors = std::mem::take(&mut *self.destructors.lock().unwrap_or_else(|e| e.into_inner()));
         let raw = *self.raw.lock().unwrap_or_else(|e| e.into_inner());
+        // A buffer over SVM memory: SVM commands wait for its data to be home (svm.rs).
+        let svm_release = if self.host_ptr != 0 && self.parent.is_none() {
+            super::svm::releasing(self.host_ptr, self.host_ptr + self.size)
+        } else {
+            None
+        };
         let finish = move || {
             if let Some(h) = handle
                 && let Err(e) = h.unregister()
@@ -104,6 +145,9 @@ impl Drop for Mem {
                 eprintln!("weft: releasing an OpenCL buffer: {e}");
             }
             drop(owned);
+            if let Some(l) = &svm_release {
+                super::svm::released(l);
+            }
             // Callbacks in reverse order of registration.
             for (f, user) in destructors.into_iter().rev() {
                 // SAFETY: the application registered `f` with `user` for this buffer.
@@ -174,23 +218,11 @@ fn create_buffer(context: Handle, flags: cl_bitfield, size: usize, host_ptr: *mu
     // invariant: `Mem::drop` unregisters before freeing; the application keeps a
     // USE_HOST_PTR region alive while the buffer lives, as OpenCL requires).
     let handle = unsafe { c.platform.rt.register_raw(base, shape, shape.packed()) }.map_err(|_| CL_OUT_OF_RESOURCES)?;
-    let m = new_obj(Mem {
-        context: c.clone(),
-        flags,
-        size,
-        host_ptr: if flags & CL_MEM_USE_HOST_PTR != 0 { host_ptr as usize } else { 0 },
-        base: base as usize,
-        handle: Some(handle),
-        owned,
-        map_count: AtomicU32::new(0),
-        maps: Mutex::new(Vec::new()),
-        destructors: Mutex::new(Vec::new()),
-        raw: Mutex::new(0),
-        parent: None,
-        offset: 0,
-    });
-    let h = publish(&m);
-    *m.raw.lock().unwrap_or_else(|e| e.into_inner()) = h as usize;
+    let host = if flags & CL_MEM_USE_HOST_PTR != 0 { host_ptr as usize } else { 0 };
+    let h = Mem::publish_new(c.clone(), flags, size, host, base as usize, handle, owned, None);
+    if host != 0 && super::svm::in_svm(host, host + size) {
+        super::svm::note_view(&icd::get::<Mem>(h)?, host, host + size);
+    }
     Ok(h)
 }
 
@@ -222,8 +254,8 @@ pub unsafe extern "C" fn clCreateSubBuffer(
     unsafe {
         ret_obj(errcode_ret, || {
             let parent = icd::get::<Mem>(buffer)?;
-            // CL_INVALID_MEM_OBJECT if buffer is [...] a sub-buffer object.
-            if parent.parent.is_some() {
+            // CL_INVALID_MEM_OBJECT if buffer is not a valid buffer object or is a sub-buffer object.
+            if parent.parent.is_some() || parent.image.is_some() {
                 return Err(CL_INVALID_MEM_OBJECT);
             }
             check_flags(flags)?;
@@ -279,6 +311,7 @@ pub unsafe extern "C" fn clCreateSubBuffer(
                 raw: Mutex::new(0),
                 parent: Some(parent.clone()),
                 offset: origin,
+                image: None,
             });
             let h = publish(&m);
             *m.raw.lock().unwrap_or_else(|e| e.into_inner()) = h as usize;
@@ -307,40 +340,13 @@ pub unsafe extern "C" fn clSetMemObjectDestructorCallback(mem: Handle, f: Option
     })
 }
 
-/// No image support: zero formats for any valid context.
-///
-/// # Safety
-/// `num_ret` null or writable.
-pub unsafe extern "C" fn clGetSupportedImageFormats(
-    context: Handle,
-    flags: cl_bitfield,
-    _image_type: cl_uint,
-    num_entries: cl_uint,
-    formats: *mut c_void,
-    num_ret: *mut cl_uint,
-) -> cl_int {
-    ret_code(|| {
-        icd::get::<Context>(context)?;
-        check_flags(flags)?;
-        // CL_INVALID_VALUE if [...] num_entries is 0 and image_formats is not NULL.
-        if num_entries == 0 && !formats.is_null() {
-            return Err(CL_INVALID_VALUE);
-        }
-        if !num_ret.is_null() {
-            // SAFETY: the caller's contract.
-            unsafe { num_ret.write_unaligned(0) };
-        }
-        Ok(())
-    })
-}
-
 /// # Safety
 /// `value` null or writable for `size` bytes; `size_ret` null or writable.
 pub unsafe extern "C" fn clGetMemObjectInfo(mem: Handle, param: cl_uint, size: usize, value: *mut c_void, size_ret: *mut usize) -> cl_int {
     ret_code(|| {
         let m = icd::get::<Mem>(mem)?;
         let bytes = match param {
-            CL_MEM_TYPE => info_val(CL_MEM_OBJECT_BUFFER),
+            CL_MEM_TYPE => info_val(m.image.as_ref().map_or(CL_MEM_OBJECT_BUFFER, |i| i.kind)),
             CL_MEM_FLAGS => info_val(m.flags),
             CL_MEM_SIZE => info_val(m.size),
             CL_MEM_HOST_PTR => info_val(m.host_ptr),
@@ -349,6 +355,10 @@ pub unsafe extern "C" fn clGetMemObjectInfo(mem: Handle, param: cl_uint, size: u
             CL_MEM_CONTEXT => info_ptr(icd::handle_of(&m.context)),
             CL_MEM_ASSOCIATED_MEMOBJECT => info_ptr(m.parent.as_ref().map_or(std::ptr::null(), |p| icd::handle_of(p).cast_const())),
             CL_MEM_OFFSET => info_val(m.offset),
+            // CL_MEM_USES_SVM_POINTER
+            0x1109 => info_val::<cl_bool>((m.host_ptr != 0 && super::svm::in_svm(m.host_ptr, m.host_ptr + m.size)) as cl_bool),
+            // CL_MEM_PROPERTIES: none were given.
+            0x110A => Vec::new(),
             _ => return Err(CL_INVALID_VALUE),
         };
         // SAFETY: the caller's contract.

@@ -15,12 +15,15 @@ pub mod cl;
 pub mod context;
 pub mod event;
 pub mod icd;
+pub mod image;
 pub mod kernel;
 pub mod memory;
 pub mod platform;
 pub mod program;
 pub mod queue;
+pub mod sampler;
 pub mod stubs;
+pub mod svm;
 
 use cl::*;
 use std::ffi::{CStr, c_char, c_void};

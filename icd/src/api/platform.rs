@@ -7,7 +7,10 @@
 //! Device queries of a real device are forwarded to its vendor, except those whose
 //! answer is Weft's (platform, version, partitioning, images, extensions that need entry
 //! points Weft lacks); the unified device answers as its first real device, with the
-//! machine's totals where they differ. Weft reports OpenCL 1.2.
+//! machine's totals where they differ. Weft reports OpenCL 3.0, where everything beyond 1.2
+//! is optional: it offers images and samplers, and SVM on the unified device and the first
+//! real device (svm.rs), not device-side enqueue, pipes, sub-groups or IL programs (their
+//! queries answer "none"); the OpenCL C version stays the vendor's.
 
 use super::cl::*;
 use super::icd::{Obj, new_obj};
@@ -17,8 +20,21 @@ use std::sync::{Arc, OnceLock};
 use weft_core::Runtime;
 use weft_vendors::opencl::OpenClDevice;
 
-pub const PLATFORM_VERSION: &str = "OpenCL 1.2 Weft 0.1.0";
+pub const PLATFORM_VERSION: &str = "OpenCL 3.0 Weft 0.1.0";
 pub const PLATFORM_EXTENSIONS: &str = "cl_khr_icd";
+
+/// `CL_MAKE_VERSION(3, 0, 0)`.
+const VERSION_3_0: u32 = 3 << 22;
+
+/// A `cl_name_version` entry (a version and a 64-byte name) as bytes.
+fn name_version(name: &str, version: u32) -> Vec<u8> {
+    let mut v = version.to_ne_bytes().to_vec();
+    let mut n = [0u8; 64];
+    let b = name.as_bytes();
+    n[..b.len().min(63)].copy_from_slice(&b[..b.len().min(63)]);
+    v.extend_from_slice(&n);
+    v
+}
 
 /// What a Weft device stands for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -165,6 +181,12 @@ pub unsafe extern "C" fn clGetPlatformInfo(
             CL_PLATFORM_VENDOR => info_str("The Weft developers"),
             CL_PLATFORM_EXTENSIONS => info_str(PLATFORM_EXTENSIONS),
             CL_PLATFORM_ICD_SUFFIX_KHR => info_str("Weft"),
+            // CL_PLATFORM_HOST_TIMER_RESOLUTION: no host timer.
+            0x0905 => info_val(0u64),
+            // CL_PLATFORM_NUMERIC_VERSION
+            0x0906 => info_val(VERSION_3_0),
+            // CL_PLATFORM_EXTENSIONS_WITH_VERSION
+            0x0907 => name_version(PLATFORM_EXTENSIONS, 1 << 22),
             _ => return Err(CL_INVALID_VALUE),
         };
         // SAFETY: the caller's contract.
@@ -239,7 +261,9 @@ pub unsafe extern "C" fn clGetDeviceIDs(
 /// objects Weft lacks.
 fn filter_extensions(ext: &str) -> String {
     const DROP: &[&str] = &[
-        "image",
+        "image2d_from_buffer",
+        "mipmap",
+        "msaa",
         "il_program",
         "spir",
         "subgroup",
@@ -266,7 +290,21 @@ fn filter_extensions(ext: &str) -> String {
     ext.split_whitespace().filter(|e| !DROP.iter().any(|d| e.contains(d))).collect::<Vec<_>>().join(" ")
 }
 
-fn forward(dev: &OpenClDevice, param: cl_uint) -> ClResult<Vec<u8>> {
+/// The extensions every one of `reals` reports that Weft passes on.
+fn common_extensions(p: &Platform, reals: &[usize]) -> ClResult<Vec<String>> {
+    let mut common: Option<Vec<String>> = None;
+    for &i in reals {
+        let e = weft_vendors::opencl::result::bytes_to_string(forward(&p.real[i].1, CL_DEVICE_EXTENSIONS)?);
+        let mine: Vec<String> = filter_extensions(&e).split_whitespace().map(str::to_owned).collect();
+        common = Some(match common {
+            None => mine,
+            Some(c) => c.into_iter().filter(|x| mine.contains(x)).collect(),
+        });
+    }
+    Ok(common.unwrap_or_default())
+}
+
+pub(super) fn forward(dev: &OpenClDevice, param: cl_uint) -> ClResult<Vec<u8>> {
     // SAFETY: the vendor device is live while its driver exists (for the process).
     unsafe { weft_vendors::opencl::result::get_device_info(dev.id().as_raw(), param) }.map_err(|e| e.0)
 }
@@ -291,25 +329,31 @@ fn device_info(p: &Platform, h: Handle, kind: DeviceKind, param: cl_uint) -> ClR
         Ok(info_val(m))
     };
     let _ = h;
+    let images = super::image::all_support_images(p, &reals);
+    let min_usize = |param: cl_uint| -> ClResult<Vec<u8>> {
+        let mut m = usize::MAX;
+        for &i in &reals {
+            let b = forward(&p.real[i].1, param)?;
+            m = m.min(usize::from_ne_bytes(b.get(..8).and_then(|s| s.try_into().ok()).ok_or(CL_OUT_OF_RESOURCES)?));
+        }
+        Ok(info_val(m))
+    };
+    let min_u32 = |param: cl_uint| -> ClResult<Vec<u8>> {
+        let mut m = u32::MAX;
+        for &i in &reals {
+            let b = forward(&p.real[i].1, param)?;
+            m = m.min(u32::from_ne_bytes(b.get(..4).and_then(|s| s.try_into().ok()).ok_or(CL_OUT_OF_RESOURCES)?));
+        }
+        Ok(info_val(m))
+    };
     Ok(match param {
         CL_DEVICE_TYPE => info_val(device_type(p, kind)),
         CL_DEVICE_PLATFORM => info_ptr(super::icd::handle_of(platform()?)),
-        CL_DEVICE_VERSION => info_str("OpenCL 1.2 Weft"),
+        CL_DEVICE_VERSION => info_str("OpenCL 3.0 Weft"),
         CL_DEVICE_OPENCL_C_VERSION => info_str("OpenCL C 1.2 "),
         CL_DRIVER_VERSION => info_str(env!("CARGO_PKG_VERSION")),
         CL_DEVICE_PROFILE => info_str("FULL_PROFILE"),
-        CL_DEVICE_EXTENSIONS => {
-            let mut common: Option<Vec<String>> = None;
-            for &i in &reals {
-                let e = weft_vendors::opencl::result::bytes_to_string(forward(&p.real[i].1, CL_DEVICE_EXTENSIONS)?);
-                let mine: Vec<String> = filter_extensions(&e).split_whitespace().map(str::to_owned).collect();
-                common = Some(match common {
-                    None => mine,
-                    Some(c) => c.into_iter().filter(|x| mine.contains(x)).collect(),
-                });
-            }
-            info_str(&common.unwrap_or_default().join(" "))
-        }
+        CL_DEVICE_EXTENSIONS => info_str(&common_extensions(p, &reals)?.join(" ")),
         CL_DEVICE_NAME => match kind {
             DeviceKind::Unified => info_str(&format!("Weft (all {} devices)", reals.len())),
             DeviceKind::Real(i) => {
@@ -317,7 +361,7 @@ fn device_info(p: &Platform, h: Handle, kind: DeviceKind, param: cl_uint) -> ClR
                 info_str(&format!("{n} (via Weft, device {})", i + 1))
             }
         },
-        CL_DEVICE_IMAGE_SUPPORT => info_val::<cl_bool>(CL_FALSE),
+        CL_DEVICE_IMAGE_SUPPORT => info_val::<cl_bool>(if images { CL_TRUE } else { CL_FALSE }),
         CL_DEVICE_QUEUE_PROPERTIES => info_val(CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE | CL_QUEUE_PROFILING_ENABLE),
         CL_DEVICE_BUILT_IN_KERNELS => info_str(""),
         CL_DEVICE_LINKER_AVAILABLE => info_val::<cl_bool>(CL_TRUE),
@@ -332,11 +376,41 @@ fn device_info(p: &Platform, h: Handle, kind: DeviceKind, param: cl_uint) -> ClR
         CL_DEVICE_PREFERRED_INTEROP_USER_SYNC => info_val::<cl_bool>(CL_TRUE),
         CL_DEVICE_MAX_COMPUTE_UNITS if kind == DeviceKind::Unified => sum(param)?,
         CL_DEVICE_GLOBAL_MEM_SIZE | CL_DEVICE_MAX_MEM_ALLOC_SIZE if kind == DeviceKind::Unified => min_u64(param)?,
-        // 2.0 and later queries: a 1.2 device has no answer.
-        0x104A..=0x1070 => return Err(CL_INVALID_VALUE),
-        // Image limits: no image support.
-        0x1011..=0x1015 | 0x1040 | 0x1041 => info_val(0usize),
-        0x1018 | 0x100E | 0x100F => info_val(0u32),
+        // 2.0 and later queries (OpenCL 3.0: each feature optional). Images from buffers:
+        // none (pitch and base address alignment 0).
+        0x104A | 0x104B => info_val(0u32),
+        0x104C if images => min_u32(param)?,
+        0x104C => info_val(0u32),
+        CL_DEVICE_SVM_CAPABILITIES => info_val(super::svm::device_caps(p, kind)),
+        // No device-side enqueue or pipes.
+        0x104E | 0x1070 => info_val(0u64),
+        0x104F..=0x1052 | 0x1055..=0x1057 => info_val(0u32),
+        0x1071 => info_val::<cl_bool>(CL_FALSE),
+        // No IL programs, no sub-groups.
+        0x105B => info_str(""),
+        0x105C => info_val(0u32),
+        0x105D => info_val::<cl_bool>(CL_FALSE),
+        0x1061 | 0x1062 => Vec::new(),
+        // CL_DEVICE_NUMERIC_VERSION
+        0x105E => info_val(VERSION_3_0),
+        // CL_DEVICE_EXTENSIONS_WITH_VERSION: the vendor's entries for the extensions Weft reports.
+        0x1060 => {
+            let names = common_extensions(p, &reals)?;
+            let all = forward(first, param).unwrap_or_default();
+            let mut out = Vec::new();
+            for e in all.chunks_exact(68) {
+                let name = weft_vendors::opencl::result::bytes_to_string(e[4..].to_vec());
+                if names.contains(&name) {
+                    out.extend_from_slice(e);
+                }
+            }
+            out
+        }
+        // Image limits: the smallest over the devices (0 without image support).
+        0x1011..=0x1015 | 0x1040 | 0x1041 if !images => info_val(0usize),
+        0x1018 | 0x100E | 0x100F if !images => info_val(0u32),
+        0x1011..=0x1015 | 0x1040 | 0x1041 => min_usize(param)?,
+        0x1018 | 0x100E | 0x100F => min_u32(param)?,
         _ => forward(first, param)?,
     })
 }
@@ -415,7 +489,9 @@ mod tests {
     #[test]
     fn only_language_extensions_are_passed_on() {
         let pocl = "cl_khr_byte_addressable_store cl_khr_fp64 cl_khr_3d_image_writes cl_khr_il_program cl_khr_spir \
-                    cl_khr_subgroups cl_pocl_content_size cl_khr_command_buffer cl_khr_int64_base_atomics";
-        assert_eq!(filter_extensions(pocl), "cl_khr_byte_addressable_store cl_khr_fp64 cl_khr_int64_base_atomics");
+                    cl_khr_subgroups cl_pocl_content_size cl_khr_command_buffer cl_khr_int64_base_atomics \
+                    cl_khr_image2d_from_buffer cl_khr_mipmap_image";
+        // Images are Weft's (3-D image writes included); images from buffers and mipmaps are not.
+        assert_eq!(filter_extensions(pocl), "cl_khr_byte_addressable_store cl_khr_fp64 cl_khr_3d_image_writes cl_khr_int64_base_atomics");
     }
 }

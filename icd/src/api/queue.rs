@@ -212,13 +212,13 @@ pub extern "C" fn clFinish(q: Handle) -> cl_int {
 }
 
 /// A command's queue and wait list.
-type Prologue = (Arc<Obj<Queue>>, Vec<Arc<Obj<Event>>>);
+pub(super) type Prologue = (Arc<Obj<Queue>>, Vec<Arc<Obj<Event>>>);
 
 /// The common prologue of an enqueue: queue, wait list.
 ///
 /// # Safety
 /// `list` null or readable for `n` handles.
-unsafe fn prologue(q: Handle, n: cl_uint, list: *const Handle) -> ClResult<Prologue> {
+pub(super) unsafe fn prologue(q: Handle, n: cl_uint, list: *const Handle) -> ClResult<Prologue> {
     let qq = icd::get::<Queue>(q)?;
     // SAFETY: forwarded contract.
     let waits = unsafe { wait_list(n, list, Some(&qq.context)) }?;
@@ -226,7 +226,17 @@ unsafe fn prologue(q: Handle, n: cl_uint, list: *const Handle) -> ClResult<Prolo
 }
 
 /// A buffer argument of a command on `q`: live, and of `q`'s context.
-fn buffer_of(q: &Queue, m: Handle) -> ClResult<Arc<Obj<Mem>>> {
+pub(super) fn buffer_of(q: &Queue, m: Handle) -> ClResult<Arc<Obj<Mem>>> {
+    let mm = mem_of(q, m)?;
+    // CL_INVALID_MEM_OBJECT if buffer is not a valid buffer object.
+    if mm.image.is_some() {
+        return Err(CL_INVALID_MEM_OBJECT);
+    }
+    Ok(mm)
+}
+
+/// A memory object (buffer or image) of a command on `q`: live, and of `q`'s context.
+pub(super) fn mem_of(q: &Queue, m: Handle) -> ClResult<Arc<Obj<Mem>>> {
     let mm = icd::get::<Mem>(m)?;
     // CL_INVALID_CONTEXT if the context associated with command_queue and buffer are not the same.
     if !Arc::ptr_eq(&mm.context, &q.context) {
@@ -236,7 +246,7 @@ fn buffer_of(q: &Queue, m: Handle) -> ClResult<Arc<Obj<Mem>>> {
 }
 
 /// `offset..offset+size` within a buffer of `len` bytes.
-fn check_range(offset: usize, size: usize, len: usize) -> ClResult<()> {
+pub(super) fn check_range(offset: usize, size: usize, len: usize) -> ClResult<()> {
     // CL_INVALID_VALUE if the region being read or written specified by (offset, size) is out
     // of bounds or if ptr is a NULL value.
     match offset.checked_add(size) {
@@ -258,7 +268,7 @@ fn device_holding(q: &Queue, m: &Mem) -> Option<usize> {
 }
 
 /// A host-side command: `f` gets the host addresses of the task's buffers (in access order).
-fn host_codelet(name: &str, state: &Arc<EventState>, f: impl Fn(&[usize]) + Send + Sync + 'static) -> Arc<Codelet> {
+pub(super) fn host_codelet(name: &str, state: &Arc<EventState>, f: impl Fn(&[usize]) + Send + Sync + 'static) -> Arc<Codelet> {
     let st = state.clone();
     Codelet::builder(name)
         .cpu(move |ctx: &TaskContext<'_>| {
@@ -274,7 +284,7 @@ fn host_codelet(name: &str, state: &Arc<EventState>, f: impl Fn(&[usize]) + Send
 ///
 /// # Safety
 /// `event` null or writable.
-unsafe fn finish_command(
+pub(super) unsafe fn finish_command(
     q: &Arc<Obj<Queue>>,
     waits: &[Arc<Obj<Event>>],
     command: cl_uint,
@@ -479,19 +489,19 @@ pub unsafe extern "C" fn clEnqueueFillBuffer(
 
 /// A rectangle of a rect command, in bytes.
 #[derive(Clone, Copy)]
-struct Rect {
-    origin: [usize; 3],
-    row: usize,
-    slice: usize,
+pub(super) struct Rect {
+    pub(super) origin: [usize; 3],
+    pub(super) row: usize,
+    pub(super) slice: usize,
 }
 
 impl Rect {
-    fn offset(&self) -> Option<usize> {
+    pub(super) fn offset(&self) -> Option<usize> {
         self.origin[2].checked_mul(self.slice)?.checked_add(self.origin[1].checked_mul(self.row)?)?.checked_add(self.origin[0])
     }
 
     /// One past the last byte the region touches.
-    fn end(&self, region: [usize; 3]) -> Option<usize> {
+    pub(super) fn end(&self, region: [usize; 3]) -> Option<usize> {
         self.offset()?
             .checked_add((region[2] - 1).checked_mul(self.slice)?)?
             .checked_add((region[1] - 1).checked_mul(self.row)?)?
@@ -536,7 +546,7 @@ unsafe fn region(region: *const usize) -> ClResult<[usize; 3]> {
 ///
 /// # Safety
 /// Both rectangles lie within their areas.
-unsafe fn copy_rect(src: usize, s: Rect, dst: usize, d: Rect, region: [usize; 3]) {
+pub(super) unsafe fn copy_rect(src: usize, s: Rect, dst: usize, d: Rect, region: [usize; 3]) {
     let (so, do_) = (s.offset().unwrap_or(0), d.offset().unwrap_or(0));
     for z in 0..region[2] {
         for y in 0..region[1] {
@@ -792,7 +802,7 @@ pub unsafe extern "C" fn clEnqueueUnmapMemObject(
     ret_code(|| {
         // SAFETY: the caller's contract.
         let (qq, waits) = unsafe { prologue(q, n, list) }?;
-        let m = buffer_of(&qq, memobj)?;
+        let m = mem_of(&qq, memobj)?;
         {
             let mut maps = m.maps.lock().unwrap_or_else(|e| e.into_inner());
             // CL_INVALID_VALUE if mapped_ptr is not a valid pointer returned by clEnqueueMapBuffer
@@ -889,7 +899,7 @@ pub unsafe extern "C" fn clEnqueueMigrateMemObjects(
         }
         // SAFETY: the caller's contract.
         for &m in unsafe { slice(mems, num as usize) }? {
-            buffer_of(&qq, m)?;
+            mem_of(&qq, m)?;
         }
         // SAFETY: the caller's contract.
         unsafe { sync_point(q, n, list, event, CL_COMMAND_MIGRATE_MEM_OBJECTS, false) }

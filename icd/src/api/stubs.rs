@@ -1,5 +1,5 @@
 //! Entry points Weft does not implement: each returns the error the specification gives
-//! for a platform without the feature (no images, samplers, GL/D3D/EGL sharing, SVM,
+//! for a platform without the feature (no GL/D3D/EGL sharing,
 //! pipes, IL programs, sub-devices, native kernels), so that a program calling one gets
 //! a code, never a crash. Listed in README.md ("OpenCL ICD", coverage table).
 //!
@@ -43,18 +43,8 @@ type U = usize;
 stub_code! {
     clUnsupported() => CL_INVALID_OPERATION;
     clSetCommandQueueProperty(U, U, U, U) => CL_INVALID_OPERATION;
-    clGetImageInfo(U, U, U, U, U) => CL_INVALID_MEM_OBJECT;
-    clRetainSampler(U) => CL_INVALID_SAMPLER;
-    clReleaseSampler(U) => CL_INVALID_SAMPLER;
-    clGetSamplerInfo(U, U, U, U, U) => CL_INVALID_SAMPLER;
     clUnloadCompiler() => CL_SUCCESS;
     clUnloadPlatformCompiler(U) => CL_SUCCESS;
-    clEnqueueReadImage(U, U, U, U, U, U, U, U, U, U, U) => CL_INVALID_MEM_OBJECT;
-    clEnqueueWriteImage(U, U, U, U, U, U, U, U, U, U, U) => CL_INVALID_MEM_OBJECT;
-    clEnqueueCopyImage(U, U, U, U, U, U, U, U, U) => CL_INVALID_MEM_OBJECT;
-    clEnqueueCopyImageToBuffer(U, U, U, U, U, U, U, U, U) => CL_INVALID_MEM_OBJECT;
-    clEnqueueCopyBufferToImage(U, U, U, U, U, U, U, U, U) => CL_INVALID_MEM_OBJECT;
-    clEnqueueFillImage(U, U, U, U, U, U, U, U) => CL_INVALID_MEM_OBJECT;
     clEnqueueNativeKernel(U, U, U, U, U, U, U, U, U, U) => CL_INVALID_OPERATION;
     clGetGLObjectInfo(U, U, U) => CL_INVALID_MEM_OBJECT;
     clGetGLTextureInfo(U, U, U, U, U) => CL_INVALID_MEM_OBJECT;
@@ -75,14 +65,6 @@ stub_code! {
     clEnqueueAcquireEGLObjectsKHR(U, U, U, U, U, U) => CL_INVALID_OPERATION;
     clEnqueueReleaseEGLObjectsKHR(U, U, U, U, U, U) => CL_INVALID_OPERATION;
     clGetPipeInfo(U, U, U, U, U) => CL_INVALID_MEM_OBJECT;
-    clEnqueueSVMFree(U, U, U, U, U, U, U, U) => CL_INVALID_OPERATION;
-    clEnqueueSVMMemcpy(U, U, U, U, U, U, U, U) => CL_INVALID_OPERATION;
-    clEnqueueSVMMemFill(U, U, U, U, U, U, U, U) => CL_INVALID_OPERATION;
-    clEnqueueSVMMap(U, U, U, U, U, U, U, U) => CL_INVALID_OPERATION;
-    clEnqueueSVMUnmap(U, U, U, U, U) => CL_INVALID_OPERATION;
-    clEnqueueSVMMigrateMem(U, U, U, U, U, U, U, U) => CL_INVALID_OPERATION;
-    clSetKernelArgSVMPointer(U, U, U) => CL_INVALID_OPERATION;
-    clSetKernelExecInfo(U, U, U, U) => CL_INVALID_OPERATION;
     clGetKernelSubGroupInfoKHR(U, U, U, U, U, U, U, U) => CL_INVALID_OPERATION;
     clGetKernelSubGroupInfo(U, U, U, U, U, U, U, U) => CL_INVALID_OPERATION;
     clGetDeviceAndHostTimer(U, U, U) => CL_INVALID_OPERATION;
@@ -94,13 +76,6 @@ stub_code! {
 }
 
 stub_obj! {
-    clCreateImage2D(U, U, U, U, U, U, U) => CL_INVALID_OPERATION;
-    clCreateImage3D(U, U, U, U, U, U, U, U, U) => CL_INVALID_OPERATION;
-    clCreateImage(U, U, U, U, U) => CL_INVALID_OPERATION;
-    clCreateImageWithProperties(U, U, U, U, U, U) => CL_INVALID_OPERATION;
-    clCreateSampler(U, U, U, U) => CL_INVALID_OPERATION;
-    clCreateSamplerWithProperties(U, U) => CL_INVALID_OPERATION;
-    clEnqueueMapImage(U, U, U, U, U, U, U, U, U, U, U) => CL_INVALID_MEM_OBJECT;
     clCreateFromGLBuffer(U, U, U) => CL_INVALID_CONTEXT;
     clCreateFromGLTexture2D(U, U, U, U, U) => CL_INVALID_CONTEXT;
     clCreateFromGLTexture3D(U, U, U, U, U) => CL_INVALID_CONTEXT;
@@ -119,16 +94,7 @@ stub_obj! {
     clCreateProgramWithBuiltInKernels(U, U, U, U) => CL_INVALID_VALUE;
     clCreateProgramWithIL(U, U, U) => CL_INVALID_OPERATION;
     clCreatePipe(U, U, U, U, U) => CL_INVALID_OPERATION;
-    clCloneKernel(U) => CL_INVALID_OPERATION;
 }
-
-/// `clSVMAlloc`: no SVM; null, as for any failed allocation.
-pub extern "C" fn clSVMAlloc(_: U, _: U, _: U, _: U) -> *mut c_void {
-    null_mut()
-}
-
-/// `clSVMFree`: nothing was allocated.
-pub extern "C" fn clSVMFree(_: U, _: U) {}
 
 /// `clCreateBufferWithProperties`: no properties are supported; with none, `clCreateBuffer`.
 ///

@@ -63,7 +63,7 @@ pub mod sys;
 pub use device::OpenClDevice;
 pub use program::{CacheStats, ProgramCache};
 pub use result::ClError;
-pub use safe::{Context, DeviceId, Event, Kernel, Mem, Platform, Program, Queue};
+pub use safe::{Context, DeviceId, Event, Kernel, Mem, Platform, Program, Queue, Sampler};
 
 /// Errors of the OpenCL backend's own API (the `Device` trait reports
 /// [`DeviceError`](crate::DeviceError) instead).

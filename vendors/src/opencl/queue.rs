@@ -230,4 +230,20 @@ impl OpenClDevice {
         // SAFETY: queue and kernel are live; the caller keeps the arguments alive.
         self.submit(&self.queue, "clEnqueueNDRangeKernel", [|| unsafe { r::enqueue_nd_range_kernel_at(q, k, offset, global, local) }])
     }
+
+    /// Submit raw commands to the kernel queue, in order (each gets the raw queue and
+    /// returns its event), and return one completion for all of them: what a launch that
+    /// surrounds its kernel with copies (images) needs.
+    ///
+    /// # Safety
+    /// Each command meets its call's contract on this device's queue; every object the
+    /// commands use stays alive and is used by no one else until the completion fires.
+    pub unsafe fn enqueue_raw(
+        &self,
+        call: &'static str,
+        commands: Vec<Box<dyn FnOnce(cl_command_queue) -> ClResult<cl_event> + '_>>,
+    ) -> Result<Completion, DeviceError> {
+        let q = self.queue.as_raw();
+        self.submit(&self.queue, call, commands.into_iter().map(|c| move || c(q)))
+    }
 }

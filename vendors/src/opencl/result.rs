@@ -65,6 +65,7 @@ objects! {
     _cl_program => CL_INVALID_PROGRAM,
     _cl_kernel => CL_INVALID_KERNEL,
     _cl_event => CL_INVALID_EVENT,
+    _cl_sampler => CL_INVALID_SAMPLER,
 }
 
 /// The dispatch table of `obj`.
@@ -295,7 +296,112 @@ pub unsafe fn release_mem_object(m: cl_mem) -> ClResult<()> {
     check(cl_call!(m => clReleaseMemObject(m)))
 }
 
+/// An image of `c` (no host pointer: Weft fills it by copies).
+///
+/// # Safety
+/// See the module doc.
+pub unsafe fn create_image(c: cl_context, flags: cl_mem_flags, format: &cl_image_format, desc: &cl_image_desc) -> ClResult<cl_mem> {
+    let mut err = CL_SUCCESS;
+    let m = cl_call!(c => clCreateImage(c, flags, format, desc, null_mut(), &mut err));
+    check_obj(m, err)
+}
+
+/// The image formats `c` supports for `flags` and `image_type`.
+///
+/// # Safety
+/// See the module doc.
+pub unsafe fn get_supported_image_formats(c: cl_context, flags: cl_mem_flags, image_type: cl_uint) -> ClResult<Vec<cl_image_format>> {
+    let mut n: cl_uint = 0;
+    check(cl_call!(c => clGetSupportedImageFormats(c, flags, image_type, 0, null_mut(), &mut n)))?;
+    let mut v = vec![cl_image_format::default(); n as usize];
+    if n > 0 {
+        check(cl_call!(c => clGetSupportedImageFormats(c, flags, image_type, n, v.as_mut_ptr(), null_mut())))?;
+    }
+    Ok(v)
+}
+
+/// # Safety
+/// See the module doc.
+pub unsafe fn create_sampler(c: cl_context, normalized: bool, addressing: cl_uint, filter: cl_uint) -> ClResult<cl_sampler> {
+    let mut err = CL_SUCCESS;
+    let s = cl_call!(c => clCreateSampler(c, normalized as cl_bool, addressing, filter, &mut err));
+    check_obj(s, err)
+}
+
+/// # Safety
+/// See the module doc.
+pub unsafe fn retain_sampler(s: cl_sampler) -> ClResult<()> {
+    check(cl_call!(s => clRetainSampler(s)))
+}
+
+/// # Safety
+/// See the module doc; gives up one reference.
+pub unsafe fn release_sampler(s: cl_sampler) -> ClResult<()> {
+    check(cl_call!(s => clReleaseSampler(s)))
+}
+
+/// Shared virtual memory of `c` (null when the vendor refuses).
+///
+/// # Safety
+/// See the module doc.
+pub unsafe fn svm_alloc(c: cl_context, flags: cl_bitfield, size: usize, alignment: cl_uint) -> ClResult<*mut c_void> {
+    Ok(cl_call!(c => clSVMAlloc(c, flags, size, alignment)))
+}
+
+/// # Safety
+/// See the module doc; `p` came from [`svm_alloc`] on `c` and nothing uses it any more.
+pub unsafe fn svm_free(c: cl_context, p: *mut c_void) -> ClResult<()> {
+    cl_call!(c => clSVMFree(c, p));
+    Ok(())
+}
+
+/// # Safety
+/// See the module doc; `p` is null or within an SVM allocation of the kernel's context.
+pub unsafe fn set_kernel_arg_svm_pointer(k: cl_kernel, index: cl_uint, p: *const c_void) -> ClResult<()> {
+    check(cl_call!(k => clSetKernelArgSVMPointer(k, index, p)))
+}
+
+/// # Safety
+/// See the module doc; `value` readable for `size` bytes, as `param` requires.
+pub unsafe fn set_kernel_exec_info(k: cl_kernel, param: cl_uint, size: usize, value: *const c_void) -> ClResult<()> {
+    check(cl_call!(k => clSetKernelExecInfo(k, param, size, value)))
+}
+
 // ---- enqueued commands (all non-blocking; each returns its event) ----
+
+/// Copy `region` (pixels) of buffer `src` from `offset` (tightly packed) into image `dst`.
+///
+/// # Safety
+/// See the module doc.
+pub unsafe fn enqueue_copy_buffer_to_image(
+    q: cl_command_queue,
+    src: cl_mem,
+    dst: cl_mem,
+    offset: usize,
+    region: &[usize; 3],
+) -> ClResult<cl_event> {
+    let origin = [0usize; 3];
+    let mut ev = null_mut();
+    check(cl_call!(q => clEnqueueCopyBufferToImage(q, src, dst, offset, origin.as_ptr(), region.as_ptr(), 0, null(), &mut ev)))?;
+    check_obj(ev, CL_SUCCESS)
+}
+
+/// Copy `region` (pixels) of image `src` into buffer `dst` at `offset` (tightly packed).
+///
+/// # Safety
+/// See the module doc.
+pub unsafe fn enqueue_copy_image_to_buffer(
+    q: cl_command_queue,
+    src: cl_mem,
+    dst: cl_mem,
+    region: &[usize; 3],
+    offset: usize,
+) -> ClResult<cl_event> {
+    let origin = [0usize; 3];
+    let mut ev = null_mut();
+    check(cl_call!(q => clEnqueueCopyImageToBuffer(q, src, dst, origin.as_ptr(), region.as_ptr(), offset, 0, null(), &mut ev)))?;
+    check_obj(ev, CL_SUCCESS)
+}
 
 /// # Safety
 /// See the module doc; `ptr` is writable for `size` bytes until the event completes.

@@ -108,11 +108,15 @@ owned!(
     Kernel(cl_kernel), r::retain_kernel, r::release_kernel
 );
 owned!(
+    /// `cl_sampler`.
+    Sampler(cl_sampler), r::retain_sampler, r::release_sampler, clone
+);
+owned!(
     /// `cl_event`.
     Event(cl_event), r::retain_event, r::release_event, clone
 );
 
-send_sync!(Platform, DeviceId, Context, Queue, Mem, Program, Event);
+send_sync!(Platform, DeviceId, Context, Queue, Mem, Program, Sampler, Event);
 // SAFETY: a kernel may move between threads; `&mut self` on argument setters keeps two
 // threads from setting arguments of one kernel at once, and it is not `Sync`.
 unsafe impl Send for Kernel {}

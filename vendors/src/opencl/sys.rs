@@ -48,6 +48,31 @@ opaque! {
     _cl_program => cl_program,
     _cl_kernel => cl_kernel,
     _cl_event => cl_event,
+    _cl_sampler => cl_sampler,
+}
+
+/// `cl_image_format`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct cl_image_format {
+    pub image_channel_order: cl_uint,
+    pub image_channel_data_type: cl_uint,
+}
+
+/// `cl_image_desc` (OpenCL 1.2; `mem_object` is `buffer` in older headers).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct cl_image_desc {
+    pub image_type: cl_uint,
+    pub image_width: usize,
+    pub image_height: usize,
+    pub image_depth: usize,
+    pub image_array_size: usize,
+    pub image_row_pitch: usize,
+    pub image_slice_pitch: usize,
+    pub num_mip_levels: cl_uint,
+    pub num_samples: cl_uint,
+    pub mem_object: cl_mem,
 }
 
 pub type ContextNotify = unsafe extern "C" fn(errinfo: *const c_char, private_info: *const c_void, cb: usize, user_data: *mut c_void);
@@ -110,12 +135,12 @@ dispatch_table! {
     clCreateImage3D: [];
     clRetainMemObject: [fn(cl_mem) -> cl_int];
     clReleaseMemObject: [fn(cl_mem) -> cl_int];
-    clGetSupportedImageFormats: [];
+    clGetSupportedImageFormats: [fn(cl_context, cl_mem_flags, cl_uint, cl_uint, *mut cl_image_format, *mut cl_uint) -> cl_int];
     clGetMemObjectInfo: [];
     clGetImageInfo: [];
-    clCreateSampler: [];
-    clRetainSampler: [];
-    clReleaseSampler: [];
+    clCreateSampler: [fn(cl_context, cl_bool, cl_uint, cl_uint, *mut cl_int) -> cl_sampler];
+    clRetainSampler: [fn(cl_sampler) -> cl_int];
+    clReleaseSampler: [fn(cl_sampler) -> cl_int];
     clGetSamplerInfo: [];
     clCreateProgramWithSource: [fn(cl_context, cl_uint, *const *const c_char, *const usize, *mut cl_int) -> cl_program];
     clCreateProgramWithBinary: [fn(cl_context, cl_uint, *const cl_device_id, *const usize, *const *const u8, *mut cl_int, *mut cl_int) -> cl_program];
@@ -145,8 +170,8 @@ dispatch_table! {
     clEnqueueReadImage: [];
     clEnqueueWriteImage: [];
     clEnqueueCopyImage: [];
-    clEnqueueCopyImageToBuffer: [];
-    clEnqueueCopyBufferToImage: [];
+    clEnqueueCopyImageToBuffer: [fn(cl_command_queue, cl_mem, cl_mem, *const usize, *const usize, usize, cl_uint, *const cl_event, *mut cl_event) -> cl_int];
+    clEnqueueCopyBufferToImage: [fn(cl_command_queue, cl_mem, cl_mem, usize, *const usize, *const usize, cl_uint, *const cl_event, *mut cl_event) -> cl_int];
     clEnqueueMapBuffer: [];
     clEnqueueMapImage: [];
     clEnqueueUnmapMemObject: [];
@@ -187,7 +212,7 @@ dispatch_table! {
     clCreateSubDevices: [];
     clRetainDevice: [];
     clReleaseDevice: [];
-    clCreateImage: [];
+    clCreateImage: [fn(cl_context, cl_mem_flags, *const cl_image_format, *const cl_image_desc, *mut c_void, *mut cl_int) -> cl_mem];
     clCreateProgramWithBuiltInKernels: [];
     clCompileProgram: [];
     clLinkProgram: [];
@@ -217,16 +242,16 @@ dispatch_table! {
     clCreateCommandQueueWithProperties: [];
     clCreatePipe: [];
     clGetPipeInfo: [];
-    clSVMAlloc: [];
-    clSVMFree: [];
+    clSVMAlloc: [fn(cl_context, cl_bitfield, usize, cl_uint) -> *mut c_void];
+    clSVMFree: [fn(cl_context, *mut c_void) -> ()];
     clEnqueueSVMFree: [];
     clEnqueueSVMMemcpy: [];
     clEnqueueSVMMemFill: [];
     clEnqueueSVMMap: [];
     clEnqueueSVMUnmap: [];
     clCreateSamplerWithProperties: [];
-    clSetKernelArgSVMPointer: [];
-    clSetKernelExecInfo: [];
+    clSetKernelArgSVMPointer: [fn(cl_kernel, cl_uint, *const c_void) -> cl_int];
+    clSetKernelExecInfo: [fn(cl_kernel, cl_uint, usize, *const c_void) -> cl_int];
     clGetKernelSubGroupInfoKHR: [];
     clCloneKernel: [];
     clCreateProgramWithIL: [];

@@ -1,0 +1,476 @@
+//! Shared virtual memory (OpenCL 2.0 coarse- and fine-grained buffer SVM).
+//!
+//! **Owns**: `clSVMAlloc`/`clSVMFree`, the `clEnqueueSVM*` commands, the table of live
+//! allocations, and the ordering between SVM commands and the release of buffers that
+//! use SVM memory as their host pointer.
+//! **Does not own**: SVM kernel arguments (`kernel.rs` sets them and pins the kernel).
+//!
+//! Design: an SVM pointer is valid only in the context that allocated it, and Weft has one
+//! vendor context per real device, so every SVM allocation is made in the context of the
+//! **first real device** (the "SVM device"), always fine-grained when that device offers
+//! it (a superset of coarse-grained behaviour: the host may touch the memory at any
+//! synchronisation point, so map and unmap are ordering points only). SVM is reported on
+//! the SVM device and on the unified device (not on the other real devices); a kernel
+//! taking an SVM pointer runs on the SVM device. SVM data is not a core data handle: it
+//! is not moved between devices, and commands on it (memcpy, fill, map, free) are host
+//! tasks ordered by their queue and wait lists like any command.
+//!
+//! pyopencl wraps SVM memory in `CL_MEM_USE_HOST_PTR` buffers: such a buffer's newest data
+//! may sit on a device until the buffer is released, and the release writes it home on a
+//! thread of its own (`memory.rs`). So a buffer whose host memory lies in an SVM
+//! allocation registers its release here ([`releasing`]), and the next SVM command
+//! touching that memory first waits for the write-back (a gate task before it); while
+//! the buffer lives, host-side SVM commands access its data handle, so core brings its
+//! data home first.
+
+use super::cl::*;
+use super::context::Context;
+use super::event::{Event, EventState, hand_out};
+use super::icd::{self, Obj};
+use super::memory::Mem;
+use super::platform::DeviceKind;
+use super::queue::{Queue, finish_command, host_codelet, prologue, submit};
+use super::{ClResult, is_true, ret_code, slice};
+use std::ffi::c_void;
+use std::sync::{Arc, Condvar, LazyLock, Mutex, Weak};
+use weft_core::task::{AccessMode, TaskBuilder};
+use weft_vendors::opencl::result as vr;
+
+pub const CL_MEM_SVM_FINE_GRAIN_BUFFER: cl_bitfield = 1 << 10;
+pub const CL_MEM_SVM_ATOMICS: cl_bitfield = 1 << 11;
+pub const CL_DEVICE_SVM_COARSE_GRAIN_BUFFER: cl_bitfield = 1;
+pub const CL_DEVICE_SVM_FINE_GRAIN_BUFFER: cl_bitfield = 2;
+pub const CL_DEVICE_SVM_FINE_GRAIN_SYSTEM: cl_bitfield = 4;
+pub const CL_DEVICE_SVM_ATOMICS: cl_bitfield = 8;
+const CL_COMMAND_SVM_FREE: cl_uint = 0x1209;
+const CL_COMMAND_SVM_MEMCPY: cl_uint = 0x120A;
+const CL_COMMAND_SVM_MEMFILL: cl_uint = 0x120B;
+const CL_COMMAND_SVM_MAP: cl_uint = 0x120C;
+const CL_COMMAND_SVM_UNMAP: cl_uint = 0x120D;
+const CL_COMMAND_SVM_MIGRATE_MEM: cl_uint = 0x120E;
+
+/// A latch: set once, waited on by many.
+#[derive(Default)]
+pub struct Latch {
+    done: Mutex<bool>,
+    cv: Condvar,
+}
+
+impl Latch {
+    pub fn set(&self) {
+        *self.done.lock().unwrap_or_else(|e| e.into_inner()) = true;
+        self.cv.notify_all();
+    }
+
+    fn wait(&self) {
+        let mut d = self.done.lock().unwrap_or_else(|e| e.into_inner());
+        while !*d {
+            d = self.cv.wait(d).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+}
+
+#[derive(Default)]
+struct Table {
+    /// Live allocations: (address, size).
+    allocs: Vec<(usize, usize)>,
+    /// Buffers whose host memory lies in an allocation: (start, end, buffer).
+    views: Vec<(usize, usize, Weak<Obj<Mem>>)>,
+    /// Releases of such buffers still writing their data home: (start, end, done).
+    releases: Vec<(usize, usize, Arc<Latch>)>,
+}
+
+static TABLE: LazyLock<Mutex<Table>> = LazyLock::new(Default::default);
+
+fn table() -> std::sync::MutexGuard<'static, Table> {
+    TABLE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn overlaps(a: (usize, usize), b: (usize, usize)) -> bool {
+    a.0 < b.1 && b.0 < a.1
+}
+
+/// The allocation holding `p`, as (address, size).
+pub fn allocation_of(p: usize) -> Option<(usize, usize)> {
+    table().allocs.iter().copied().find(|&(a, n)| p >= a && p < a + n.max(1))
+}
+
+/// Whether `start..end` overlaps an SVM allocation.
+pub fn in_svm(start: usize, end: usize) -> bool {
+    table().allocs.iter().any(|&(a, n)| overlaps((start, end), (a, a + n)))
+}
+
+/// Note a buffer whose host memory (`start..end`) lies in SVM memory.
+pub fn note_view(m: &Arc<Obj<Mem>>, start: usize, end: usize) {
+    table().views.push((start, end, Arc::downgrade(m)));
+}
+
+/// A buffer over SVM memory (`start..end`) is being released: the latch to set once its
+/// data is home. `None` when the range is not SVM memory.
+pub fn releasing(start: usize, end: usize) -> Option<Arc<Latch>> {
+    let mut t = table();
+    if !t.allocs.iter().any(|&(a, n)| overlaps((start, end), (a, a + n))) {
+        return None;
+    }
+    let l = Arc::new(Latch::default());
+    t.releases.push((start, end, l.clone()));
+    t.views.retain(|v| v.2.strong_count() > 0);
+    Some(l)
+}
+
+/// The release of `l` is over.
+pub fn released(l: &Arc<Latch>) {
+    table().releases.retain(|r| !Arc::ptr_eq(&r.2, l));
+    l.set();
+}
+
+/// Live buffers over `start..end`, and pending releases there.
+fn around(start: usize, end: usize) -> (Vec<Arc<Obj<Mem>>>, Vec<Arc<Latch>>) {
+    let t = table();
+    let views = t.views.iter().filter(|v| overlaps((v.0, v.1), (start, end))).filter_map(|v| v.2.upgrade()).collect();
+    let rel = t.releases.iter().filter(|r| overlaps((r.0, r.1), (start, end))).map(|r| r.2.clone()).collect();
+    (views, rel)
+}
+
+/// The real device SVM allocations belong to, if it offers SVM.
+fn svm_device(c: &Context) -> Option<usize> {
+    let dev0 = DeviceKind::Real(0);
+    if !(c.has(DeviceKind::Unified) || c.has(dev0)) {
+        return None;
+    }
+    (vendor_caps(&c.platform.real.first()?.1) & CL_DEVICE_SVM_COARSE_GRAIN_BUFFER != 0).then_some(0)
+}
+
+/// The SVM capabilities of a vendor device.
+pub fn vendor_caps(dev: &weft_vendors::opencl::OpenClDevice) -> cl_bitfield {
+    super::platform::forward(dev, CL_DEVICE_SVM_CAPABILITIES)
+        .ok()
+        .and_then(|b| b.get(..8).and_then(|s| s.try_into().ok()).map(u64::from_ne_bytes))
+        .unwrap_or(0)
+}
+
+/// `CL_DEVICE_SVM_CAPABILITIES` of a Weft device: the SVM device's (without system SVM) on
+/// the unified device and the SVM device, none elsewhere.
+pub fn device_caps(p: &super::platform::Platform, kind: DeviceKind) -> cl_bitfield {
+    match kind {
+        DeviceKind::Unified | DeviceKind::Real(0) => p.real.first().map_or(0, |d| vendor_caps(&d.1)) & !CL_DEVICE_SVM_FINE_GRAIN_SYSTEM,
+        DeviceKind::Real(_) => 0,
+    }
+}
+
+fn alloc(context: Handle, flags: cl_bitfield, size: usize, alignment: cl_uint) -> Option<*mut c_void> {
+    let c = icd::get::<Context>(context).ok()?;
+    let access = flags & (CL_MEM_READ_WRITE | CL_MEM_WRITE_ONLY | CL_MEM_READ_ONLY);
+    let known = CL_MEM_READ_WRITE | CL_MEM_WRITE_ONLY | CL_MEM_READ_ONLY | CL_MEM_SVM_FINE_GRAIN_BUFFER | CL_MEM_SVM_ATOMICS;
+    // NULL if [...] values specified in flags are not valid, size is 0 or greater than
+    // CL_DEVICE_MAX_MEM_ALLOC_SIZE, alignment is not a power of two or the OpenCL
+    // implementation cannot support the specified alignment, or CL_MEM_SVM_ATOMICS is
+    // specified without CL_MEM_SVM_FINE_GRAIN_BUFFER.
+    if flags & !known != 0
+        || access.count_ones() > 1
+        || size == 0
+        || (alignment != 0 && !alignment.is_power_of_two())
+        || (flags & CL_MEM_SVM_ATOMICS != 0 && flags & CL_MEM_SVM_FINE_GRAIN_BUFFER == 0)
+    {
+        return None;
+    }
+    let i = svm_device(&c)?;
+    let dev = &c.platform.real[i].1;
+    if dev.max_alloc_size().is_some_and(|m| size > m) {
+        return None;
+    }
+    let caps = vendor_caps(dev);
+    // Fine-grained whenever the device can: host accesses then need no map.
+    let mut vflags = access | (flags & CL_MEM_SVM_ATOMICS);
+    if caps & CL_DEVICE_SVM_FINE_GRAIN_BUFFER != 0 {
+        vflags |= CL_MEM_SVM_FINE_GRAIN_BUFFER;
+    } else if flags & CL_MEM_SVM_FINE_GRAIN_BUFFER != 0 {
+        return None;
+    }
+    if flags & CL_MEM_SVM_ATOMICS != 0 && caps & CL_DEVICE_SVM_ATOMICS == 0 {
+        return None;
+    }
+    // SAFETY: the device's context is live.
+    let p = unsafe { vr::svm_alloc(dev.context().as_raw(), vflags, size, alignment) }.ok()?;
+    if p.is_null() {
+        return None;
+    }
+    table().allocs.push((p as usize, size));
+    Some(p)
+}
+
+/// # Safety
+/// No pointer arguments.
+pub unsafe extern "C" fn clSVMAlloc(context: Handle, flags: cl_bitfield, size: usize, alignment: cl_uint) -> *mut c_void {
+    std::panic::catch_unwind(|| alloc(context, flags, size, alignment)).ok().flatten().unwrap_or(std::ptr::null_mut())
+}
+
+/// Free an allocation (nothing for pointers Weft did not hand out).
+fn free(c: &Context, p: usize) {
+    let known = {
+        let mut t = table();
+        let before = t.allocs.len();
+        t.allocs.retain(|&(a, _)| a != p);
+        t.allocs.len() != before
+    };
+    if known && let Some(dev) = c.platform.real.first() {
+        // SAFETY: `p` came from clSVMAlloc on this device's context; the application no
+        // longer uses it (clSVMFree's contract).
+        let _ = unsafe { vr::svm_free(dev.1.context().as_raw(), p as *mut c_void) };
+    }
+}
+
+/// # Safety
+/// `p` null or an SVM pointer of `context` that no command uses any more.
+pub unsafe extern "C" fn clSVMFree(context: Handle, p: *mut c_void) {
+    let _ = std::panic::catch_unwind(|| {
+        if let Ok(c) = icd::get::<Context>(context)
+            && !p.is_null()
+        {
+            free(&c, p as usize);
+        }
+    });
+}
+
+/// The wait list of an SVM command touching `ranges`: `waits`, plus a gate command (a host
+/// task waiting for the write-back of released buffers over those ranges) when any is
+/// pending.
+fn gated(q: &Arc<Obj<Queue>>, mut waits: Vec<Arc<Obj<Event>>>, ranges: &[(usize, usize)]) -> ClResult<Vec<Arc<Obj<Event>>>> {
+    let pending: Vec<Arc<Latch>> = ranges.iter().flat_map(|&(s, e)| around(s, e).1).collect();
+    if pending.is_empty() {
+        return Ok(waits);
+    }
+    let state = EventState::new_queued();
+    let c = host_codelet("weft-svm-gate", &state, move |_| {
+        for l in &pending {
+            l.wait();
+        }
+    });
+    let e = submit(q, &waits, CL_COMMAND_MARKER, state, TaskBuilder::new(&c), false)?;
+    waits.push(e);
+    Ok(waits)
+}
+
+/// Access the data handles of live buffers over `ranges` (`write`: `RW`, else `R`), so core
+/// brings their data home before the command.
+fn with_views(mut b: TaskBuilder, ranges: &[(usize, usize, bool)]) -> TaskBuilder {
+    let mut seen: Vec<(Arc<Obj<Mem>>, bool)> = Vec::new();
+    for &(s, e, w) in ranges {
+        for m in around(s, e).0 {
+            let m = super::memory::root(&m);
+            match seen.iter_mut().find(|x| Arc::ptr_eq(&x.0, &m)) {
+                Some(x) => x.1 |= w,
+                None => seen.push((m, w)),
+            }
+        }
+    }
+    for (m, w) in &seen {
+        b = b.access(m.handle(), if *w { AccessMode::RW } else { AccessMode::R });
+    }
+    b
+}
+
+/// # Safety
+/// OpenCL's contract for clEnqueueSVMMemcpy.
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn clEnqueueSVMMemcpy(
+    q: Handle,
+    blocking: cl_bool,
+    dst: *mut c_void,
+    src: *const c_void,
+    size: usize,
+    n: cl_uint,
+    list: *const Handle,
+    event: *mut Handle,
+) -> cl_int {
+    ret_code(|| {
+        // SAFETY: the caller's contract.
+        let (qq, waits) = unsafe { prologue(q, n, list) }?;
+        let (d, s) = (dst as usize, src as usize);
+        // CL_INVALID_VALUE if dst_ptr or src_ptr is NULL; CL_MEM_COPY_OVERLAP if the values
+        // specified for dst_ptr, src_ptr and size result in an overlapping copy.
+        if d == 0 || s == 0 {
+            return Err(CL_INVALID_VALUE);
+        }
+        if overlaps((d, d.saturating_add(size)), (s, s.saturating_add(size))) {
+            return Err(CL_MEM_COPY_OVERLAP);
+        }
+        let waits = gated(&qq, waits, &[(d, d + size), (s, s + size)])?;
+        let state = EventState::new_queued();
+        let c = host_codelet("clEnqueueSVMMemcpy", &state, move |_| {
+            // SAFETY: both ranges are valid for `size` bytes until the command completes
+            // (the application's contract).
+            unsafe { std::ptr::copy_nonoverlapping(s as *const u8, d as *mut u8, size) }
+        });
+        let b = with_views(TaskBuilder::new(&c), &[(s, s + size, false), (d, d + size, true)]);
+        // SAFETY: the caller's contract.
+        unsafe { finish_command(&qq, &waits, CL_COMMAND_SVM_MEMCPY, state, b, is_true(blocking), event) }
+    })
+}
+
+/// # Safety
+/// OpenCL's contract for clEnqueueSVMMemFill.
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn clEnqueueSVMMemFill(
+    q: Handle,
+    ptr: *mut c_void,
+    pattern: *const c_void,
+    pattern_size: usize,
+    size: usize,
+    n: cl_uint,
+    list: *const Handle,
+    event: *mut Handle,
+) -> cl_int {
+    ret_code(|| {
+        // SAFETY: the caller's contract.
+        let (qq, waits) = unsafe { prologue(q, n, list) }?;
+        let p = ptr as usize;
+        // CL_INVALID_VALUE if svm_ptr is NULL [or] not aligned to pattern_size, pattern is
+        // NULL, pattern_size is 0 or not one of {1, 2, 4, 8, ..., 128}, or size is not a
+        // multiple of pattern_size.
+        if p == 0
+            || !pattern_size.is_power_of_two()
+            || pattern_size > 128
+            || !p.is_multiple_of(pattern_size)
+            || !size.is_multiple_of(pattern_size)
+        {
+            return Err(CL_INVALID_VALUE);
+        }
+        // SAFETY: the caller's contract: `pattern_size` readable bytes.
+        let pat = unsafe { slice(pattern.cast::<u8>(), pattern_size) }?.to_vec();
+        let waits = gated(&qq, waits, &[(p, p + size)])?;
+        let state = EventState::new_queued();
+        let c = host_codelet("clEnqueueSVMMemFill", &state, move |_| {
+            for off in (0..size).step_by(pat.len()) {
+                // SAFETY: `p..p + size` is writable until the command completes (the
+                // application's contract).
+                unsafe { std::ptr::copy_nonoverlapping(pat.as_ptr(), (p + off) as *mut u8, pat.len()) };
+            }
+        });
+        let b = with_views(TaskBuilder::new(&c), &[(p, p + size, true)]);
+        // SAFETY: the caller's contract.
+        unsafe { finish_command(&qq, &waits, CL_COMMAND_SVM_MEMFILL, state, b, false, event) }
+    })
+}
+
+/// # Safety
+/// OpenCL's contract for clEnqueueSVMMap.
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn clEnqueueSVMMap(
+    q: Handle,
+    blocking: cl_bool,
+    flags: cl_bitfield,
+    ptr: *mut c_void,
+    size: usize,
+    n: cl_uint,
+    list: *const Handle,
+    event: *mut Handle,
+) -> cl_int {
+    ret_code(|| {
+        // SAFETY: the caller's contract.
+        let (qq, waits) = unsafe { prologue(q, n, list) }?;
+        let p = ptr as usize;
+        // CL_INVALID_VALUE if svm_ptr is NULL, size is 0, or values specified in map_flags
+        // are not valid.
+        if p == 0 || size == 0 || flags & !(CL_MAP_READ | CL_MAP_WRITE | CL_MAP_WRITE_INVALIDATE_REGION) != 0 {
+            return Err(CL_INVALID_VALUE);
+        }
+        let waits = gated(&qq, waits, &[(p, p + size)])?;
+        let state = EventState::new_queued();
+        let c = host_codelet("clEnqueueSVMMap", &state, |_| {});
+        let w = flags & (CL_MAP_WRITE | CL_MAP_WRITE_INVALIDATE_REGION) != 0;
+        let b = with_views(TaskBuilder::new(&c), &[(p, p + size, w)]);
+        // SAFETY: the caller's contract.
+        unsafe { finish_command(&qq, &waits, CL_COMMAND_SVM_MAP, state, b, is_true(blocking), event) }
+    })
+}
+
+/// # Safety
+/// OpenCL's contract for clEnqueueSVMUnmap.
+pub unsafe extern "C" fn clEnqueueSVMUnmap(q: Handle, ptr: *mut c_void, n: cl_uint, list: *const Handle, event: *mut Handle) -> cl_int {
+    ret_code(|| {
+        // SAFETY: the caller's contract.
+        let (qq, waits) = unsafe { prologue(q, n, list) }?;
+        // CL_INVALID_VALUE if svm_ptr is NULL.
+        if ptr.is_null() {
+            return Err(CL_INVALID_VALUE);
+        }
+        // SAFETY: the caller's contract.
+        unsafe { finish_command(&qq, &waits, CL_COMMAND_SVM_UNMAP, EventState::new_queued(), TaskBuilder::empty(), false, event) }
+    })
+}
+
+pub type SvmFreeNotify = unsafe extern "C" fn(Handle, cl_uint, *mut *mut c_void, *mut c_void);
+
+/// # Safety
+/// OpenCL's contract for clEnqueueSVMFree.
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn clEnqueueSVMFree(
+    q: Handle,
+    num: cl_uint,
+    ptrs: *mut *mut c_void,
+    notify: Option<SvmFreeNotify>,
+    user: *mut c_void,
+    n: cl_uint,
+    list: *const Handle,
+    event: *mut Handle,
+) -> cl_int {
+    ret_code(|| {
+        // SAFETY: the caller's contract.
+        let (qq, waits) = unsafe { prologue(q, n, list) }?;
+        // CL_INVALID_VALUE if num_svm_pointers is 0 and svm_pointers is non-NULL, or if
+        // svm_pointers is NULL and num_svm_pointers is not 0.
+        if (num == 0) != ptrs.is_null() {
+            return Err(CL_INVALID_VALUE);
+        }
+        // SAFETY: the caller's contract: `num` pointers.
+        let list_: Vec<usize> = unsafe { slice(ptrs.cast_const(), num as usize) }?.iter().map(|&p| p as usize).collect();
+        let raw_list = ptrs as usize;
+        let (qh, user) = (q as usize, user as usize);
+        let ctx = qq.context.clone();
+        let state = EventState::new_queued();
+        let c = host_codelet("clEnqueueSVMFree", &state, move |_| match notify {
+            // SAFETY: the application's callback, with the arguments it expects.
+            Some(f) => unsafe { f(qh as Handle, num, raw_list as *mut *mut c_void, user as *mut c_void) },
+            None => list_.iter().filter(|&&p| p != 0).for_each(|&p| free(&ctx, p)),
+        });
+        // SAFETY: the caller's contract.
+        unsafe { finish_command(&qq, &waits, CL_COMMAND_SVM_FREE, state, TaskBuilder::new(&c), false, event) }
+    })
+}
+
+/// # Safety
+/// OpenCL's contract for clEnqueueSVMMigrateMem.
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn clEnqueueSVMMigrateMem(
+    q: Handle,
+    num: cl_uint,
+    ptrs: *const *const c_void,
+    sizes: *const usize,
+    flags: cl_bitfield,
+    n: cl_uint,
+    list: *const Handle,
+    event: *mut Handle,
+) -> cl_int {
+    ret_code(|| {
+        // SAFETY: the caller's contract.
+        let (qq, waits) = unsafe { prologue(q, n, list) }?;
+        // CL_INVALID_VALUE if num_svm_pointers is zero or svm_pointers is NULL.
+        if num == 0 || ptrs.is_null() || flags & !(CL_MIGRATE_MEM_OBJECT_HOST | CL_MIGRATE_MEM_OBJECT_CONTENT_UNDEFINED) != 0 {
+            return Err(CL_INVALID_VALUE);
+        }
+        let _ = sizes;
+        // A hint only: the SVM data never moves.
+        let e = submit(&qq, &waits, CL_COMMAND_SVM_MIGRATE_MEM, EventState::new_queued(), TaskBuilder::empty(), false)?;
+        // SAFETY: the caller's contract.
+        unsafe { hand_out(&e, event) };
+        Ok(())
+    })
+}
+
+/// Wait, before a kernel launch on `q` that takes SVM pointers, for released buffers over
+/// them: the extra wait list entry, if any.
+pub fn kernel_gate(q: &Arc<Obj<Queue>>, ptrs: &[usize]) -> ClResult<Vec<Arc<Obj<Event>>>> {
+    let ranges: Vec<(usize, usize)> = ptrs.iter().filter_map(|&p| allocation_of(p)).map(|(a, n)| (a, a + n)).collect();
+    gated(q, Vec::new(), &ranges)
+}

@@ -1,0 +1,189 @@
+/* Shared virtual memory through the ICD loader: the platform reports OpenCL 3.0, SVM on
+ * the unified device and the first real device only; clSVMAlloc, fill, map, a kernel
+ * taking an SVM pointer (and one taking a USE_HOST_PTR buffer over SVM memory, released
+ * before the SVM is read), memcpy, exec info, clEnqueueSVMFree, and bad inputs (each must
+ * return its code). Prints one line per check; exits non-zero on the first failure. Run
+ * by tests/icd.rs. */
+#define CL_TARGET_OPENCL_VERSION 300
+#include <CL/cl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CHECK(x)                                                                         \
+    do {                                                                                 \
+        cl_int e_ = (x);                                                                 \
+        if (e_ != CL_SUCCESS) {                                                          \
+            fprintf(stderr, "FAIL %s:%d: %s = %d\n", __FILE__, __LINE__, #x, e_);       \
+            exit(1);                                                                     \
+        }                                                                                \
+    } while (0)
+#define EXPECT(c)                                                                        \
+    do {                                                                                 \
+        if (!(c)) {                                                                      \
+            fprintf(stderr, "FAIL %s:%d: %s\n", __FILE__, __LINE__, #c);                \
+            exit(1);                                                                     \
+        }                                                                                \
+    } while (0)
+#define EXPECT_CODE(code, x)                                                             \
+    do {                                                                                 \
+        cl_int e_ = (x);                                                                 \
+        if (e_ != (code)) {                                                              \
+            fprintf(stderr, "FAIL %s:%d: %s = %d, expected %s\n", __FILE__, __LINE__, #x, \
+                    e_, #code);                                                          \
+            exit(1);                                                                     \
+        }                                                                                \
+    } while (0)
+
+static const char *SRC = "__kernel void twice(__global float *a) { a[get_global_id(0)] *= 2.0f; }\n";
+
+static int freed;
+static void CL_CALLBACK on_free(cl_command_queue q, cl_uint n, void *ptrs[], void *user) {
+    cl_context ctx;
+    if (clGetCommandQueueInfo(q, CL_QUEUE_CONTEXT, sizeof ctx, &ctx, NULL) == CL_SUCCESS)
+        for (cl_uint i = 0; i < n; i++) clSVMFree(ctx, ptrs[i]);
+    *(int *)user = (int)n;
+}
+
+enum { N = 3000 };
+
+int main(void) {
+    cl_platform_id platforms[8];
+    cl_uint np = 0;
+    CHECK(clGetPlatformIDs(8, platforms, &np));
+    cl_platform_id weft = NULL;
+    for (cl_uint i = 0; i < np; i++) {
+        char name[64];
+        CHECK(clGetPlatformInfo(platforms[i], CL_PLATFORM_NAME, sizeof name, name, NULL));
+        if (strcmp(name, "Weft") == 0) weft = platforms[i];
+    }
+    EXPECT(weft != NULL);
+    char version[64];
+    CHECK(clGetPlatformInfo(weft, CL_PLATFORM_VERSION, sizeof version, version, NULL));
+    EXPECT(strncmp(version, "OpenCL 3.0", 10) == 0);
+    cl_device_id devs[8];
+    cl_uint nd = 0;
+    CHECK(clGetDeviceIDs(weft, CL_DEVICE_TYPE_ALL, 8, devs, &nd));
+    EXPECT(nd >= 3);
+    cl_device_svm_capabilities caps[3];
+    for (int i = 0; i < 3; i++) CHECK(clGetDeviceInfo(devs[i], CL_DEVICE_SVM_CAPABILITIES, sizeof caps[i], &caps[i], NULL));
+    EXPECT(caps[0] & CL_DEVICE_SVM_COARSE_GRAIN_BUFFER);
+    EXPECT(caps[1] == caps[0]);
+    EXPECT(caps[2] == 0);
+    cl_version nv;
+    CHECK(clGetDeviceInfo(devs[0], CL_DEVICE_NUMERIC_VERSION, sizeof nv, &nv, NULL));
+    EXPECT(CL_VERSION_MAJOR(nv) == 3);
+    cl_bool pipes;
+    CHECK(clGetDeviceInfo(devs[0], CL_DEVICE_PIPE_SUPPORT, sizeof pipes, &pipes, NULL));
+    EXPECT(pipes == CL_FALSE);
+    printf("svm capabilities ok\n");
+
+    cl_int err;
+    cl_context ctx = clCreateContext(NULL, nd, devs, NULL, NULL, &err);
+    CHECK(err);
+    cl_command_queue q = clCreateCommandQueueWithProperties(ctx, devs[0], NULL, &err);
+    CHECK(err);
+    cl_command_queue q2 = clCreateCommandQueueWithProperties(ctx, devs[2], NULL, &err);
+    CHECK(err);
+    cl_program prog = clCreateProgramWithSource(ctx, 1, &SRC, NULL, &err);
+    CHECK(err);
+    CHECK(clBuildProgram(prog, 0, NULL, NULL, NULL, NULL));
+    cl_kernel k = clCreateKernel(prog, "twice", &err);
+    CHECK(err);
+
+    float *a = clSVMAlloc(ctx, CL_MEM_READ_WRITE, N * sizeof(float), 64);
+    EXPECT(a != NULL && ((size_t)a & 63) == 0);
+    float zero = 0.0f;
+    CHECK(clEnqueueSVMMemFill(q, a, &zero, sizeof zero, N * sizeof(float), 0, NULL, NULL));
+    CHECK(clEnqueueSVMMap(q, CL_TRUE, CL_MAP_WRITE, a, N * sizeof(float), 0, NULL, NULL));
+    for (int i = 0; i < N; i++) {
+        EXPECT(a[i] == 0.0f);
+        a[i] = (float)i;
+    }
+    CHECK(clEnqueueSVMUnmap(q, a, 0, NULL, NULL));
+    CHECK(clSetKernelArgSVMPointer(k, 0, a));
+    size_t n = N;
+    CHECK(clEnqueueNDRangeKernel(q, k, 1, NULL, &n, NULL, 0, NULL, NULL));
+    /* A USE_HOST_PTR buffer over the same memory, released right after its kernel: the SVM
+     * map must see the kernel's result. */
+    cl_mem view = clCreateBuffer(ctx, CL_MEM_READ_WRITE | CL_MEM_USE_HOST_PTR, N * sizeof(float), a, &err);
+    CHECK(err);
+    cl_bool uses;
+    CHECK(clGetMemObjectInfo(view, CL_MEM_USES_SVM_POINTER, sizeof uses, &uses, NULL));
+    EXPECT(uses == CL_TRUE);
+    CHECK(clSetKernelArg(k, 0, sizeof view, &view));
+    CHECK(clEnqueueNDRangeKernel(q, k, 1, NULL, &n, NULL, 0, NULL, NULL));
+    CHECK(clReleaseMemObject(view));
+    CHECK(clEnqueueSVMMap(q, CL_TRUE, CL_MAP_READ, a, N * sizeof(float), 0, NULL, NULL));
+    for (int i = 0; i < N; i++) EXPECT(a[i] == 4.0f * i);
+    CHECK(clEnqueueSVMUnmap(q, a, 0, NULL, NULL));
+    float host[N];
+    CHECK(clEnqueueSVMMemcpy(q, CL_TRUE, host, a, sizeof host, 0, NULL, NULL));
+    for (int i = 0; i < N; i++) EXPECT(host[i] == 4.0f * i);
+    printf("svm kernels, maps and copies ok\n");
+
+    /* Fine-grained: the host reads after the kernel without a map. */
+    float *f = clSVMAlloc(ctx, CL_MEM_READ_WRITE | CL_MEM_SVM_FINE_GRAIN_BUFFER, N * sizeof(float), 0);
+    EXPECT(f != NULL);
+    for (int i = 0; i < N; i++) f[i] = 1.5f;
+    CHECK(clSetKernelArgSVMPointer(k, 0, f));
+    CHECK(clSetKernelExecInfo(k, CL_KERNEL_EXEC_INFO_SVM_PTRS, sizeof a, &a));
+    CHECK(clEnqueueNDRangeKernel(q, k, 1, NULL, &n, NULL, 0, NULL, NULL));
+    CHECK(clFinish(q));
+    for (int i = 0; i < N; i++) EXPECT(f[i] == 3.0f);
+    printf("fine-grained svm ok\n");
+
+    /* clCloneKernel: the clone keeps the arguments; changing one leaves the other alone. */
+    cl_kernel k2 = clCloneKernel(k, &err);
+    CHECK(err);
+    CHECK(clSetKernelArgSVMPointer(k, 0, a));
+    CHECK(clEnqueueNDRangeKernel(q, k2, 1, NULL, &n, NULL, 0, NULL, NULL));
+    CHECK(clFinish(q));
+    for (int i = 0; i < N; i++) EXPECT(f[i] == 6.0f);
+    CHECK(clReleaseKernel(k2));
+    EXPECT(clCloneKernel(NULL, &err) == NULL && err == CL_INVALID_KERNEL);
+    printf("clone kernel ok\n");
+
+    /* Bad inputs. */
+    EXPECT(clSVMAlloc(ctx, CL_MEM_READ_WRITE, 0, 0) == NULL);
+    EXPECT(clSVMAlloc(ctx, CL_MEM_READ_WRITE, 64, 3) == NULL);
+    EXPECT(clSVMAlloc(ctx, CL_MEM_SVM_ATOMICS, 64, 0) == NULL);
+    EXPECT(clSVMAlloc(ctx, CL_MEM_READ_ONLY | CL_MEM_WRITE_ONLY, 64, 0) == NULL);
+    EXPECT(clSVMAlloc(NULL, CL_MEM_READ_WRITE, 64, 0) == NULL);
+    EXPECT_CODE(CL_INVALID_VALUE, clEnqueueSVMMemFill(q, a, &zero, 3, 12, 0, NULL, NULL));
+    EXPECT_CODE(CL_INVALID_VALUE, clEnqueueSVMMemFill(q, a, &zero, 4, 6, 0, NULL, NULL));
+    EXPECT_CODE(CL_INVALID_VALUE, clEnqueueSVMMemFill(q, NULL, &zero, 4, 8, 0, NULL, NULL));
+    EXPECT_CODE(CL_MEM_COPY_OVERLAP, clEnqueueSVMMemcpy(q, CL_TRUE, a + 1, a, 16, 0, NULL, NULL));
+    EXPECT_CODE(CL_INVALID_VALUE, clEnqueueSVMMemcpy(q, CL_TRUE, NULL, a, 16, 0, NULL, NULL));
+    EXPECT_CODE(CL_INVALID_VALUE, clEnqueueSVMMap(q, CL_TRUE, CL_MAP_READ, a, 0, 0, NULL, NULL));
+    EXPECT_CODE(CL_INVALID_VALUE, clEnqueueSVMUnmap(q, NULL, 0, NULL, NULL));
+    EXPECT_CODE(CL_INVALID_COMMAND_QUEUE, clEnqueueSVMMap(NULL, CL_TRUE, CL_MAP_READ, a, 4, 0, NULL, NULL));
+    EXPECT_CODE(CL_INVALID_ARG_VALUE, clSetKernelArgSVMPointer(k, 0, host));
+    EXPECT_CODE(CL_INVALID_ARG_INDEX, clSetKernelArgSVMPointer(k, 1, a));
+    EXPECT_CODE(CL_INVALID_KERNEL, clSetKernelArgSVMPointer(NULL, 0, a));
+    EXPECT_CODE(CL_INVALID_VALUE, clSetKernelExecInfo(k, 0x1234, sizeof a, &a));
+    cl_bool yes = CL_TRUE;
+    EXPECT_CODE(CL_INVALID_OPERATION, clSetKernelExecInfo(k, CL_KERNEL_EXEC_INFO_SVM_FINE_GRAIN_SYSTEM, sizeof yes, &yes));
+    EXPECT_CODE(CL_INVALID_VALUE, clSetKernelExecInfo(k, CL_KERNEL_EXEC_INFO_SVM_PTRS, 3, &a));
+    CHECK(clSetKernelArgSVMPointer(k, 0, a));
+    /* The second real device has no SVM: a kernel using SVM cannot run there. */
+    EXPECT_CODE(CL_INVALID_OPERATION, clEnqueueNDRangeKernel(q2, k, 1, NULL, &n, NULL, 0, NULL, NULL));
+    EXPECT_CODE(CL_INVALID_VALUE, clEnqueueSVMFree(q, 1, NULL, NULL, NULL, 0, NULL, NULL));
+    printf("svm bad inputs ok\n");
+
+    void *ptrs[2] = {a, f};
+    CHECK(clEnqueueSVMFree(q, 2, ptrs, on_free, &freed, 0, NULL, NULL));
+    CHECK(clFinish(q));
+    EXPECT(freed == 2);
+    void *g = clSVMAlloc(ctx, CL_MEM_READ_WRITE, 256, 0);
+    EXPECT(g != NULL);
+    CHECK(clEnqueueSVMFree(q, 1, &g, NULL, NULL, 0, NULL, NULL));
+    CHECK(clFinish(q));
+    clReleaseKernel(k);
+    clReleaseProgram(prog);
+    clReleaseCommandQueue(q2);
+    clReleaseCommandQueue(q);
+    clReleaseContext(ctx);
+    printf("all ok\n");
+    return 0;
+}
