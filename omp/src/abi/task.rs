@@ -21,6 +21,14 @@ pub unsafe extern "C" fn GOMP_task(
     detach: *mut c_void,
 ) {
     guard("GOMP_task", || {
+        if flags & (task::FLAG_DEPEND | task::FLAG_DETACH) == 0 && cpyfn.is_none() && !crate::env::env().cancellation {
+            // No dependencies, copy function or detach: if the task is to run at once (if(0),
+            // final, the throttle), run the body on the caller's data without assembling the
+            // general case's arguments.
+            if task::try_run_now(f, data, if_clause, flags & task::FLAG_FINAL != 0) {
+                return;
+            }
+        }
         let s = Spawn {
             body: f,
             data,
