@@ -27,7 +27,8 @@ echo "$PWD/target/release/libweft_icd.so" >"$demo/vendors/weft.icd"
 POCL_DEVICES="basic basic" WEFT_NCUDA=0 WEFT_STATS=1 OCL_ICD_VENDORS="$demo/vendors" "$demo/saxpy_tiles" Weft
 echo
 echo "== 5. An unmodified OpenMP program (examples/omp/hello.c, gcc -fopenmp) with libweft.so as libgomp.so.1 =="
-echo "   (team threads are Weft's CPU workers, plus OpenMP threads of its own past the free workers)"
+echo "   (team threads are Weft's CPU workers, plus OpenMP threads of its own past the free workers;"
+echo "   its tasks with depend clauses are ordered by Weft's data handles and run on the team's threads)"
 gcc -O2 -fopenmp examples/omp/hello.c -o "$demo/omp_hello"
 ln -sf "$PWD/target/release/libweft.so" "$demo/omp/libgomp.so.1"
 OMP_NUM_THREADS=4 WEFT_NOPENCL=0 WEFT_NCUDA=0 WEFT_STATS=1 LD_LIBRARY_PATH="$demo/omp" "$demo/omp_hello"
