@@ -648,7 +648,7 @@ fn builder(c: *mut Ctx, rt: &Runtime, deps: &[(usize, AccessMode)]) -> TaskBuild
                 map.entry(addr).or_insert(h)
             }
         };
-        b = b.access(h, mode);
+        b.add_access(h, mode);
     }
     b
 }

@@ -554,6 +554,12 @@ impl TaskBuilder {
         self.accesses.push(Access { handle: h.clone(), mode });
         self
     }
+    /// [`TaskBuilder::access`] in place (a front end adding accesses in a loop moves the
+    /// builder only once).
+    pub fn add_access(&mut self, h: &DataHandle, mode: AccessMode) -> &mut Self {
+        self.accesses.push(Access { handle: h.clone(), mode });
+        self
+    }
     /// Access `h` with the codelet's declared mode for the next buffer (see `Codelet::modes`).
     pub fn handle(self, h: &DataHandle) -> Self {
         let i = self.accesses.len();
