@@ -173,6 +173,8 @@ pub struct TaskBox {
     ext: UnsafeCell<Option<External>>,
     detach: AtomicU32,
     has_detach: bool,
+    /// Its core task has been submitted (a later ready call is a release by a predecessor).
+    submitted: AtomicBool,
 }
 
 // SAFETY: the raw pointers are the team and taskgroup, which outlive the task (module doc),
@@ -198,7 +200,17 @@ impl weft_core::ExternalWork for TaskBox {
         unsafe { *self.ext.get() = Some(token) };
         // SAFETY: the team outlives its tasks.
         let team = unsafe { &*self.team };
-        team.tasks.push_ready(self);
+        // Released by a thread of its team that finished a predecessor: that thread's own
+        // deque (LIFO: it runs next, on the core that has just touched its data: depth
+        // first). Ready at creation, or released elsewhere: the team's FIFO queue.
+        let c = cur();
+        // SAFETY: the calling thread's context.
+        let (same, tid) = unsafe { (std::ptr::eq((*c).team, self.team), (*c).tid) };
+        if same && self.submitted.load(Ordering::Acquire) && self.priority == 0 {
+            team.tasks.push(tid, self);
+        } else {
+            team.tasks.push_ready(self);
+        }
         team.nudge();
     }
 }
@@ -757,7 +769,8 @@ pub unsafe fn spawn(s: Spawn) {
     }
     let rt = runtime().expect("invariant: run_now covers a runtime that did not start");
     let b = builder(c, rt, &deps);
-    let r = rt.submit_external_work(b, t);
+    let r = rt.submit_external_work(b, t.clone());
+    t.submitted.store(true, Ordering::Release);
     if let Err(e) = r {
         eprintln!("weft-omp: cannot order a task by its depend clauses ({e}); aborting");
         std::process::abort();
@@ -830,6 +843,7 @@ unsafe fn new_task(c: *mut Ctx, s: &Spawn, final_: bool, priority: i32, detach: 
         ext: UnsafeCell::new(None),
         detach: AtomicU32::new(0),
         has_detach: detach,
+        submitted: AtomicBool::new(false),
     };
     let t = Arc::new(tb);
     if detach {
@@ -883,6 +897,7 @@ unsafe fn run_undeferred(c: *mut Ctx, s: &Spawn, final_: bool, priority: i32, de
         ext: UnsafeCell::new(None),
         detach: AtomicU32::new(0),
         has_detach: false,
+        submitted: AtomicBool::new(false),
     };
     match s.cpyfn {
         None => run_body(c, &tb, s.data),
