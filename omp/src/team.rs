@@ -240,8 +240,13 @@ impl Barrier {
         }
     }
 
-    /// Release every sleeper (after a cancellation).
+    /// Release every waiter (after a cancellation, which the caller has set): the
+    /// generation moves on, so a waiter about to sleep on it cannot miss this (a wake-up
+    /// alone could come between its check of the flag and its sleep, and be lost: seen as
+    /// a hang in libgomp's cancel-parallel-2.c under load). Waiters return "cancelled"; a
+    /// late arriver sees the flag.
     pub fn wake_all(&self) {
+        self.generation.fetch_add(1, Ordering::SeqCst);
         futex_wake(&self.generation, i32::MAX);
     }
 }
