@@ -58,3 +58,8 @@ pub const WORKER_STACK: usize = 8 << 20;
 /// tasks' preparation and transfers overlap the running kernels, and tasks pinned to the
 /// driver that follow one another (an OpenCL in-order queue) are launched back to back.
 pub const DRIVER_WINDOW: usize = 8;
+
+/// [`DRIVER_WINDOW`] for tasks pinned to the driver (`TaskBuilder::on_worker`, what an
+/// OpenCL in-order queue's commands are): no other worker could run them, and a device fed
+/// a few tiny kernels at a time runs dry and sleeps between them.
+pub const DRIVER_WINDOW_PINNED: usize = 64;

@@ -880,6 +880,12 @@ impl RuntimeInner {
         self.policy.pop(w)
     }
 
+    /// A task pinned to worker `w` (`TaskBuilder::on_worker`), if one is queued.
+    #[cfg(any(feature = "opencl", feature = "cuda"))]
+    pub(crate) fn pop_pinned(&self, w: usize) -> Option<TaskRef> {
+        if self.pinned[w].is_empty() { None } else { crate::sched::steal_one(&self.pinned[w]) }
+    }
+
     pub(crate) fn wait_for_all(&self) -> Result<()> {
         if worker::current(self.id).is_some() {
             return Err(Error::WouldDeadlock);

@@ -209,18 +209,19 @@ impl SlowLaunch {
 }
 
 /// A driver starts the next tasks while the device still runs earlier ones (up to
-/// `DRIVER_WINDOW` in flight, never more), and retires them in order.
+/// `DRIVER_WINDOW_PINNED` of the tasks pinned to it in flight, never more), and retires
+/// them in order.
 fn a_driver_keeps_a_window_of_tasks_in_flight(dir: &std::path::Path) {
     let Some(rt) = runtime(0, None, dir) else { return };
     let slow = SlowLaunch::new();
-    let c = slow.codelet(30);
+    let c = slow.codelet(5);
     let dev = rt.opencl_devices()[0].0;
-    let n = DRIVER_WINDOW as u32 + 4;
+    let n = DRIVER_WINDOW_PINNED as u32 + 4;
     let tasks: Vec<_> = (0..n).map(|i| rt.submit(TaskBuilder::new(&c).arg(i).on_worker(dev)).unwrap()).collect();
     for t in tasks {
         t.wait().unwrap();
     }
-    assert_eq!(slow.most(), DRIVER_WINDOW, "tasks in flight at once");
+    assert_eq!(slow.most(), DRIVER_WINDOW_PINNED, "tasks in flight at once");
     assert_eq!(*slow.started.lock().unwrap(), (0..n).collect::<Vec<_>>());
 }
 

@@ -107,8 +107,17 @@ pub struct Completion(Arc<CompletionInner>);
 
 #[derive(Debug, Default)]
 struct CompletionInner {
-    state: Mutex<Option<Result<(), DeviceError>>>,
+    state: Mutex<Slot>,
     cv: Condvar,
+}
+
+/// A completion's result, and how many threads sleep on its condition variable: `complete`
+/// notifies only when one does (a notification is a system call even with no one to wake,
+/// and most completions are polled by a driver that is busy, not waited on).
+#[derive(Debug, Default)]
+struct Slot {
+    result: Option<Result<(), DeviceError>>,
+    waiters: usize,
 }
 
 impl Completion {
@@ -125,32 +134,40 @@ impl Completion {
 
     pub fn complete(&self, r: Result<(), DeviceError>) {
         let mut s = self.0.state.lock().unwrap_or_else(|e| e.into_inner());
-        *s = Some(r);
-        self.0.cv.notify_all();
+        s.result = Some(r);
+        // Waiters register under the lock before sleeping: none missed.
+        if s.waiters > 0 {
+            drop(s);
+            self.0.cv.notify_all();
+        }
     }
 
     pub fn is_complete(&self) -> bool {
-        self.0.state.lock().unwrap_or_else(|e| e.into_inner()).is_some()
+        self.0.state.lock().unwrap_or_else(|e| e.into_inner()).result.is_some()
     }
 
     pub fn wait(&self) -> Result<(), DeviceError> {
         let mut s = self.0.state.lock().unwrap_or_else(|e| e.into_inner());
         loop {
-            if let Some(r) = &*s {
+            if let Some(r) = &s.result {
                 return r.clone();
             }
+            s.waiters += 1;
             s = self.0.cv.wait(s).unwrap_or_else(|e| e.into_inner());
+            s.waiters -= 1;
         }
     }
 
     /// Wait at most `timeout`; whether the operation is complete.
     pub fn wait_timeout(&self, timeout: std::time::Duration) -> bool {
-        let s = self.0.state.lock().unwrap_or_else(|e| e.into_inner());
-        if s.is_some() {
+        let mut s = self.0.state.lock().unwrap_or_else(|e| e.into_inner());
+        if s.result.is_some() {
             return true;
         }
-        let (s, _) = self.0.cv.wait_timeout(s, timeout).unwrap_or_else(|e| e.into_inner());
-        s.is_some()
+        s.waiters += 1;
+        let (mut s, _) = self.0.cv.wait_timeout(s, timeout).unwrap_or_else(|e| e.into_inner());
+        s.waiters -= 1;
+        s.result.is_some()
     }
 }
 

@@ -7,7 +7,8 @@
 //! **Does not own**: coherence (`data::coherence` makes the replicas valid and pins them),
 //! building programs (`weft_vendors::opencl`, with its cache).
 //!
-//! A driver keeps up to [`DEPTH`] tasks in flight (`worker::run_driver`): it prepares and
+//! A driver keeps up to [`DEPTH`] tasks in flight ([`DEEP`] for tasks pinned to it;
+//! `worker::run_driver`): it prepares and
 //! launches the next task (its transfers included) while the device still runs the previous
 //! one, and retires tasks (waits, unpins, completes) in launch order.
 #![allow(unsafe_code)] // setting kernel arguments and launching (the vendor API's contract)
@@ -32,6 +33,11 @@ use weft_vendors::Completion;
 
 /// How many tasks a device driver keeps started at once (`crate::DRIVER_WINDOW`).
 pub(crate) const DEPTH: usize = crate::DRIVER_WINDOW;
+/// How many tasks a driver keeps started at once when the next one is pinned to it (an
+/// OpenCL in-order queue's commands): no other worker could take them, and a device fed
+/// [`DEPTH`] tiny kernels at a time runs dry and sleeps between them (PoCL direct with 8
+/// commands outstanding: 4.5 us per tiny kernel, with 1000: 2 us).
+pub(crate) const DEEP: usize = crate::DRIVER_WINDOW_PINNED;
 #[cfg(feature = "opencl")]
 use weft_vendors::opencl::{Kernel, OpenClDevice};
 

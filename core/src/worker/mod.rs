@@ -120,10 +120,11 @@ fn idle(rt: &RuntimeInner, w: usize, spin: Duration) -> Found {
     }
 }
 
-/// A device driver's loop: up to `driver::DEPTH` tasks started at once, retired in order.
+/// A device driver's loop: up to `driver::DEPTH` tasks started at once (`driver::DEEP` pinned
+/// ones), retired in order.
 #[cfg(any(feature = "opencl", feature = "cuda"))]
 fn run_driver(rt: &RuntimeInner, w: usize, spin: Duration) {
-    use driver::{DEPTH, InFlight};
+    use driver::{DEEP, DEPTH, InFlight};
     use std::collections::VecDeque;
     let mut flight: VecDeque<InFlight> = VecDeque::with_capacity(DEPTH);
     // Tasks waiting for a copy home from another device, with that copy's completion.
@@ -142,6 +143,12 @@ fn run_driver(rt: &RuntimeInner, w: usize, spin: Duration) {
         }
         if flight.len() < DEPTH
             && let Some(t) = rt.pop(w)
+        {
+            rt.start_task_on_driver(w, t, &mut flight, &mut deferred);
+            continue;
+        }
+        if flight.len() < DEEP
+            && let Some(t) = rt.pop_pinned(w)
         {
             rt.start_task_on_driver(w, t, &mut flight, &mut deferred);
             continue;

@@ -12,7 +12,7 @@ use super::icd::{self, Obj, new_obj, publish};
 use super::queue::Queue;
 use super::{ClResult, info_ptr, info_val, ret_code, ret_obj, slice, write_info};
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, LazyLock, Mutex};
 use std::time::Instant;
 use weft_core::task::{Codelet, TaskBuilder, TaskError, TaskHandle};
@@ -36,6 +36,9 @@ struct Callback {
 pub struct EventState {
     status: Mutex<Option<cl_int>>,
     cv: Condvar,
+    /// Threads sleeping on `cv` (changed under `status`'s lock): `complete` notifies only
+    /// when there are some (a notification is a system call even with no one to wake).
+    waiters: AtomicUsize,
     callbacks: Mutex<Vec<Callback>>,
     /// queued, submit, start, end.
     times: [AtomicU64; 4],
@@ -84,8 +87,12 @@ impl EventState {
                 return;
             }
             *s = Some(code);
+            // Relaxed: waiters change it only under the lock held here.
+            if self.waiters.load(Ordering::Relaxed) > 0 {
+                drop(s);
+                self.cv.notify_all();
+            }
         }
-        self.cv.notify_all();
         let cbs = std::mem::take(&mut *self.callbacks.lock().unwrap_or_else(|e| e.into_inner()));
         for cb in cbs {
             call(&cb, code);
@@ -98,7 +105,11 @@ impl EventState {
         loop {
             match *s {
                 Some(v) if v <= CL_COMPLETE => return v,
-                _ => s = self.cv.wait(s).unwrap_or_else(|e| e.into_inner()),
+                _ => {
+                    self.waiters.fetch_add(1, Ordering::Relaxed);
+                    s = self.cv.wait(s).unwrap_or_else(|e| e.into_inner());
+                    self.waiters.fetch_sub(1, Ordering::Relaxed);
+                }
             }
         }
     }
@@ -208,7 +219,9 @@ pub unsafe extern "C" fn clWaitForEvents(n: cl_uint, list: *const Handle) -> cl_
             return Err(CL_INVALID_CONTEXT);
         }
         let mut failed = false;
-        for e in &evs {
+        // Last first: events listed in submission order mostly complete in that order, so
+        // this thread sleeps once (see `queue::finish`).
+        for e in evs.iter().rev() {
             failed |= e.state.wait() < 0;
         }
         // CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST if the execution status of any of the

@@ -106,7 +106,9 @@ pub fn submit(
 /// Wait for every command of `q` so far.
 pub fn finish(q: &Queue) -> ClResult<()> {
     let pending: Vec<Arc<EventState>> = q.state.lock().unwrap_or_else(|e| e.into_inner()).pending.iter().map(|p| p.1.clone()).collect();
-    for s in pending {
+    // Newest first: commands mostly complete in order, so after the last one the others are
+    // complete already and this thread sleeps once, not once per command still running.
+    for s in pending.iter().rev() {
         s.wait();
     }
     Ok(())
