@@ -1023,6 +1023,16 @@ pub fn in_final() -> bool {
 // ---------------------------------------------------------------------------------------
 // Taskloop.
 
+/// `n` iterations in `num_tasks` tasks as libgomp splits them: the first `n % num_tasks`
+/// tasks get one iteration more. Returns (the first tasks' step, the step after task
+/// `nfirst`, nfirst); without a remainder every task has the same step and `nfirst` is `n`
+/// (never reached).
+fn even_split(n: u64, num_tasks: u64, step: u64) -> (u64, u64, u64) {
+    let (div, m) = (n / num_tasks, n % num_tasks);
+    let each = div.wrapping_mul(step);
+    if m == 0 { (each, step, n) } else { (each.wrapping_add(step), each, m - 1) }
+}
+
 /// GOMP_taskloop and GOMP_taskloop_ull: split [start, end) by `step` into tasks whose data
 /// begins with their own (start, end) pair. `signed`: the long form (else unsigned long long).
 ///
@@ -1097,14 +1107,7 @@ pub unsafe fn taskloop(s: Spawn, num_tasks: u64, start: u64, end: u64, step: u64
                 nfirst = n - mul - 1;
             }
         } else {
-            let div = n / num_tasks;
-            let m = n % num_tasks;
-            task_step = div.wrapping_mul(step);
-            if m != 0 {
-                nfirst_task_step = task_step;
-                task_step = task_step.wrapping_add(step);
-                nfirst = m - 1;
-            }
+            (task_step, nfirst_task_step, nfirst) = even_split(n, num_tasks, step);
         }
     } else {
         if num_tasks == 0 {
@@ -1113,14 +1116,7 @@ pub unsafe fn taskloop(s: Spawn, num_tasks: u64, start: u64, end: u64, step: u64
         if num_tasks >= n {
             num_tasks = n;
         } else {
-            let div = n / num_tasks;
-            let m = n % num_tasks;
-            task_step = div.wrapping_mul(step);
-            if m != 0 {
-                nfirst_task_step = task_step;
-                task_step = task_step.wrapping_add(step);
-                nfirst = m - 1;
-            }
+            (task_step, nfirst_task_step, nfirst) = even_split(n, num_tasks, step);
         }
     }
     if flags & FLAG_NOGROUP != 0 {
