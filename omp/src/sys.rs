@@ -180,7 +180,13 @@ pub fn wait_change_with(
     let t0 = Instant::now();
     sleepers.fetch_add(1, Ordering::SeqCst);
     while word.load(Ordering::SeqCst) == old && !extra() {
-        futex_wait(word, old);
+        if tasks {
+            // Queued tasks wake sleepers without changing `word` (Team::nudge), so such a
+            // wake-up can be missed; a timeout bounds what missing it costs.
+            futex_wait_timeout(word, old, std::time::Duration::from_millis(1));
+        } else {
+            futex_wait(word, old);
+        }
     }
     sleepers.fetch_sub(1, Ordering::SeqCst);
     after_sleep(t0.elapsed());
