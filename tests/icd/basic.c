@@ -9,21 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CHECK(x)                                                                         \
-    do {                                                                                 \
-        cl_int e_ = (x);                                                                 \
-        if (e_ != CL_SUCCESS) {                                                          \
-            fprintf(stderr, "FAIL %s:%d: %s = %d\n", __FILE__, __LINE__, #x, e_);       \
-            exit(1);                                                                     \
-        }                                                                                \
-    } while (0)
-#define EXPECT(c)                                                                        \
-    do {                                                                                 \
-        if (!(c)) {                                                                      \
-            fprintf(stderr, "FAIL %s:%d: %s\n", __FILE__, __LINE__, #c);                \
-            exit(1);                                                                     \
-        }                                                                                \
-    } while (0)
+#include "check.h"
 
 static const char *SRC =
     "__kernel void saxpy(__global float *y, __global const float *x, float a) {\n"
