@@ -7,8 +7,7 @@
 //! is a skip, never a failure.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Output};
 
 mod common;
 
@@ -42,36 +41,15 @@ fn run(exe: &Path) -> Output {
 
 /// `run` with extra environment variables.
 fn run_with(exe: &Path, env: &[(&str, &str)]) -> Output {
-    let mut child = Command::new(exe)
-        .envs(env.iter().copied())
+    let mut cmd = Command::new(exe);
+    cmd.envs(env.iter().copied())
         .env("WEFT_NCPU", "2")
         // The C API on CPU workers: no OpenCL or CUDA device joins in, whatever is installed.
         .env("WEFT_NOPENCL", "0")
         .env("WEFT_NCUDA", "0")
         .env_remove("WEFT_SCHED")
-        .env_remove("WEFT_NNULL")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start the C program");
-    let deadline = Instant::now() + Duration::from_secs(120);
-    loop {
-        match child.try_wait().expect("wait for the C program") {
-            Some(_) => break,
-            None if Instant::now() > deadline => {
-                let _ = child.kill();
-                let out = child.wait_with_output().expect("collect the output");
-                panic!(
-                    "{} hung; killed. stdout:\n{}\nstderr:\n{}",
-                    exe.display(),
-                    String::from_utf8_lossy(&out.stdout),
-                    String::from_utf8_lossy(&out.stderr)
-                );
-            }
-            None => std::thread::sleep(Duration::from_millis(20)),
-        }
-    }
-    child.wait_with_output().expect("collect the output")
+        .env_remove("WEFT_NNULL");
+    common::output_within(&mut cmd, 120, &exe.display().to_string())
 }
 
 /// Compile and run; check exit status 0 and return stdout.

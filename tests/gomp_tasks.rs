@@ -11,7 +11,6 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
 
 mod common;
 
@@ -57,25 +56,13 @@ fn run(name: &str) {
         .output()
         .expect("run gcc");
     assert!(cc.status.success(), "gcc failed on {name}.c:\n{}", String::from_utf8_lossy(&cc.stderr));
-    let mut child = Command::new(&exe)
-        .env("LD_LIBRARY_PATH", &stand_in)
+    let mut cmd = Command::new(&exe);
+    cmd.env("LD_LIBRARY_PATH", &stand_in)
         .env("OMP_CANCELLATION", "true")
         .env("OMP_MAX_TASK_PRIORITY", "7")
         .env("WEFT_NOPENCL", "0")
-        .env("WEFT_NCUDA", "0")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start the test program");
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while child.try_wait().expect("wait").is_none() {
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let out = child.wait_with_output().expect("collect the output");
+        .env("WEFT_NCUDA", "0");
+    let out = common::output_within(&mut cmd, 120, name);
     let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     assert!(
         out.status.success() && stdout.contains(&format!("{name}: ok")),

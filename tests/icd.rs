@@ -9,9 +9,8 @@
 //! OpenCL loader or OpenCL device is a skip that says what is missing, never a failure.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 use std::sync::OnceLock;
-use std::time::{Duration, Instant};
 
 mod common;
 
@@ -62,26 +61,12 @@ macro_rules! vendors_or_skip {
 
 /// Run `cmd` against Weft's vendors directory, killing it after `secs`.
 fn run(mut cmd: Command, vendors: &Path, secs: u64) -> Output {
-    let mut child = cmd
-        .env("OCL_ICD_VENDORS", vendors)
+    cmd.env("OCL_ICD_VENDORS", vendors)
         .env("POCL_DEVICES", "basic basic")
         .env_remove("WEFT_OCL_VENDORS")
         .env_remove("WEFT_NOPENCL")
-        .env_remove("WEFT_SCHED")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start the program");
-    let deadline = Instant::now() + Duration::from_secs(secs);
-    while child.try_wait().expect("wait").is_none() {
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let out = child.wait_with_output().expect("collect the output");
-            panic!("hung; killed. stdout:\n{}\nstderr:\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    child.wait_with_output().expect("collect the output")
+        .env_remove("WEFT_SCHED");
+    common::output_within(&mut cmd, secs, "the program")
 }
 
 /// Compile `tests/icd/<name>.c` against the ICD loader; None (skip) without gcc or loader.

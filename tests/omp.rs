@@ -7,8 +7,7 @@
 //! A missing C compiler is a skip, never a failure.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Output};
 
 mod common;
 
@@ -53,25 +52,8 @@ fn run(exe: &Path, env: &[(&str, &str)], preload: bool) -> Output {
     for v in ["OMP_NUM_THREADS", "OMP_SCHEDULE", "OMP_DYNAMIC", "OMP_WAIT_POLICY", "OMP_CANCELLATION", "OMP_DISPLAY_ENV", "OMP_STACKSIZE"] {
         cmd.env_remove(v);
     }
-    let mut child = cmd
-        .env("WEFT_NCPU", "2")
-        .env("WEFT_NOPENCL", "0")
-        .env("WEFT_NCUDA", "0")
-        .envs(env.iter().copied())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start the C program");
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while child.try_wait().expect("wait for the C program").is_none() {
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let out = child.wait_with_output().expect("collect the output");
-            panic!("{} hung; killed. stderr:\n{}", exe.display(), String::from_utf8_lossy(&out.stderr));
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    child.wait_with_output().expect("collect the output")
+    cmd.env("WEFT_NCPU", "2").env("WEFT_NOPENCL", "0").env("WEFT_NCUDA", "0").envs(env.iter().copied());
+    common::output_within(&mut cmd, 120, &exe.display().to_string())
 }
 
 /// Compile `tests/omp/<name>.c`, run it, and check it passed; returns stderr.

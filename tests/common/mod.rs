@@ -50,3 +50,23 @@ pub fn unique_exe(dir: &Path, name: &str) -> PathBuf {
     static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     dir.join(format!("{name}-{}", N.fetch_add(1, std::sync::atomic::Ordering::Relaxed)))
 }
+
+/// Run `cmd` with its output captured, killing it if it has not ended within `secs`: a
+/// hang then fails the test with `what` and whatever the program printed.
+pub fn output_within(cmd: &mut Command, secs: u64, what: &str) -> std::process::Output {
+    let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap_or_else(|e| panic!("start {what}: {e}"));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    while child.try_wait().expect("wait for the program").is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let out = child.wait_with_output().expect("collect the output");
+            panic!(
+                "{what} hung; killed. stdout:\n{}\nstderr:\n{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.wait_with_output().expect("collect the output")
+}
