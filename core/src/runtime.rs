@@ -445,12 +445,17 @@ impl RuntimeInner {
     }
 
     /// Validate, register dependencies and make the task ready when it has none left.
-    pub(crate) fn submit_task(&self, mut b: TaskBuilder, acquire: Option<Arc<crate::task::AcquireSignal>>) -> Result<TaskRef> {
+    /// `special`: an acquisition or an external task (their accesses need no codelet; they are
+    /// never scheduled on a worker).
+    pub(crate) fn submit_task(&self, mut b: TaskBuilder, special: Option<TaskKind>) -> Result<TaskRef> {
         if self.shutdown.load(Ordering::Relaxed) {
             return Err(Error::ShutDown);
         }
-        let (kind, mut mask) = match (&b.codelet, acquire) {
-            (_, Some(sig)) => (TaskKind::Acquire(sig), self.present_archs),
+        let (kind, mut mask) = match (&b.codelet, special) {
+            (_, Some(k)) => {
+                b.worker = None;
+                (k, self.present_archs)
+            }
             (Some(c), None) => (TaskKind::Codelet(c.clone()), b.validate(self.present_archs)?),
             (None, None) => (TaskKind::Empty, b.validate(self.present_archs)?),
         };
@@ -498,30 +503,11 @@ impl RuntimeInner {
         Ok(task)
     }
 
-    fn submit_external(&self, mut b: TaskBuilder, ready: Arc<dyn crate::task::ExternalWork>) -> Result<TaskRef> {
-        if self.shutdown.load(Ordering::Relaxed) {
-            return Err(Error::ShutDown);
-        }
+    fn submit_external(&self, b: TaskBuilder, ready: Arc<dyn crate::task::ExternalWork>) -> Result<TaskRef> {
         if let Some(bad) = b.accesses.iter().find(|a| matches!(a.mode, AccessMode::Redux | AccessMode::Scratch)) {
             return Err(Error::Unsupported(format!("{:?} access in an external task (it holds no data)", bad.mode)));
         }
-        if b.accesses.iter().any(|a| a.handle.0.rt.id != self.id) {
-            return Err(Error::InvalidData("handle belongs to another runtime".into()));
-        }
-        if let Some(t) = b.tag
-            && b.dep_tags.contains(&t)
-        {
-            return Err(Error::DependencyCycle(t));
-        }
-        b.worker = None;
-        let task = self.new_task(TaskKind::External(Mutex::new(Some(ready))), &mut b, self.present_archs);
-        self.inflight.fetch_add(1, Ordering::AcqRel);
-        if let Err(e) = self.register(&task, &b) {
-            self.finish_inflight();
-            return Err(e);
-        }
-        self.release_submission(task.clone());
-        Ok(task)
+        self.submit_task(b, Some(TaskKind::External(Mutex::new(Some(ready)))))
     }
 
     /// Drop the submission guard of `pending`.

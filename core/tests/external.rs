@@ -109,3 +109,40 @@ fn bad_external_tasks_are_refused() {
     rt.wait_for_all().unwrap();
     assert_eq!(ran.load(Ordering::SeqCst), 1);
 }
+
+#[test]
+fn an_external_task_after_a_redux_phase_waits_for_the_reduction() {
+    let rt = rt();
+    let acc = rt.register_variable(1000u64).unwrap();
+    let init = Codelet::builder("zero")
+        .cpu(|ctx| {
+            ctx.buffer(0).set_value(0u64);
+            Ok(())
+        })
+        .build();
+    let add = Codelet::builder("add")
+        .cpu(|ctx| {
+            let s = ctx.buffer(1).value::<u64>();
+            let d = ctx.buffer(0).value::<u64>();
+            ctx.buffer(0).set_value(d + s);
+            Ok(())
+        })
+        .build();
+    acc.set_reduction(&init, &add).unwrap();
+    let contrib = Codelet::builder("contribute")
+        .cpu(|ctx| {
+            let b = ctx.buffer(0);
+            b.set_value(b.value::<u64>() + ctx.arg::<u64>());
+            Ok(())
+        })
+        .build();
+    for i in 1..=10u64 {
+        rt.submit(TaskBuilder::new(&contrib).access(&acc, AccessMode::Redux).arg(i)).unwrap();
+    }
+    let (tx, rx) = mpsc::channel();
+    submit(&rt, TaskBuilder::empty().access(&acc, AccessMode::R), 0, &tx);
+    let (_, e) = rx.recv_timeout(std::time::Duration::from_secs(20)).expect("the external task became ready");
+    rt.complete_external(e);
+    rt.wait_for_all().unwrap();
+    assert_eq!(acc.acquire(AccessMode::R).unwrap().value::<u64>(), 1000 + 55);
+}
