@@ -206,7 +206,7 @@ impl weft_core::ExternalWork for TaskBox {
         let c = cur();
         // SAFETY: the calling thread's context.
         let (same, tid) = unsafe { (std::ptr::eq((*c).team, self.team), (*c).tid) };
-        if same && self.submitted.load(Ordering::Acquire) && self.priority == 0 {
+        if same && self.submitted.load(Ordering::Acquire) {
             team.tasks.push(tid, self);
         } else {
             team.tasks.push_ready(self);
@@ -335,25 +335,30 @@ impl TeamTasks {
         self.deques.get(tid as usize).map_or(0, |d| unsafe { (*d.w.get()).len() })
     }
 
+    /// Queue `t` on thread `tid`'s own deque (the caller is that thread).
     fn push(&self, tid: u32, t: Arc<TaskBox>) {
-        if t.priority > 0 {
-            let seq = self.seq.fetch_add(1, Ordering::Relaxed);
-            self.nprio.fetch_add(1, Ordering::Relaxed);
-            lock(&self.prio).push(Prio { priority: t.priority, seq, task: t });
-        } else {
+        if let Some(t) = self.push_prio(t) {
             // SAFETY: thread `tid` owns its deque (see the Sync impl).
             unsafe { (*self.deques[tid as usize].w.get()).push(t) };
         }
     }
 
+    /// Queue `t` on the team's queue (from any thread).
     fn push_ready(&self, t: Arc<TaskBox>) {
-        if t.priority > 0 {
-            let seq = self.seq.fetch_add(1, Ordering::Relaxed);
-            self.nprio.fetch_add(1, Ordering::Relaxed);
-            lock(&self.prio).push(Prio { priority: t.priority, seq, task: t });
-        } else {
+        if let Some(t) = self.push_prio(t) {
             self.ready.push(t);
         }
+    }
+
+    /// A task with a priority goes to the priority heap; others are handed back.
+    fn push_prio(&self, t: Arc<TaskBox>) -> Option<Arc<TaskBox>> {
+        if t.priority == 0 {
+            return Some(t);
+        }
+        let seq = self.seq.fetch_add(1, Ordering::Relaxed);
+        self.nprio.fetch_add(1, Ordering::Relaxed);
+        lock(&self.prio).push(Prio { priority: t.priority, seq, task: t });
+        None
     }
 
     fn pop(&self, tid: u32) -> Option<Arc<TaskBox>> {
@@ -747,11 +752,6 @@ pub unsafe fn spawn(s: Spawn) {
     let deps = if s.flags & FLAG_DEPEND != 0 && !s.depend.is_null() { unsafe { decode_depend(s.depend) } } else { Deps::new() };
     let detach = s.flags & FLAG_DETACH != 0 && !s.detach.is_null();
     if run_now(cx, team, &s, 0) {
-        if deps.is_empty() && !detach && s.cpyfn.is_none() {
-            // The common case (if(0) cutoffs, the throttle): the body on the caller's data.
-            run_inline(c, s.body, s.data, final_);
-            return;
-        }
         let ext = if team.level == 0 { None } else { wait_for_deps(c, &deps) };
         // SAFETY: per the contract.
         unsafe { run_undeferred(c, &s, final_, priority, detach) };
@@ -881,26 +881,8 @@ unsafe fn run_undeferred(c: *mut Ctx, s: &Spawn, final_: bool, priority: i32, de
         }
         return;
     }
-    let tb = TaskBox {
-        body: s.body,
-        inline: UnsafeCell::new([0; INLINE / 8]),
-        heap: None,
-        parent: None,
-        // SAFETY: the calling thread's context.
-        group: unsafe { (*c).task.group },
-        team: std::ptr::null(),
-        final_,
-        priority,
-        // SAFETY: the calling thread's context.
-        icv: unsafe { (*c).icv },
-        counted: false,
-        ext: UnsafeCell::new(None),
-        detach: AtomicU32::new(0),
-        has_detach: false,
-        submitted: AtomicBool::new(false),
-    };
     match s.cpyfn {
-        None => run_body(c, &tb, s.data),
+        None => run_inline(c, s.body, s.data, final_),
         Some(_) => {
             // Firstprivate copies with constructors: a private copy, as for a deferred task.
             let mut buf = vec![0u64; s.arg_size.div_ceil(8) + s.arg_align.div_ceil(8) + 1];
@@ -909,7 +891,7 @@ unsafe fn run_undeferred(c: *mut Ctx, s: &Spawn, final_: bool, priority: i32, de
             let p = base.next_multiple_of(a) as *mut c_void;
             // SAFETY: `p` has room for arg_size bytes at the alignment asked for.
             unsafe { copy_data(s, p) };
-            run_body(c, &tb, p);
+            run_inline(c, s.body, p, final_);
         }
     }
 }
@@ -930,10 +912,9 @@ pub unsafe fn fulfill(ev: usize) {
         eprintln!("weft-omp: omp_fulfill_event: event {ev:#x} already fulfilled; aborting");
         std::process::abort();
     }
+    // An undeferred task's creator waits for the flag itself and ends the task there.
     if t.counted && prev & DETACH_BODY_DONE != 0 {
         finish(t);
-    } else if !t.counted {
-        // An undeferred task: its creator waits for the flag; dependencies end there.
     }
 }
 
