@@ -3,6 +3,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
+# CI builds once from scratch: incremental state would only double the target folder
+# (the CI machine ran out of disk once).
+export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
 cargo fmt --all --check
 cargo clippy -q --workspace --all-targets -- -D warnings
 cargo test --workspace
