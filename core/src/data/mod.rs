@@ -92,9 +92,13 @@ pub(crate) enum Phase {
 #[derive(Default)]
 pub(crate) struct DepState {
     pub phase: Phase,
-    pub cur: Vec<Weak<TaskInner>>,
-    pub prev: Vec<Weak<TaskInner>>,
+    pub cur: PhaseTasks,
+    pub prev: PhaseTasks,
 }
+
+/// The tasks of one phase, inline up to two: a write phase has one task, and starting a
+/// phase (moving `cur` to `prev`) allocates nothing.
+pub(crate) type PhaseTasks = smallvec::SmallVec<[Weak<TaskInner>; 2]>;
 
 pub(crate) struct Redux {
     pub init: Arc<Codelet>,

@@ -10,7 +10,7 @@
 //! The functions here run with the task's trees locked (in tree-id order) by the submitter.
 
 use super::{AccessMode, TaskInner, TaskRef};
-use crate::data::{Phase, TreeState, relatives};
+use crate::data::{Phase, PhaseTasks, TreeState, relatives};
 use crate::sync::{Arc, Weak};
 
 pub(crate) fn phase_of(m: AccessMode) -> Phase {
@@ -25,7 +25,7 @@ pub(crate) fn phase_of(m: AccessMode) -> Phase {
 
 /// Readers accumulate in a phase; drop finished ones now and then so that a handle read by
 /// millions of tasks does not keep them all alive.
-fn prune(v: &mut Vec<Weak<TaskInner>>) {
+fn prune(v: &mut PhaseTasks) {
     if v.len() >= 64 && v.len().is_power_of_two() {
         v.retain(|t| t.upgrade().is_some_and(|t| !t.is_done()));
     }
