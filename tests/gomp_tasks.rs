@@ -111,6 +111,7 @@ fn fib_30_with_a_task_per_call() {
     run("fib");
 }
 
+/// Also a million tasks with depend clauses: those waiting for dependencies are throttled too.
 #[test]
 fn a_million_tasks_in_flight_stay_within_memory() {
     run("million");

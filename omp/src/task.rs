@@ -11,7 +11,8 @@
 //!
 //! # Work first
 //! Creation takes no lock shared by the team: a task is one allocation (its data inline up
-//! to [`INLINE`] bytes), pushed on the creating thread's own deque (LIFO for its owner,
+//! to [`INLINE`] bytes; a task with depend clauses or bigger data reuses a finished task's
+//! box from a lock-free pool, so that its one allocation is core's task), pushed on the creating thread's own deque (LIFO for its owner,
 //! stolen FIFO by the others). Past 8 queued tasks per thread, and in final or if(0)
 //! tasks, new tasks run at once in the creating thread (libgomp's throttle), so a loop
 //! creating a million tasks never holds more than a few hundred.
@@ -30,6 +31,7 @@ use crate::env::env;
 use crate::sys;
 use crate::team::{self, Body, Ctx, Icv, Team, cur};
 use crossbeam_deque::{Injector, Steal, Stealer, Worker};
+use crossbeam_queue::ArrayQueue;
 use crossbeam_utils::CachePadded;
 use std::cell::UnsafeCell;
 use std::collections::{BinaryHeap, HashMap};
@@ -67,6 +69,12 @@ pub const INLINE: usize = 64;
 /// 8 per thread is still enough for every thief to find work. Tasks waiting for their
 /// dependencies are not queued and do not count, else a graph would run serially.
 const THROTTLE: usize = 8;
+
+/// Tasks not complete, per thread of the team, past which a new task with depend clauses
+/// waits for its dependencies and runs at once (libgomp's throttle, which also counts tasks
+/// waiting for dependencies): a loop creating a million dependent tasks holds a bounded
+/// number of them, while a graph keeps as much lookahead as under libgomp.
+const DEPEND_THROTTLE: usize = 64;
 
 /// A task's count of incomplete child tasks (what taskwait waits for). Created with its
 /// first deferred child; the children hold it, so it outlives a parent that ends first.
@@ -175,6 +183,8 @@ pub struct TaskBox {
     has_detach: bool,
     /// Its core task has been submitted (a later ready call is a release by a predecessor).
     submitted: AtomicBool,
+    /// Back to [`POOL`] once finished (see [`new_task`]).
+    pooled: bool,
 }
 
 // SAFETY: the raw pointers are the team and taskgroup, which outlive the task (module doc),
@@ -562,6 +572,7 @@ fn finish(t: Arc<TaskBox>) {
     let tasks = unsafe { &(*t.team).tasks };
     tasks.pending.fetch_sub(1, Ordering::SeqCst);
     tasks.notify();
+    recycle(t);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -677,19 +688,44 @@ fn wait_for_deps(c: *mut Ctx, deps: &[(usize, AccessMode)]) -> Option<External> 
         return None;
     }
     let rt = runtime()?;
-    let slot: Arc<Mutex<Option<External>>> = Arc::new(Mutex::new(None));
-    let ready = Arc::new(AtomicBool::new(false));
-    let (s2, r2) = (slot.clone(), ready.clone());
+    // The thread's last waiter if nobody holds it any more (its core task is the wait's
+    // one allocation), else a new one (a wait nested in a task run while waiting).
+    let mut w = DEP_WAIT.take().unwrap_or_default();
+    match Arc::get_mut(&mut w) {
+        Some(d) => {
+            *d.ready.get_mut() = false;
+            *d.token.get_mut().unwrap_or_else(|p| p.into_inner()) = None;
+        }
+        None => w = Arc::default(),
+    }
     let b = builder(c, rt, deps);
-    if let Err(e) = rt.submit_external(b, move |e| {
-        *lock(&s2) = Some(e);
-        r2.store(true, Ordering::Release);
-    }) {
+    if let Err(e) = rt.submit_external_work(b, w.clone()) {
         eprintln!("weft-omp: cannot order a task by its depend clauses ({e}); aborting");
         std::process::abort();
     }
-    wait_until(c, || ready.load(Ordering::Acquire));
-    lock(&slot).take()
+    wait_until(c, || w.ready.load(Ordering::Acquire));
+    let token = lock(&w.token).take();
+    DEP_WAIT.set(Some(w));
+    token
+}
+
+/// An undeferred task's wait for its dependencies: core's ready call hands over the token.
+#[derive(Default)]
+struct DepWait {
+    token: Mutex<Option<External>>,
+    ready: AtomicBool,
+}
+
+impl weft_core::ExternalWork for DepWait {
+    fn ready(self: Arc<Self>, token: External) {
+        *lock(&self.token) = Some(token);
+        self.ready.store(true, Ordering::Release);
+    }
+}
+
+thread_local! {
+    /// The calling thread's [`DepWait`], kept for its next wait.
+    static DEP_WAIT: std::cell::Cell<Option<Arc<DepWait>>> = const { std::cell::Cell::new(None) };
 }
 
 /// Everything GOMP_task gets.
@@ -712,7 +748,7 @@ fn run_now(c: &Ctx, team: &Team, s: &Spawn, extra: usize) -> bool {
         || c.task.final_
         || team.level == 0
         || team.tasks.own_len(c.tid) + extra > THROTTLE * team.n as usize
-        || (!s.depend.is_null() && runtime().is_none())
+        || (!s.depend.is_null() && (runtime().is_none() || team.tasks.pending() > DEPEND_THROTTLE * team.n as usize))
 }
 
 /// Whether new tasks are not to be created: the region or the taskgroup was cancelled.
@@ -761,7 +797,7 @@ pub unsafe fn spawn(s: Spawn) {
         return;
     }
     // SAFETY: per the contract.
-    let t = unsafe { new_task(c, &s, final_, priority, detach, true) };
+    let t = unsafe { new_task(c, &s, final_, priority, detach, true, !deps.is_empty()) };
     if deps.is_empty() {
         team.tasks.push(cx.tid, t);
         team.nudge();
@@ -792,27 +828,64 @@ unsafe fn copy_data(s: &Spawn, dst: *mut c_void) {
     }
 }
 
-/// A task object with its data copied; `counted`: queued (counted in team, group, parent).
+/// Finished boxes of tasks that would otherwise cost a second allocation: those with depend
+/// clauses (their core task is the one allocation) and those with data over [`INLINE`]
+/// bytes (the data block stays with the box). Lock-free and bounded: a task finished when
+/// the pool is full is freed.
+static POOL: std::sync::OnceLock<ArrayQueue<Arc<TaskBox>>> = std::sync::OnceLock::new();
+const POOL_CAPACITY: usize = 1024;
+
+fn pool() -> &'static ArrayQueue<Arc<TaskBox>> {
+    POOL.get_or_init(|| ArrayQueue::new(POOL_CAPACITY))
+}
+
+/// Give a finished task's box back to [`POOL`] if it is a pooled one and nobody else holds it.
+fn recycle(mut t: Arc<TaskBox>) {
+    if !t.pooled {
+        return;
+    }
+    let Some(b) = Arc::get_mut(&mut t) else { return };
+    b.parent = None;
+    *b.ext.get_mut() = None;
+    // Full: freed here.
+    let _ = pool().push(t);
+}
+
+/// A task object with its data copied; `counted`: queued (counted in team, group, parent);
+/// `deps`: it has depend clauses.
 ///
 /// # Safety
 /// `s` is what the compiler passed.
-unsafe fn new_task(c: *mut Ctx, s: &Spawn, final_: bool, priority: i32, detach: bool, counted: bool) -> Arc<TaskBox> {
+unsafe fn new_task(c: *mut Ctx, s: &Spawn, final_: bool, priority: i32, detach: bool, counted: bool, deps: bool) -> Arc<TaskBox> {
     // SAFETY: the calling thread's context.
     let cx = unsafe { &mut *c };
     let align = s.arg_align.max(1);
-    let heap = if s.arg_size > INLINE || align > 8 {
-        let l = std::alloc::Layout::from_size_align(s.arg_size.max(1), align.next_power_of_two()).unwrap_or_else(|_| {
+    let layout = (s.arg_size > INLINE || align > 8).then(|| {
+        std::alloc::Layout::from_size_align(s.arg_size.max(1), align.next_power_of_two()).unwrap_or_else(|_| {
             eprintln!("weft-omp: task data of {} bytes aligned to {align} is not possible; aborting", s.arg_size);
             std::process::abort()
-        });
-        // SAFETY: a non-zero size.
-        let p = unsafe { std::alloc::alloc(l) };
-        if p.is_null() {
-            std::alloc::handle_alloc_error(l);
+        })
+    });
+    // Detached tasks are not pooled: their box's address is the event handle.
+    let pooled = counted && !detach && (deps || layout.is_some());
+    let mut reused = if pooled { pool().pop() } else { None };
+    let old_heap = reused.as_mut().and_then(|a| Arc::get_mut(a).and_then(|b| b.heap.take()));
+    let heap = match (layout, old_heap) {
+        (Some(l), Some((p, ol))) if ol.size() >= l.size() && ol.align() >= l.align() => Some((p, ol)),
+        (l, old) => {
+            if let Some((p, ol)) = old {
+                // SAFETY: allocated with this layout below.
+                unsafe { std::alloc::dealloc(p, ol) };
+            }
+            l.map(|l| {
+                // SAFETY: a non-zero size.
+                let p = unsafe { std::alloc::alloc(l) };
+                if p.is_null() {
+                    std::alloc::handle_alloc_error(l);
+                }
+                (p, l)
+            })
         }
-        Some((p, l))
-    } else {
-        None
     };
     let parent = if counted {
         let n = cx.task.node.get_or_insert_with(Default::default);
@@ -844,8 +917,15 @@ unsafe fn new_task(c: *mut Ctx, s: &Spawn, final_: bool, priority: i32, detach: 
         detach: AtomicU32::new(0),
         has_detach: detach,
         submitted: AtomicBool::new(false),
+        pooled,
     };
-    let t = Arc::new(tb);
+    let t = match reused {
+        Some(mut a) => {
+            *Arc::get_mut(&mut a).expect("invariant: a pooled box has no other reference") = tb;
+            a
+        }
+        None => Arc::new(tb),
+    };
     if detach {
         // Before the copy: the event handle variable is in the data (firstprivate). The
         // extra reference is given back by omp_fulfill_event.
@@ -873,7 +953,7 @@ unsafe fn run_undeferred(c: *mut Ctx, s: &Spawn, final_: bool, priority: i32, de
     if detach {
         // The event needs an object that outlives the body: a task box, run here.
         // SAFETY: per the contract.
-        let t = unsafe { new_task(c, s, final_, priority, true, false) };
+        let t = unsafe { new_task(c, s, final_, priority, true, false, false) };
         run_body(c, &t, t.data());
         let done = t.clone();
         if t.detach.fetch_or(DETACH_BODY_DONE, Ordering::AcqRel) & DETACH_FULFILLED == 0 {
@@ -1138,7 +1218,7 @@ pub unsafe fn taskloop(s: Spawn, num_tasks: u64, start: u64, end: u64, step: u64
                 unsafe { run_undeferred(c, &tb, final_, priority, false) };
             } else {
                 // SAFETY: per the contract.
-                let t = unsafe { new_task(c, &sp, final_, priority, false, false) };
+                let t = unsafe { new_task(c, &sp, final_, priority, false, false, false) };
                 // SAFETY: the copy starts with the (start, end) pair.
                 unsafe {
                     *(t.data() as *mut u64) = a;
@@ -1148,7 +1228,7 @@ pub unsafe fn taskloop(s: Spawn, num_tasks: u64, start: u64, end: u64, step: u64
             }
         } else {
             // SAFETY: per the contract.
-            let t = unsafe { new_task(c, &sp, final_, priority, false, true) };
+            let t = unsafe { new_task(c, &sp, final_, priority, false, true, false) };
             // SAFETY: the copy starts with the (start, end) pair.
             unsafe {
                 *(t.data() as *mut u64) = a;
