@@ -528,7 +528,8 @@ impl RuntimeInner {
             }
         } else {
             // Lock the task's trees in tree-id order.
-            let mut trees: SmallVec<[Arc<Tree>; 3]> = task.accesses.iter().map(|a| a.handle.0.tree.clone()).collect();
+            // Borrowed from the task's own accesses: no reference counting.
+            let mut trees: SmallVec<[&Tree; 3]> = task.accesses.iter().map(|a| &*a.handle.0.tree).collect();
             trees.sort_by_key(|t| t.id);
             trees.dedup_by_key(|t| t.id);
             let mut guards: SmallVec<[_; 3]> = trees.iter().map(|t| lock(&t.state)).collect();

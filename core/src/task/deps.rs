@@ -46,7 +46,10 @@ pub(crate) fn access_preds(st: &mut TreeState, idx: usize, mode: AccessMode, tas
         return;
     }
     let p = phase_of(mode);
-    for r in relatives(st, idx) {
+    let e = &st.entries[idx];
+    // Most handles are in no partition tree: no relatives to look at (and no list to build).
+    let related = if e.parent.is_none() && e.children.is_empty() { Default::default() } else { relatives(st, idx) };
+    for r in related {
         let d = &st.entries[r].deps;
         if mode == AccessMode::R && d.phase == Phase::Read {
             preds.extend(live(&d.prev));
