@@ -116,3 +116,8 @@ fn fib_30_with_a_task_per_call() {
 fn a_million_tasks_in_flight_stay_within_memory() {
     run("million");
 }
+
+#[test]
+fn a_waiting_thread_runs_only_tasks_the_scheduling_constraint_allows() {
+    run("tsc");
+}

@@ -407,6 +407,125 @@ impl TeamTasks {
     }
 }
 
+impl TeamTasks {
+    /// [`pop`](Self::pop) for a thread whose current task is suspended in a wait: only a
+    /// task that `scope` admits (the tied-task scheduling constraint). The others stay
+    /// queued: the own deque keeps its order, stolen ones go to the team's queue.
+    fn pop_in(&self, tid: u32, scope: Scope) -> Option<Arc<TaskBox>> {
+        if let Scope::Any = scope {
+            return self.pop(tid);
+        }
+        if self.nprio.load(Ordering::Relaxed) > 0 {
+            let mut heap = lock(&self.prio);
+            if !heap.peek().is_some_and(|p| scope.admits(&p.task)) {
+                // The highest-priority task this wait may run, wherever it is in the heap
+                // (priorities are rare: rebuilding it is fine).
+                let mut v = std::mem::take(&mut *heap).into_vec();
+                let best = v.iter().enumerate().filter(|(_, p)| scope.admits(&p.task)).max_by(|a, b| a.1.cmp(b.1)).map(|(i, _)| i);
+                let found = best.map(|i| v.swap_remove(i));
+                *heap = BinaryHeap::from(v);
+                if let Some(p) = found {
+                    self.nprio.fetch_sub(1, Ordering::Relaxed);
+                    return Some(p.task);
+                }
+            } else if let Some(p) = heap.pop() {
+                self.nprio.fetch_sub(1, Ordering::Relaxed);
+                return Some(p.task);
+            }
+        }
+        if let Some(d) = self.deques.get(tid as usize) {
+            // SAFETY: thread `tid` owns its deque.
+            let w = unsafe { &*d.w.get() };
+            // The waiting task's children are usually the newest, on top.
+            let mut others: smallvec::SmallVec<[Arc<TaskBox>; 8]> = smallvec::SmallVec::new();
+            let mut found = None;
+            while let Some(t) = w.pop() {
+                if scope.admits(&t) {
+                    found = Some(t);
+                    break;
+                }
+                others.push(t);
+            }
+            for t in others.into_iter().rev() {
+                w.push(t);
+            }
+            if found.is_some() {
+                return found;
+            }
+        }
+        let mut tries = self.ready.len() + self.deques.len();
+        while tries > 0 {
+            tries -= 1;
+            match self.ready.steal() {
+                Steal::Success(t) if scope.admits(&t) => return Some(t),
+                Steal::Success(t) => self.ready.push(t),
+                Steal::Retry => {}
+                Steal::Empty => break,
+            }
+        }
+        let n = self.deques.len();
+        for k in 1..n {
+            if let Steal::Success(t) = self.deques[(tid as usize + k) % n].s.steal() {
+                if scope.admits(&t) {
+                    return Some(t);
+                }
+                self.ready.push(t);
+            }
+        }
+        None
+    }
+}
+
+/// Which queued tasks a waiting thread may run (OpenMP's task scheduling constraint: while
+/// a tied task is suspended, only its descendants; as libgomp, a taskwait or an undeferred
+/// task's wait runs the waiting task's children, a taskgroup's end the tasks of the group).
+/// A thread at a barrier runs any task of its team.
+#[derive(Clone, Copy)]
+enum Scope {
+    Any,
+    /// Children of the task whose child counter this is.
+    Children(*const Node),
+    /// Tasks of this taskgroup or of a group nested in it, and children of the task
+    /// (whose child counter is the second field) ending the group: their predecessors may
+    /// be its earlier children outside the group.
+    Group(*const Group, *const Node),
+}
+
+impl Scope {
+    fn admits(self, t: &TaskBox) -> bool {
+        match self {
+            Scope::Any => true,
+            Scope::Children(n) => t.parent.as_ref().is_some_and(|p| std::ptr::eq(Arc::as_ptr(p), n)),
+            Scope::Group(g, n) => {
+                if Scope::Children(n).admits(t) {
+                    return true;
+                }
+                let mut x = t.group as *const Group;
+                while !x.is_null() {
+                    if std::ptr::eq(x, g) {
+                        return true;
+                    }
+                    // SAFETY: a queued task's groups are alive (they wait for it).
+                    x = unsafe { (*x).outer };
+                }
+                false
+            }
+        }
+    }
+
+    /// The children of the calling thread's current task.
+    fn children(c: *mut Ctx) -> Scope {
+        Scope::Children(Scope::node(c))
+    }
+
+    /// The child counter of the calling thread's current task (null: no child was ever
+    /// deferred, so none can be queued).
+    fn node(c: *mut Ctx) -> *const Node {
+        // SAFETY: the calling thread's context.
+        unsafe { (*c).task.node.as_ref().map_or(std::ptr::null(), Arc::as_ptr) }
+    }
+}
+
 impl Default for TeamTasks {
     fn default() -> Self {
         Self::new()
@@ -424,11 +543,15 @@ fn runtime() -> Option<&'static Arc<Runtime>> {
 // ---------------------------------------------------------------------------------------
 // Running and finishing.
 
-/// Run one queued task of the calling thread's team, if there is one.
+/// Run one queued task of the calling thread's team, if there is one (at a barrier: any).
 pub fn run_one(c: *mut Ctx) -> bool {
+    run_one_in(c, Scope::Any)
+}
+
+fn run_one_in(c: *mut Ctx, scope: Scope) -> bool {
     // SAFETY: the calling thread's context.
     let (team, tid) = unsafe { ((*c).team(), (*c).tid) };
-    match team.tasks.pop(tid) {
+    match team.tasks.pop_in(tid, scope) {
         Some(t) => {
             execute(c, t);
             true
@@ -437,26 +560,28 @@ pub fn run_one(c: *mut Ctx) -> bool {
     }
 }
 
-/// Run queued tasks until `done()` holds, pausing politely while the tasks that could make
-/// it hold run on other threads.
-pub fn wait_until(c: *mut Ctx, done: impl Fn() -> bool) {
+/// Run queued tasks that `scope` admits until `done()` holds, pausing politely while the
+/// tasks that could make it hold run on other threads.
+fn wait_until(c: *mut Ctx, scope: Scope, done: impl Fn() -> bool) {
     // SAFETY: the calling thread's context.
     let tasks = unsafe { &(*c).team().tasks };
     while !done() {
-        if run_one(c) {
+        if run_one_in(c, scope) {
             continue;
         }
         // Nothing to run: the tasks that matter run elsewhere. Spin (the wait policy's
-        // budget), then sleep until a task is queued or one finishes (`notify`).
+        // budget), then sleep until a task is queued or one finishes (`notify`). Queued
+        // tasks this wait may not run do not end the spin or prevent the sleep.
+        let blind = !matches!(scope, Scope::Any) && tasks.queued();
         let poll = tasks.poller();
-        if sys::spin_until_tasks(|| done() || poll()) {
+        if sys::spin_until_tasks(|| done() || (!blind && poll())) {
             continue;
         }
         let seen = tasks.wake.load(Ordering::SeqCst);
         // SeqCst: we count ourselves, then re-check; a notifier changes the state, then
         // reads the count (one of us sees the other). The timeout bounds any miss.
         tasks.sleepers.fetch_add(1, Ordering::SeqCst);
-        if !done() && !tasks.queued() {
+        if !done() && (blind || !tasks.queued()) {
             sys::futex_wait_timeout(&tasks.wake, seen, std::time::Duration::from_millis(1));
         }
         tasks.sleepers.fetch_sub(1, Ordering::SeqCst);
@@ -468,7 +593,7 @@ pub fn drain(c: *mut Ctx) {
     // SAFETY: the calling thread's context.
     let team = unsafe { (*c).team() };
     if team.tasks.pending() > 0 {
-        wait_until(c, || team.tasks.pending() == 0);
+        wait_until(c, Scope::Any, || team.tasks.pending() == 0);
     }
 }
 
@@ -703,7 +828,7 @@ fn wait_for_deps(c: *mut Ctx, deps: &[(usize, AccessMode)]) -> Option<External> 
         eprintln!("weft-omp: cannot order a task by its depend clauses ({e}); aborting");
         std::process::abort();
     }
-    wait_until(c, || w.ready.load(Ordering::Acquire));
+    wait_until(c, Scope::children(c), || w.ready.load(Ordering::Acquire));
     let token = lock(&w.token).take();
     DEP_WAIT.set(Some(w));
     token
@@ -957,7 +1082,7 @@ unsafe fn run_undeferred(c: *mut Ctx, s: &Spawn, final_: bool, priority: i32, de
         run_body(c, &t, t.data());
         let done = t.clone();
         if t.detach.fetch_or(DETACH_BODY_DONE, Ordering::AcqRel) & DETACH_FULFILLED == 0 {
-            wait_until(c, || done.detach.load(Ordering::Acquire) & DETACH_FULFILLED != 0);
+            wait_until(c, Scope::children(c), || done.detach.load(Ordering::Acquire) & DETACH_FULFILLED != 0);
         }
         return;
     }
@@ -1009,7 +1134,7 @@ pub fn taskwait() {
     if let Some(n) = node
         && n.children.load(Ordering::Acquire) > 0
     {
-        wait_until(c, || n.children.load(Ordering::Acquire) == 0);
+        wait_until(c, Scope::Children(Arc::as_ptr(&n)), || n.children.load(Ordering::Acquire) == 0);
     }
 }
 
@@ -1047,7 +1172,7 @@ pub fn taskgroup_end() {
     // SAFETY: the current task's innermost group, alive until freed here.
     let gr = unsafe { &*g };
     if gr.pending.load(Ordering::Acquire) > 0 {
-        wait_until(c, || gr.pending.load(Ordering::Acquire) == 0);
+        wait_until(c, Scope::Group(g, Scope::node(c)), || gr.pending.load(Ordering::Acquire) == 0);
     }
     // SAFETY: as above; no task refers to the group once its count is zero.
     unsafe {
