@@ -573,7 +573,7 @@ pub fn root() -> Vec<Assign> {
     }
     // Start the runtime first: its workers are created by this thread and would inherit
     // the narrowed mask (core binds them itself only with hwloc).
-    let _ = weft_core::capi::shared_runtime();
+    let _ = crate::team::start_runtime();
     bind(0);
     vec![all]
 }

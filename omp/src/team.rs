@@ -421,9 +421,26 @@ struct Pool {
 
 static POOL: OnceLock<Pool> = OnceLock::new();
 
+/// Start (or join) the process's Weft runtime. Unless the environment says how many OpenCL
+/// and CUDA devices to use, a process that has not loaded the OpenCL (or CUDA) library gets
+/// none: a plain OpenMP program then starts in about a millisecond instead of paying device
+/// discovery (PoCL loads LLVM: ~35 ms and ~70 MiB), and its tasks have no use for them. A
+/// program that also uses OpenCL links libOpenCL, so Weft's ICD finds its devices there.
+pub fn start_runtime() -> Result<Arc<weft_core::Runtime>, weft_core::Error> {
+    weft_core::capi::shared_runtime_with(|c| {
+        let maps = std::fs::read_to_string("/proc/self/maps").unwrap_or_default();
+        if c.nopencl.is_none() && !maps.contains("/libOpenCL.so") {
+            c.nopencl = Some(0);
+        }
+        if c.ncuda.is_none() && !maps.contains("/libcuda.so") {
+            c.ncuda = Some(0);
+        }
+    })
+}
+
 fn pool() -> &'static Pool {
     POOL.get_or_init(|| {
-        let rt = match weft_core::capi::shared_runtime() {
+        let rt = match start_runtime() {
             Ok(rt) => Some(rt),
             Err(e) => {
                 eprintln!("weft-omp: the Weft runtime did not start ({e}); OpenMP teams use threads of their own");

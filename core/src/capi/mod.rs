@@ -76,11 +76,20 @@ pub fn runtime() -> Option<Arc<Runtime>> {
 /// Each call that starts it holds a reference that is never dropped: a C program's last
 /// `weft_shutdown` then leaves it running for the front end that shares it.
 pub fn shared_runtime() -> Result<Arc<Runtime>, Error> {
+    shared_runtime_with(|_| {})
+}
+
+/// [`shared_runtime`], with `adjust` applied to the configuration read from the environment
+/// if this call starts it (a front end's defaults: the OpenMP runtime leaves accelerators
+/// out of a process that has no OpenCL library loaded).
+pub fn shared_runtime_with(adjust: impl FnOnce(&mut crate::Config)) -> Result<Arc<Runtime>, Error> {
     let mut g = lock(&GLOBAL);
     if let Some(s) = &g.state {
         return Ok(s.rt.clone());
     }
-    let rt = Arc::new(Runtime::from_env()?);
+    let mut config = crate::Config::from_env()?;
+    adjust(&mut config);
+    let rt = Arc::new(Runtime::new(config)?);
     g.state =
         Some(Arc::new(State { rt: rt.clone(), roots: Mutex::new(HashMap::new()), codelets: Mutex::new(task::CodeletCache::default()) }));
     g.refs = 1;
