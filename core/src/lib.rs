@@ -40,7 +40,8 @@ pub use sched::PolicyKind;
 #[cfg(feature = "opencl")]
 pub use task::OpenClLaunch;
 pub use task::{
-    AccessMode, Arch, Codelet, External, ExternalWork, OpenClImpl, OpenClLaunchFn, Tag, TaskBuilder, TaskContext, TaskError, TaskHandle,
+    AccessMode, Arch, Codelet, External, ExternalWork, OpenClImpl, OpenClLaunchFn, Payload, Tag, TaskBuilder, TaskContext, TaskError,
+    TaskHandle,
 };
 #[cfg(feature = "cuda")]
 pub use task::{CudaCode, CudaFn, CudaImpl, CudaTaskContext, LaunchDimsFn};

@@ -299,7 +299,7 @@ impl RuntimeInner {
     ) -> Result<Completion, TaskError> {
         let fail = |msg: String| TaskError::Failed { task: c.name.clone(), msg };
         if let Some(f) = &imp.launch {
-            let l = crate::task::OpenClLaunch { device: &drv.dev, worker: w, buffers: bufs, args: &t.args };
+            let l = crate::task::OpenClLaunch { device: &drv.dev, worker: w, buffers: bufs, args: &t.args, payload: t.payload.as_deref() };
             let done = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&l))) {
                 Ok(r) => r.map_err(fail)?,
                 Err(_) => return Err(fail("the launch function panicked".into())),
