@@ -42,6 +42,10 @@ pub struct EventState {
     callbacks: Mutex<Vec<Callback>>,
     /// queued, submit, start, end.
     times: [AtomicU64; 4],
+    /// The command's task until it completes (a wait list naming the event then needs no
+    /// dependency). Dropped at completion: the task holds this state (its completion
+    /// callback and launch payload do), and keeping it here would make a cycle that leaks
+    /// both, with the buffers the task accesses.
     task: Mutex<Option<TaskHandle>>,
 }
 
@@ -66,7 +70,12 @@ impl EventState {
     }
 
     pub fn set_task(&self, t: TaskHandle) {
-        *self.task.lock().unwrap_or_else(|e| e.into_inner()) = Some(t);
+        // Under the status lock: either `complete` has not set the final status yet (and
+        // drops the task after setting it), or the task is not kept at all.
+        let s = self.status.lock().unwrap_or_else(|e| e.into_inner());
+        if s.is_none_or(|v| v > CL_COMPLETE) {
+            *self.task.lock().unwrap_or_else(|e| e.into_inner()) = Some(t);
+        }
     }
 
     pub fn task(&self) -> Option<TaskHandle> {
@@ -93,6 +102,7 @@ impl EventState {
                 self.cv.notify_all();
             }
         }
+        drop(self.task.lock().unwrap_or_else(|e| e.into_inner()).take());
         let cbs = std::mem::take(&mut *self.callbacks.lock().unwrap_or_else(|e| e.into_inner()));
         for cb in cbs {
             call(&cb, code);
@@ -373,4 +383,30 @@ pub extern "C" fn clSetUserEventStatus(event: Handle, status: cl_int) -> cl_int 
         }
         e.context.platform.rt.tag_notify(*tag).map_err(|_| CL_OUT_OF_RESOURCES)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use weft_core::{Config, Runtime};
+
+    /// A command's state keeps its task only until it completes: the task holds the state
+    /// (callback, launch payload), so keeping it longer would leak both.
+    #[test]
+    fn a_completed_command_state_lets_its_task_go() {
+        let rt = Runtime::new(Config { ncpu: Some(1), nopencl: Some(0), ..Config::default() }).unwrap();
+        let state = EventState::new_queued();
+        let st = state.clone();
+        let t = rt.submit(TaskBuilder::empty().callback(move |r| st.complete(code_of(&r)))).unwrap();
+        t.wait().unwrap();
+        state.set_task(t.clone());
+        assert!(state.task().is_none(), "a task set after completion is not kept");
+        assert_eq!(state.status(), CL_COMPLETE);
+
+        let state = EventState::new_queued();
+        state.set_task(t.clone());
+        assert!(state.task().is_some());
+        state.complete(CL_COMPLETE);
+        assert!(state.task().is_none(), "completion drops the task");
+    }
 }
