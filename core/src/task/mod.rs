@@ -167,6 +167,9 @@ pub struct OpenClLaunch<'a> {
     pub args: &'a [u8],
     /// The task's payload ([`TaskBuilder::payload`]), if it has one.
     pub payload: Option<&'a (dyn std::any::Any + Send + Sync)>,
+    /// Whether the launch may join the device's open batch
+    /// (`OpenClDevice::launch_batched`): the driver closes the batch before it waits.
+    pub batch: bool,
 }
 
 /// A custom OpenCL launch: enqueue on `device`'s queue and return the completion of the last

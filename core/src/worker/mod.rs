@@ -154,6 +154,8 @@ fn run_driver(rt: &RuntimeInner, w: usize, spin: Duration) {
             continue;
         }
         if let Some(f) = flight.front() {
+            // Launches batched since the last wait complete only once the batch is closed.
+            rt.close_batch(w);
             // Full: wait for the oldest. Otherwise wait a little and look for new work again,
             // so the next task starts while the device runs this one.
             if flight.len() >= DEPTH {

@@ -478,6 +478,9 @@ struct Launch {
     /// The images among the task's buffers: (access index, image, copied back after the kernel).
     images: Vec<(usize, Arc<Obj<Mem>>, bool)>,
     exec_svm: Vec<usize>,
+    /// The launch may join its device's batch when the driver allows (`OpenClLaunch::batch`):
+    /// not on a profiling queue, whose end timestamps would be the batch's.
+    batchable: bool,
 }
 
 /// The codelet every launch of kernel `name` uses: its OpenCL implementation runs the
@@ -588,7 +591,8 @@ fn launch(
     } else if allowed.len() < plat.real.len() {
         b = b.on_worker(plat.real[allowed[0]].0);
     }
-    let payload = Launch { kernel: k.clone(), state: state.clone(), slots, offset, global, local, images, exec_svm };
+    let batchable = qq.properties & CL_QUEUE_PROFILING_ENABLE == 0;
+    let payload = Launch { kernel: k.clone(), state: state.clone(), slots, offset, global, local, images, exec_svm, batchable };
     let b = b.payload(Arc::new(payload));
     let e = submit(qq, waits, CL_COMMAND_NDRANGE_KERNEL, state, b, false)?;
     // SAFETY: the caller's contract.
@@ -599,7 +603,7 @@ fn launch(
 /// Run launch `p` on the device of `l`: take a vendor kernel of the program built for it,
 /// set the arguments (buffers are the task's replicas there) and enqueue.
 fn run_launch(p: &Launch, l: &OpenClLaunch<'_>) -> Result<weft_vendors::Completion, String> {
-    let Launch { kernel, state: st, slots, offset, global, local, images, exec_svm } = p;
+    let Launch { kernel, state: st, slots, offset, global, local, images, exec_svm, batchable } = p;
     st.started();
     let plat = kernel.program.context.platform;
     let i = plat.real_index(l.device).ok_or("the device is not one of Weft's OpenCL platform")?;
@@ -626,9 +630,17 @@ fn run_launch(p: &Launch, l: &OpenClLaunch<'_>) -> Result<weft_vendors::Completi
         }
         let off = offset.as_deref();
         if vimages.is_empty() {
-            // SAFETY: every buffer argument is one of the task's replicas on this device,
-            // pinned until the returned completion fires.
-            return unsafe { l.device.launch_at(&vk, off, global, local.as_deref()) }.map_err(|e| e.to_string());
+            let r = if l.batch && *batchable {
+                // SAFETY: every buffer argument is one of the task's replicas on this device,
+                // pinned until the returned completion fires (the batch's: the driver closes
+                // it before waiting).
+                unsafe { l.device.launch_batched(&vk, off, global, local.as_deref()) }
+            } else {
+                // SAFETY: every buffer argument is one of the task's replicas on this device,
+                // pinned until the returned completion fires.
+                unsafe { l.device.launch_at(&vk, off, global, local.as_deref()) }
+            };
+            return r.map_err(|e| e.to_string());
         }
         // Fill each vendor image from its replica, run the kernel, copy written images back:
         // one in-order queue, one completion (see image.rs).

@@ -53,6 +53,9 @@ pub struct OpenClDevice {
     pub(crate) allocated: AtomicUsize,
     /// Held while submitting (enqueue, callback registration, flush): see the module doc.
     pub(crate) submit_lock: Mutex<()>,
+    /// The completion shared by the kernels launched without an event since the last
+    /// [`OpenClDevice::close_batch`] (`launch_batched`); taken under `submit_lock`.
+    pub(crate) batch: Mutex<Option<Completion>>,
 }
 
 impl std::fmt::Debug for OpenClDevice {
@@ -92,6 +95,7 @@ impl OpenClDevice {
             max_alloc,
             allocated: AtomicUsize::new(0),
             submit_lock: Mutex::new(()),
+            batch: Mutex::new(None),
         })
     }
 
