@@ -47,22 +47,33 @@ pub struct EventState {
     /// callback and launch payload do), and keeping it here would make a cycle that leaks
     /// both, with the buffers the task accesses.
     task: Mutex<Option<TaskHandle>>,
+    /// Whether `times` are taken: only a profiling queue's commands show them
+    /// (`clGetEventProfilingInfo`), and a clock read per step is a cost on the hot path.
+    timed: bool,
 }
 
 impl EventState {
     pub fn new_queued() -> Arc<EventState> {
-        let s = Arc::new(EventState::default());
-        let t = now_ns();
-        s.times[0].store(t, Ordering::Relaxed);
-        s.times[1].store(t, Ordering::Relaxed);
-        *s.status.lock().unwrap_or_else(|e| e.into_inner()) = Some(CL_SUBMITTED);
-        s
+        EventState::submitted(true)
+    }
+
+    /// A command's state, submitted; `timed`: take the profiling timestamps.
+    pub fn submitted(timed: bool) -> Arc<EventState> {
+        let t = if timed { now_ns() } else { 0 };
+        Arc::new(EventState {
+            status: Mutex::new(Some(CL_SUBMITTED)),
+            times: [AtomicU64::new(t), AtomicU64::new(t), AtomicU64::new(0), AtomicU64::new(0)],
+            timed,
+            ..EventState::default()
+        })
     }
 
     /// The command started (its task runs).
     pub fn started(&self) {
         // Relaxed: a timestamp read only after the status says complete (under the lock).
-        let _ = self.times[2].compare_exchange(0, now_ns(), Ordering::Relaxed, Ordering::Relaxed);
+        if self.timed {
+            let _ = self.times[2].compare_exchange(0, now_ns(), Ordering::Relaxed, Ordering::Relaxed);
+        }
         let mut s = self.status.lock().unwrap_or_else(|e| e.into_inner());
         if s.is_some_and(|v| v > CL_RUNNING) {
             *s = Some(CL_RUNNING);
@@ -88,8 +99,11 @@ impl EventState {
 
     /// Final status `code` (`CL_COMPLETE` or an error); runs the callbacks.
     pub fn complete(&self, code: cl_int) {
-        let _ = self.times[2].compare_exchange(0, now_ns(), Ordering::Relaxed, Ordering::Relaxed);
-        self.times[3].store(now_ns(), Ordering::Relaxed);
+        if self.timed {
+            let end = now_ns();
+            let _ = self.times[2].compare_exchange(0, end, Ordering::Relaxed, Ordering::Relaxed);
+            self.times[3].store(end, Ordering::Relaxed);
+        }
         {
             let mut s = self.status.lock().unwrap_or_else(|e| e.into_inner());
             if s.is_some_and(|v| v <= CL_COMPLETE) {

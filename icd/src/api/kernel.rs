@@ -579,7 +579,8 @@ fn launch(
     let waits = if gated.is_empty() { waits } else { &gated[..] };
     let images: Vec<(usize, Arc<Obj<Mem>>, bool)> =
         mems.iter().enumerate().filter(|(_, (m, _))| m.image.is_some()).map(|(j, (m, ro))| (j, m.clone(), !*ro)).collect();
-    let state = EventState::new_queued();
+    let profiled = qq.properties & CL_QUEUE_PROFILING_ENABLE != 0;
+    let state = EventState::submitted(profiled);
     let mut b = TaskBuilder::new(&k.codelet);
     for (m, ro) in &mems {
         b.add_access(m.handle(), if *ro { AccessMode::R } else { AccessMode::RW });
@@ -591,8 +592,7 @@ fn launch(
     } else if allowed.len() < plat.real.len() {
         b = b.on_worker(plat.real[allowed[0]].0);
     }
-    let batchable = qq.properties & CL_QUEUE_PROFILING_ENABLE == 0;
-    let payload = Launch { kernel: k.clone(), state: state.clone(), slots, offset, global, local, images, exec_svm, batchable };
+    let payload = Launch { kernel: k.clone(), state: state.clone(), slots, offset, global, local, images, exec_svm, batchable: !profiled };
     let b = b.payload(Arc::new(payload));
     let e = submit(qq, waits, CL_COMMAND_NDRANGE_KERNEL, state, b, false)?;
     // SAFETY: the caller's contract.
