@@ -20,7 +20,7 @@ use super::icd::{self, Obj, new_obj, publish};
 use super::memory::Mem;
 use super::platform::DeviceKind;
 use super::program::Program;
-use super::queue::{Queue, submit};
+use super::queue::{Queue, enqueue, submit};
 use super::sampler::Sampler;
 use super::{ClResult, c_str, info_ptr, info_str, info_val, ret_code, ret_obj, slice, write_info};
 use smallvec::SmallVec;
@@ -594,6 +594,10 @@ fn launch(
     }
     let payload = Launch { kernel: k.clone(), state: state.clone(), slots, offset, global, local, images, exec_svm, batchable: !profiled };
     let b = b.payload(Arc::new(payload));
+    if event.is_null() {
+        // No event object when none is asked for (the queue's finish waits on the state).
+        return enqueue(qq, waits, state, b, false);
+    }
     let e = submit(qq, waits, CL_COMMAND_NDRANGE_KERNEL, state, b, false)?;
     // SAFETY: the caller's contract.
     unsafe { hand_out(&e, event) };

@@ -69,6 +69,12 @@ pub fn submit(
     b: TaskBuilder,
     barrier: bool,
 ) -> ClResult<Arc<Obj<Event>>> {
+    enqueue(q, waits, state.clone(), b, barrier)?;
+    Ok(new_event(q.context.clone(), Some(q.clone()), command, state))
+}
+
+/// [`submit`] without making an event object (for a command whose caller asked for none).
+pub fn enqueue(q: &Arc<Obj<Queue>>, waits: &[Arc<Obj<Event>>], state: Arc<EventState>, b: TaskBuilder, barrier: bool) -> ClResult<()> {
     let st = state.clone();
     let mut b = after_events(b, waits).callback(move |r| st.complete(code_of(&r)));
     let mut qs = q.state.lock().unwrap_or_else(|e| e.into_inner());
@@ -98,9 +104,8 @@ pub fn submit(
     if q.in_order() || barrier {
         qs.last = Some(t.clone());
     }
-    qs.pending.push_back((t, state.clone()));
-    drop(qs);
-    Ok(new_event(q.context.clone(), Some(q.clone()), command, state))
+    qs.pending.push_back((t, state));
+    Ok(())
 }
 
 /// Wait for every command of `q` so far.
