@@ -55,7 +55,8 @@ pub struct OpenClDevice {
     pub(crate) submit_lock: Mutex<()>,
     /// The completion shared by the kernels launched without an event since the last
     /// [`OpenClDevice::close_batch`] (`launch_batched`); taken under `submit_lock`.
-    pub(crate) batch: Mutex<Option<Completion>>,
+    /// With how many launches so far.
+    pub(crate) batch: Mutex<Option<(Completion, usize)>>,
 }
 
 impl std::fmt::Debug for OpenClDevice {

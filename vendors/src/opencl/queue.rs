@@ -32,6 +32,10 @@ use std::ffi::c_void;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
+/// Launches per batch (`launch_batched`) at most: a full batch closes by itself, so that a
+/// launch's completion waits on at most this many later ones, however long the stream.
+const BATCH: usize = 64;
+
 /// Events still to complete for one [`Completion`].
 struct Pending {
     remaining: AtomicUsize,
@@ -254,18 +258,31 @@ impl OpenClDevice {
         local: Option<&[usize]>,
     ) -> Result<Completion, DeviceError> {
         let (q, k) = (self.queue.as_raw(), kernel.as_raw());
-        let _submitting = self.lock_submissions();
+        let submitting = self.lock_submissions();
         // SAFETY: queue and kernel are live; the caller keeps the arguments alive.
         unsafe { r::enqueue_nd_range_kernel_no_event(q, k, offset, global, local) }.map_err(|e| lost("clEnqueueNDRangeKernel", e))?;
-        Ok(self.batch.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert_with(Completion::new).clone())
+        let mut batch = self.batch.lock().unwrap_or_else(|e| e.into_inner());
+        let (done, n) = batch.get_or_insert_with(|| (Completion::new(), 0));
+        *n += 1;
+        let (done, full) = (done.clone(), *n >= BATCH);
+        drop(batch);
+        if full {
+            // Bounds how long an early launch's completion waits on later ones.
+            self.close_batch_locked(submitting);
+        }
+        Ok(done)
     }
 
     /// Close the open batch of [`OpenClDevice::launch_batched`], if any: a marker whose
     /// completion completes the batch's, then a flush. Whoever is about to wait for a batched
     /// launch calls this first.
     pub fn close_batch(&self) {
-        let submitting = self.lock_submissions();
-        let Some(done) = self.batch.lock().unwrap_or_else(|e| e.into_inner()).take() else { return };
+        self.close_batch_locked(self.lock_submissions());
+    }
+
+    /// [`OpenClDevice::close_batch`] with the submission lock held.
+    fn close_batch_locked(&self, submitting: std::sync::MutexGuard<'_, ()>) {
+        let Some((done, _)) = self.batch.lock().unwrap_or_else(|e| e.into_inner()).take() else { return };
         // SAFETY: the queue is live.
         match unsafe { r::enqueue_marker(self.queue.as_raw()) } {
             Ok(ev) => {
