@@ -155,6 +155,17 @@ fn in_order_streams_of_tiny_kernels_keep_order_events_and_coherence() {
     }
     assert!(stdout.contains("two devices: coherent ok"), "{stdout}");
     assert!(stdout.ends_with("all ok\n"), "{stdout}");
+    // Again on PoCL's multi-threaded device, whose commands run on its own threads, not
+    // inside the enqueuing call: a read launched right behind kernels still running must
+    // wait for them (it once did not, on the transfer queue). A few rounds: it is a race.
+    for round in 0..5 {
+        let mut cmd = Command::new(&exe);
+        cmd.env("OCL_ICD_VENDORS", &v).env("POCL_DEVICES", "pthread").env_remove("WEFT_NOPENCL").env_remove("WEFT_SCHED");
+        let out = common::output_within(&mut cmd, 300, "the program");
+        let (stdout, stderr) = text(&out);
+        assert!(out.status.success(), "pthread device, round {round}:\nstdout:\n{stdout}\nstderr:\n{stderr}");
+        assert!(stdout.contains("device 1: in-order stream ok") && stdout.ends_with("all ok\n"), "{stdout}");
+    }
 }
 
 /// Random call sequences with one fault each (see `tests/icd/bad_input.c`): the exact

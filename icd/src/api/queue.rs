@@ -21,7 +21,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use weft_core::ReplicaState;
 use weft_core::task::{AccessMode, Arch, Codelet, OpenClImpl, TaskBuilder, TaskContext, TaskHandle};
-use weft_vendors::{Device as _, Endpoint, Rect as VRect};
+use weft_vendors::{Endpoint, Rect as VRect};
 
 #[derive(Default)]
 pub struct QueueState {
@@ -342,10 +342,13 @@ pub unsafe extern "C" fn clEnqueueReadBuffer(
                     .opencl_impl(OpenClImpl::custom(move |l| {
                         st.started();
                         let (from, to) = (Endpoint::Device(l.buffers[0], offset), Endpoint::Host(dst as *mut u8));
+                        // On the kernel queue, not the transfer queue: core may launch this read as
+                        // soon as the queue's previous kernel is launched on this device (not
+                        // complete), and only the kernel queue orders it after that kernel.
                         // SAFETY: the replica is valid and pinned until the completion fires and holds
                         // `offset + size` bytes; the application's `ptr` is writable for `size` bytes
                         // until the command completes.
-                        unsafe { l.device.copy(from, to, VRect::linear(size)) }.map_err(|e| e.to_string())
+                        unsafe { l.device.copy_after_kernels(from, to, VRect::linear(size)) }.map_err(|e| e.to_string())
                     }))
                     .build();
                 TaskBuilder::new(&c).access(m.handle(), AccessMode::R).on_worker(w)

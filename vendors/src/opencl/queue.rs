@@ -132,10 +132,31 @@ impl OpenClDevice {
     /// # Safety
     /// See [`crate::Device::copy`].
     pub(crate) unsafe fn enqueue_copy(&self, src: Endpoint, dst: Endpoint, rect: Rect) -> Result<Completion, DeviceError> {
+        // SAFETY: the caller's contract.
+        unsafe { self.enqueue_copy_on(&self.transfer, src, dst, rect) }
+    }
+
+    /// `Device::copy` on the kernel queue: after every kernel already launched on this
+    /// device, in order, even those not complete yet (the transfer queue gives no such
+    /// order). What a command that core launches right behind a kernel it has not seen
+    /// complete needs (an in-order OpenCL queue's read after its kernels).
+    ///
+    /// # Safety
+    /// See [`crate::Device::copy`].
+    pub unsafe fn copy_after_kernels(&self, src: Endpoint, dst: Endpoint, rect: Rect) -> Result<Completion, DeviceError> {
+        // SAFETY: the caller's contract.
+        unsafe { self.enqueue_copy_on(&self.queue, src, dst, rect) }
+    }
+
+    /// Copy `rect` from `src` to `dst` on `tq`, one of this device's queues.
+    ///
+    /// # Safety
+    /// See [`crate::Device::copy`].
+    unsafe fn enqueue_copy_on(&self, tq: &Queue, src: Endpoint, dst: Endpoint, rect: Rect) -> Result<Completion, DeviceError> {
         if rect.bytes() == 0 {
             return Ok(Completion::done());
         }
-        let (tq, q) = (&self.transfer, self.transfer.as_raw());
+        let q = tq.as_raw();
         let plan = rect_plan(&rect);
         let shift = |mut a: RectArgs, a_off: usize, b_off: usize| {
             a.a_origin[0] += a_off;
