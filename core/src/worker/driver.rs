@@ -184,6 +184,7 @@ impl RuntimeInner {
         t: TaskRef,
         flight: &mut std::collections::VecDeque<InFlight>,
         deferred: &mut Vec<(TaskRef, Completion)>,
+        next: &mut std::collections::VecDeque<TaskRef>,
     ) {
         self.stats[w].busy.store(true, std::sync::atomic::Ordering::Relaxed);
         let c = match (&t.kind, t.poison.get()) {
@@ -194,7 +195,7 @@ impl RuntimeInner {
             match self.start_on_device(w, &t, &c, flight.is_empty(), true) {
                 Start::Flying(f) => {
                     flight.push_back(f);
-                    return self.launched(w, &t);
+                    return self.launched(w, &t, next);
                 }
                 Start::Finished(r) => return self.finish_on_driver(w, &t, r),
                 Start::Deferred(copy) => {
@@ -218,7 +219,10 @@ impl RuntimeInner {
     /// are no longer cancelled if `t` fails: like the commands after a failed one in an
     /// OpenCL in-order queue, they run.
     #[cfg(any(feature = "opencl", feature = "cuda"))]
-    fn launched(&self, w: usize, t: &TaskRef) {
+    ///
+    /// `next`: the driver's own list of released tasks, which it starts before looking at its
+    /// queues again (no push to and steal from the shared queue per task).
+    fn launched(&self, w: usize, t: &TaskRef, next: &mut std::collections::VecDeque<TaskRef>) {
         let early: SmallVec<[TaskRef; 2]> = {
             let mut st = crate::sync::lock(&t.state);
             st.launched_on = Some(w);
@@ -229,7 +233,8 @@ impl RuntimeInner {
         };
         for s in early {
             if s.pending.fetch_sub(1, std::sync::atomic::Ordering::AcqRel) == 1 {
-                self.make_ready(s, Some(w), false);
+                // COMMUTE accesses go through the arbiter first.
+                if s.has_commute { self.make_ready(s, Some(w), false) } else { next.push_back(s) }
             }
         }
     }
