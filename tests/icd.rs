@@ -139,6 +139,35 @@ fn a_c_program_runs_kernels_buffers_and_events_on_every_weft_device() {
     assert!(stdout.ends_with("all ok\n"), "{stdout}");
 }
 
+/// Streams of tiny kernels on in-order queues without profiling, the path where a device
+/// driver launches kernels in batches with one marker each (see `tests/icd/inorder.c`):
+/// exact counts, events and callbacks, a wait in mid-stream, a user event holding its
+/// command back, and one buffer taking turns between two devices.
+#[test]
+fn in_order_streams_of_tiny_kernels_keep_order_events_and_coherence() {
+    let v = vendors_or_skip!();
+    let Some(exe) = compile("inorder") else { return };
+    let out = run(Command::new(&exe), &v, 300);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    for d in 0..3 {
+        assert!(stdout.contains(&format!("device {d}: in-order stream ok")), "device {d}:\n{stdout}");
+    }
+    assert!(stdout.contains("two devices: coherent ok"), "{stdout}");
+    assert!(stdout.ends_with("all ok\n"), "{stdout}");
+    // Again on PoCL's multi-threaded device, whose commands run on its own threads, not
+    // inside the enqueuing call: a read launched right behind kernels still running must
+    // wait for them (it once did not, on the transfer queue). A few rounds: it is a race.
+    for round in 0..5 {
+        let mut cmd = Command::new(&exe);
+        cmd.env("OCL_ICD_VENDORS", &v).env("POCL_DEVICES", "pthread").env_remove("WEFT_NOPENCL").env_remove("WEFT_SCHED");
+        let out = common::output_within(&mut cmd, 300, "the program");
+        let (stdout, stderr) = text(&out);
+        assert!(out.status.success(), "pthread device, round {round}:\nstdout:\n{stdout}\nstderr:\n{stderr}");
+        assert!(stdout.contains("device 1: in-order stream ok") && stdout.ends_with("all ok\n"), "{stdout}");
+    }
+}
+
 /// Random call sequences with one fault each (see `tests/icd/bad_input.c`): the exact
 /// CL_INVALID_* codes, no crash, no hang, and the reference data intact. Seeds and steps
 /// from `WEFT_ICD_FUZZ_SEEDS` (e.g. `1-200`) and `WEFT_ICD_FUZZ_STEPS`.

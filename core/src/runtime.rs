@@ -429,6 +429,7 @@ impl RuntimeInner {
             kind,
             accesses: std::mem::take(&mut b.accesses),
             args: std::mem::take(&mut b.args),
+            payload: b.payload.take(),
             priority: b.priority,
             tag: b.tag,
             dep_tags: std::mem::take(&mut b.dep_tags),

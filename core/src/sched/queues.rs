@@ -56,6 +56,7 @@ mod tests {
             kind: TaskKind::Empty,
             accesses: SmallVec::new(),
             args: SmallVec::new(),
+            payload: None,
             priority: 0,
             tag: None,
             dep_tags: SmallVec::new(),

@@ -165,6 +165,11 @@ pub struct OpenClLaunch<'a> {
     pub worker: usize,
     pub buffers: &'a [weft_vendors::Buffer],
     pub args: &'a [u8],
+    /// The task's payload ([`TaskBuilder::payload`]), if it has one.
+    pub payload: Option<&'a (dyn std::any::Any + Send + Sync)>,
+    /// Whether the launch may join the device's open batch
+    /// (`OpenClDevice::launch_batched`): the driver closes the batch before it waits.
+    pub batch: bool,
 }
 
 /// A custom OpenCL launch: enqueue on `device`'s queue and return the completion of the last
@@ -416,6 +421,9 @@ pub(crate) struct Access {
 
 pub(crate) type Callback = Box<dyn FnOnce(std::result::Result<(), TaskError>) + Send>;
 
+/// Per-task data a front end hands its implementation ([`TaskBuilder::payload`]).
+pub type Payload = Arc<dyn std::any::Any + Send + Sync>;
+
 pub(crate) struct TaskState {
     pub done: bool,
     /// Threads blocked in `wait` (completion signals the condvar only when there are some).
@@ -435,6 +443,9 @@ pub(crate) struct TaskInner {
     pub accesses: SmallVec<[Access; 3]>,
     /// Inline up to 24 bytes: most argument blobs cost no allocation.
     pub args: SmallVec<[u8; 24]>,
+    /// Per-task data for the implementation ([`TaskBuilder::payload`]).
+    #[cfg_attr(not(feature = "opencl"), allow(dead_code))]
+    pub payload: Option<Payload>,
     pub priority: i32,
     pub tag: Option<Tag>,
     pub dep_tags: SmallVec<[Tag; 1]>,
@@ -522,6 +533,7 @@ pub struct TaskBuilder {
     pub(crate) codelet: Option<Arc<Codelet>>,
     pub(crate) accesses: SmallVec<[Access; 3]>,
     pub(crate) args: SmallVec<[u8; 24]>,
+    pub(crate) payload: Option<Payload>,
     pub(crate) priority: i32,
     pub(crate) tag: Option<Tag>,
     pub(crate) dep_tags: SmallVec<[Tag; 1]>,
@@ -541,6 +553,7 @@ impl TaskBuilder {
             codelet: None,
             accesses: SmallVec::new(),
             args: SmallVec::new(),
+            payload: None,
             priority: 0,
             tag: None,
             dep_tags: SmallVec::new(),
@@ -568,6 +581,13 @@ impl TaskBuilder {
     }
     pub fn args(mut self, bytes: &[u8]) -> Self {
         self.args = SmallVec::from_slice(bytes);
+        self
+    }
+    /// Data for the implementation that is not plain bytes (a custom OpenCL launch reads it
+    /// from [`OpenClLaunch::payload`]): one codelet can then serve every task, with what
+    /// differs between them here, instead of one codelet (and closure) per task.
+    pub fn payload(mut self, p: Payload) -> Self {
+        self.payload = Some(p);
         self
     }
     /// A plain value as argument blob (read back with `TaskContext::arg`).

@@ -10,7 +10,10 @@
 //! A driver keeps up to [`DEPTH`] tasks in flight ([`DEEP`] for tasks pinned to it;
 //! `worker::run_driver`): it prepares and
 //! launches the next task (its transfers included) while the device still runs the previous
-//! one, and retires tasks (waits, unpins, completes) in launch order.
+//! one, and retires tasks (waits, unpins, completes) in launch order. Its OpenCL launches
+//! may join the device's open batch (no vendor event, callback or flush each; see
+//! `OpenClDevice::launch_batched`): the driver closes the batch before it waits for a task
+//! in flight (only then can a batched task be pending), so no batch stays open unwaited.
 #![allow(unsafe_code)] // setting kernel arguments and launching (the vendor API's contract)
 
 use crate::data::coherence::Acquired;
@@ -122,7 +125,8 @@ impl RuntimeInner {
     /// `retry`: wait out a full node whose replicas are in use (else report `Busy`, so that a
     /// driver with tasks in flight retires them first: they hold the pins).
     #[cfg(any(feature = "opencl", feature = "cuda"))]
-    pub(crate) fn start_on_device(&self, w: usize, t: &TaskRef, c: &Codelet, retry: bool) -> Start {
+    /// `batch`: an OpenCL launch may join the device's open batch (see `close_batch`).
+    pub(crate) fn start_on_device(&self, w: usize, t: &TaskRef, c: &Codelet, retry: bool, batch: bool) -> Start {
         let node = self.workers[w].node;
         let mut bufs: SmallVec<[Buffer; 3]> = SmallVec::new();
         let mut scratch: SmallVec<[Buffer; 1]> = SmallVec::new();
@@ -143,7 +147,7 @@ impl RuntimeInner {
                 self.release_on_device(node, t, bufs.len(), scratch);
                 return Start::Deferred(copy);
             }
-            Ok(None) => self.launch_on(w, t, c, &bufs),
+            Ok(None) => self.launch_on(w, t, c, &bufs, batch),
         };
         match launched {
             Ok(done) => Start::Flying(InFlight { t: t.clone(), node, n: bufs.len(), scratch, done }),
@@ -155,13 +159,15 @@ impl RuntimeInner {
     }
 
     #[cfg(any(feature = "opencl", feature = "cuda"))]
-    fn launch_on(&self, w: usize, t: &TaskRef, c: &Codelet, bufs: &[Buffer]) -> Result<Completion, TaskError> {
+    fn launch_on(&self, w: usize, t: &TaskRef, c: &Codelet, bufs: &[Buffer], batch: bool) -> Result<Completion, TaskError> {
+        #[cfg(not(feature = "opencl"))]
+        let _ = batch;
         match self.workers[w].arch {
             #[cfg(feature = "opencl")]
             crate::task::Arch::OpenCl => {
                 let imp = c.opencl.as_ref().expect("invariant: scheduled on an OpenCL worker only with an OpenCL implementation");
                 let drv = self.drivers[w].as_ref().expect("invariant: OpenCL workers have a driver");
-                self.launch(w, drv, c, imp, t, bufs)
+                self.launch(w, drv, c, imp, t, bufs, batch)
             }
             #[cfg(feature = "cuda")]
             crate::task::Arch::Cuda => self.start_cuda(w, t, c, bufs),
@@ -178,6 +184,7 @@ impl RuntimeInner {
         t: TaskRef,
         flight: &mut std::collections::VecDeque<InFlight>,
         deferred: &mut Vec<(TaskRef, Completion)>,
+        next: &mut std::collections::VecDeque<TaskRef>,
     ) {
         self.stats[w].busy.store(true, std::sync::atomic::Ordering::Relaxed);
         let c = match (&t.kind, t.poison.get()) {
@@ -185,10 +192,10 @@ impl RuntimeInner {
             _ => return self.execute(w, t),
         };
         loop {
-            match self.start_on_device(w, &t, &c, flight.is_empty()) {
+            match self.start_on_device(w, &t, &c, flight.is_empty(), true) {
                 Start::Flying(f) => {
                     flight.push_back(f);
-                    return self.launched(w, &t);
+                    return self.launched(w, &t, next);
                 }
                 Start::Finished(r) => return self.finish_on_driver(w, &t, r),
                 Start::Deferred(copy) => {
@@ -197,6 +204,7 @@ impl RuntimeInner {
                 }
                 // The tasks in flight pin the replicas that would make room: retire them.
                 Start::Busy => {
+                    self.close_batch(w);
                     while let Some(f) = flight.pop_front() {
                         self.finish_in_flight(w, f);
                     }
@@ -211,7 +219,10 @@ impl RuntimeInner {
     /// are no longer cancelled if `t` fails: like the commands after a failed one in an
     /// OpenCL in-order queue, they run.
     #[cfg(any(feature = "opencl", feature = "cuda"))]
-    fn launched(&self, w: usize, t: &TaskRef) {
+    ///
+    /// `next`: the driver's own list of released tasks, which it starts before looking at its
+    /// queues again (no push to and steal from the shared queue per task).
+    fn launched(&self, w: usize, t: &TaskRef, next: &mut std::collections::VecDeque<TaskRef>) {
         let early: SmallVec<[TaskRef; 2]> = {
             let mut st = crate::sync::lock(&t.state);
             st.launched_on = Some(w);
@@ -222,9 +233,21 @@ impl RuntimeInner {
         };
         for s in early {
             if s.pending.fetch_sub(1, std::sync::atomic::Ordering::AcqRel) == 1 {
-                self.make_ready(s, Some(w), false);
+                // COMMUTE accesses go through the arbiter first.
+                if s.has_commute { self.make_ready(s, Some(w), false) } else { next.push_back(s) }
             }
         }
+    }
+
+    /// Close driver `w`'s open batch of launches (`OpenClDevice::launch_batched`): before
+    /// waiting for any task in flight, which may be one of them.
+    pub(crate) fn close_batch(&self, w: usize) {
+        #[cfg(feature = "opencl")]
+        if let Some(Some(d)) = self.drivers.get(w) {
+            d.dev.close_batch();
+        }
+        #[cfg(not(feature = "opencl"))]
+        let _ = w;
     }
 
     /// Retire a task in flight and complete it.
@@ -253,7 +276,7 @@ impl RuntimeInner {
     #[cfg(any(feature = "opencl", feature = "cuda"))]
     pub(crate) fn run_on_device(&self, w: usize, t: &TaskRef, c: &Codelet) -> Result<(), TaskError> {
         loop {
-            match self.start_on_device(w, t, c, true) {
+            match self.start_on_device(w, t, c, true, false) {
                 Start::Flying(f) => return self.retire(f),
                 Start::Finished(r) => return r,
                 Start::Deferred(copy) => {
@@ -288,6 +311,7 @@ impl RuntimeInner {
     }
 
     #[cfg(feature = "opencl")]
+    #[allow(clippy::too_many_arguments)]
     fn launch(
         &self,
         w: usize,
@@ -296,10 +320,18 @@ impl RuntimeInner {
         imp: &OpenClImpl,
         t: &TaskRef,
         bufs: &[Buffer],
+        batch: bool,
     ) -> Result<Completion, TaskError> {
         let fail = |msg: String| TaskError::Failed { task: c.name.clone(), msg };
         if let Some(f) = &imp.launch {
-            let l = crate::task::OpenClLaunch { device: &drv.dev, worker: w, buffers: bufs, args: &t.args };
+            let l = crate::task::OpenClLaunch {
+                device: &drv.dev,
+                worker: w,
+                buffers: bufs,
+                args: &t.args,
+                payload: t.payload.as_deref(),
+                batch,
+            };
             let done = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&l))) {
                 Ok(r) => r.map_err(fail)?,
                 Err(_) => return Err(fail("the launch function panicked".into())),

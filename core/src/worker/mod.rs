@@ -129,6 +129,9 @@ fn run_driver(rt: &RuntimeInner, w: usize, spin: Duration) {
     let mut flight: VecDeque<InFlight> = VecDeque::with_capacity(DEPTH);
     // Tasks waiting for a copy home from another device, with that copy's completion.
     let mut deferred: Vec<(crate::task::TaskRef, weft_vendors::Completion)> = Vec::new();
+    // Pinned tasks released by this driver's own launches (`RuntimeInner::launched`): ready,
+    // and started after what the shared queues hold.
+    let mut next: VecDeque<crate::task::TaskRef> = VecDeque::new();
     loop {
         while flight.front().is_some_and(|f| f.done.is_complete()) {
             let f = flight.pop_front().expect("checked");
@@ -138,22 +141,30 @@ fn run_driver(rt: &RuntimeInner, w: usize, spin: Duration) {
             && let Some(i) = deferred.iter().position(|(_, c)| c.is_complete())
         {
             let (t, _) = deferred.swap_remove(i);
-            rt.start_task_on_driver(w, t, &mut flight, &mut deferred);
+            rt.start_task_on_driver(w, t, &mut flight, &mut deferred, &mut next);
             continue;
         }
         if flight.len() < DEPTH
             && let Some(t) = rt.pop(w)
         {
-            rt.start_task_on_driver(w, t, &mut flight, &mut deferred);
+            rt.start_task_on_driver(w, t, &mut flight, &mut deferred, &mut next);
             continue;
         }
         if flight.len() < DEEP
             && let Some(t) = rt.pop_pinned(w)
         {
-            rt.start_task_on_driver(w, t, &mut flight, &mut deferred);
+            rt.start_task_on_driver(w, t, &mut flight, &mut deferred, &mut next);
+            continue;
+        }
+        if flight.len() < DEEP
+            && let Some(t) = next.pop_front()
+        {
+            rt.start_task_on_driver(w, t, &mut flight, &mut deferred, &mut next);
             continue;
         }
         if let Some(f) = flight.front() {
+            // Launches batched since the last wait complete only once the batch is closed.
+            rt.close_batch(w);
             // Full: wait for the oldest. Otherwise wait a little and look for new work again,
             // so the next task starts while the device runs this one.
             if flight.len() >= DEPTH {
@@ -170,7 +181,7 @@ fn run_driver(rt: &RuntimeInner, w: usize, spin: Duration) {
         }
         rt.stats[w].busy.store(false, Ordering::Relaxed);
         match idle(rt, w, spin) {
-            Found::Task(t) => rt.start_task_on_driver(w, t, &mut flight, &mut deferred),
+            Found::Task(t) => rt.start_task_on_driver(w, t, &mut flight, &mut deferred, &mut next),
             Found::Job => unreachable!("jobs are posted to CPU workers only"),
             Found::Shutdown => break,
         }

@@ -42,23 +42,38 @@ pub struct EventState {
     callbacks: Mutex<Vec<Callback>>,
     /// queued, submit, start, end.
     times: [AtomicU64; 4],
+    /// The command's task until it completes (a wait list naming the event then needs no
+    /// dependency). Dropped at completion: the task holds this state (its completion
+    /// callback and launch payload do), and keeping it here would make a cycle that leaks
+    /// both, with the buffers the task accesses.
     task: Mutex<Option<TaskHandle>>,
+    /// Whether `times` are taken: only a profiling queue's commands show them
+    /// (`clGetEventProfilingInfo`), and a clock read per step is a cost on the hot path.
+    timed: bool,
 }
 
 impl EventState {
     pub fn new_queued() -> Arc<EventState> {
-        let s = Arc::new(EventState::default());
-        let t = now_ns();
-        s.times[0].store(t, Ordering::Relaxed);
-        s.times[1].store(t, Ordering::Relaxed);
-        *s.status.lock().unwrap_or_else(|e| e.into_inner()) = Some(CL_SUBMITTED);
-        s
+        EventState::submitted(true)
+    }
+
+    /// A command's state, submitted; `timed`: take the profiling timestamps.
+    pub fn submitted(timed: bool) -> Arc<EventState> {
+        let t = if timed { now_ns() } else { 0 };
+        Arc::new(EventState {
+            status: Mutex::new(Some(CL_SUBMITTED)),
+            times: [AtomicU64::new(t), AtomicU64::new(t), AtomicU64::new(0), AtomicU64::new(0)],
+            timed,
+            ..EventState::default()
+        })
     }
 
     /// The command started (its task runs).
     pub fn started(&self) {
         // Relaxed: a timestamp read only after the status says complete (under the lock).
-        let _ = self.times[2].compare_exchange(0, now_ns(), Ordering::Relaxed, Ordering::Relaxed);
+        if self.timed {
+            let _ = self.times[2].compare_exchange(0, now_ns(), Ordering::Relaxed, Ordering::Relaxed);
+        }
         let mut s = self.status.lock().unwrap_or_else(|e| e.into_inner());
         if s.is_some_and(|v| v > CL_RUNNING) {
             *s = Some(CL_RUNNING);
@@ -66,7 +81,12 @@ impl EventState {
     }
 
     pub fn set_task(&self, t: TaskHandle) {
-        *self.task.lock().unwrap_or_else(|e| e.into_inner()) = Some(t);
+        // Under the status lock: either `complete` has not set the final status yet (and
+        // drops the task after setting it), or the task is not kept at all.
+        let s = self.status.lock().unwrap_or_else(|e| e.into_inner());
+        if s.is_none_or(|v| v > CL_COMPLETE) {
+            *self.task.lock().unwrap_or_else(|e| e.into_inner()) = Some(t);
+        }
     }
 
     pub fn task(&self) -> Option<TaskHandle> {
@@ -79,8 +99,11 @@ impl EventState {
 
     /// Final status `code` (`CL_COMPLETE` or an error); runs the callbacks.
     pub fn complete(&self, code: cl_int) {
-        let _ = self.times[2].compare_exchange(0, now_ns(), Ordering::Relaxed, Ordering::Relaxed);
-        self.times[3].store(now_ns(), Ordering::Relaxed);
+        if self.timed {
+            let end = now_ns();
+            let _ = self.times[2].compare_exchange(0, end, Ordering::Relaxed, Ordering::Relaxed);
+            self.times[3].store(end, Ordering::Relaxed);
+        }
         {
             let mut s = self.status.lock().unwrap_or_else(|e| e.into_inner());
             if s.is_some_and(|v| v <= CL_COMPLETE) {
@@ -93,6 +116,7 @@ impl EventState {
                 self.cv.notify_all();
             }
         }
+        drop(self.task.lock().unwrap_or_else(|e| e.into_inner()).take());
         let cbs = std::mem::take(&mut *self.callbacks.lock().unwrap_or_else(|e| e.into_inner()));
         for cb in cbs {
             call(&cb, code);
@@ -373,4 +397,30 @@ pub extern "C" fn clSetUserEventStatus(event: Handle, status: cl_int) -> cl_int 
         }
         e.context.platform.rt.tag_notify(*tag).map_err(|_| CL_OUT_OF_RESOURCES)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use weft_core::{Config, Runtime};
+
+    /// A command's state keeps its task only until it completes: the task holds the state
+    /// (callback, launch payload), so keeping it longer would leak both.
+    #[test]
+    fn a_completed_command_state_lets_its_task_go() {
+        let rt = Runtime::new(Config { ncpu: Some(1), nopencl: Some(0), ..Config::default() }).unwrap();
+        let state = EventState::new_queued();
+        let st = state.clone();
+        let t = rt.submit(TaskBuilder::empty().callback(move |r| st.complete(code_of(&r)))).unwrap();
+        t.wait().unwrap();
+        state.set_task(t.clone());
+        assert!(state.task().is_none(), "a task set after completion is not kept");
+        assert_eq!(state.status(), CL_COMPLETE);
+
+        let state = EventState::new_queued();
+        state.set_task(t.clone());
+        assert!(state.task().is_some());
+        state.complete(CL_COMPLETE);
+        assert!(state.task().is_none(), "completion drops the task");
+    }
 }

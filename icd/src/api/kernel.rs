@@ -6,6 +6,10 @@
 //! for that device (a small pool per device), sets the arguments (buffers are the task's
 //! replicas there), and enqueues it.
 //!
+//! Each kernel object has one codelet, made with it; what differs between two enqueues
+//! (the argument snapshot, work sizes, the event) is the task's payload (`Launch`), so an
+//! enqueue allocates no codelet, closure or name.
+//!
 //! Placement: a queue on a real device pins the task to that device's driver
 //! (`on_worker`); an out-of-order queue on the unified device lets the scheduler choose, an
 //! in-order one runs on one device per queue (round robin over the queues).
@@ -16,9 +20,10 @@ use super::icd::{self, Obj, new_obj, publish};
 use super::memory::Mem;
 use super::platform::DeviceKind;
 use super::program::Program;
-use super::queue::{Queue, submit};
+use super::queue::{Queue, enqueue, submit};
 use super::sampler::Sampler;
 use super::{ClResult, c_str, info_ptr, info_str, info_val, ret_code, ret_obj, slice, write_info};
+use smallvec::SmallVec;
 use std::ffi::{c_char, c_void};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, Weak};
@@ -67,6 +72,8 @@ pub struct Kernel {
     pools: Vec<Mutex<Vec<VendorKernel>>>,
     /// SVM pointers the kernel may use besides its arguments (`CL_KERNEL_EXEC_INFO_SVM_PTRS`).
     pub svm_ptrs: Mutex<Vec<usize>>,
+    /// The codelet of every launch ([`launch_codelet`]; what differs is the task's payload).
+    codelet: Arc<Codelet>,
 }
 crate::cl_object!(Kernel, CL_INVALID_KERNEL);
 
@@ -128,6 +135,7 @@ fn create_kernel(program: Handle, name: &str) -> ClResult<Handle> {
         kinds,
         pools,
         svm_ptrs: Mutex::new(Vec::new()),
+        codelet: launch_codelet(name),
     });
     Ok(publish(&k))
 }
@@ -404,9 +412,9 @@ pub unsafe extern "C" fn clGetKernelArgInfo(
 ///
 /// # Safety
 /// Each pointer null or readable for `dim` elements.
-unsafe fn sizes(dim: cl_uint, p: *const usize) -> ClResult<Option<Vec<usize>>> {
+unsafe fn sizes(dim: cl_uint, p: *const usize) -> ClResult<Option<Dims>> {
     // SAFETY: the caller's contract.
-    Ok(if p.is_null() { None } else { Some(unsafe { slice(p, dim as usize) }?.to_vec()) })
+    Ok(if p.is_null() { None } else { Some(SmallVec::from_slice(unsafe { slice(p, dim as usize) }?)) })
 }
 
 /// # Safety
@@ -455,179 +463,127 @@ pub unsafe extern "C" fn clEnqueueNDRangeKernel(
     })
 }
 
+/// Work sizes, inline up to three dimensions.
+type Dims = SmallVec<[usize; 3]>;
+
+/// What differs between two launches of one kernel: the task's payload
+/// (`TaskBuilder::payload`), read by the kernel's one codelet ([`launch_codelet`]).
+struct Launch {
+    kernel: Arc<Obj<Kernel>>,
+    state: Arc<EventState>,
+    slots: SmallVec<[LaunchArg; 4]>,
+    offset: Option<Dims>,
+    global: Dims,
+    local: Option<Dims>,
+    /// The images among the task's buffers: (access index, image, copied back after the kernel).
+    images: Vec<(usize, Arc<Obj<Mem>>, bool)>,
+    exec_svm: Vec<usize>,
+    /// The launch may join its device's batch when the driver allows (`OpenClLaunch::batch`):
+    /// not on a profiling queue, whose end timestamps would be the batch's.
+    batchable: bool,
+}
+
+/// The codelet every launch of kernel `name` uses: its OpenCL implementation runs the
+/// launch described by the task's payload ([`Launch`]).
+fn launch_codelet(name: &str) -> Arc<Codelet> {
+    let imp = OpenClImpl::custom(|l: &OpenClLaunch<'_>| {
+        let p = l.payload.and_then(|p| p.downcast_ref::<Launch>()).ok_or("a kernel task without its launch")?;
+        run_launch(p, l)
+    });
+    Codelet::builder(name).opencl_impl(imp).build()
+}
+
 fn launch(
     qq: &Arc<Obj<Queue>>,
     k: &Arc<Obj<Kernel>>,
-    offset: Option<Vec<usize>>,
-    global: Vec<usize>,
-    local: Option<Vec<usize>>,
+    offset: Option<Dims>,
+    global: Dims,
+    local: Option<Dims>,
     waits: &[Arc<Obj<super::event::Event>>],
     event: *mut Handle,
 ) -> ClResult<()> {
     let plat = qq.context.platform;
     // The real devices the kernel may run on: the queue's, built.
-    let built = k.program.built();
-    let allowed: Vec<usize> = plat.reals(qq.device).into_iter().filter(|i| built.contains(i)).collect();
+    let allowed: SmallVec<[usize; 4]> = {
+        let st = k.program.state.lock().unwrap_or_else(|e| e.into_inner());
+        let built = |i: usize| st.builds.get(i).is_some_and(|b| b.as_ref().is_some_and(|b| b.status == CL_BUILD_SUCCESS));
+        match qq.device {
+            DeviceKind::Real(i) => (built(i)).then_some(i).into_iter().collect(),
+            DeviceKind::Unified => (0..plat.real.len()).filter(|&i| built(i)).collect(),
+        }
+    };
     // CL_INVALID_PROGRAM_EXECUTABLE if there is no successfully built program executable
     // available for device associated with command_queue.
     if allowed.is_empty() {
         return Err(CL_INVALID_PROGRAM_EXECUTABLE);
     }
-    let args = k.args.lock().unwrap_or_else(|e| e.into_inner()).clone();
-    // CL_INVALID_KERNEL_ARGS if the kernel argument values have not been specified.
-    if args.iter().any(Option::is_none) {
-        return Err(CL_INVALID_KERNEL_ARGS);
-    }
     // Distinct buffers, each with its access mode; each argument's access index.
-    let mut mems: Vec<(Arc<Obj<Mem>>, bool)> = Vec::new();
-    let mut slots: Vec<LaunchArg> = Vec::new();
+    let mut mems: SmallVec<[(Arc<Obj<Mem>>, bool); 4]> = SmallVec::new();
+    let mut slots: SmallVec<[LaunchArg; 4]> = SmallVec::new();
     let mut svm = false;
-    for (i, a) in args.into_iter().flatten().enumerate() {
-        slots.push(match a {
-            KArg::Mem(Some(weak)) => {
-                let sub = weak.upgrade().ok_or(CL_INVALID_KERNEL_ARGS)?;
-                let ro = matches!(k.kinds[i], ArgKind::Buffer { read_only: true } | ArgKind::Image { write: false })
-                    || sub.flags & CL_MEM_READ_ONLY != 0;
-                let region = sub.parent.is_some().then_some((sub.offset, sub.size));
-                let m = super::memory::root(&sub);
-                let j = match mems.iter().position(|(x, _)| Arc::ptr_eq(x, &m)) {
-                    Some(j) => {
-                        mems[j].1 &= ro;
-                        j
-                    }
-                    None => {
-                        mems.push((m, ro));
-                        mems.len() - 1
-                    }
-                };
-                if mems[j].0.image.is_some() { LaunchArg::Image(j) } else { LaunchArg::Buffer(j, region) }
-            }
-            KArg::Mem(None) => LaunchArg::Null,
-            KArg::Local(n) => LaunchArg::Local(n),
-            KArg::Bytes(b) => LaunchArg::Bytes(b),
-            KArg::Sampler(s) => LaunchArg::Sampler(s),
-            KArg::Svm(p) => {
-                svm = true;
-                LaunchArg::Svm(p)
-            }
-        });
+    {
+        let args = k.args.lock().unwrap_or_else(|e| e.into_inner());
+        // CL_INVALID_KERNEL_ARGS if the kernel argument values have not been specified.
+        if args.iter().any(Option::is_none) {
+            return Err(CL_INVALID_KERNEL_ARGS);
+        }
+        for (i, a) in args.iter().flatten().enumerate() {
+            slots.push(match a {
+                KArg::Mem(Some(weak)) => {
+                    let sub = weak.upgrade().ok_or(CL_INVALID_KERNEL_ARGS)?;
+                    let ro = matches!(k.kinds[i], ArgKind::Buffer { read_only: true } | ArgKind::Image { write: false })
+                        || sub.flags & CL_MEM_READ_ONLY != 0;
+                    let region = sub.parent.is_some().then_some((sub.offset, sub.size));
+                    let m = super::memory::root(&sub);
+                    let j = match mems.iter().position(|(x, _)| Arc::ptr_eq(x, &m)) {
+                        Some(j) => {
+                            mems[j].1 &= ro;
+                            j
+                        }
+                        None => {
+                            mems.push((m, ro));
+                            mems.len() - 1
+                        }
+                    };
+                    if mems[j].0.image.is_some() { LaunchArg::Image(j) } else { LaunchArg::Buffer(j, region) }
+                }
+                KArg::Mem(None) => LaunchArg::Null,
+                KArg::Local(n) => LaunchArg::Local(*n),
+                KArg::Bytes(b) => LaunchArg::Bytes(b.clone()),
+                KArg::Sampler(s) => LaunchArg::Sampler(s.clone()),
+                KArg::Svm(p) => {
+                    svm = true;
+                    LaunchArg::Svm(*p)
+                }
+            });
+        }
     }
     let exec_svm = k.svm_ptrs.lock().unwrap_or_else(|e| e.into_inner()).clone();
     // A kernel using SVM runs on the device SVM allocations belong to (svm.rs).
-    let allowed = if svm || !exec_svm.is_empty() {
+    let allowed: SmallVec<[usize; 4]> = if svm || !exec_svm.is_empty() {
         // CL_INVALID_OPERATION: no device of the queue can use this context's SVM.
         if !allowed.contains(&0) {
             return Err(CL_INVALID_OPERATION);
         }
-        vec![0]
+        SmallVec::from_slice(&[0])
     } else {
         allowed
     };
-    let mut waits = waits.to_vec();
+    let mut gated: Vec<Arc<Obj<super::event::Event>>> = Vec::new();
     if svm || !exec_svm.is_empty() {
         let ptrs: Vec<usize> =
             slots.iter().filter_map(|a| if let LaunchArg::Svm(p) = a { Some(*p) } else { None }).chain(exec_svm.iter().copied()).collect();
-        waits.extend(super::svm::kernel_gate(qq, &ptrs)?);
+        gated.extend_from_slice(waits);
+        gated.extend(super::svm::kernel_gate(qq, &ptrs)?);
     }
-    // The images among the task's buffers: (access index, image, copied back after the kernel).
+    let waits = if gated.is_empty() { waits } else { &gated[..] };
     let images: Vec<(usize, Arc<Obj<Mem>>, bool)> =
         mems.iter().enumerate().filter(|(_, (m, _))| m.image.is_some()).map(|(j, (m, ro))| (j, m.clone(), !*ro)).collect();
-    let state = EventState::new_queued();
-    let st = state.clone();
-    let kernel = k.clone();
-    let launch = move |l: &OpenClLaunch<'_>| -> Result<weft_vendors::Completion, String> {
-        st.started();
-        let plat = kernel.program.context.platform;
-        let i = plat.real_index(l.device).ok_or("the device is not one of Weft's OpenCL platform")?;
-        let mut vk = kernel.take(i).map_err(|e| format!("kernel {}: {}", kernel.name, weft_vendors::opencl::ClError(e)))?;
-        let r = (|| {
-            // The vendor image standing for each image argument on this device.
-            let mut vimages = Vec::with_capacity(images.len());
-            for (j, m, back) in &images {
-                let info = m.image.as_ref().ok_or("an image without its description")?;
-                vimages.push((*j, info.vendor_image(i, l.device)?, info.region(), *back));
-            }
-            let _subs = set_launch_args(&mut vk, &slots, l.buffers, &vimages, i, l.device)?;
-            if !exec_svm.is_empty() {
-                // SAFETY: SVM pointers of this device's context (checked by clSetKernelExecInfo).
-                unsafe {
-                    vr::set_kernel_exec_info(
-                        vk.as_raw(),
-                        CL_KERNEL_EXEC_INFO_SVM_PTRS,
-                        exec_svm.len() * size_of::<usize>(),
-                        exec_svm.as_ptr().cast(),
-                    )
-                }
-                .map_err(|e| format!("clSetKernelExecInfo: {e}"))?;
-            }
-            let off = offset.as_deref();
-            if vimages.is_empty() {
-                // SAFETY: every buffer argument is one of the task's replicas on this device,
-                // pinned until the returned completion fires.
-                return unsafe { l.device.launch_at(&vk, off, &global, local.as_deref()) }.map_err(|e| e.to_string());
-            }
-            // Fill each vendor image from its replica, run the kernel, copy written images back:
-            // one in-order queue, one completion (see image.rs).
-            type Cmd<'a> =
-                Box<dyn FnOnce(weft_vendors::opencl::sys::cl_command_queue) -> vr::ClResult<weft_vendors::opencl::sys::cl_event> + 'a>;
-            // Helper kernels (emulated formats), alive until the commands are enqueued.
-            let mut helpers: Vec<VendorKernel> = Vec::new();
-            let raw = |j: usize| weft_vendors::opencl::memory::raw_mem(l.buffers[j]);
-            // A helper kernel over `n` pixels, from `src` to `dst` (pixel sizes `from`, `to`).
-            let mut helper = |name: &str, src, dst, from: usize, to: usize, tail: Option<u64>, n: usize| -> Result<Cmd<'static>, String> {
-                let mut hk = super::image::helper_kernel(l.device, name)?;
-                // SAFETY: both buffers live until the completion fires (the replica pinned by core,
-                // the staging buffer kept with the image).
-                unsafe { hk.set_arg_raw_mem(0, src).and_then(|_| hk.set_arg_raw_mem(1, dst)) }.map_err(|e| e.to_string())?;
-                hk.set_arg_bytes(2, &(from as u32).to_ne_bytes()).map_err(|e| e.to_string())?;
-                hk.set_arg_bytes(3, &(to as u32).to_ne_bytes()).map_err(|e| e.to_string())?;
-                if let Some(t) = tail {
-                    hk.set_arg_bytes(4, &t.to_ne_bytes()).map_err(|e| e.to_string())?;
-                }
-                let hr = hk.as_raw();
-                helpers.push(hk);
-                let g = [n];
-                // SAFETY: the helper's arguments are set to live buffers.
-                Ok(Box::new(move |q| unsafe { vr::enqueue_nd_range_kernel_at(q, hr, None, &g, None) }))
-            };
-            let mut cmds: Vec<Cmd<'_>> = Vec::new();
-            let mut after: Vec<Cmd<'_>> = Vec::new();
-            for &(j, vi, region, back) in &vimages {
-                let n = region.iter().product::<usize>();
-                let img = vi.image;
-                let src = match vi.staging {
-                    Some((st, e)) => {
-                        cmds.push(helper("weft_widen", raw(j), st, e.narrow, e.wide, Some(e.tail), n)?);
-                        st
-                    }
-                    None => raw(j),
-                };
-                // SAFETY: the replica (pinned for the task), or the staging buffer, holds the image
-                // packed in the vendor image's format, over its whole region.
-                cmds.push(Box::new(move |q| unsafe { vr::enqueue_copy_buffer_to_image(q, src, img, 0, &region) }));
-                if back {
-                    // SAFETY: as for the copy in.
-                    after.push(Box::new(move |q| unsafe { vr::enqueue_copy_image_to_buffer(q, img, src, &region, 0) }));
-                    if let Some((st, e)) = vi.staging {
-                        after.push(helper("weft_narrow", st, raw(j), e.wide, e.narrow, None, n)?);
-                    }
-                }
-            }
-            let (kr, glob, loc) = (vk.as_raw(), &global, local.as_deref());
-            // SAFETY: the arguments are set to objects alive until the completion fires.
-            cmds.push(Box::new(move |q| unsafe { vr::enqueue_nd_range_kernel_at(q, kr, off, glob, loc) }));
-            cmds.extend(after);
-            // SAFETY: every object the commands use lives until the completion fires (replicas
-            // pinned by core, images and samplers held by the launch closure).
-            unsafe { l.device.enqueue_raw("clEnqueueNDRangeKernel", cmds) }.map_err(|e| e.to_string())
-        })();
-        kernel.give_back(i, vk);
-        r
-    };
-    let codelet = Codelet::builder(k.name.clone()).opencl_impl(OpenClImpl::custom(launch)).build();
-    let mut b = TaskBuilder::new(&codelet);
+    let profiled = qq.properties & CL_QUEUE_PROFILING_ENABLE != 0;
+    let state = EventState::submitted(profiled);
+    let mut b = TaskBuilder::new(&k.codelet);
     for (m, ro) in &mems {
-        b = b.access(m.handle(), if *ro { AccessMode::R } else { AccessMode::RW });
+        b.add_access(m.handle(), if *ro { AccessMode::R } else { AccessMode::RW });
     }
     if let DeviceKind::Real(i) = qq.device {
         b = b.on_worker(plat.real[i].0);
@@ -636,10 +592,117 @@ fn launch(
     } else if allowed.len() < plat.real.len() {
         b = b.on_worker(plat.real[allowed[0]].0);
     }
-    let e = submit(qq, &waits, CL_COMMAND_NDRANGE_KERNEL, state, b, false)?;
+    let payload = Launch { kernel: k.clone(), state: state.clone(), slots, offset, global, local, images, exec_svm, batchable: !profiled };
+    let b = b.payload(Arc::new(payload));
+    if event.is_null() {
+        // No event object when none is asked for (the queue's finish waits on the state).
+        return enqueue(qq, waits, state, b, false);
+    }
+    let e = submit(qq, waits, CL_COMMAND_NDRANGE_KERNEL, state, b, false)?;
     // SAFETY: the caller's contract.
     unsafe { hand_out(&e, event) };
     Ok(())
+}
+
+/// Run launch `p` on the device of `l`: take a vendor kernel of the program built for it,
+/// set the arguments (buffers are the task's replicas there) and enqueue.
+fn run_launch(p: &Launch, l: &OpenClLaunch<'_>) -> Result<weft_vendors::Completion, String> {
+    let Launch { kernel, state: st, slots, offset, global, local, images, exec_svm, batchable } = p;
+    st.started();
+    let plat = kernel.program.context.platform;
+    let i = plat.real_index(l.device).ok_or("the device is not one of Weft's OpenCL platform")?;
+    let mut vk = kernel.take(i).map_err(|e| format!("kernel {}: {}", kernel.name, weft_vendors::opencl::ClError(e)))?;
+    let r = (|| {
+        // The vendor image standing for each image argument on this device.
+        let mut vimages = Vec::with_capacity(images.len());
+        for (j, m, back) in images.iter() {
+            let info = m.image.as_ref().ok_or("an image without its description")?;
+            vimages.push((*j, info.vendor_image(i, l.device)?, info.region(), *back));
+        }
+        let _subs = set_launch_args(&mut vk, slots, l.buffers, &vimages, i, l.device)?;
+        if !exec_svm.is_empty() {
+            // SAFETY: SVM pointers of this device's context (checked by clSetKernelExecInfo).
+            unsafe {
+                vr::set_kernel_exec_info(
+                    vk.as_raw(),
+                    CL_KERNEL_EXEC_INFO_SVM_PTRS,
+                    exec_svm.len() * size_of::<usize>(),
+                    exec_svm.as_ptr().cast(),
+                )
+            }
+            .map_err(|e| format!("clSetKernelExecInfo: {e}"))?;
+        }
+        let off = offset.as_deref();
+        if vimages.is_empty() {
+            let r = if l.batch && *batchable {
+                // SAFETY: every buffer argument is one of the task's replicas on this device,
+                // pinned until the returned completion fires (the batch's: the driver closes
+                // it before waiting).
+                unsafe { l.device.launch_batched(&vk, off, global, local.as_deref()) }
+            } else {
+                // SAFETY: every buffer argument is one of the task's replicas on this device,
+                // pinned until the returned completion fires.
+                unsafe { l.device.launch_at(&vk, off, global, local.as_deref()) }
+            };
+            return r.map_err(|e| e.to_string());
+        }
+        // Fill each vendor image from its replica, run the kernel, copy written images back:
+        // one in-order queue, one completion (see image.rs).
+        type Cmd<'a> =
+            Box<dyn FnOnce(weft_vendors::opencl::sys::cl_command_queue) -> vr::ClResult<weft_vendors::opencl::sys::cl_event> + 'a>;
+        // Helper kernels (emulated formats), alive until the commands are enqueued.
+        let mut helpers: Vec<VendorKernel> = Vec::new();
+        let raw = |j: usize| weft_vendors::opencl::memory::raw_mem(l.buffers[j]);
+        // A helper kernel over `n` pixels, from `src` to `dst` (pixel sizes `from`, `to`).
+        let mut helper = |name: &str, src, dst, from: usize, to: usize, tail: Option<u64>, n: usize| -> Result<Cmd<'static>, String> {
+            let mut hk = super::image::helper_kernel(l.device, name)?;
+            // SAFETY: both buffers live until the completion fires (the replica pinned by core,
+            // the staging buffer kept with the image).
+            unsafe { hk.set_arg_raw_mem(0, src).and_then(|_| hk.set_arg_raw_mem(1, dst)) }.map_err(|e| e.to_string())?;
+            hk.set_arg_bytes(2, &(from as u32).to_ne_bytes()).map_err(|e| e.to_string())?;
+            hk.set_arg_bytes(3, &(to as u32).to_ne_bytes()).map_err(|e| e.to_string())?;
+            if let Some(t) = tail {
+                hk.set_arg_bytes(4, &t.to_ne_bytes()).map_err(|e| e.to_string())?;
+            }
+            let hr = hk.as_raw();
+            helpers.push(hk);
+            let g = [n];
+            // SAFETY: the helper's arguments are set to live buffers.
+            Ok(Box::new(move |q| unsafe { vr::enqueue_nd_range_kernel_at(q, hr, None, &g, None) }))
+        };
+        let mut cmds: Vec<Cmd<'_>> = Vec::new();
+        let mut after: Vec<Cmd<'_>> = Vec::new();
+        for &(j, vi, region, back) in &vimages {
+            let n = region.iter().product::<usize>();
+            let img = vi.image;
+            let src = match vi.staging {
+                Some((st, e)) => {
+                    cmds.push(helper("weft_widen", raw(j), st, e.narrow, e.wide, Some(e.tail), n)?);
+                    st
+                }
+                None => raw(j),
+            };
+            // SAFETY: the replica (pinned for the task), or the staging buffer, holds the image
+            // packed in the vendor image's format, over its whole region.
+            cmds.push(Box::new(move |q| unsafe { vr::enqueue_copy_buffer_to_image(q, src, img, 0, &region) }));
+            if back {
+                // SAFETY: as for the copy in.
+                after.push(Box::new(move |q| unsafe { vr::enqueue_copy_image_to_buffer(q, img, src, &region, 0) }));
+                if let Some((st, e)) = vi.staging {
+                    after.push(helper("weft_narrow", st, raw(j), e.wide, e.narrow, None, n)?);
+                }
+            }
+        }
+        let (kr, glob, loc) = (vk.as_raw(), &global, local.as_deref());
+        // SAFETY: the arguments are set to objects alive until the completion fires.
+        cmds.push(Box::new(move |q| unsafe { vr::enqueue_nd_range_kernel_at(q, kr, off, glob, loc) }));
+        cmds.extend(after);
+        // SAFETY: every object the commands use lives until the completion fires (replicas
+        // pinned by core, images and samplers held by the launch closure).
+        unsafe { l.device.enqueue_raw("clEnqueueNDRangeKernel", cmds) }.map_err(|e| e.to_string())
+    })();
+    kernel.give_back(i, vk);
+    r
 }
 
 /// An argument as the launch sets it.
@@ -789,6 +852,7 @@ pub unsafe extern "C" fn clCloneKernel(kernel: Handle, errcode_ret: *mut cl_int)
                 args: Mutex::new(k.args.lock().unwrap_or_else(|e| e.into_inner()).clone()),
                 pools,
                 svm_ptrs: Mutex::new(k.svm_ptrs.lock().unwrap_or_else(|e| e.into_inner()).clone()),
+                codelet: k.codelet.clone(),
             });
             Ok(publish(&c))
         })

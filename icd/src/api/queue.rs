@@ -21,7 +21,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use weft_core::ReplicaState;
 use weft_core::task::{AccessMode, Arch, Codelet, OpenClImpl, TaskBuilder, TaskContext, TaskHandle};
-use weft_vendors::{Device as _, Endpoint, Rect as VRect};
+use weft_vendors::{Endpoint, Rect as VRect};
 
 #[derive(Default)]
 pub struct QueueState {
@@ -69,6 +69,12 @@ pub fn submit(
     b: TaskBuilder,
     barrier: bool,
 ) -> ClResult<Arc<Obj<Event>>> {
+    enqueue(q, waits, state.clone(), b, barrier)?;
+    Ok(new_event(q.context.clone(), Some(q.clone()), command, state))
+}
+
+/// [`submit`] without making an event object (for a command whose caller asked for none).
+pub fn enqueue(q: &Arc<Obj<Queue>>, waits: &[Arc<Obj<Event>>], state: Arc<EventState>, b: TaskBuilder, barrier: bool) -> ClResult<()> {
     let st = state.clone();
     let mut b = after_events(b, waits).callback(move |r| st.complete(code_of(&r)));
     let mut qs = q.state.lock().unwrap_or_else(|e| e.into_inner());
@@ -98,9 +104,8 @@ pub fn submit(
     if q.in_order() || barrier {
         qs.last = Some(t.clone());
     }
-    qs.pending.push_back((t, state.clone()));
-    drop(qs);
-    Ok(new_event(q.context.clone(), Some(q.clone()), command, state))
+    qs.pending.push_back((t, state));
+    Ok(())
 }
 
 /// Wait for every command of `q` so far.
@@ -337,10 +342,13 @@ pub unsafe extern "C" fn clEnqueueReadBuffer(
                     .opencl_impl(OpenClImpl::custom(move |l| {
                         st.started();
                         let (from, to) = (Endpoint::Device(l.buffers[0], offset), Endpoint::Host(dst as *mut u8));
+                        // On the kernel queue, not the transfer queue: core may launch this read as
+                        // soon as the queue's previous kernel is launched on this device (not
+                        // complete), and only the kernel queue orders it after that kernel.
                         // SAFETY: the replica is valid and pinned until the completion fires and holds
                         // `offset + size` bytes; the application's `ptr` is writable for `size` bytes
                         // until the command completes.
-                        unsafe { l.device.copy(from, to, VRect::linear(size)) }.map_err(|e| e.to_string())
+                        unsafe { l.device.copy_after_kernels(from, to, VRect::linear(size)) }.map_err(|e| e.to_string())
                     }))
                     .build();
                 TaskBuilder::new(&c).access(m.handle(), AccessMode::R).on_worker(w)

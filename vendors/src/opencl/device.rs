@@ -53,6 +53,10 @@ pub struct OpenClDevice {
     pub(crate) allocated: AtomicUsize,
     /// Held while submitting (enqueue, callback registration, flush): see the module doc.
     pub(crate) submit_lock: Mutex<()>,
+    /// The completion shared by the kernels launched without an event since the last
+    /// [`OpenClDevice::close_batch`] (`launch_batched`); taken under `submit_lock`.
+    /// With how many launches so far.
+    pub(crate) batch: Mutex<Option<(Completion, usize)>>,
 }
 
 impl std::fmt::Debug for OpenClDevice {
@@ -92,6 +96,7 @@ impl OpenClDevice {
             max_alloc,
             allocated: AtomicUsize::new(0),
             submit_lock: Mutex::new(()),
+            batch: Mutex::new(None),
         })
     }
 

@@ -8,6 +8,8 @@
 //! * Every command is submitted non-blocking, its event gets a `clSetEventCallback`
 //!   (`CL_COMPLETE`) that completes the [`Completion`], and the queue is flushed before
 //!   returning, so the command makes progress without anyone waiting on the queue.
+//!   Batched launches (`launch_batched`) are the exception: no event each, one shared
+//!   completion that a marker completes once `close_batch` enqueued it (and flushed).
 //! * The callback takes no lock of ours except the completion's own, and we hold only
 //!   the submission lock while calling into OpenCL: PoCL's "basic" devices run the command, and so the
 //!   callback, inside the thread that enqueues or flushes (this one), and other vendors
@@ -29,6 +31,10 @@ use crate::{Completion, DeviceError, Endpoint, Rect};
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+
+/// Launches per batch (`launch_batched`) at most: a full batch closes by itself, so that a
+/// launch's completion waits on at most this many later ones, however long the stream.
+const BATCH: usize = 64;
 
 /// Events still to complete for one [`Completion`].
 struct Pending {
@@ -68,7 +74,12 @@ impl OpenClDevice {
         if events.is_empty() {
             return Ok(Completion::done());
         }
-        let pending = Arc::new(Pending { remaining: AtomicUsize::new(events.len()), error: Mutex::new(None), done: Completion::new() });
+        self.track_into(queue, events, Completion::new())
+    }
+
+    /// [`OpenClDevice::track`] completing `done`.
+    fn track_into(&self, queue: &Queue, events: Vec<Event>, done: Completion) -> Result<Completion, DeviceError> {
+        let pending = Arc::new(Pending { remaining: AtomicUsize::new(events.len()), error: Mutex::new(None), done });
         let done = pending.done.clone();
         for ev in events {
             let user = Arc::into_raw(pending.clone()).cast_mut().cast::<c_void>();
@@ -121,10 +132,31 @@ impl OpenClDevice {
     /// # Safety
     /// See [`crate::Device::copy`].
     pub(crate) unsafe fn enqueue_copy(&self, src: Endpoint, dst: Endpoint, rect: Rect) -> Result<Completion, DeviceError> {
+        // SAFETY: the caller's contract.
+        unsafe { self.enqueue_copy_on(&self.transfer, src, dst, rect) }
+    }
+
+    /// `Device::copy` on the kernel queue: after every kernel already launched on this
+    /// device, in order, even those not complete yet (the transfer queue gives no such
+    /// order). What a command that core launches right behind a kernel it has not seen
+    /// complete needs (an in-order OpenCL queue's read after its kernels).
+    ///
+    /// # Safety
+    /// See [`crate::Device::copy`].
+    pub unsafe fn copy_after_kernels(&self, src: Endpoint, dst: Endpoint, rect: Rect) -> Result<Completion, DeviceError> {
+        // SAFETY: the caller's contract.
+        unsafe { self.enqueue_copy_on(&self.queue, src, dst, rect) }
+    }
+
+    /// Copy `rect` from `src` to `dst` on `tq`, one of this device's queues.
+    ///
+    /// # Safety
+    /// See [`crate::Device::copy`].
+    unsafe fn enqueue_copy_on(&self, tq: &Queue, src: Endpoint, dst: Endpoint, rect: Rect) -> Result<Completion, DeviceError> {
         if rect.bytes() == 0 {
             return Ok(Completion::done());
         }
-        let (tq, q) = (&self.transfer, self.transfer.as_raw());
+        let q = tq.as_raw();
         let plan = rect_plan(&rect);
         let shift = |mut a: RectArgs, a_off: usize, b_off: usize| {
             a.a_origin[0] += a_off;
@@ -229,6 +261,65 @@ impl OpenClDevice {
         let (q, k) = (self.queue.as_raw(), kernel.as_raw());
         // SAFETY: queue and kernel are live; the caller keeps the arguments alive.
         self.submit(&self.queue, "clEnqueueNDRangeKernel", [|| unsafe { r::enqueue_nd_range_kernel_at(q, k, offset, global, local) }])
+    }
+
+    /// [`OpenClDevice::launch_at`] without an event of its own: the kernel joins the open
+    /// batch, whose completion it returns; that completion fires once
+    /// [`OpenClDevice::close_batch`] was called and everything before it ran. Saves the
+    /// vendor an event, a callback and a flush per launch (an in-order queue's tiny kernels).
+    /// A failure reported by the batch's marker fails every launch of the batch.
+    ///
+    /// # Safety
+    /// As [`OpenClDevice::launch`], until the returned completion fires.
+    pub unsafe fn launch_batched(
+        &self,
+        kernel: &Kernel,
+        offset: Option<&[usize]>,
+        global: &[usize],
+        local: Option<&[usize]>,
+    ) -> Result<Completion, DeviceError> {
+        let (q, k) = (self.queue.as_raw(), kernel.as_raw());
+        let submitting = self.lock_submissions();
+        // SAFETY: queue and kernel are live; the caller keeps the arguments alive.
+        unsafe { r::enqueue_nd_range_kernel_no_event(q, k, offset, global, local) }.map_err(|e| lost("clEnqueueNDRangeKernel", e))?;
+        let mut batch = self.batch.lock().unwrap_or_else(|e| e.into_inner());
+        let (done, n) = batch.get_or_insert_with(|| (Completion::new(), 0));
+        *n += 1;
+        let (done, full) = (done.clone(), *n >= BATCH);
+        drop(batch);
+        if full {
+            // Bounds how long an early launch's completion waits on later ones.
+            self.close_batch_locked(submitting);
+        }
+        Ok(done)
+    }
+
+    /// Close the open batch of [`OpenClDevice::launch_batched`], if any: a marker whose
+    /// completion completes the batch's, then a flush. Whoever is about to wait for a batched
+    /// launch calls this first.
+    pub fn close_batch(&self) {
+        self.close_batch_locked(self.lock_submissions());
+    }
+
+    /// [`OpenClDevice::close_batch`] with the submission lock held.
+    fn close_batch_locked(&self, submitting: std::sync::MutexGuard<'_, ()>) {
+        let Some((done, _)) = self.batch.lock().unwrap_or_else(|e| e.into_inner()).take() else { return };
+        // SAFETY: the queue is live.
+        match unsafe { r::enqueue_marker(self.queue.as_raw()) } {
+            Ok(ev) => {
+                // SAFETY: a new event whose one reference we own.
+                let ev = unsafe { Event::from_raw(ev) };
+                if let Err(e) = self.track_into(&self.queue, vec![ev], done.clone()) {
+                    done.complete(Err(e));
+                }
+            }
+            Err(e) => {
+                // No marker: wait for the queue to drain instead.
+                let r = self.queue.flush().and_then(|_| self.queue.finish());
+                drop(submitting);
+                done.complete(r.map_err(|_| lost("clEnqueueMarkerWithWaitList", e)));
+            }
+        }
     }
 
     /// Submit raw commands to the kernel queue, in order (each gets the raw queue and

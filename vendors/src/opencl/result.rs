@@ -579,6 +579,40 @@ pub unsafe fn enqueue_nd_range_kernel_at(
     check_obj(ev, CL_SUCCESS)
 }
 
+/// As [`enqueue_nd_range_kernel_at`], asking for no event (the command's completion is
+/// learnt from a later command of the same in-order queue, e.g. a marker).
+///
+/// # Safety
+/// As [`enqueue_nd_range_kernel`].
+pub unsafe fn enqueue_nd_range_kernel_no_event(
+    q: cl_command_queue,
+    k: cl_kernel,
+    offset: Option<&[usize]>,
+    global: &[usize],
+    local: Option<&[usize]>,
+) -> ClResult<()> {
+    if global.is_empty()
+        || global.len() > 3
+        || local.is_some_and(|l| l.len() != global.len())
+        || offset.is_some_and(|o| o.len() != global.len())
+    {
+        return Err(ClError(CL_INVALID_WORK_DIMENSION));
+    }
+    let local = local.map_or(null(), |l| l.as_ptr());
+    let offset = offset.map_or(null(), |o| o.as_ptr());
+    check(cl_call!(q => clEnqueueNDRangeKernel(q, k, global.len() as cl_uint, offset, global.as_ptr(), local, 0, null(), null_mut())))
+}
+
+/// A marker after every command already in `q` (in order); its event.
+///
+/// # Safety
+/// See the module doc.
+pub unsafe fn enqueue_marker(q: cl_command_queue) -> ClResult<cl_event> {
+    let mut ev = null_mut();
+    check(cl_call!(q => clEnqueueMarkerWithWaitList(q, 0, null(), &mut ev)))?;
+    check_obj(ev, CL_SUCCESS)
+}
+
 // ---- programs and kernels ----
 
 /// # Safety

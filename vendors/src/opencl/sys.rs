@@ -221,7 +221,7 @@ dispatch_table! {
     clEnqueueFillBuffer: [fn(cl_command_queue, cl_mem, *const c_void, usize, usize, usize, cl_uint, *const cl_event, *mut cl_event) -> cl_int];
     clEnqueueFillImage: [];
     clEnqueueMigrateMemObjects: [];
-    clEnqueueMarkerWithWaitList: [];
+    clEnqueueMarkerWithWaitList: [fn(cl_command_queue, cl_uint, *const cl_event, *mut cl_event) -> cl_int];
     clEnqueueBarrierWithWaitList: [];
     clGetExtensionFunctionAddressForPlatform: [];
     clCreateFromGLTexture: [];

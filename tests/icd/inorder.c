@@ -1,0 +1,134 @@
+/* Many tiny kernels on in-order queues without profiling (the path where Weft's device
+ * driver launches kernels in batches, learning their completion from one marker per
+ * batch): the counts come out exact, events complete with their callbacks, waiting on an
+ * event in the middle of a stream returns, a user event holds its command back, and a
+ * buffer incremented alternately by two devices' queues (linked by events) stays coherent.
+ * Run by tests/icd.rs with POCL_DEVICES="basic basic" (devices: unified, real 1, real 2). */
+#define CL_TARGET_OPENCL_VERSION 120
+#include <CL/cl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "check.h"
+
+static const char *SRC = "__kernel void inc(__global int *a) { a[get_global_id(0)] += 1; }\n";
+
+static int hits;
+static void CL_CALLBACK on_complete(cl_event e, cl_int status, void *user) {
+    (void)e;
+    if (status == CL_COMPLETE) __atomic_add_fetch((int *)user, 1, __ATOMIC_SEQ_CST);
+}
+
+static int read_int(cl_command_queue q, cl_mem b) {
+    int v = -1;
+    CHECK(clEnqueueReadBuffer(q, b, CL_TRUE, 0, sizeof v, &v, 0, NULL, NULL));
+    return v;
+}
+
+int main(void) {
+    cl_uint np;
+    CHECK(clGetPlatformIDs(0, NULL, &np));
+    cl_platform_id ps[16], weft = NULL;
+    CHECK(clGetPlatformIDs(np < 16 ? np : 16, ps, NULL));
+    for (cl_uint i = 0; i < np && i < 16; i++) {
+        char name[64];
+        CHECK(clGetPlatformInfo(ps[i], CL_PLATFORM_NAME, sizeof name, name, NULL));
+        if (strcmp(name, "Weft") == 0) weft = ps[i];
+    }
+    EXPECT(weft != NULL);
+    cl_uint nd;
+    cl_device_id ds[16];
+    CHECK(clGetDeviceIDs(weft, CL_DEVICE_TYPE_ALL, 16, ds, &nd));
+    EXPECT(nd >= 2);
+    cl_int err;
+    cl_context ctx = clCreateContext(NULL, nd, ds, NULL, NULL, &err);
+    CHECK(err);
+    cl_program prog = clCreateProgramWithSource(ctx, 1, &SRC, NULL, &err);
+    CHECK(err);
+    CHECK(clBuildProgram(prog, 0, NULL, "", NULL, NULL));
+    cl_kernel k = clCreateKernel(prog, "inc", &err);
+    CHECK(err);
+    size_t one = 1;
+
+    /* Each device alone: 3000 kernels, an event taken in the middle and waited for while
+     * the rest are still queued, then the count. */
+    for (cl_uint d = 0; d < nd; d++) {
+        cl_command_queue q = clCreateCommandQueue(ctx, ds[d], 0, &err);
+        CHECK(err);
+        int zero = 0;
+        cl_mem b = clCreateBuffer(ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof zero, &zero, &err);
+        CHECK(err);
+        CHECK(clSetKernelArg(k, 0, sizeof b, &b));
+        cl_event mid = NULL, last = NULL;
+        for (int i = 0; i < 3000; i++)
+            CHECK(clEnqueueNDRangeKernel(q, k, 1, NULL, &one, NULL, 0, NULL, i == 1500 ? &mid : i == 2999 ? &last : NULL));
+        CHECK(clSetEventCallback(last, CL_COMPLETE, on_complete, &hits));
+        CHECK(clWaitForEvents(1, &mid));
+        cl_int st;
+        CHECK(clGetEventInfo(mid, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof st, &st, NULL));
+        EXPECT(st == CL_COMPLETE);
+        CHECK(clFinish(q));
+        CHECK(clGetEventInfo(last, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof st, &st, NULL));
+        EXPECT(st == CL_COMPLETE);
+        EXPECT(read_int(q, b) == 3000);
+        EXPECT(__atomic_load_n(&hits, __ATOMIC_SEQ_CST) == (int)d + 1);
+
+        /* A user event holds its kernel (and the ones after it, in order) back. */
+        cl_event gate = clCreateUserEvent(ctx, &err);
+        CHECK(err);
+        cl_event gated;
+        CHECK(clEnqueueNDRangeKernel(q, k, 1, NULL, &one, NULL, 1, &gate, &gated));
+        for (int i = 0; i < 10; i++) CHECK(clEnqueueNDRangeKernel(q, k, 1, NULL, &one, NULL, 0, NULL, NULL));
+        CHECK(clFlush(q));
+        struct timespec ms20 = {0, 20 * 1000 * 1000};
+        nanosleep(&ms20, NULL);
+        CHECK(clGetEventInfo(gated, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof st, &st, NULL));
+        EXPECT(st > CL_COMPLETE);
+        CHECK(clSetUserEventStatus(gate, CL_COMPLETE));
+        EXPECT(read_int(q, b) == 3011);
+        CHECK(clGetEventInfo(gated, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof st, &st, NULL));
+        EXPECT(st == CL_COMPLETE);
+        printf("device %u: in-order stream ok\n", d);
+        cl_event evs[] = {mid, last, gate, gated};
+        for (size_t i = 0; i < 4; i++) CHECK(clReleaseEvent(evs[i]));
+        CHECK(clReleaseMemObject(b));
+        CHECK(clReleaseCommandQueue(q));
+    }
+
+    /* One buffer, two real devices' queues taking turns (each turn waits for the other
+     * queue's last kernel): the data follows the kernels from device to device. */
+    if (nd >= 3) {
+        cl_command_queue q1 = clCreateCommandQueue(ctx, ds[1], 0, &err);
+        CHECK(err);
+        cl_command_queue q2 = clCreateCommandQueue(ctx, ds[2], 0, &err);
+        CHECK(err);
+        int zero = 0;
+        cl_mem b = clCreateBuffer(ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof zero, &zero, &err);
+        CHECK(err);
+        CHECK(clSetKernelArg(k, 0, sizeof b, &b));
+        cl_event prev = NULL;
+        for (int turn = 0; turn < 20; turn++) {
+            cl_command_queue q = turn % 2 ? q2 : q1;
+            cl_event e = NULL;
+            for (int i = 0; i < 200; i++)
+                CHECK(clEnqueueNDRangeKernel(q, k, 1, NULL, &one, NULL, i == 0 && prev ? 1 : 0, i == 0 && prev ? &prev : NULL,
+                                             i == 199 ? &e : NULL));
+            if (prev) CHECK(clReleaseEvent(prev));
+            prev = e;
+        }
+        CHECK(clWaitForEvents(1, &prev));
+        CHECK(clReleaseEvent(prev));
+        EXPECT(read_int(q1, b) == 20 * 200);
+        printf("two devices: coherent ok\n");
+        CHECK(clReleaseMemObject(b));
+        CHECK(clReleaseCommandQueue(q1));
+        CHECK(clReleaseCommandQueue(q2));
+    }
+    CHECK(clReleaseKernel(k));
+    CHECK(clReleaseProgram(prog));
+    CHECK(clReleaseContext(ctx));
+    printf("all ok\n");
+    return 0;
+}
