@@ -2,13 +2,14 @@
  * the unified device and the first real device only; clSVMAlloc, fill, map, a kernel
  * taking an SVM pointer (and one taking a USE_HOST_PTR buffer over SVM memory, released
  * before the SVM is read), memcpy, exec info, clEnqueueSVMFree, and bad inputs (each must
- * return its code). Prints one line per check; exits non-zero on the first failure. Run
- * by tests/icd.rs. */
+ * return its code), and clSetContextDestructorCallback. Prints one line per check; exits
+ * non-zero on the first failure. Run by tests/icd.rs. */
 #define CL_TARGET_OPENCL_VERSION 300
 #include <CL/cl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "check.h"
 
@@ -23,6 +24,47 @@ static void CL_CALLBACK on_free(cl_command_queue q, cl_uint n, void *ptrs[], voi
 }
 
 enum { N = 3000 };
+
+/* clSetContextDestructorCallback (OpenCL 3.0): callbacks run in reverse order of
+ * registration, only once the context's last reference and every object made from it are
+ * gone. */
+static int destructor_order[2], destructor_calls;
+static void CL_CALLBACK on_destroy(cl_context c, void *user) {
+    (void)c;
+    int k = __atomic_fetch_add(&destructor_calls, 1, __ATOMIC_SEQ_CST);
+    if (k < 2) destructor_order[k] = (int)(long)user;
+}
+
+static void context_destructors(cl_device_id dev) {
+    cl_int err;
+    __atomic_store_n(&destructor_calls, 0, __ATOMIC_SEQ_CST);
+    cl_context ctx = clCreateContext(NULL, 1, &dev, NULL, NULL, &err);
+    CHECK(err);
+    EXPECT_CODE(CL_INVALID_CONTEXT, clSetContextDestructorCallback(NULL, on_destroy, NULL));
+    EXPECT_CODE(CL_INVALID_VALUE, clSetContextDestructorCallback(ctx, NULL, NULL));
+    CHECK(clSetContextDestructorCallback(ctx, on_destroy, (void *)1L));
+    CHECK(clSetContextDestructorCallback(ctx, on_destroy, (void *)2L));
+    cl_command_queue q = clCreateCommandQueueWithProperties(ctx, dev, NULL, &err);
+    CHECK(err);
+    int data[64] = {0};
+    cl_mem buf = clCreateBuffer(ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof data, data, &err);
+    CHECK(err);
+    cl_event ev;
+    CHECK(clEnqueueReadBuffer(q, buf, CL_FALSE, 0, sizeof data, data, 0, NULL, &ev));
+    CHECK(clFinish(q));
+    CHECK(clReleaseContext(ctx)); /* the queue, buffer and event still hold it */
+    CHECK(clReleaseMemObject(buf));
+    CHECK(clReleaseCommandQueue(q));
+    EXPECT(__atomic_load_n(&destructor_calls, __ATOMIC_SEQ_CST) == 0);
+    CHECK(clReleaseEvent(ev));
+    for (int i = 0; i < 500 && __atomic_load_n(&destructor_calls, __ATOMIC_SEQ_CST) < 2; i++) {
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    EXPECT(__atomic_load_n(&destructor_calls, __ATOMIC_SEQ_CST) == 2);
+    EXPECT(destructor_order[0] == 2 && destructor_order[1] == 1);
+    printf("context destructor callbacks ok\n");
+}
 
 int main(void) {
     cl_platform_id platforms[8];
@@ -161,6 +203,8 @@ int main(void) {
     clReleaseCommandQueue(q2);
     clReleaseCommandQueue(q);
     clReleaseContext(ctx);
+    context_destructors(devs[0]);
+    context_destructors(devs[2]);
     printf("all ok\n");
     return 0;
 }

@@ -6,16 +6,45 @@ use super::icd::{self, Obj, new_obj, publish};
 use super::platform::{DeviceKind, Platform, check_platform, device_list, platform};
 use super::{ClResult, info_ptr, info_val, info_vals, ret_code, ret_obj, write_info};
 use std::ffi::{c_char, c_void};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 pub type ContextNotify = unsafe extern "C" fn(*const c_char, *const c_void, usize, *mut c_void);
+/// `clSetContextDestructorCallback`'s callback: the (dead) context handle and user data.
+pub type ContextDestructor = unsafe extern "C" fn(Handle, *mut c_void);
 
 pub struct Context {
     pub platform: &'static Arc<Obj<Platform>>,
     pub devices: Vec<DeviceKind>,
     pub properties: Vec<isize>,
+    /// Destructor callbacks, called in reverse order once the context is freed (its last
+    /// API reference is released and no object made from it is left).
+    destructors: Mutex<Vec<(ContextDestructor, usize)>>,
+    /// The handle the application knew, for those callbacks.
+    raw: AtomicUsize,
 }
 crate::cl_object!(Context, CL_INVALID_CONTEXT);
+
+impl Drop for Context {
+    fn drop(&mut self) {
+        let destructors = std::mem::take(&mut *self.destructors.lock().unwrap_or_else(|e| e.into_inner()));
+        if destructors.is_empty() {
+            return;
+        }
+        let raw = self.raw.load(Ordering::Relaxed);
+        let call = move || {
+            for (f, user) in destructors.into_iter().rev() {
+                // SAFETY: the application registered `f` with `user` for this context.
+                let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| unsafe { f(raw as Handle, user as *mut c_void) }));
+            }
+        };
+        // The last reference may go on one of Weft's workers (a finished command's event):
+        // the application's code runs on a thread of its own, as buffers' destructors do.
+        if std::thread::Builder::new().name("weft-cl-release".into()).spawn(call).is_err() {
+            eprintln!("weft: could not start a thread for a context's destructor callbacks; they are not called");
+        }
+    }
+}
 
 impl Context {
     pub fn has(&self, k: DeviceKind) -> bool {
@@ -70,7 +99,10 @@ unsafe fn properties(props: *const isize) -> ClResult<Vec<isize>> {
 
 fn create(props: Vec<isize>, devices: Vec<DeviceKind>) -> ClResult<Handle> {
     let platform = platform().map_err(|_| CL_INVALID_PLATFORM)?;
-    Ok(publish(&new_obj(Context { platform, devices, properties: props })))
+    let c = new_obj(Context { platform, devices, properties: props, destructors: Mutex::new(Vec::new()), raw: AtomicUsize::new(0) });
+    let h = publish(&c);
+    c.raw.store(h as usize, Ordering::Relaxed);
+    Ok(h)
 }
 
 /// # Safety
@@ -133,6 +165,17 @@ pub extern "C" fn clRetainContext(context: Handle) -> cl_int {
 
 pub extern "C" fn clReleaseContext(context: Handle) -> cl_int {
     ret_code(|| icd::release::<Context>(context).map(drop))
+}
+
+/// # Safety
+/// `f` callable with `user_data` from any thread.
+pub unsafe extern "C" fn clSetContextDestructorCallback(context: Handle, f: Option<ContextDestructor>, user_data: *mut c_void) -> cl_int {
+    ret_code(|| {
+        let c = icd::get::<Context>(context)?;
+        let f = f.ok_or(CL_INVALID_VALUE)?;
+        c.destructors.lock().unwrap_or_else(|e| e.into_inner()).push((f, user_data as usize));
+        Ok(())
+    })
 }
 
 /// # Safety

@@ -324,7 +324,7 @@ entry_points! {
     clSetProgramSpecializationConstant => stubs::clSetProgramSpecializationConstant,
     clCreateBufferWithProperties => stubs::clCreateBufferWithProperties,
     clCreateImageWithProperties => image::clCreateImageWithProperties,
-    clSetContextDestructorCallback => stubs::clSetContextDestructorCallback,
+    clSetContextDestructorCallback => context::clSetContextDestructorCallback,
 }
 
 /// Weft's dispatch table, slot by slot from [`entry_points`]. A slot no entry names (none,

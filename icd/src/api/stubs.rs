@@ -72,7 +72,6 @@ stub_code! {
     clSetDefaultDeviceCommandQueue(U, U, U) => CL_INVALID_OPERATION;
     clSetProgramReleaseCallback(U, U, U) => CL_INVALID_OPERATION;
     clSetProgramSpecializationConstant(U, U, U, U) => CL_INVALID_OPERATION;
-    clSetContextDestructorCallback(U, U, U) => CL_INVALID_OPERATION;
 }
 
 stub_obj! {
