@@ -45,7 +45,7 @@ fi
 
 case $mode in
     weft)
-        (cd "$root" && cargo build --release -q)
+        (cd "$root" && cargo build --release -q -p weft -p weft-icd-shim)
         lib=$target/release/libweft_icd.so
         mkdir -p "$work/vendors-weft"
         echo "$lib" >"$work/vendors-weft/weft.icd"

@@ -26,7 +26,7 @@ if [ -f "$weft_icd" ]; then
     echo "$weft_icd" >"$out/weft/weft.icd"
     columns="$columns weft"
 else
-    echo "(Weft column left out: no $weft_icd; build with cargo build --release)" >&2
+    echo "(Weft column left out: no $weft_icd; build with cargo build --release -p weft -p weft-icd-shim)" >&2
 fi
 socl=$(ls /usr/lib/x86_64-linux-gnu/libsocl-*.so.0 2>/dev/null | head -n 1 || true)
 if [ -n "$socl" ] && [ -z "${NO_SOCL:-}" ]; then
