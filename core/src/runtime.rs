@@ -795,6 +795,11 @@ impl RuntimeInner {
                 eprintln!("weft: the completion callback of task '{}' panicked", t.name());
             }
         }
+        if let Some(p) = &t.payload
+            && std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| p.completed(&result))).is_err()
+        {
+            eprintln!("weft: the payload of task '{}' panicked on completion", t.name());
+        }
         let (succs, waiters) = {
             let mut st = lock(&t.state);
             st.done = true;

@@ -166,7 +166,7 @@ pub struct OpenClLaunch<'a> {
     pub buffers: &'a [weft_vendors::Buffer],
     pub args: &'a [u8],
     /// The task's payload ([`TaskBuilder::payload`]), if it has one.
-    pub payload: Option<&'a (dyn std::any::Any + Send + Sync)>,
+    pub payload: Option<&'a dyn TaskPayload>,
     /// Whether the launch may join the device's open batch
     /// (`OpenClDevice::launch_batched`): the driver closes the batch before it waits.
     pub batch: bool,
@@ -421,8 +421,17 @@ pub(crate) struct Access {
 
 pub(crate) type Callback = Box<dyn FnOnce(std::result::Result<(), TaskError>) + Send>;
 
-/// Per-task data a front end hands its implementation ([`TaskBuilder::payload`]).
-pub type Payload = Arc<dyn std::any::Any + Send + Sync>;
+/// Per-task data a front end hands its implementation ([`TaskBuilder::payload`]). It also
+/// hears of the task's completion, like a callback ([`TaskBuilder::callback`]) but without
+/// an allocation of its own: a front end that needs both puts them in one object.
+pub trait TaskPayload: std::any::Any + Send + Sync {
+    /// Called once when the task completes, with its result, right after its callback (if
+    /// any) and before `wait` returns. Must not panic (a panic is caught and reported).
+    fn completed(&self, _result: &std::result::Result<(), TaskError>) {}
+}
+
+/// A task's payload, shared.
+pub type Payload = Arc<dyn TaskPayload>;
 
 pub(crate) struct TaskState {
     pub done: bool,

@@ -20,14 +20,14 @@ use super::icd::{self, Obj, new_obj, publish};
 use super::memory::Mem;
 use super::platform::DeviceKind;
 use super::program::Program;
-use super::queue::{Queue, enqueue, submit};
+use super::queue::{Completes, Queue, enqueue, submit_with};
 use super::sampler::Sampler;
 use super::{ClResult, c_str, info_ptr, info_str, info_val, ret_code, ret_obj, slice, write_info};
 use smallvec::SmallVec;
 use std::ffi::{c_char, c_void};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, Weak};
-use weft_core::task::{AccessMode, Codelet, OpenClImpl, OpenClLaunch, TaskBuilder};
+use weft_core::task::{AccessMode, Codelet, OpenClImpl, OpenClLaunch, TaskBuilder, TaskPayload};
 use weft_vendors::opencl::Kernel as VendorKernel;
 use weft_vendors::opencl::Mem as VendorMem;
 use weft_vendors::opencl::result as vr;
@@ -483,11 +483,18 @@ struct Launch {
     batchable: bool,
 }
 
+/// The launch completes the command's state: no boxed callback per launch.
+impl TaskPayload for Launch {
+    fn completed(&self, result: &Result<(), weft_core::task::TaskError>) {
+        self.state.complete(super::event::code_of(result));
+    }
+}
+
 /// The codelet every launch of kernel `name` uses: its OpenCL implementation runs the
 /// launch described by the task's payload ([`Launch`]).
 fn launch_codelet(name: &str) -> Arc<Codelet> {
     let imp = OpenClImpl::custom(|l: &OpenClLaunch<'_>| {
-        let p = l.payload.and_then(|p| p.downcast_ref::<Launch>()).ok_or("a kernel task without its launch")?;
+        let p = l.payload.and_then(|p| (p as &dyn std::any::Any).downcast_ref::<Launch>()).ok_or("a kernel task without its launch")?;
         run_launch(p, l)
     });
     Codelet::builder(name).opencl_impl(imp).build()
@@ -596,9 +603,9 @@ fn launch(
     let b = b.payload(Arc::new(payload));
     if event.is_null() {
         // No event object when none is asked for (the queue's finish waits on the state).
-        return enqueue(qq, waits, state, b, false);
+        return enqueue(qq, waits, state, b, false, Completes::Payload);
     }
-    let e = submit(qq, waits, CL_COMMAND_NDRANGE_KERNEL, state, b, false)?;
+    let e = submit_with(qq, waits, CL_COMMAND_NDRANGE_KERNEL, state, b, false, Completes::Payload)?;
     // SAFETY: the caller's contract.
     unsafe { hand_out(&e, event) };
     Ok(())

@@ -60,6 +60,15 @@ impl Queue {
     }
 }
 
+/// Who completes a command's [`EventState`] when its task completes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Completes {
+    /// A task callback the submission adds (an allocation of its own).
+    Callback,
+    /// The task's payload (`TaskPayload::completed`; a kernel launch's).
+    Payload,
+}
+
 /// Submit `b` as a command of `q`, after `waits`; `barrier`: after every earlier command.
 pub fn submit(
     q: &Arc<Obj<Queue>>,
@@ -69,14 +78,37 @@ pub fn submit(
     b: TaskBuilder,
     barrier: bool,
 ) -> ClResult<Arc<Obj<Event>>> {
-    enqueue(q, waits, state.clone(), b, barrier)?;
+    submit_with(q, waits, command, state, b, barrier, Completes::Callback)
+}
+
+/// [`submit`], saying who completes the state.
+pub fn submit_with(
+    q: &Arc<Obj<Queue>>,
+    waits: &[Arc<Obj<Event>>],
+    command: cl_uint,
+    state: Arc<EventState>,
+    b: TaskBuilder,
+    barrier: bool,
+    by: Completes,
+) -> ClResult<Arc<Obj<Event>>> {
+    enqueue(q, waits, state.clone(), b, barrier, by)?;
     Ok(new_event(q.context.clone(), Some(q.clone()), command, state))
 }
 
-/// [`submit`] without making an event object (for a command whose caller asked for none).
-pub fn enqueue(q: &Arc<Obj<Queue>>, waits: &[Arc<Obj<Event>>], state: Arc<EventState>, b: TaskBuilder, barrier: bool) -> ClResult<()> {
-    let st = state.clone();
-    let mut b = after_events(b, waits).callback(move |r| st.complete(code_of(&r)));
+/// [`submit_with`] without making an event object (for a command whose caller asked for none).
+pub fn enqueue(
+    q: &Arc<Obj<Queue>>,
+    waits: &[Arc<Obj<Event>>],
+    state: Arc<EventState>,
+    b: TaskBuilder,
+    barrier: bool,
+    by: Completes,
+) -> ClResult<()> {
+    let mut b = after_events(b, waits);
+    if by == Completes::Callback {
+        let st = state.clone();
+        b = b.callback(move |r| st.complete(code_of(&r)));
+    }
     let mut qs = q.state.lock().unwrap_or_else(|e| e.into_inner());
     // Drop finished commands: from the front (commands mostly finish in order), and all of
     // them when the list doubled since the last full pass, so a submission costs O(1)
