@@ -529,6 +529,17 @@ impl TaskHandle {
     pub fn wait(&self) -> Result<()> {
         self.1.wait_task(&self.0)
     }
+    /// Block until the task completed, whatever its result and however long: no deadlock
+    /// or stall detection (a front end whose own wait has none, like OpenCL's `clFinish`
+    /// on a command gated by a user event). Its callback and payload have run by then.
+    pub fn wait_done(&self) {
+        let mut st = lock(&self.0.state);
+        while !st.done {
+            st.waiters += 1;
+            st = self.0.cv.wait(st).unwrap_or_else(|e| e.into_inner());
+            st.waiters -= 1;
+        }
+    }
 }
 
 impl std::fmt::Debug for TaskHandle {

@@ -470,7 +470,9 @@ type Dims = SmallVec<[usize; 3]>;
 /// (`TaskBuilder::payload`), read by the kernel's one codelet ([`launch_codelet`]).
 struct Launch {
     kernel: Arc<Obj<Kernel>>,
-    state: Arc<EventState>,
+    /// The command's state, when an event shows it (none for a launch asked for no event:
+    /// nothing could read it, and the queue's finish waits on the task).
+    state: Option<Arc<EventState>>,
     slots: SmallVec<[LaunchArg; 4]>,
     offset: Option<Dims>,
     global: Dims,
@@ -486,7 +488,10 @@ struct Launch {
 /// The launch completes the command's state: no boxed callback per launch.
 impl TaskPayload for Launch {
     fn completed(&self, result: &Result<(), weft_core::task::TaskError>) {
-        self.state.complete(super::event::code_of(result));
+        let code = super::event::code_of(result);
+        if let Some(st) = &self.state {
+            st.complete(code);
+        }
     }
 }
 
@@ -587,7 +592,7 @@ fn launch(
     let images: Vec<(usize, Arc<Obj<Mem>>, bool)> =
         mems.iter().enumerate().filter(|(_, (m, _))| m.image.is_some()).map(|(j, (m, ro))| (j, m.clone(), !*ro)).collect();
     let profiled = qq.properties & CL_QUEUE_PROFILING_ENABLE != 0;
-    let state = EventState::submitted(profiled);
+    let state = (!event.is_null()).then(|| EventState::submitted(profiled));
     let mut b = TaskBuilder::new(&k.codelet);
     for (m, ro) in &mems {
         b.add_access(m.handle(), if *ro { AccessMode::R } else { AccessMode::RW });
@@ -601,10 +606,11 @@ fn launch(
     }
     let payload = Launch { kernel: k.clone(), state: state.clone(), slots, offset, global, local, images, exec_svm, batchable: !profiled };
     let b = b.payload(Arc::new(payload));
-    if event.is_null() {
-        // No event object when none is asked for (the queue's finish waits on the state).
-        return enqueue(qq, waits, state, b, false, Completes::Payload);
-    }
+    let Some(state) = state else {
+        // No event object when none is asked for, nor a state (the queue's finish waits on
+        // the task).
+        return enqueue(qq, waits, None, b, false, Completes::Payload);
+    };
     let e = submit_with(qq, waits, CL_COMMAND_NDRANGE_KERNEL, state, b, false, Completes::Payload)?;
     // SAFETY: the caller's contract.
     unsafe { hand_out(&e, event) };
@@ -615,7 +621,9 @@ fn launch(
 /// set the arguments (buffers are the task's replicas there) and enqueue.
 fn run_launch(p: &Launch, l: &OpenClLaunch<'_>) -> Result<weft_vendors::Completion, String> {
     let Launch { kernel, state: st, slots, offset, global, local, images, exec_svm, batchable } = p;
-    st.started();
+    if let Some(st) = st {
+        st.started();
+    }
     let plat = kernel.program.context.platform;
     let i = plat.real_index(l.device).ok_or("the device is not one of Weft's OpenCL platform")?;
     let mut vk = kernel.take(i).map_err(|e| format!("kernel {}: {}", kernel.name, weft_vendors::opencl::ClError(e)))?;
