@@ -632,9 +632,26 @@ impl TaskBuilder {
         self.after.push(task.0.clone());
         self
     }
+    /// [`TaskBuilder::after`] in place. The builder is a few hundred bytes: each by-value
+    /// step copies it twice, which a front end's per-command path (OpenCL's tiny kernels)
+    /// notices; these `&mut` forms copy nothing.
+    pub fn add_after(&mut self, task: &TaskHandle) -> &mut Self {
+        self.after.push(task.0.clone());
+        self
+    }
     /// Run on worker `w` only (StarPU's `execute_on_a_specific_worker`), whatever the policy.
     pub fn on_worker(mut self, w: usize) -> Self {
         self.worker = Some(w);
+        self
+    }
+    /// [`TaskBuilder::on_worker`] in place.
+    pub fn set_worker(&mut self, w: usize) -> &mut Self {
+        self.worker = Some(w);
+        self
+    }
+    /// [`TaskBuilder::payload`] in place.
+    pub fn set_payload(&mut self, p: Payload) -> &mut Self {
+        self.payload = Some(p);
         self
     }
     /// Call `f` with the task's result when it completes (before `wait` returns).

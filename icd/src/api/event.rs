@@ -237,14 +237,14 @@ pub unsafe fn wait_list(n: cl_uint, list: *const Handle, context: Option<&Arc<Ob
     Ok(out)
 }
 
-/// Make the task of `b` wait for `events`.
-pub fn after_events(mut b: TaskBuilder, events: &[Arc<Obj<Event>>]) -> TaskBuilder {
+/// Make the task of `b` wait for `events` (in place: no copy of the builder, which a
+/// command's hot path notices).
+pub fn add_after_events(b: &mut TaskBuilder, events: &[Arc<Obj<Event>>]) {
     for e in events {
         if let Some(t) = e.state.task() {
-            b = b.after(&t);
+            b.add_after(&t);
         }
     }
-    b
 }
 
 /// Write a new event's handle to `event` if asked.

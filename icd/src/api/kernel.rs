@@ -598,14 +598,14 @@ fn launch(
         b.add_access(m.handle(), if *ro { AccessMode::R } else { AccessMode::RW });
     }
     if let DeviceKind::Real(i) = qq.device {
-        b = b.on_worker(plat.real[i].0);
+        b.set_worker(plat.real[i].0);
     } else if qq.in_order() && !allowed.is_empty() {
-        b = b.on_worker(plat.real[allowed[qq.spread % allowed.len()]].0);
+        b.set_worker(plat.real[allowed[qq.spread % allowed.len()]].0);
     } else if allowed.len() < plat.real.len() {
-        b = b.on_worker(plat.real[allowed[0]].0);
+        b.set_worker(plat.real[allowed[0]].0);
     }
     let payload = Launch { kernel: k.clone(), state: state.clone(), slots, offset, global, local, images, exec_svm, batchable: !profiled };
-    let b = b.payload(Arc::new(payload));
+    b.set_payload(Arc::new(payload));
     let Some(state) = state else {
         // No event object when none is asked for, nor a state (the queue's finish waits on
         // the task).

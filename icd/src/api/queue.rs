@@ -11,7 +11,7 @@
 
 use super::cl::*;
 use super::context::Context;
-use super::event::{Event, EventState, after_events, code_of, hand_out, new_event, wait_list};
+use super::event::{Event, EventState, add_after_events, code_of, hand_out, new_event, wait_list};
 use super::icd::{self, Obj, new_obj, publish};
 use super::memory::Mem;
 use super::platform::DeviceKind;
@@ -108,7 +108,8 @@ pub fn enqueue(
     barrier: bool,
     by: Completes,
 ) -> ClResult<()> {
-    let mut b = after_events(b, waits);
+    let mut b = b;
+    add_after_events(&mut b, waits);
     if by == Completes::Callback {
         let st = state.clone().expect("a command completed by a callback has a state");
         b = b.callback(move |r| st.complete(code_of(&r)));
@@ -125,11 +126,11 @@ pub fn enqueue(
         qs.prune_at = 2 * qs.pending.len();
     }
     if let Some(last) = &qs.last {
-        b = b.after(last);
+        b.add_after(last);
     }
     if barrier && !q.in_order() {
         for t in &qs.pending {
-            b = b.after(t);
+            b.add_after(t);
         }
     }
     let t = q.context.platform.rt.submit(b).map_err(|e| {
