@@ -439,6 +439,7 @@ impl RuntimeInner {
             flat,
             callback: Mutex::new(b.callback.take()),
             pending: AtomicUsize::new(1),
+            done: crate::sync::atomic::AtomicBool::new(false),
             state: Mutex::new(TaskState { done: false, waiters: 0, result: None, successors: SmallVec::new(), launched_on: None }),
             cv: Condvar::new(),
             poison: OnceLock::new(),
@@ -803,6 +804,8 @@ impl RuntimeInner {
         let (succs, waiters) = {
             let mut st = lock(&t.state);
             st.done = true;
+            // Under the lock, after `result`: `is_done` readers see the same as a locker.
+            t.done.store(true, Ordering::Release);
             st.result = Some(result.clone().map_err(Box::new));
             (std::mem::take(&mut st.successors), st.waiters)
         };

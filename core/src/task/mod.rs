@@ -468,6 +468,10 @@ pub(crate) struct TaskInner {
     pub callback: Mutex<Option<Callback>>,
     /// Unresolved dependencies, plus one held by submission until registration finishes.
     pub pending: AtomicUsize,
+    /// `state.done`, readable without the lock (set under it): an OpenCL queue prunes its
+    /// finished commands on every enqueue, and locking each task's state there contended
+    /// with the driver completing it.
+    pub done: crate::sync::atomic::AtomicBool,
     pub state: Mutex<TaskState>,
     pub cv: Condvar,
     /// The failure of a dependency, if any: the task is cancelled instead of run.
@@ -510,7 +514,9 @@ impl TaskInner {
     }
 
     pub fn is_done(&self) -> bool {
-        lock(&self.state).done
+        // Acquire: pairs with the Release store in `RuntimeInner::complete`, so what the
+        // completion wrote before (result, callbacks' effects) is visible.
+        self.done.load(Ordering::Acquire)
     }
 }
 
