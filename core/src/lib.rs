@@ -41,7 +41,7 @@ pub use sched::PolicyKind;
 pub use task::OpenClLaunch;
 pub use task::{
     AccessMode, Arch, Codelet, External, ExternalWork, OpenClImpl, OpenClLaunchFn, Payload, Tag, TaskBuilder, TaskContext, TaskError,
-    TaskHandle,
+    TaskHandle, TaskPayload,
 };
 #[cfg(feature = "cuda")]
 pub use task::{CudaCode, CudaFn, CudaImpl, CudaTaskContext, LaunchDimsFn};

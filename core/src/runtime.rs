@@ -439,6 +439,7 @@ impl RuntimeInner {
             flat,
             callback: Mutex::new(b.callback.take()),
             pending: AtomicUsize::new(1),
+            done: crate::sync::atomic::AtomicBool::new(false),
             state: Mutex::new(TaskState { done: false, waiters: 0, result: None, successors: SmallVec::new(), launched_on: None }),
             cv: Condvar::new(),
             poison: OnceLock::new(),
@@ -795,9 +796,16 @@ impl RuntimeInner {
                 eprintln!("weft: the completion callback of task '{}' panicked", t.name());
             }
         }
+        if let Some(p) = &t.payload
+            && std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| p.completed(&result))).is_err()
+        {
+            eprintln!("weft: the payload of task '{}' panicked on completion", t.name());
+        }
         let (succs, waiters) = {
             let mut st = lock(&t.state);
             st.done = true;
+            // Under the lock, after `result`: `is_done` readers see the same as a locker.
+            t.done.store(true, Ordering::Release);
             st.result = Some(result.clone().map_err(Box::new));
             (std::mem::take(&mut st.successors), st.waiters)
         };

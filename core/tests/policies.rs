@@ -215,3 +215,27 @@ fn task_ids_and_callbacks() {
     ids.dedup();
     assert_eq!(ids.len(), 50);
 }
+
+/// A payload hears of its task's completion once, after the callback, before `wait` returns.
+#[test]
+fn payloads_hear_of_completion() {
+    struct Count(Arc<AtomicU64>, Arc<AtomicU64>);
+    impl TaskPayload for Count {
+        fn completed(&self, r: &std::result::Result<(), TaskError>) {
+            assert!(r.is_ok());
+            assert_eq!(self.1.load(Ordering::SeqCst), 1, "the callback ran first");
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+    let rt = runtime(PolicyKind::Eager, 2, 0);
+    let cl = Codelet::builder("nop").cpu(|_| Ok(())).build();
+    for _ in 0..20 {
+        let (hits, cb) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+        let c = cb.clone();
+        let b = TaskBuilder::new(&cl).payload(Arc::new(Count(hits.clone(), cb.clone()))).callback(move |_| {
+            c.fetch_add(1, Ordering::SeqCst);
+        });
+        rt.submit(b).unwrap().wait().unwrap();
+        assert_eq!(hits.load(Ordering::SeqCst), 1);
+    }
+}

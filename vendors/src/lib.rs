@@ -118,6 +118,9 @@ struct CompletionInner {
 struct Slot {
     result: Option<Result<(), DeviceError>>,
     waiters: usize,
+    /// A thread parked until this completes or something else wakes it
+    /// ([`Completion::unpark_on_complete`]).
+    parked: Option<std::thread::Thread>,
 }
 
 impl Completion {
@@ -135,10 +138,15 @@ impl Completion {
     pub fn complete(&self, r: Result<(), DeviceError>) {
         let mut s = self.0.state.lock().unwrap_or_else(|e| e.into_inner());
         s.result = Some(r);
+        let parked = s.parked.take();
         // Waiters register under the lock before sleeping: none missed.
-        if s.waiters > 0 {
-            drop(s);
+        let notify = s.waiters > 0;
+        drop(s);
+        if notify {
             self.0.cv.notify_all();
+        }
+        if let Some(t) = parked {
+            t.unpark();
         }
     }
 
@@ -156,6 +164,19 @@ impl Completion {
             s = self.0.cv.wait(s).unwrap_or_else(|e| e.into_inner());
             s.waiters -= 1;
         }
+    }
+
+    /// Have `t` unparked when the operation completes (replacing any thread registered
+    /// before); false, registering nothing, if it already has. Lets a thread sleep in
+    /// `std::thread::park` until either this completes or something else unparks it (a
+    /// device driver waiting for a long kernel that new work may also wake).
+    pub fn unpark_on_complete(&self, t: std::thread::Thread) -> bool {
+        let mut s = self.0.state.lock().unwrap_or_else(|e| e.into_inner());
+        if s.result.is_some() {
+            return false;
+        }
+        s.parked = Some(t);
+        true
     }
 
     /// Wait at most `timeout`; whether the operation is complete.
@@ -239,5 +260,23 @@ mod tests {
         let t = std::thread::spawn(move || c2.wait());
         c.complete(Err(DeviceError::Lost("x".into())));
         assert_eq!(t.join().unwrap(), Err(DeviceError::Lost("x".into())));
+    }
+
+    #[test]
+    fn completion_unparks_the_registered_thread() {
+        let c = Completion::new();
+        let c2 = c.clone();
+        let t = std::thread::spawn(move || {
+            // Spurious wake-ups are allowed: park until the completion is seen.
+            if c2.unpark_on_complete(std::thread::current()) {
+                while !c2.is_complete() {
+                    std::thread::park();
+                }
+            }
+            assert!(!c2.unpark_on_complete(std::thread::current()), "already complete");
+        });
+        std::thread::sleep(std::time::Duration::from_millis(10));
+        c.complete(Ok(()));
+        t.join().unwrap();
     }
 }

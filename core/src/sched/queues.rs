@@ -66,6 +66,7 @@ mod tests {
             flat: true,
             callback: Mutex::new(None),
             pending: AtomicUsize::new(0),
+            done: crate::sync::atomic::AtomicBool::new(false),
             state: Mutex::new(TaskState { done: false, waiters: 0, result: None, successors: SmallVec::new(), launched_on: None }),
             cv: Condvar::new(),
             poison: OnceLock::new(),

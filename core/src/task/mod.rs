@@ -166,7 +166,7 @@ pub struct OpenClLaunch<'a> {
     pub buffers: &'a [weft_vendors::Buffer],
     pub args: &'a [u8],
     /// The task's payload ([`TaskBuilder::payload`]), if it has one.
-    pub payload: Option<&'a (dyn std::any::Any + Send + Sync)>,
+    pub payload: Option<&'a dyn TaskPayload>,
     /// Whether the launch may join the device's open batch
     /// (`OpenClDevice::launch_batched`): the driver closes the batch before it waits.
     pub batch: bool,
@@ -421,8 +421,17 @@ pub(crate) struct Access {
 
 pub(crate) type Callback = Box<dyn FnOnce(std::result::Result<(), TaskError>) + Send>;
 
-/// Per-task data a front end hands its implementation ([`TaskBuilder::payload`]).
-pub type Payload = Arc<dyn std::any::Any + Send + Sync>;
+/// Per-task data a front end hands its implementation ([`TaskBuilder::payload`]). It also
+/// hears of the task's completion, like a callback ([`TaskBuilder::callback`]) but without
+/// an allocation of its own: a front end that needs both puts them in one object.
+pub trait TaskPayload: std::any::Any + Send + Sync {
+    /// Called once when the task completes, with its result, right after its callback (if
+    /// any) and before `wait` returns. Must not panic (a panic is caught and reported).
+    fn completed(&self, _result: &std::result::Result<(), TaskError>) {}
+}
+
+/// A task's payload, shared.
+pub type Payload = Arc<dyn TaskPayload>;
 
 pub(crate) struct TaskState {
     pub done: bool,
@@ -459,6 +468,10 @@ pub(crate) struct TaskInner {
     pub callback: Mutex<Option<Callback>>,
     /// Unresolved dependencies, plus one held by submission until registration finishes.
     pub pending: AtomicUsize,
+    /// `state.done`, readable without the lock (set under it): an OpenCL queue prunes its
+    /// finished commands on every enqueue, and locking each task's state there contended
+    /// with the driver completing it.
+    pub done: crate::sync::atomic::AtomicBool,
     pub state: Mutex<TaskState>,
     pub cv: Condvar,
     /// The failure of a dependency, if any: the task is cancelled instead of run.
@@ -501,7 +514,9 @@ impl TaskInner {
     }
 
     pub fn is_done(&self) -> bool {
-        lock(&self.state).done
+        // Acquire: pairs with the Release store in `RuntimeInner::complete`, so what the
+        // completion wrote before (result, callbacks' effects) is visible.
+        self.done.load(Ordering::Acquire)
     }
 }
 
@@ -519,6 +534,17 @@ impl TaskHandle {
     /// Block until the task completed; its error if it failed or was cancelled.
     pub fn wait(&self) -> Result<()> {
         self.1.wait_task(&self.0)
+    }
+    /// Block until the task completed, whatever its result and however long: no deadlock
+    /// or stall detection (a front end whose own wait has none, like OpenCL's `clFinish`
+    /// on a command gated by a user event). Its callback and payload have run by then.
+    pub fn wait_done(&self) {
+        let mut st = lock(&self.0.state);
+        while !st.done {
+            st.waiters += 1;
+            st = self.0.cv.wait(st).unwrap_or_else(|e| e.into_inner());
+            st.waiters -= 1;
+        }
     }
 }
 
@@ -612,9 +638,26 @@ impl TaskBuilder {
         self.after.push(task.0.clone());
         self
     }
+    /// [`TaskBuilder::after`] in place. The builder is a few hundred bytes: each by-value
+    /// step copies it twice, which a front end's per-command path (OpenCL's tiny kernels)
+    /// notices; these `&mut` forms copy nothing.
+    pub fn add_after(&mut self, task: &TaskHandle) -> &mut Self {
+        self.after.push(task.0.clone());
+        self
+    }
     /// Run on worker `w` only (StarPU's `execute_on_a_specific_worker`), whatever the policy.
     pub fn on_worker(mut self, w: usize) -> Self {
         self.worker = Some(w);
+        self
+    }
+    /// [`TaskBuilder::on_worker`] in place.
+    pub fn set_worker(&mut self, w: usize) -> &mut Self {
+        self.worker = Some(w);
+        self
+    }
+    /// [`TaskBuilder::payload`] in place.
+    pub fn set_payload(&mut self, p: Payload) -> &mut Self {
+        self.payload = Some(p);
         self
     }
     /// Call `f` with the task's result when it completes (before `wait` returns).

@@ -226,10 +226,19 @@ impl RuntimeInner {
         let early: SmallVec<[TaskRef; 2]> = {
             let mut st = crate::sync::lock(&t.state);
             st.launched_on = Some(w);
-            let (early, keep): (SmallVec<[TaskRef; 2]>, SmallVec<[TaskRef; 2]>) =
-                std::mem::take(&mut st.successors).into_iter().partition(|s| s.worker == Some(w) && s.flat);
-            st.successors = keep;
-            early
+            let releasable = |s: &TaskRef| s.worker == Some(w) && s.flat;
+            // Mostly all or none (an in-order queue's next command, or nothing yet): no
+            // partition, which moves every successor twice.
+            if st.successors.iter().all(releasable) {
+                std::mem::take(&mut st.successors)
+            } else if !st.successors.iter().any(releasable) {
+                SmallVec::new()
+            } else {
+                let (early, keep): (SmallVec<[TaskRef; 2]>, SmallVec<[TaskRef; 2]>) =
+                    std::mem::take(&mut st.successors).into_iter().partition(releasable);
+                st.successors = keep;
+                early
+            }
         };
         for s in early {
             if s.pending.fetch_sub(1, std::sync::atomic::Ordering::AcqRel) == 1 {

@@ -120,6 +120,25 @@ fn idle(rt: &RuntimeInner, w: usize, spin: Duration) -> Found {
     }
 }
 
+/// A driver with room for more work whose oldest task in flight runs long: sleep (the idle
+/// protocol: announce, look once more, park) until `oldest` completes or a push wakes it.
+/// Returns the task found on the last look, if any. Spurious wake-ups only cost a lap of
+/// the driver's loop.
+#[cfg(any(feature = "opencl", feature = "cuda"))]
+fn sleep_while_in_flight(rt: &RuntimeInner, w: usize, oldest: &weft_vendors::Completion) -> Option<crate::task::TaskRef> {
+    rt.sleep.announce(w);
+    // Pinned tasks first, as `pop` takes them; the driver's loop looked at both queues before.
+    if let Some(t) = rt.pop(w) {
+        rt.sleep.clear(w);
+        return Some(t);
+    }
+    if !rt.shutdown.load(Ordering::SeqCst) && oldest.unpark_on_complete(std::thread::current()) {
+        std::thread::park();
+    }
+    rt.sleep.clear(w);
+    None
+}
+
 /// A device driver's loop: up to `driver::DEPTH` tasks started at once (`driver::DEEP` pinned
 /// ones), retired in order.
 #[cfg(any(feature = "opencl", feature = "cuda"))]
@@ -165,12 +184,18 @@ fn run_driver(rt: &RuntimeInner, w: usize, spin: Duration) {
         if let Some(f) = flight.front() {
             // Launches batched since the last wait complete only once the batch is closed.
             rt.close_batch(w);
-            // Full: wait for the oldest. Otherwise wait a little and look for new work again,
-            // so the next task starts while the device runs this one.
+            // Full: wait for the oldest. Otherwise wait a little (a short kernel completes
+            // meanwhile), then sleep until the oldest completes or a push wakes this driver,
+            // so the next task starts while the device runs this one. Not a poll: waking
+            // every few microseconds through a long kernel takes a core from the device's
+            // own threads (PoCL's CPU devices compute on the same cores).
             if flight.len() >= DEPTH {
                 let _ = f.done.wait();
-            } else {
-                f.done.wait_timeout(Duration::from_micros(50));
+            } else if !f.done.wait_timeout(Duration::from_micros(50))
+                && deferred.is_empty()
+                && let Some(t) = sleep_while_in_flight(rt, w, &f.done)
+            {
+                rt.start_task_on_driver(w, t, &mut flight, &mut deferred, &mut next);
             }
             continue;
         }

@@ -12,7 +12,7 @@ use super::icd::{self, Obj, new_obj, publish};
 use super::queue::Queue;
 use super::{ClResult, info_ptr, info_val, ret_code, ret_obj, slice, write_info};
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, LazyLock, Mutex};
 use std::time::Instant;
 use weft_core::task::{Codelet, TaskBuilder, TaskError, TaskHandle};
@@ -32,21 +32,28 @@ struct Callback {
     trigger: cl_int,
 }
 
+/// What [`EventState`]'s one lock guards: a command's state changes together (status,
+/// callbacks, task), so one lock taken once per step, not one per field.
+#[derive(Default)]
+struct Shared {
+    status: Option<cl_int>,
+    /// Threads sleeping on `cv`: `complete` notifies only when there are some (a
+    /// notification is a system call even with no one to wake).
+    waiters: usize,
+    callbacks: Vec<Callback>,
+    /// The command's task until it completes (a wait list naming the event then needs no
+    /// dependency). Dropped at completion: the task holds this state (its launch payload
+    /// or completion callback does), and keeping it here would make a cycle that leaks
+    /// both, with the buffers the task accesses.
+    task: Option<TaskHandle>,
+}
+
 #[derive(Default)]
 pub struct EventState {
-    status: Mutex<Option<cl_int>>,
+    shared: Mutex<Shared>,
     cv: Condvar,
-    /// Threads sleeping on `cv` (changed under `status`'s lock): `complete` notifies only
-    /// when there are some (a notification is a system call even with no one to wake).
-    waiters: AtomicUsize,
-    callbacks: Mutex<Vec<Callback>>,
     /// queued, submit, start, end.
     times: [AtomicU64; 4],
-    /// The command's task until it completes (a wait list naming the event then needs no
-    /// dependency). Dropped at completion: the task holds this state (its completion
-    /// callback and launch payload do), and keeping it here would make a cycle that leaks
-    /// both, with the buffers the task accesses.
-    task: Mutex<Option<TaskHandle>>,
     /// Whether `times` are taken: only a profiling queue's commands show them
     /// (`clGetEventProfilingInfo`), and a clock read per step is a cost on the hot path.
     timed: bool,
@@ -61,11 +68,15 @@ impl EventState {
     pub fn submitted(timed: bool) -> Arc<EventState> {
         let t = if timed { now_ns() } else { 0 };
         Arc::new(EventState {
-            status: Mutex::new(Some(CL_SUBMITTED)),
+            shared: Mutex::new(Shared { status: Some(CL_SUBMITTED), ..Shared::default() }),
             times: [AtomicU64::new(t), AtomicU64::new(t), AtomicU64::new(0), AtomicU64::new(0)],
             timed,
             ..EventState::default()
         })
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Shared> {
+        self.shared.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// The command started (its task runs).
@@ -74,27 +85,27 @@ impl EventState {
         if self.timed {
             let _ = self.times[2].compare_exchange(0, now_ns(), Ordering::Relaxed, Ordering::Relaxed);
         }
-        let mut s = self.status.lock().unwrap_or_else(|e| e.into_inner());
-        if s.is_some_and(|v| v > CL_RUNNING) {
-            *s = Some(CL_RUNNING);
+        let mut s = self.lock();
+        if s.status.is_some_and(|v| v > CL_RUNNING) {
+            s.status = Some(CL_RUNNING);
         }
     }
 
     pub fn set_task(&self, t: TaskHandle) {
-        // Under the status lock: either `complete` has not set the final status yet (and
-        // drops the task after setting it), or the task is not kept at all.
-        let s = self.status.lock().unwrap_or_else(|e| e.into_inner());
-        if s.is_none_or(|v| v > CL_COMPLETE) {
-            *self.task.lock().unwrap_or_else(|e| e.into_inner()) = Some(t);
+        // Either `complete` has not set the final status yet (and drops the task after
+        // setting it), or the task is not kept at all.
+        let mut s = self.lock();
+        if s.status.is_none_or(|v| v > CL_COMPLETE) {
+            s.task = Some(t);
         }
     }
 
     pub fn task(&self) -> Option<TaskHandle> {
-        self.task.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        self.lock().task.clone()
     }
 
     pub fn status(&self) -> cl_int {
-        self.status.lock().unwrap_or_else(|e| e.into_inner()).unwrap_or(CL_QUEUED)
+        self.lock().status.unwrap_or(CL_QUEUED)
     }
 
     /// Final status `code` (`CL_COMPLETE` or an error); runs the callbacks.
@@ -104,20 +115,22 @@ impl EventState {
             let _ = self.times[2].compare_exchange(0, end, Ordering::Relaxed, Ordering::Relaxed);
             self.times[3].store(end, Ordering::Relaxed);
         }
-        {
-            let mut s = self.status.lock().unwrap_or_else(|e| e.into_inner());
-            if s.is_some_and(|v| v <= CL_COMPLETE) {
+        let (task, cbs) = {
+            let mut s = self.lock();
+            if s.status.is_some_and(|v| v <= CL_COMPLETE) {
                 return;
             }
-            *s = Some(code);
-            // Relaxed: waiters change it only under the lock held here.
-            if self.waiters.load(Ordering::Relaxed) > 0 {
-                drop(s);
+            s.status = Some(code);
+            let out = (s.task.take(), std::mem::take(&mut s.callbacks));
+            let notify = s.waiters > 0;
+            drop(s);
+            if notify {
                 self.cv.notify_all();
             }
-        }
-        drop(self.task.lock().unwrap_or_else(|e| e.into_inner()).take());
-        let cbs = std::mem::take(&mut *self.callbacks.lock().unwrap_or_else(|e| e.into_inner()));
+            out
+        };
+        // Outside the lock: dropping the task may drop the last reference to this state.
+        drop(task);
         for cb in cbs {
             call(&cb, code);
         }
@@ -125,17 +138,35 @@ impl EventState {
 
     /// Block until final; the final status.
     pub fn wait(&self) -> cl_int {
-        let mut s = self.status.lock().unwrap_or_else(|e| e.into_inner());
+        let mut s = self.lock();
         loop {
-            match *s {
+            match s.status {
                 Some(v) if v <= CL_COMPLETE => return v,
                 _ => {
-                    self.waiters.fetch_add(1, Ordering::Relaxed);
+                    s.waiters += 1;
                     s = self.cv.wait(s).unwrap_or_else(|e| e.into_inner());
-                    self.waiters.fetch_sub(1, Ordering::Relaxed);
+                    s.waiters -= 1;
                 }
             }
         }
+    }
+
+    /// Run `cb` once the status reaches its trigger (now, if it has; else at completion,
+    /// when every callback runs). Outside the lock either way.
+    fn add_callback(&self, cb: Callback) {
+        let mut s = self.lock();
+        let status = s.status.unwrap_or(CL_QUEUED);
+        if status <= cb.trigger {
+            drop(s);
+            call(&cb, status);
+        } else {
+            s.callbacks.push(cb);
+        }
+    }
+
+    /// A user event's state: submitted, untimed until `clSetUserEventStatus`.
+    fn user() -> Arc<EventState> {
+        Arc::new(EventState { shared: Mutex::new(Shared { status: Some(CL_SUBMITTED), ..Shared::default() }), ..EventState::default() })
     }
 
     pub fn time(&self, i: usize) -> u64 {
@@ -206,14 +237,14 @@ pub unsafe fn wait_list(n: cl_uint, list: *const Handle, context: Option<&Arc<Ob
     Ok(out)
 }
 
-/// Make the task of `b` wait for `events`.
-pub fn after_events(mut b: TaskBuilder, events: &[Arc<Obj<Event>>]) -> TaskBuilder {
+/// Make the task of `b` wait for `events` (in place: no copy of the builder, which a
+/// command's hot path notices).
+pub fn add_after_events(b: &mut TaskBuilder, events: &[Arc<Obj<Event>>]) {
     for e in events {
         if let Some(t) = e.state.task() {
-            b = b.after(&t);
+            b.add_after(&t);
         }
     }
-    b
 }
 
 /// Write a new event's handle to `event` if asked.
@@ -322,21 +353,7 @@ pub unsafe extern "C" fn clSetEventCallback(event: Handle, trigger: cl_int, f: O
         if ![CL_SUBMITTED, CL_RUNNING, CL_COMPLETE].contains(&trigger) {
             return Err(CL_INVALID_VALUE);
         }
-        let cb = Callback { event: e.clone(), f, user_data: user_data as usize, trigger };
-        let status = e.state.status();
-        if status <= trigger {
-            call(&cb, status);
-        } else {
-            e.state.callbacks.lock().unwrap_or_else(|e| e.into_inner()).push(cb);
-            // Completed meanwhile: run what is left.
-            let s = e.state.status();
-            if s <= CL_COMPLETE {
-                let cbs = std::mem::take(&mut *e.state.callbacks.lock().unwrap_or_else(|e| e.into_inner()));
-                for cb in cbs {
-                    call(&cb, s);
-                }
-            }
-        }
+        e.state.add_callback(Callback { event: e.clone(), f, user_data: user_data as usize, trigger });
         Ok(())
     })
 }
@@ -353,8 +370,7 @@ pub unsafe extern "C" fn clCreateUserEvent(context: Handle, errcode_ret: *mut cl
             let rt = &c.platform.rt;
             let tag = NEXT_TAG.fetch_add(1, Ordering::Relaxed);
             let set: Arc<Mutex<Option<cl_int>>> = Arc::default();
-            let state = Arc::new(EventState::default());
-            *state.status.lock().unwrap_or_else(|e| e.into_inner()) = Some(CL_SUBMITTED);
+            let state = EventState::user();
             // The gate: a CPU task released by the tag, failing when the status set is an error,
             // so that commands waiting on the event are cancelled (their status an error too).
             let seen = set.clone();

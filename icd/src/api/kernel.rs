@@ -20,14 +20,14 @@ use super::icd::{self, Obj, new_obj, publish};
 use super::memory::Mem;
 use super::platform::DeviceKind;
 use super::program::Program;
-use super::queue::{Queue, enqueue, submit};
+use super::queue::{Completes, Queue, enqueue, submit_with};
 use super::sampler::Sampler;
 use super::{ClResult, c_str, info_ptr, info_str, info_val, ret_code, ret_obj, slice, write_info};
 use smallvec::SmallVec;
 use std::ffi::{c_char, c_void};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, Weak};
-use weft_core::task::{AccessMode, Codelet, OpenClImpl, OpenClLaunch, TaskBuilder};
+use weft_core::task::{AccessMode, Codelet, OpenClImpl, OpenClLaunch, TaskBuilder, TaskPayload};
 use weft_vendors::opencl::Kernel as VendorKernel;
 use weft_vendors::opencl::Mem as VendorMem;
 use weft_vendors::opencl::result as vr;
@@ -470,7 +470,9 @@ type Dims = SmallVec<[usize; 3]>;
 /// (`TaskBuilder::payload`), read by the kernel's one codelet ([`launch_codelet`]).
 struct Launch {
     kernel: Arc<Obj<Kernel>>,
-    state: Arc<EventState>,
+    /// The command's state, when an event shows it (none for a launch asked for no event:
+    /// nothing could read it, and the queue's finish waits on the task).
+    state: Option<Arc<EventState>>,
     slots: SmallVec<[LaunchArg; 4]>,
     offset: Option<Dims>,
     global: Dims,
@@ -483,11 +485,21 @@ struct Launch {
     batchable: bool,
 }
 
+/// The launch completes the command's state: no boxed callback per launch.
+impl TaskPayload for Launch {
+    fn completed(&self, result: &Result<(), weft_core::task::TaskError>) {
+        let code = super::event::code_of(result);
+        if let Some(st) = &self.state {
+            st.complete(code);
+        }
+    }
+}
+
 /// The codelet every launch of kernel `name` uses: its OpenCL implementation runs the
 /// launch described by the task's payload ([`Launch`]).
 fn launch_codelet(name: &str) -> Arc<Codelet> {
     let imp = OpenClImpl::custom(|l: &OpenClLaunch<'_>| {
-        let p = l.payload.and_then(|p| p.downcast_ref::<Launch>()).ok_or("a kernel task without its launch")?;
+        let p = l.payload.and_then(|p| (p as &dyn std::any::Any).downcast_ref::<Launch>()).ok_or("a kernel task without its launch")?;
         run_launch(p, l)
     });
     Codelet::builder(name).opencl_impl(imp).build()
@@ -580,25 +592,26 @@ fn launch(
     let images: Vec<(usize, Arc<Obj<Mem>>, bool)> =
         mems.iter().enumerate().filter(|(_, (m, _))| m.image.is_some()).map(|(j, (m, ro))| (j, m.clone(), !*ro)).collect();
     let profiled = qq.properties & CL_QUEUE_PROFILING_ENABLE != 0;
-    let state = EventState::submitted(profiled);
+    let state = (!event.is_null()).then(|| EventState::submitted(profiled));
     let mut b = TaskBuilder::new(&k.codelet);
     for (m, ro) in &mems {
         b.add_access(m.handle(), if *ro { AccessMode::R } else { AccessMode::RW });
     }
     if let DeviceKind::Real(i) = qq.device {
-        b = b.on_worker(plat.real[i].0);
+        b.set_worker(plat.real[i].0);
     } else if qq.in_order() && !allowed.is_empty() {
-        b = b.on_worker(plat.real[allowed[qq.spread % allowed.len()]].0);
+        b.set_worker(plat.real[allowed[qq.spread % allowed.len()]].0);
     } else if allowed.len() < plat.real.len() {
-        b = b.on_worker(plat.real[allowed[0]].0);
+        b.set_worker(plat.real[allowed[0]].0);
     }
     let payload = Launch { kernel: k.clone(), state: state.clone(), slots, offset, global, local, images, exec_svm, batchable: !profiled };
-    let b = b.payload(Arc::new(payload));
-    if event.is_null() {
-        // No event object when none is asked for (the queue's finish waits on the state).
-        return enqueue(qq, waits, state, b, false);
-    }
-    let e = submit(qq, waits, CL_COMMAND_NDRANGE_KERNEL, state, b, false)?;
+    b.set_payload(Arc::new(payload));
+    let Some(state) = state else {
+        // No event object when none is asked for, nor a state (the queue's finish waits on
+        // the task).
+        return enqueue(qq, waits, None, b, false, Completes::Payload);
+    };
+    let e = submit_with(qq, waits, CL_COMMAND_NDRANGE_KERNEL, state, b, false, Completes::Payload)?;
     // SAFETY: the caller's contract.
     unsafe { hand_out(&e, event) };
     Ok(())
@@ -608,7 +621,9 @@ fn launch(
 /// set the arguments (buffers are the task's replicas there) and enqueue.
 fn run_launch(p: &Launch, l: &OpenClLaunch<'_>) -> Result<weft_vendors::Completion, String> {
     let Launch { kernel, state: st, slots, offset, global, local, images, exec_svm, batchable } = p;
-    st.started();
+    if let Some(st) = st {
+        st.started();
+    }
     let plat = kernel.program.context.platform;
     let i = plat.real_index(l.device).ok_or("the device is not one of Weft's OpenCL platform")?;
     let mut vk = kernel.take(i).map_err(|e| format!("kernel {}: {}", kernel.name, weft_vendors::opencl::ClError(e)))?;

@@ -11,7 +11,7 @@
 
 use super::cl::*;
 use super::context::Context;
-use super::event::{Event, EventState, after_events, code_of, hand_out, new_event, wait_list};
+use super::event::{Event, EventState, add_after_events, code_of, hand_out, new_event, wait_list};
 use super::icd::{self, Obj, new_obj, publish};
 use super::memory::Mem;
 use super::platform::DeviceKind;
@@ -27,8 +27,9 @@ use weft_vendors::{Endpoint, Rect as VRect};
 pub struct QueueState {
     /// The last command (in-order) or the last barrier (out-of-order).
     pub last: Option<TaskHandle>,
-    /// Commands not yet seen complete.
-    pub pending: std::collections::VecDeque<(TaskHandle, Arc<EventState>)>,
+    /// Commands not yet seen complete (a command's task completes after its state does:
+    /// its callback or payload completes the state first).
+    pub pending: std::collections::VecDeque<TaskHandle>,
     /// Prune every finished command when `pending` reaches this length (then twice what is
     /// left, at least 64): amortised O(1) per command.
     pub prune_at: usize,
@@ -60,6 +61,15 @@ impl Queue {
     }
 }
 
+/// Who completes a command's [`EventState`] when its task completes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Completes {
+    /// A task callback the submission adds (an allocation of its own).
+    Callback,
+    /// The task's payload (`TaskPayload::completed`; a kernel launch's).
+    Payload,
+}
+
 /// Submit `b` as a command of `q`, after `waits`; `barrier`: after every earlier command.
 pub fn submit(
     q: &Arc<Obj<Queue>>,
@@ -69,52 +79,82 @@ pub fn submit(
     b: TaskBuilder,
     barrier: bool,
 ) -> ClResult<Arc<Obj<Event>>> {
-    enqueue(q, waits, state.clone(), b, barrier)?;
+    submit_with(q, waits, command, state, b, barrier, Completes::Callback)
+}
+
+/// [`submit`], saying who completes the state.
+pub fn submit_with(
+    q: &Arc<Obj<Queue>>,
+    waits: &[Arc<Obj<Event>>],
+    command: cl_uint,
+    state: Arc<EventState>,
+    b: TaskBuilder,
+    barrier: bool,
+    by: Completes,
+) -> ClResult<Arc<Obj<Event>>> {
+    enqueue(q, waits, Some(state.clone()), b, barrier, by)?;
     Ok(new_event(q.context.clone(), Some(q.clone()), command, state))
 }
 
-/// [`submit`] without making an event object (for a command whose caller asked for none).
-pub fn enqueue(q: &Arc<Obj<Queue>>, waits: &[Arc<Obj<Event>>], state: Arc<EventState>, b: TaskBuilder, barrier: bool) -> ClResult<()> {
-    let st = state.clone();
-    let mut b = after_events(b, waits).callback(move |r| st.complete(code_of(&r)));
+/// [`submit_with`] without making an event object (for a command whose caller asked for
+/// none). `state`: the command's, if anyone can see it (an event object, or a host command's
+/// blocking wait); a kernel launch asked for no event has none. Required for
+/// `Completes::Callback`.
+pub fn enqueue(
+    q: &Arc<Obj<Queue>>,
+    waits: &[Arc<Obj<Event>>],
+    state: Option<Arc<EventState>>,
+    b: TaskBuilder,
+    barrier: bool,
+    by: Completes,
+) -> ClResult<()> {
+    let mut b = b;
+    add_after_events(&mut b, waits);
+    if by == Completes::Callback {
+        let st = state.clone().expect("a command completed by a callback has a state");
+        b = b.callback(move |r| st.complete(code_of(&r)));
+    }
     let mut qs = q.state.lock().unwrap_or_else(|e| e.into_inner());
     // Drop finished commands: from the front (commands mostly finish in order), and all of
     // them when the list doubled since the last full pass, so a submission costs O(1)
     // amortised, not O(pending).
-    while qs.pending.front().is_some_and(|(t, _)| t.is_done()) {
+    while qs.pending.front().is_some_and(TaskHandle::is_done) {
         qs.pending.pop_front();
     }
     if qs.pending.len() >= qs.prune_at.max(64) {
-        qs.pending.retain(|(t, _)| !t.is_done());
+        qs.pending.retain(|t| !t.is_done());
         qs.prune_at = 2 * qs.pending.len();
     }
     if let Some(last) = &qs.last {
-        b = b.after(last);
+        b.add_after(last);
     }
     if barrier && !q.in_order() {
-        for (t, _) in &qs.pending {
-            b = b.after(t);
+        for t in &qs.pending {
+            b.add_after(t);
         }
     }
     let t = q.context.platform.rt.submit(b).map_err(|e| {
         eprintln!("weft: submitting an OpenCL command failed: {e}");
         CL_OUT_OF_RESOURCES
     })?;
-    state.set_task(t.clone());
+    if let Some(state) = &state {
+        state.set_task(t.clone());
+    }
     if q.in_order() || barrier {
         qs.last = Some(t.clone());
     }
-    qs.pending.push_back((t, state));
+    qs.pending.push_back(t);
     Ok(())
 }
 
 /// Wait for every command of `q` so far.
 pub fn finish(q: &Queue) -> ClResult<()> {
-    let pending: Vec<Arc<EventState>> = q.state.lock().unwrap_or_else(|e| e.into_inner()).pending.iter().map(|p| p.1.clone()).collect();
+    let pending: Vec<TaskHandle> = q.state.lock().unwrap_or_else(|e| e.into_inner()).pending.iter().cloned().collect();
     // Newest first: commands mostly complete in order, so after the last one the others are
     // complete already and this thread sleeps once, not once per command still running.
-    for s in pending.iter().rev() {
-        s.wait();
+    // A command's task completes after its state, so its event shows it complete too.
+    for t in pending.iter().rev() {
+        t.wait_done();
     }
     Ok(())
 }
