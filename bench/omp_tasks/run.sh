@@ -57,9 +57,14 @@ for r in $runtimes; do printf ' | %-10s' "$r (s)"; done
 echo
 for p in $progs; do
     declare -A med=()
+    # Interleaved: each round runs every runtime once, so a change in the machine's load
+    # hits all columns alike.
+    for _ in $(seq "$rounds"); do
+        for r in $runtimes; do run "$r" "$p" >>"$out/times-$r"; done
+    done
     for r in $runtimes; do
-        for _ in $(seq "$rounds"); do run "$r" "$p"; done >"$out/times"
-        med[$r]=$(median <"$out/times")
+        med[$r]=$(median <"$out/times-$r")
+        rm -f "$out/times-$r"
     done
     printf '%-14s' "$p"
     for r in $runtimes; do printf ' | %-10s' "${med[$r]}"; done
@@ -70,4 +75,4 @@ for p in $progs; do
     echo
     unset med
 done
-echo "(OMP_NUM_THREADS=$OMP_NUM_THREADS, medians of $rounds rounds; load average: $(cut -d' ' -f1-3 /proc/loadavg))"
+echo "(OMP_NUM_THREADS=$OMP_NUM_THREADS, medians of $rounds interleaved rounds; load average: $(cut -d' ' -f1-3 /proc/loadavg))"
