@@ -583,6 +583,13 @@ impl RuntimeInner {
                 deps::access_preds(st, idx, a.mode, task, true, &mut preds);
             }
         }
+        // One edge per predecessor: an explicit dependency that is also a data dependency (an
+        // in-order queue's previous command writing the same buffer) would otherwise lock the
+        // predecessor, count and release the successor twice.
+        if preds.len() > 1 {
+            preds.sort_unstable_by_key(|p| std::ptr::from_ref::<TaskInner>(p) as usize);
+            preds.dedup_by(|a, b| Arc::ptr_eq(a, b));
+        }
         for p in &preds {
             p.add_successor(task);
         }
