@@ -437,6 +437,7 @@ impl RuntimeInner {
             worker: b.worker,
             has_commute,
             flat,
+            has_callback: b.callback.is_some(),
             callback: Mutex::new(b.callback.take()),
             pending: AtomicUsize::new(1),
             done: crate::sync::atomic::AtomicBool::new(false),
@@ -797,7 +798,9 @@ impl RuntimeInner {
                 self.dispatch(r, from, true);
             }
         }
-        if let Some(cb) = lock(&t.callback).take() {
+        if t.has_callback
+            && let Some(cb) = lock(&t.callback).take()
+        {
             let r = result.clone();
             if std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || cb(r))).is_err() {
                 eprintln!("weft: the completion callback of task '{}' panicked", t.name());
