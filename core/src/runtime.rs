@@ -437,6 +437,7 @@ impl RuntimeInner {
             worker: b.worker,
             has_commute,
             flat,
+            has_callback: b.callback.is_some(),
             callback: Mutex::new(b.callback.take()),
             pending: AtomicUsize::new(1),
             done: crate::sync::atomic::AtomicBool::new(false),
@@ -582,6 +583,13 @@ impl RuntimeInner {
                 }
                 deps::access_preds(st, idx, a.mode, task, true, &mut preds);
             }
+        }
+        // One edge per predecessor: an explicit dependency that is also a data dependency (an
+        // in-order queue's previous command writing the same buffer) would otherwise lock the
+        // predecessor, count and release the successor twice.
+        if preds.len() > 1 {
+            preds.sort_unstable_by_key(|p| std::ptr::from_ref::<TaskInner>(p) as usize);
+            preds.dedup_by(|a, b| Arc::ptr_eq(a, b));
         }
         for p in &preds {
             p.add_successor(task);
@@ -790,7 +798,9 @@ impl RuntimeInner {
                 self.dispatch(r, from, true);
             }
         }
-        if let Some(cb) = lock(&t.callback).take() {
+        if t.has_callback
+            && let Some(cb) = lock(&t.callback).take()
+        {
             let r = result.clone();
             if std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || cb(r))).is_err() {
                 eprintln!("weft: the completion callback of task '{}' panicked", t.name());

@@ -64,6 +64,7 @@ mod tests {
             worker: None,
             has_commute: false,
             flat: true,
+            has_callback: false,
             callback: Mutex::new(None),
             pending: AtomicUsize::new(0),
             done: crate::sync::atomic::AtomicBool::new(false),

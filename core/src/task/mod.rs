@@ -465,6 +465,9 @@ pub(crate) struct TaskInner {
     /// None of its handles is in a partitioned tree (its acquisitions write no relatives
     /// back), so it may be launched right behind a predecessor on the same in-order device.
     pub flat: bool,
+    /// Whether it was given a callback: completion locks `callback` only then (a kernel
+    /// launch has none).
+    pub has_callback: bool,
     pub callback: Mutex<Option<Callback>>,
     /// Unresolved dependencies, plus one held by submission until registration finishes.
     pub pending: AtomicUsize,

@@ -25,7 +25,8 @@ use weft_vendors::{Endpoint, Rect as VRect};
 
 #[derive(Default)]
 pub struct QueueState {
-    /// The last command (in-order) or the last barrier (out-of-order).
+    /// The last barrier of an out-of-order queue. (An in-order queue's last command is the
+    /// back of `pending`, or complete and gone: one handle less to clone per command.)
     pub last: Option<TaskHandle>,
     /// Commands not yet seen complete (a command's task completes after its state does:
     /// its callback or payload completes the state first).
@@ -125,7 +126,10 @@ pub fn enqueue(
         qs.pending.retain(|t| !t.is_done());
         qs.prune_at = 2 * qs.pending.len();
     }
-    if let Some(last) = &qs.last {
+    // In order: after the last command still pending (when pruning took the very last one,
+    // it is complete; one still pending before it is earlier, so the edge is harmless).
+    let last = if q.in_order() { qs.pending.back() } else { qs.last.as_ref() };
+    if let Some(last) = last {
         b.add_after(last);
     }
     if barrier && !q.in_order() {
@@ -140,7 +144,7 @@ pub fn enqueue(
     if let Some(state) = &state {
         state.set_task(t.clone());
     }
-    if q.in_order() || barrier {
+    if barrier && !q.in_order() {
         qs.last = Some(t.clone());
     }
     qs.pending.push_back(t);
