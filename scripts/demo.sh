@@ -5,6 +5,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
+# The libraries (libweft.so, libweft_icd.so) and the examples: `--examples` alone builds
+# no library target of the other packages.
+cargo build -q --release -p weft -p weft-icd-shim
 cargo build -q --release --workspace --examples
 demo=target/demo
 mkdir -p "$demo/vendors" "$demo/omp"
