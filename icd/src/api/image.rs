@@ -834,6 +834,13 @@ pub unsafe extern "C" fn clEnqueueCopyImage(
     })
 }
 
+/// The buffer side of an image<->buffer copy: `bytes` packed at `offset` in `m`.
+/// CL_INVALID_VALUE if the region's bytes at `offset` run past the buffer's end.
+fn packed_in_buffer(m: &Mem, offset: usize, bytes: [usize; 3]) -> ClResult<Rect> {
+    check_range(offset, bytes[0] * bytes[1] * bytes[2], m.size)?;
+    Ok(Rect { origin: [offset + m.offset, 0, 0], row: bytes[0], slice: bytes[0] * bytes[1] })
+}
+
 /// # Safety
 /// OpenCL's contract for clEnqueueCopyImageToBuffer.
 #[allow(clippy::too_many_arguments)]
@@ -855,10 +862,7 @@ pub unsafe extern "C" fn clEnqueueCopyImageToBuffer(
             let (s, d) = (image_of(&qq, src)?, buffer_of(&qq, dst)?);
             let si = s.image.as_ref().ok_or(CL_INVALID_MEM_OBJECT)?;
             let (sr, bytes) = image_box(si, triple(src_origin)?, triple(region)?)?;
-            let total = bytes[0] * bytes[1] * bytes[2];
-            // CL_INVALID_VALUE if [...] dst_offset + dst_cb is out of bounds of dst_buffer.
-            check_range(dst_offset, total, d.size)?;
-            let dr = Rect { origin: [dst_offset + d.offset, 0, 0], row: bytes[0], slice: bytes[0] * bytes[1] };
+            let dr = packed_in_buffer(&d, dst_offset, bytes)?;
             copy_between(&qq, &waits, &s, sr, &d, dr, bytes, "clEnqueueCopyImageToBuffer", CL_COMMAND_COPY_IMAGE_TO_BUFFER, event)
         }
     })
@@ -885,10 +889,7 @@ pub unsafe extern "C" fn clEnqueueCopyBufferToImage(
             let (s, d) = (buffer_of(&qq, src)?, image_of(&qq, dst)?);
             let di = d.image.as_ref().ok_or(CL_INVALID_MEM_OBJECT)?;
             let (dr, bytes) = image_box(di, triple(dst_origin)?, triple(region)?)?;
-            let total = bytes[0] * bytes[1] * bytes[2];
-            // CL_INVALID_VALUE if [...] src_offset + src_cb is out of bounds of src_buffer.
-            check_range(src_offset, total, s.size)?;
-            let sr = Rect { origin: [src_offset + s.offset, 0, 0], row: bytes[0], slice: bytes[0] * bytes[1] };
+            let sr = packed_in_buffer(&s, src_offset, bytes)?;
             copy_between(&qq, &waits, &s, sr, &d, dr, bytes, "clEnqueueCopyBufferToImage", CL_COMMAND_COPY_BUFFER_TO_IMAGE, event)
         }
     })

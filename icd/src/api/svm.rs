@@ -251,6 +251,32 @@ fn gated(q: &Arc<Obj<Queue>>, mut waits: Vec<Arc<Obj<Event>>>, ranges: &[(usize,
     Ok(waits)
 }
 
+/// An SVM command run as a host task over `views` (start, end, written): behind the gate
+/// for buffers released over those ranges ([`gated`]), accessing the live buffers over them
+/// ([`with_views`]), then `body`.
+///
+/// # Safety
+/// `event` is null or writable; the ranges stay valid until the command completes.
+#[allow(clippy::too_many_arguments)]
+unsafe fn svm_command(
+    q: &Arc<Obj<Queue>>,
+    waits: Vec<Arc<Obj<Event>>>,
+    name: &str,
+    command: cl_uint,
+    views: &[(usize, usize, bool)],
+    body: impl Fn(&[usize]) + Send + Sync + 'static,
+    blocking: bool,
+    event: *mut Handle,
+) -> ClResult<()> {
+    let ranges: Vec<(usize, usize)> = views.iter().map(|&(s, e, _)| (s, e)).collect();
+    let waits = gated(q, waits, &ranges)?;
+    let state = EventState::new_queued();
+    let c = host_codelet(name, &state, body);
+    let b = with_views(TaskBuilder::new(&c), views);
+    // SAFETY: the caller's contract.
+    unsafe { finish_command(q, &waits, command, state, b, blocking, event) }
+}
+
 /// Access the data handles of live buffers over `ranges` (`write`: `RW`, else `R`), so core
 /// brings their data home before the command.
 fn with_views(mut b: TaskBuilder, ranges: &[(usize, usize, bool)]) -> TaskBuilder {
@@ -295,16 +321,14 @@ pub unsafe extern "C" fn clEnqueueSVMMemcpy(
         if overlaps((d, d.saturating_add(size)), (s, s.saturating_add(size))) {
             return Err(CL_MEM_COPY_OVERLAP);
         }
-        let waits = gated(&qq, waits, &[(d, d + size), (s, s + size)])?;
-        let state = EventState::new_queued();
-        let c = host_codelet("clEnqueueSVMMemcpy", &state, move |_| {
+        let views = [(s, s + size, false), (d, d + size, true)];
+        let copy = move |_: &[usize]| {
             // SAFETY: both ranges are valid for `size` bytes until the command completes
             // (the application's contract).
             unsafe { std::ptr::copy_nonoverlapping(s as *const u8, d as *mut u8, size) }
-        });
-        let b = with_views(TaskBuilder::new(&c), &[(s, s + size, false), (d, d + size, true)]);
+        };
         // SAFETY: the caller's contract.
-        unsafe { finish_command(&qq, &waits, CL_COMMAND_SVM_MEMCPY, state, b, is_true(blocking), event) }
+        unsafe { svm_command(&qq, waits, "clEnqueueSVMMemcpy", CL_COMMAND_SVM_MEMCPY, &views, copy, is_true(blocking), event) }
     })
 }
 
@@ -338,18 +362,15 @@ pub unsafe extern "C" fn clEnqueueSVMMemFill(
         }
         // SAFETY: the caller's contract: `pattern_size` readable bytes.
         let pat = unsafe { slice(pattern.cast::<u8>(), pattern_size) }?.to_vec();
-        let waits = gated(&qq, waits, &[(p, p + size)])?;
-        let state = EventState::new_queued();
-        let c = host_codelet("clEnqueueSVMMemFill", &state, move |_| {
+        let fill = move |_: &[usize]| {
             for off in (0..size).step_by(pat.len()) {
                 // SAFETY: `p..p + size` is writable until the command completes (the
                 // application's contract).
                 unsafe { std::ptr::copy_nonoverlapping(pat.as_ptr(), (p + off) as *mut u8, pat.len()) };
             }
-        });
-        let b = with_views(TaskBuilder::new(&c), &[(p, p + size, true)]);
+        };
         // SAFETY: the caller's contract.
-        unsafe { finish_command(&qq, &waits, CL_COMMAND_SVM_MEMFILL, state, b, false, event) }
+        unsafe { svm_command(&qq, waits, "clEnqueueSVMMemFill", CL_COMMAND_SVM_MEMFILL, &[(p, p + size, true)], fill, false, event) }
     })
 }
 
@@ -375,13 +396,9 @@ pub unsafe extern "C" fn clEnqueueSVMMap(
         if p == 0 || size == 0 || flags & !(CL_MAP_READ | CL_MAP_WRITE | CL_MAP_WRITE_INVALIDATE_REGION) != 0 {
             return Err(CL_INVALID_VALUE);
         }
-        let waits = gated(&qq, waits, &[(p, p + size)])?;
-        let state = EventState::new_queued();
-        let c = host_codelet("clEnqueueSVMMap", &state, |_| {});
         let w = flags & (CL_MAP_WRITE | CL_MAP_WRITE_INVALIDATE_REGION) != 0;
-        let b = with_views(TaskBuilder::new(&c), &[(p, p + size, w)]);
         // SAFETY: the caller's contract.
-        unsafe { finish_command(&qq, &waits, CL_COMMAND_SVM_MAP, state, b, is_true(blocking), event) }
+        unsafe { svm_command(&qq, waits, "clEnqueueSVMMap", CL_COMMAND_SVM_MAP, &[(p, p + size, w)], |_| {}, is_true(blocking), event) }
     })
 }
 
