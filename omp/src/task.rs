@@ -816,11 +816,9 @@ fn wait_for_deps(c: *mut Ctx, deps: &[(usize, AccessMode)]) -> Option<External> 
     // The thread's last waiter if nobody holds it any more (its core task is the wait's
     // one allocation), else a new one (a wait nested in a task run while waiting).
     let mut w = DEP_WAIT.take().unwrap_or_default();
+    // (Its token was taken at the end of its last wait.)
     match Arc::get_mut(&mut w) {
-        Some(d) => {
-            *d.ready.get_mut() = false;
-            *d.token.get_mut().unwrap_or_else(|p| p.into_inner()) = None;
-        }
+        Some(d) => *d.ready.get_mut() = false,
         None => w = Arc::default(),
     }
     let b = builder(c, rt, deps);
@@ -970,8 +968,8 @@ fn recycle(mut t: Arc<TaskBox>) {
         return;
     }
     let Some(b) = Arc::get_mut(&mut t) else { return };
+    // (`finish` took its core task's token.)
     b.parent = None;
-    *b.ext.get_mut() = None;
     // Full: freed here.
     let _ = pool().push(t);
 }

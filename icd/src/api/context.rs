@@ -32,12 +32,7 @@ impl Drop for Context {
             return;
         }
         let raw = self.raw.load(Ordering::Relaxed);
-        let call = move || {
-            for (f, user) in destructors.into_iter().rev() {
-                // SAFETY: the application registered `f` with `user` for this context.
-                let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| unsafe { f(raw as Handle, user as *mut c_void) }));
-            }
-        };
+        let call = move || super::memory::call_destructors(destructors, raw);
         // The last reference may go on one of Weft's workers (a finished command's event):
         // the application's code runs on a thread of its own, as buffers' destructors do.
         if std::thread::Builder::new().name("weft-cl-release".into()).spawn(call).is_err() {

@@ -148,15 +148,20 @@ impl Drop for Mem {
             if let Some(l) = &svm_release {
                 super::svm::released(l);
             }
-            // Callbacks in reverse order of registration.
-            for (f, user) in destructors.into_iter().rev() {
-                // SAFETY: the application registered `f` with `user` for this buffer.
-                let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| unsafe { f(raw as Handle, user as *mut c_void) }));
-            }
+            call_destructors(destructors, raw);
         };
         if std::thread::Builder::new().name("weft-cl-release".into()).spawn(finish).is_err() {
             eprintln!("weft: could not start a thread to release an OpenCL buffer; its memory is leaked");
         }
+    }
+}
+
+/// Destructor callbacks of a freed object (buffer, context), in reverse order of
+/// registration, with the handle the application knew; a panic in one is contained.
+pub(super) fn call_destructors(list: Vec<(MemNotify, usize)>, raw: usize) {
+    for (f, user) in list.into_iter().rev() {
+        // SAFETY: the application registered `f` with `user` for this object.
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| unsafe { f(raw as Handle, user as *mut c_void) }));
     }
 }
 
