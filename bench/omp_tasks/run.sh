@@ -10,6 +10,7 @@
 #
 # Usage: bench/omp_tasks/run.sh [rounds]   (default 5; medians of the rounds)
 # Environment: OMP_NUM_THREADS (default 2), WEFT_LIB (default target/release/libweft.so),
+#              PROGS (default: all four, e.g. PROGS="cholesky sparselu"),
 #              LIBOMP (default: the first libomp.so.5 found under /usr/lib).
 # Each program checks its own result and prints `RESULT name=… seconds=… check=ok`.
 set -euo pipefail
@@ -21,7 +22,7 @@ export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 
-progs="tasks_million fib cholesky sparselu"
+progs=${PROGS:-tasks_million fib cholesky sparselu}
 for p in $progs; do
     gcc -O3 -fopenmp -o "$out/$p" "$src/$p.c" -lm
 done
