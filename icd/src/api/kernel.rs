@@ -625,9 +625,9 @@ fn launch(
     let Some(state) = state else {
         // No event object when none is asked for, nor a state (the queue's finish waits on
         // the task).
-        return enqueue(qq, waits, None, b, false, Completes::Payload);
+        return enqueue(qq, waits, None, &mut b, false, Completes::Payload);
     };
-    let e = submit_with(qq, waits, CL_COMMAND_NDRANGE_KERNEL, state, b, false, Completes::Payload)?;
+    let e = submit_with(qq, waits, CL_COMMAND_NDRANGE_KERNEL, state, &mut b, false, Completes::Payload)?;
     // SAFETY: the caller's contract.
     unsafe { hand_out(&e, event) };
     Ok(())
