@@ -142,7 +142,8 @@ fn a_c_program_runs_kernels_buffers_and_events_on_every_weft_device() {
 /// Streams of tiny kernels on in-order queues without profiling, the path where a device
 /// driver launches kernels in batches with one marker each (see `tests/icd/inorder.c`):
 /// exact counts, events and callbacks, a wait in mid-stream, a user event holding its
-/// command back, and one buffer taking turns between two devices.
+/// command back, one buffer taking turns between two devices, and arguments changed
+/// between launches (the driver sets only the buffer arguments that changed).
 #[test]
 fn in_order_streams_of_tiny_kernels_keep_order_events_and_coherence() {
     let v = vendors_or_skip!();
@@ -154,6 +155,9 @@ fn in_order_streams_of_tiny_kernels_keep_order_events_and_coherence() {
         assert!(stdout.contains(&format!("device {d}: in-order stream ok")), "device {d}:\n{stdout}");
     }
     assert!(stdout.contains("two devices: coherent ok"), "{stdout}");
+    for d in 0..3 {
+        assert!(stdout.contains(&format!("device {d}: changing arguments ok")), "device {d}:\n{stdout}");
+    }
     assert!(stdout.ends_with("all ok\n"), "{stdout}");
     // Again on PoCL's multi-threaded device, whose commands run on its own threads, not
     // inside the enqueuing call: a read launched right behind kernels still running must

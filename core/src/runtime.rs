@@ -266,6 +266,14 @@ impl Runtime {
 
     /// Submit a task; it runs once its dependencies are met.
     pub fn submit(&self, b: TaskBuilder) -> Result<TaskHandle> {
+        let mut b = b;
+        self.submit_from(&mut b)
+    }
+
+    /// [`Runtime::submit`] from a builder the caller keeps (a front end's per-command path:
+    /// the builder, a few hundred bytes, is not moved down the calls). `b` is consumed
+    /// whatever the outcome: what it holds afterwards is unspecified; drop it.
+    pub fn submit_from(&self, b: &mut TaskBuilder) -> Result<TaskHandle> {
         let t = self.inner.submit_task(b, None)?;
         Ok(TaskHandle(t, self.inner.clone()))
     }
@@ -450,7 +458,7 @@ impl RuntimeInner {
     /// Validate, register dependencies and make the task ready when it has none left.
     /// `special`: an acquisition or an external task (their accesses need no codelet; they are
     /// never scheduled on a worker).
-    pub(crate) fn submit_task(&self, mut b: TaskBuilder, special: Option<TaskKind>) -> Result<TaskRef> {
+    pub(crate) fn submit_task(&self, b: &mut TaskBuilder, special: Option<TaskKind>) -> Result<TaskRef> {
         if self.shutdown.load(Ordering::Relaxed) {
             return Err(Error::ShutDown);
         }
@@ -489,10 +497,10 @@ impl RuntimeInner {
         if b.accesses.iter().any(|a| a.handle.0.rt.id != self.id) {
             return Err(Error::InvalidData("handle belongs to another runtime".into()));
         }
-        let task = self.new_task(kind, &mut b, mask);
+        let task = self.new_task(kind, b, mask);
         // Counted before any dependency can release the task, so wait_for_all cannot miss it.
         self.inflight.fetch_add(1, Ordering::AcqRel);
-        let extra = match self.register(&task, &b) {
+        let extra = match self.register(&task, b) {
             Ok(extra) => extra,
             Err(e) => {
                 self.finish_inflight();
@@ -510,7 +518,8 @@ impl RuntimeInner {
         if let Some(bad) = b.accesses.iter().find(|a| matches!(a.mode, AccessMode::Redux | AccessMode::Scratch)) {
             return Err(Error::Unsupported(format!("{:?} access in an external task (it holds no data)", bad.mode)));
         }
-        self.submit_task(b, Some(TaskKind::External(Mutex::new(Some(ready)))))
+        let mut b = b;
+        self.submit_task(&mut b, Some(TaskKind::External(Mutex::new(Some(ready)))))
     }
 
     /// Drop the submission guard of `pending`.

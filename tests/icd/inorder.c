@@ -2,7 +2,10 @@
  * driver launches kernels in batches, learning their completion from one marker per
  * batch): the counts come out exact, events complete with their callbacks, waiting on an
  * event in the middle of a stream returns, a user event holds its command back, and a
- * buffer incremented alternately by two devices' queues (linked by events) stays coherent.
+ * buffer incremented alternately by two devices' queues (linked by events) stays coherent,
+ * and arguments changed between launches (buffers taking turns, a value, a buffer released
+ * and another made in its place) reach each launch (the driver skips setting a buffer
+ * argument its vendor kernel already holds).
  * Run by tests/icd.rs with POCL_DEVICES="basic basic" (devices: unified, real 1, real 2). */
 #define CL_TARGET_OPENCL_VERSION 120
 #include <CL/cl.h>
@@ -13,7 +16,8 @@
 
 #include "check.h"
 
-static const char *SRC = "__kernel void inc(__global int *a) { a[get_global_id(0)] += 1; }\n";
+static const char *SRC = "__kernel void inc(__global int *a) { a[get_global_id(0)] += 1; }\n"
+                         "__kernel void add(__global int *a, int v) { a[get_global_id(0)] += v; }\n";
 
 static int hits;
 static void CL_CALLBACK on_complete(cl_event e, cl_int status, void *user) {
@@ -126,6 +130,52 @@ int main(void) {
         CHECK(clReleaseCommandQueue(q1));
         CHECK(clReleaseCommandQueue(q2));
     }
+    /* Arguments changing between launches on each device's queue. */
+    cl_kernel add = clCreateKernel(prog, "add", &err);
+    CHECK(err);
+    for (cl_uint d = 0; d < nd; d++) {
+        cl_command_queue q = clCreateCommandQueue(ctx, ds[d], 0, &err);
+        CHECK(err);
+        int zero = 0, want[3] = {0, 0, 0};
+        cl_mem bs[3];
+        for (int j = 0; j < 3; j++) {
+            bs[j] = clCreateBuffer(ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof zero, &zero, &err);
+            CHECK(err);
+        }
+        int cur = 0, v = 1; /* what arguments 0 and 1 hold */
+        CHECK(clSetKernelArg(add, 0, sizeof bs[0], &bs[0]));
+        for (int i = 0; i < 600; i++) {
+            if (i % 4 == 0) {
+                v = i % 5 + 1;
+                CHECK(clSetKernelArg(add, 1, sizeof v, &v));
+            }
+            if (i % 3 == 0 || i % 7 == 0) {
+                cur = i % 7 < 4 ? 0 : i % 7 < 6 ? 1 : 2;
+                CHECK(clSetKernelArg(add, 0, sizeof bs[cur], &bs[cur]));
+            }
+            CHECK(clEnqueueNDRangeKernel(q, add, 1, NULL, &one, NULL, 0, NULL, NULL));
+            want[cur] += v;
+            if (i == 300) {
+                /* Replace buffer 2 (its handle, maybe its vendor buffer's address, reused). */
+                CHECK(clFinish(q));
+                EXPECT(read_int(q, bs[2]) == want[2]);
+                CHECK(clReleaseMemObject(bs[2]));
+                bs[2] = clCreateBuffer(ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof zero, &zero, &err);
+                CHECK(err);
+                want[2] = 0;
+                cur = 2;
+                CHECK(clSetKernelArg(add, 0, sizeof bs[2], &bs[2]));
+            }
+        }
+        CHECK(clFinish(q));
+        for (int j = 0; j < 3; j++) {
+            EXPECT(read_int(q, bs[j]) == want[j]);
+            CHECK(clReleaseMemObject(bs[j]));
+        }
+        printf("device %u: changing arguments ok\n", d);
+        CHECK(clReleaseCommandQueue(q));
+    }
+    CHECK(clReleaseKernel(add));
     CHECK(clReleaseKernel(k));
     CHECK(clReleaseProgram(prog));
     CHECK(clReleaseContext(ctx));

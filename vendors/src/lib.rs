@@ -109,7 +109,16 @@ pub struct Completion(Arc<CompletionInner>);
 struct CompletionInner {
     state: Mutex<Slot>,
     cv: Condvar,
+    /// `state.result` without the lock: [`PENDING`], [`SUCCEEDED`] or [`FAILED`]. A driver
+    /// polls and retires every task of a batch of launches through one completion, and the
+    /// lock each time was two atomic read-modify-writes on a line the completing thread
+    /// also writes.
+    outcome: std::sync::atomic::AtomicU8,
 }
+
+const PENDING: u8 = 0;
+const SUCCEEDED: u8 = 1;
+const FAILED: u8 = 2;
 
 /// A completion's result, and how many threads sleep on its condition variable: `complete`
 /// notifies only when one does (a notification is a system call even with no one to wake,
@@ -137,6 +146,9 @@ impl Completion {
 
     pub fn complete(&self, r: Result<(), DeviceError>) {
         let mut s = self.0.state.lock().unwrap_or_else(|e| e.into_inner());
+        // Release, under the lock, after the result: a reader that sees the outcome without
+        // the lock also sees what the operation wrote before it completed.
+        self.0.outcome.store(if r.is_ok() { SUCCEEDED } else { FAILED }, std::sync::atomic::Ordering::Release);
         s.result = Some(r);
         let parked = s.parked.take();
         // Waiters register under the lock before sleeping: none missed.
@@ -151,10 +163,15 @@ impl Completion {
     }
 
     pub fn is_complete(&self) -> bool {
-        self.0.state.lock().unwrap_or_else(|e| e.into_inner()).result.is_some()
+        // Acquire: pairs with the Release store in `complete`.
+        self.0.outcome.load(std::sync::atomic::Ordering::Acquire) != PENDING
     }
 
     pub fn wait(&self) -> Result<(), DeviceError> {
+        // Acquire: as in `is_complete`. A failure's error is read under the lock.
+        if self.0.outcome.load(std::sync::atomic::Ordering::Acquire) == SUCCEEDED {
+            return Ok(());
+        }
         let mut s = self.0.state.lock().unwrap_or_else(|e| e.into_inner());
         loop {
             if let Some(r) = &s.result {

@@ -208,7 +208,7 @@ impl DataHandle {
         self.check_not_in_task()?;
         let rt = &self.0.rt;
         let sig = Arc::new(AcquireSignal::default());
-        let t = rt.submit_task(TaskBuilder::empty().access(self, mode), Some(crate::task::TaskKind::Acquire(sig.clone())))?;
+        let t = rt.submit_task(&mut TaskBuilder::empty().access(self, mode), Some(crate::task::TaskKind::Acquire(sig.clone())))?;
         {
             let mut ready = lock(&sig.ready);
             while !*ready {

@@ -668,6 +668,11 @@ impl TaskBuilder {
         self.callback = Some(Box::new(f));
         self
     }
+    /// [`TaskBuilder::callback`] in place.
+    pub fn set_callback(&mut self, f: impl FnOnce(std::result::Result<(), TaskError>) + Send + 'static) -> &mut Self {
+        self.callback = Some(Box::new(f));
+        self
+    }
 
     pub(crate) fn validate(&self, present_archs: u8) -> Result<u8> {
         let mask = match &self.codelet {

@@ -69,7 +69,7 @@ pub struct Kernel {
     pub kinds: Vec<ArgKind>,
     pub args: Mutex<Vec<Option<KArg>>>,
     /// Idle vendor kernels, per real device (index into the platform's `real`).
-    pools: Vec<Mutex<Vec<VendorKernel>>>,
+    pools: Vec<Mutex<Vec<Pooled>>>,
     /// SVM pointers the kernel may use besides its arguments (`CL_KERNEL_EXEC_INFO_SVM_PTRS`).
     pub svm_ptrs: Mutex<Vec<usize>>,
     /// The codelet of every launch ([`launch_codelet`]; what differs is the task's payload).
@@ -83,28 +83,45 @@ impl Drop for Kernel {
     }
 }
 
+/// An idle vendor kernel, with the buffers its arguments are known to hold.
+struct Pooled {
+    k: VendorKernel,
+    /// Per argument index, the raw `cl_mem` last set there by a launch (0: unknown, or not a
+    /// buffer). A launch of an in-order stream mostly passes the same buffers again, and
+    /// the vendor kernel keeps its arguments: those need no `clSetKernelArg`.
+    mems: SmallVec<[usize; 4]>,
+}
+
+impl Pooled {
+    fn new(k: VendorKernel) -> Pooled {
+        Pooled { k, mems: SmallVec::new() }
+    }
+}
+
 impl Kernel {
     /// A vendor kernel for real device `i` (from the pool, or new).
-    fn take(&self, i: usize) -> ClResult<VendorKernel> {
+    fn take(&self, i: usize) -> ClResult<Pooled> {
         if let Some(k) = self.pools.get(i).and_then(|p| p.lock().unwrap_or_else(|e| e.into_inner()).pop()) {
             return Ok(k);
         }
         let st = self.program.state.lock().unwrap_or_else(|e| e.into_inner());
         let vp = st.builds.get(i).and_then(|b| b.as_ref()).and_then(|b| b.program.as_ref()).ok_or(CL_INVALID_PROGRAM_EXECUTABLE)?;
-        VendorKernel::new(vp, &self.name).map_err(|e| e.0)
+        VendorKernel::new(vp, &self.name).map(Pooled::new).map_err(|e| e.0)
     }
 
-    fn give_back(&self, i: usize, k: VendorKernel) {
+    fn give_back(&self, i: usize, k: Pooled) {
         if let Some(p) = self.pools.get(i) {
             p.lock().unwrap_or_else(|e| e.into_inner()).push(k);
         }
     }
 
-    /// Run `f` on a vendor kernel of the first real device it is built for.
+    /// Run `f` on a vendor kernel of the first real device it is built for. `f` may set its
+    /// arguments: what the launches knew of them is forgotten.
     fn with_template<T>(&self, f: impl FnOnce(&mut VendorKernel, usize) -> ClResult<T>) -> ClResult<T> {
         let &i = self.program.built().first().ok_or(CL_INVALID_PROGRAM_EXECUTABLE)?;
         let mut k = self.take(i)?;
-        let r = f(&mut k, i);
+        let r = f(&mut k.k, i);
+        k.mems.clear();
         self.give_back(i, k);
         r
     }
@@ -116,7 +133,7 @@ fn create_kernel(program: Handle, name: &str) -> ClResult<Handle> {
     // CL_INVALID_PROGRAM_EXECUTABLE if there is no successfully built executable for program.
     let &first = built.first().ok_or(CL_INVALID_PROGRAM_EXECUTABLE)?;
     let nreal = p.context.platform.real.len();
-    let mut pools: Vec<Mutex<Vec<VendorKernel>>> = (0..nreal).map(|_| Mutex::new(Vec::new())).collect();
+    let mut pools: Vec<Mutex<Vec<Pooled>>> = (0..nreal).map(|_| Mutex::new(Vec::new())).collect();
     let (kinds, template) = {
         let st = p.state.lock().unwrap_or_else(|e| e.into_inner());
         let vp = st.builds[first].as_ref().and_then(|b| b.program.as_ref()).ok_or(CL_INVALID_PROGRAM_EXECUTABLE)?;
@@ -126,7 +143,7 @@ fn create_kernel(program: Handle, name: &str) -> ClResult<Handle> {
         let kinds = (0..n).map(|i| arg_kind(&k, i)).collect::<Vec<_>>();
         (kinds, k)
     };
-    pools[first].get_mut().unwrap_or_else(|e| e.into_inner()).push(template);
+    pools[first].get_mut().unwrap_or_else(|e| e.into_inner()).push(Pooled::new(template));
     p.kernels.fetch_add(1, Ordering::AcqRel);
     let k = new_obj(Kernel {
         program: p.clone(),
@@ -374,10 +391,9 @@ pub unsafe extern "C" fn clGetKernelWorkGroupInfo(
             DeviceKind::Real(i) => i,
             DeviceKind::Unified => *k.program.built().first().ok_or(CL_INVALID_PROGRAM_EXECUTABLE)?,
         };
-        let mut vk = k.take(real)?;
+        let vk = k.take(real)?;
         // SAFETY: the vendor kernel and device are live.
-        let r = unsafe { vr::get_kernel_work_group_info(vk.as_raw(), plat.real[real].1.id().as_raw(), param) }.map_err(|e| e.0);
-        let _ = &mut vk;
+        let r = unsafe { vr::get_kernel_work_group_info(vk.k.as_raw(), plat.real[real].1.id().as_raw(), param) }.map_err(|e| e.0);
         k.give_back(real, vk);
         let bytes = r?;
         // SAFETY: the caller's contract.
@@ -609,9 +625,9 @@ fn launch(
     let Some(state) = state else {
         // No event object when none is asked for, nor a state (the queue's finish waits on
         // the task).
-        return enqueue(qq, waits, None, b, false, Completes::Payload);
+        return enqueue(qq, waits, None, &mut b, false, Completes::Payload);
     };
-    let e = submit_with(qq, waits, CL_COMMAND_NDRANGE_KERNEL, state, b, false, Completes::Payload)?;
+    let e = submit_with(qq, waits, CL_COMMAND_NDRANGE_KERNEL, state, &mut b, false, Completes::Payload)?;
     // SAFETY: the caller's contract.
     unsafe { hand_out(&e, event) };
     Ok(())
@@ -626,7 +642,8 @@ fn run_launch(p: &Launch, l: &OpenClLaunch<'_>) -> Result<weft_vendors::Completi
     }
     let plat = kernel.program.context.platform;
     let i = plat.real_index(l.device).ok_or("the device is not one of Weft's OpenCL platform")?;
-    let mut vk = kernel.take(i).map_err(|e| format!("kernel {}: {}", kernel.name, weft_vendors::opencl::ClError(e)))?;
+    let mut pooled = kernel.take(i).map_err(|e| format!("kernel {}: {}", kernel.name, weft_vendors::opencl::ClError(e)))?;
+    let Pooled { k: vk, mems } = &mut pooled;
     let r = (|| {
         // The vendor image standing for each image argument on this device.
         let mut vimages = Vec::with_capacity(images.len());
@@ -634,7 +651,7 @@ fn run_launch(p: &Launch, l: &OpenClLaunch<'_>) -> Result<weft_vendors::Completi
             let info = m.image.as_ref().ok_or("an image without its description")?;
             vimages.push((*j, info.vendor_image(i, l.device)?, info.region(), *back));
         }
-        let _subs = set_launch_args(&mut vk, slots, l.buffers, &vimages, i, l.device)?;
+        let _subs = set_launch_args(vk, mems, slots, l.buffers, &vimages, i, l.device)?;
         if !exec_svm.is_empty() {
             // SAFETY: SVM pointers of this device's context (checked by clSetKernelExecInfo).
             unsafe {
@@ -653,11 +670,11 @@ fn run_launch(p: &Launch, l: &OpenClLaunch<'_>) -> Result<weft_vendors::Completi
                 // SAFETY: every buffer argument is one of the task's replicas on this device,
                 // pinned until the returned completion fires (the batch's: the driver closes
                 // it before waiting).
-                unsafe { l.device.launch_batched(&vk, off, global, local.as_deref()) }
+                unsafe { l.device.launch_batched(vk, off, global, local.as_deref()) }
             } else {
                 // SAFETY: every buffer argument is one of the task's replicas on this device,
                 // pinned until the returned completion fires.
-                unsafe { l.device.launch_at(&vk, off, global, local.as_deref()) }
+                unsafe { l.device.launch_at(vk, off, global, local.as_deref()) }
             };
             return r.map_err(|e| e.to_string());
         }
@@ -716,7 +733,11 @@ fn run_launch(p: &Launch, l: &OpenClLaunch<'_>) -> Result<weft_vendors::Completi
         // pinned by core, images and samplers held by the launch closure).
         unsafe { l.device.enqueue_raw("clEnqueueNDRangeKernel", cmds) }.map_err(|e| e.to_string())
     })();
-    kernel.give_back(i, vk);
+    if r.is_err() {
+        // A failed launch may have set only some of the arguments.
+        pooled.mems.clear();
+    }
+    kernel.give_back(i, pooled);
     r
 }
 
@@ -734,9 +755,12 @@ enum LaunchArg {
 }
 
 /// Set the arguments; the vendor sub-buffers made for sub-buffer arguments are returned,
-/// to be released once the launch is enqueued (the enqueued command keeps them).
+/// to be released once the launch is enqueued (the enqueued command keeps them). `mems`:
+/// the buffers `vk`'s arguments are known to hold (see [`Pooled`]), kept up to date; a
+/// buffer argument that already holds its buffer is not set again.
 fn set_launch_args(
     vk: &mut VendorKernel,
+    mems: &mut SmallVec<[usize; 4]>,
     slots: &[LaunchArg],
     buffers: &[weft_vendors::Buffer],
     vimages: &[(usize, super::image::VendorImage<'_>, [usize; 3], bool)],
@@ -744,11 +768,26 @@ fn set_launch_args(
     dev: &weft_vendors::opencl::OpenClDevice,
 ) -> Result<Vec<VendorMem>, String> {
     let mut subs = Vec::new();
+    if mems.len() < slots.len() {
+        mems.resize(slots.len(), 0);
+    }
     for (i, a) in slots.iter().enumerate() {
+        let known = std::mem::take(&mut mems[i]);
         let i = i as u32;
         let r = match a {
-            // SAFETY: the task's replica on this device, pinned for the launch.
-            LaunchArg::Buffer(j, None) => unsafe { vk.set_arg_buffer(i, buffers[*j]) },
+            LaunchArg::Buffer(j, None) => {
+                let raw = weft_vendors::opencl::memory::raw_mem(buffers[*j]);
+                if known == raw as usize {
+                    mems[i as usize] = known;
+                    continue;
+                }
+                // SAFETY: the task's replica on this device, pinned for the launch.
+                let r = unsafe { vk.set_arg_raw_mem(i, raw) };
+                if r.is_ok() {
+                    mems[i as usize] = raw as usize;
+                }
+                r
+            }
             LaunchArg::Buffer(j, Some((origin, size))) => {
                 let parent = weft_vendors::opencl::memory::raw_mem(buffers[*j]);
                 // SAFETY: the replica is live (pinned for the launch); the region lies within it

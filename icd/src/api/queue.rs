@@ -80,16 +80,17 @@ pub fn submit(
     b: TaskBuilder,
     barrier: bool,
 ) -> ClResult<Arc<Obj<Event>>> {
-    submit_with(q, waits, command, state, b, barrier, Completes::Callback)
+    let mut b = b;
+    submit_with(q, waits, command, state, &mut b, barrier, Completes::Callback)
 }
 
-/// [`submit`], saying who completes the state.
+/// [`submit`], saying who completes the state. `b` is consumed (see [`enqueue`]).
 pub fn submit_with(
     q: &Arc<Obj<Queue>>,
     waits: &[Arc<Obj<Event>>],
     command: cl_uint,
     state: Arc<EventState>,
-    b: TaskBuilder,
+    b: &mut TaskBuilder,
     barrier: bool,
     by: Completes,
 ) -> ClResult<Arc<Obj<Event>>> {
@@ -105,15 +106,14 @@ pub fn enqueue(
     q: &Arc<Obj<Queue>>,
     waits: &[Arc<Obj<Event>>],
     state: Option<Arc<EventState>>,
-    b: TaskBuilder,
+    b: &mut TaskBuilder,
     barrier: bool,
     by: Completes,
 ) -> ClResult<()> {
-    let mut b = b;
-    add_after_events(&mut b, waits);
+    add_after_events(b, waits);
     if by == Completes::Callback {
         let st = state.clone().expect("a command completed by a callback has a state");
-        b = b.callback(move |r| st.complete(code_of(&r)));
+        b.set_callback(move |r| st.complete(code_of(&r)));
     }
     let mut qs = q.state.lock().unwrap_or_else(|e| e.into_inner());
     // Drop finished commands: from the front (commands mostly finish in order), and all of
@@ -137,7 +137,7 @@ pub fn enqueue(
             b.add_after(t);
         }
     }
-    let t = q.context.platform.rt.submit(b).map_err(|e| {
+    let t = q.context.platform.rt.submit_from(b).map_err(|e| {
         eprintln!("weft: submitting an OpenCL command failed: {e}");
         CL_OUT_OF_RESOURCES
     })?;
