@@ -129,11 +129,15 @@ fn prio_runs_higher_priorities_first() {
         })
         .build();
     // The only worker is kept busy until every task below is queued, so the order it then
-    // takes them in is the policy's alone.
+    // takes them in is the policy's alone. The tasks are submitted once the blocker runs:
+    // queued beside it, a higher-priority task could be taken first and the rest compete
+    // with the submissions.
     let go = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let g = go.clone();
+    let started = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (g, s) = (go.clone(), started.clone());
     let blocker = Codelet::builder("blocker")
         .cpu(move |_| {
+            s.store(true, Ordering::SeqCst);
             while !g.load(Ordering::SeqCst) {
                 std::thread::yield_now();
             }
@@ -141,6 +145,9 @@ fn prio_runs_higher_priorities_first() {
         })
         .build();
     rt.submit(TaskBuilder::new(&blocker)).unwrap();
+    while !started.load(Ordering::SeqCst) {
+        std::thread::yield_now();
+    }
     for p in [0, 5, -3, 2, 5, 1] {
         rt.submit(TaskBuilder::new(&rec).arg(p).priority(p)).unwrap();
     }
