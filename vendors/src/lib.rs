@@ -146,10 +146,12 @@ impl Completion {
 
     pub fn complete(&self, r: Result<(), DeviceError>) {
         let mut s = self.0.state.lock().unwrap_or_else(|e| e.into_inner());
-        // Release, under the lock, after the result: a reader that sees the outcome without
-        // the lock also sees what the operation wrote before it completed.
-        self.0.outcome.store(if r.is_ok() { SUCCEEDED } else { FAILED }, std::sync::atomic::Ordering::Release);
+        let outcome = if r.is_ok() { SUCCEEDED } else { FAILED };
         s.result = Some(r);
+        // Release, under the lock, after the result: a reader that sees the outcome without
+        // the lock also sees what the operation wrote before it completed (and one that then
+        // takes the lock, the result).
+        self.0.outcome.store(outcome, std::sync::atomic::Ordering::Release);
         let parked = s.parked.take();
         // Waiters register under the lock before sleeping: none missed.
         let notify = s.waiters > 0;
