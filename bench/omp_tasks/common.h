@@ -2,6 +2,7 @@
  * that run.sh parses ("RESULT name=... seconds=... check=ok|FAILED"). */
 #ifndef WEFT_BENCH_OMP_TASKS_COMMON_H
 #define WEFT_BENCH_OMP_TASKS_COMMON_H
+#include <omp.h>
 #include <stdio.h>
 #include <time.h>
 
@@ -22,6 +23,25 @@ static inline void warmup(void) {
         sink++;
     }
     (void)sink;
+}
+
+/* Time inside the task kernels, per thread (Cholesky, SparseLU): `threads x wall - kernel
+ * time` is what the runtime cost those threads (creating, scheduling, waiting), a steadier
+ * measure than the wall time when all runtimes keep both cores ~99% busy. */
+#define KT_MAX_THREADS 256
+static struct { double s; char pad[56]; } kt_busy[KT_MAX_THREADS] __attribute__((unused)); /* a line each */
+#define KT(call)                                                              \
+    do {                                                                      \
+        double kt_t0_ = now();                                                \
+        call;                                                                 \
+        int kt_i_ = omp_get_thread_num();                                     \
+        if (kt_i_ < KT_MAX_THREADS) kt_busy[kt_i_].s += now() - kt_t0_;       \
+    } while (0)
+/* Milliseconds of the region's threads outside kernels: nthreads x wall - kernel time. */
+static inline double kt_outside_ms(double wall, int nthreads) {
+    double busy = 0;
+    for (int i = 0; i < KT_MAX_THREADS; i++) busy += kt_busy[i].s;
+    return (nthreads * wall - busy) * 1e3;
 }
 
 static inline int report(const char *name, double seconds, int ok, const char *extra) {

@@ -47,6 +47,8 @@ run() { # runtime program -> seconds (fails loudly on a wrong result)
         weft) line=$(LD_LIBRARY_PATH=$out/weft "$out/$2") ;;
     esac
     case $line in *check=ok*) ;; *) echo "$1 $2: wrong result: $line" >&2; return 1 ;; esac
+    # Cholesky and SparseLU also report the threads' time outside their kernels.
+    sed -n 's/.*outside_ms=\([0-9.]*\).*/\1/p' <<<"$line" >>"$out/outside-$1"
     sed -n 's/.*seconds=\([0-9.]*\).*/\1/p' <<<"$line"
 }
 
@@ -74,6 +76,18 @@ for p in $progs; do
             'BEGIN { printf " | %-14.3f | %-14s", w / g, (o > 0 ? sprintf("%.3f", w / o) : "-") }'
     fi
     echo
+    if [ -s "$out/outside-libgomp" ]; then
+        outside_shown=1
+        printf '%-14s' "  outside (ms)"
+        for r in $runtimes; do printf ' | %-10s' "$(median <"$out/outside-$r")"; done
+        echo
+    fi
+    for r in $runtimes; do rm -f "$out/outside-$r"; done
     unset med
 done
+if [ -n "${outside_shown:-}" ]; then
+    echo "(outside (ms): the threads' time outside the task kernels, threads x wall - kernel time: what"
+    echo " creating, scheduling and waiting for tasks cost; steadier than the wall time when all"
+    echo " runtimes keep every core busy)"
+fi
 echo "(OMP_NUM_THREADS=$OMP_NUM_THREADS, medians of $rounds interleaved rounds; load average: $(cut -d' ' -f1-3 /proc/loadavg))"

@@ -64,18 +64,18 @@ static void sparselu(float **M, int tasks) {
     for (int kk = 0; kk < NB; kk++) {
         float *dk = B(kk, kk);
 #pragma omp task depend(inout: dk[0]) firstprivate(dk) if(tasks)
-        lu0(dk);
+        KT(lu0(dk));
         for (int jj = kk + 1; jj < NB; jj++)
             if (B(kk, jj)) {
                 float *c = B(kk, jj);
 #pragma omp task depend(in: dk[0]) depend(inout: c[0]) firstprivate(dk, c) if(tasks)
-                fwd(dk, c);
+                KT(fwd(dk, c));
             }
         for (int ii = kk + 1; ii < NB; ii++)
             if (B(ii, kk)) {
                 float *r = B(ii, kk);
 #pragma omp task depend(in: dk[0]) depend(inout: r[0]) firstprivate(dk, r) if(tasks)
-                bdiv(dk, r);
+                KT(bdiv(dk, r));
             }
         for (int ii = kk + 1; ii < NB; ii++)
             if (B(ii, kk))
@@ -84,7 +84,7 @@ static void sparselu(float **M, int tasks) {
                         if (!B(ii, jj)) B(ii, jj) = new_block();
                         float *r = B(ii, kk), *c = B(kk, jj), *in = B(ii, jj);
 #pragma omp task depend(in: r[0], c[0]) depend(inout: in[0]) firstprivate(r, c, in) if(tasks)
-                        bmod(r, c, in);
+                        KT(bmod(r, c, in));
                     }
     }
 #pragma omp taskwait
@@ -102,11 +102,12 @@ int main(int argc, char **argv) {
 #pragma omp single
     sparselu(M, 1);
     double t = now() - t0;
+    double outside = kt_outside_ms(t, omp_get_max_threads());
     sparselu(S, 0); /* outside any parallel region: the reference */
     int ok = 1;
     for (int i = 0; i < NB * NB && ok; i++)
         if ((M[i] == NULL) != (S[i] == NULL) || (M[i] && memcmp(M[i], S[i], sizeof(float) * BS * BS))) ok = 0;
-    char extra[64];
-    snprintf(extra, sizeof extra, "blocks=%d bs=%d", NB, BS);
+    char extra[96];
+    snprintf(extra, sizeof extra, "blocks=%d bs=%d outside_ms=%.2f", NB, BS, outside);
     return report("sparselu", t, ok, extra);
 }
