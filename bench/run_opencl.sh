@@ -36,7 +36,7 @@ done
 
 echo "building weft-bench (release)..." >&2
 cargo build --release -q -p weft-bench
-bin=$root/target/release
+bin=${CARGO_TARGET_DIR:-$root/target}/release
 
 # PoCL reads POCL_DEVICES when it initialises: it must be in the process environment.
 export POCL_DEVICES=${POCL_DEVICES:-basic basic}

@@ -33,7 +33,7 @@ case $R in '' | *[!0-9]* | 0) echo "R must be a positive number, not '$R'" >&2; 
 
 echo "building weft-bench (release)..." >&2
 cargo build --release -q -p weft-bench
-WEFT_BIN=$root/target/release/tasks_overhead
+WEFT_BIN=${CARGO_TARGET_DIR:-$root/target}/release/tasks_overhead
 
 have_starpu=1
 if [[ ! -x $STARPU_BIN ]]; then

@@ -9,7 +9,9 @@ scripts/setup.sh
 # no library target of the other packages.
 cargo build -q --release -p weft -p weft-icd-shim
 cargo build -q --release --workspace --examples
-demo=target/demo
+# Where cargo put them: $CARGO_TARGET_DIR when set (as cargo does), else ./target.
+target=$(realpath -m "${CARGO_TARGET_DIR:-target}")
+demo=$target/demo
 mkdir -p "$demo/vendors" "$demo/omp"
 echo "== 1. Every CPU core (no devices) =="
 WEFT_NOPENCL=0 WEFT_NCUDA=0 cargo run -q --release --example demo
@@ -26,12 +28,12 @@ echo "== 4. An unmodified OpenCL program (examples/opencl/saxpy_tiles.c) through
 echo "   (OCL_ICD_VENDORS names only weft.icd: the program sees the Weft platform, takes its first"
 echo "   device, the unified one, and Weft places its 32 kernels on the two PoCL devices underneath)"
 gcc -O2 examples/opencl/saxpy_tiles.c -lOpenCL -o "$demo/saxpy_tiles"
-echo "$PWD/target/release/libweft_icd.so" >"$demo/vendors/weft.icd"
+echo "$target/release/libweft_icd.so" >"$demo/vendors/weft.icd"
 POCL_DEVICES="basic basic" WEFT_NCUDA=0 WEFT_STATS=1 OCL_ICD_VENDORS="$demo/vendors" "$demo/saxpy_tiles" Weft
 echo
 echo "== 5. An unmodified OpenMP program (examples/omp/hello.c, gcc -fopenmp) with libweft.so as libgomp.so.1 =="
 echo "   (team threads are Weft's CPU workers, plus OpenMP threads of its own past the free workers;"
 echo "   its tasks with depend clauses are ordered by Weft's data handles and run on the team's threads)"
 gcc -O2 -fopenmp examples/omp/hello.c -o "$demo/omp_hello"
-ln -sf "$PWD/target/release/libweft.so" "$demo/omp/libgomp.so.1"
+ln -sf "$target/release/libweft.so" "$demo/omp/libgomp.so.1"
 OMP_NUM_THREADS=4 WEFT_NOPENCL=0 WEFT_NCUDA=0 WEFT_STATS=1 LD_LIBRARY_PATH="$demo/omp" "$demo/omp_hello"

@@ -20,7 +20,7 @@ gcc -O2 -Wall -Wextra -o "$out/clbench" bench/cl/clbench.c -lOpenCL -lm
 pocl_icd=$(grep -l -i pocl /etc/OpenCL/vendors/*.icd 2>/dev/null | head -n 1 || true)
 [ -n "$pocl_icd" ] || { echo "no PoCL .icd under /etc/OpenCL/vendors: install pocl-opencl-icd" >&2; exit 1; }
 columns="pocl"
-weft_icd=${WEFT_ICD_LIB:-$root/target/release/libweft_icd.so}
+weft_icd=${WEFT_ICD_LIB:-${CARGO_TARGET_DIR:-$root/target}/release/libweft_icd.so}
 if [ -f "$weft_icd" ]; then
     mkdir -p "$out/weft"
     echo "$weft_icd" >"$out/weft/weft.icd"

@@ -30,7 +30,7 @@ done
 runtimes="libgomp"
 libomp=${LIBOMP:-$(ls /usr/lib/llvm-*/lib/libomp.so.5 /usr/lib/x86_64-linux-gnu/libomp.so.5 2>/dev/null | head -n 1 || true)}
 [ -n "$libomp" ] && runtimes="$runtimes libomp" || echo "(no libomp.so.5: install libomp5 for the LLVM column)" >&2
-weft=${WEFT_LIB:-$root/target/release/libweft.so}
+weft=${WEFT_LIB:-${CARGO_TARGET_DIR:-$root/target}/release/libweft.so}
 if [ -f "$weft" ] && nm -D --defined-only "$weft" 2>/dev/null | grep ' GOMP_task\b' >/dev/null; then
     mkdir -p "$out/weft"
     ln -s "$weft" "$out/weft/libgomp.so.1"
