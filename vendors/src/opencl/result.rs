@@ -533,6 +533,15 @@ pub unsafe fn enqueue_fill_buffer(
     check_obj(ev, CL_SUCCESS)
 }
 
+/// An NDRange's dimensions: 1 to 3, with the offset and local size (if given) as many.
+fn work_dims(offset: Option<&[usize]>, global: &[usize], local: Option<&[usize]>) -> ClResult<()> {
+    let n = global.len();
+    if n == 0 || n > 3 || local.is_some_and(|l| l.len() != n) || offset.is_some_and(|o| o.len() != n) {
+        return Err(ClError(CL_INVALID_WORK_DIMENSION));
+    }
+    Ok(())
+}
+
 /// # Safety
 /// See the module doc; every memory object set as an argument of `k` stays alive until
 /// the event completes.
@@ -543,9 +552,7 @@ pub unsafe fn enqueue_nd_range_kernel(
     local: Option<&[usize]>,
     wait: &[cl_event],
 ) -> ClResult<cl_event> {
-    if global.is_empty() || global.len() > 3 || local.is_some_and(|l| l.len() != global.len()) {
-        return Err(ClError(CL_INVALID_WORK_DIMENSION));
-    }
+    work_dims(None, global, local)?;
     let (n, w) = wait_list(wait);
     let mut ev = null_mut();
     let local = local.map_or(null(), |l| l.as_ptr());
@@ -565,13 +572,7 @@ pub unsafe fn enqueue_nd_range_kernel_at(
     global: &[usize],
     local: Option<&[usize]>,
 ) -> ClResult<cl_event> {
-    if global.is_empty()
-        || global.len() > 3
-        || local.is_some_and(|l| l.len() != global.len())
-        || offset.is_some_and(|o| o.len() != global.len())
-    {
-        return Err(ClError(CL_INVALID_WORK_DIMENSION));
-    }
+    work_dims(offset, global, local)?;
     let mut ev = null_mut();
     let local = local.map_or(null(), |l| l.as_ptr());
     let offset = offset.map_or(null(), |o| o.as_ptr());
@@ -591,13 +592,7 @@ pub unsafe fn enqueue_nd_range_kernel_no_event(
     global: &[usize],
     local: Option<&[usize]>,
 ) -> ClResult<()> {
-    if global.is_empty()
-        || global.len() > 3
-        || local.is_some_and(|l| l.len() != global.len())
-        || offset.is_some_and(|o| o.len() != global.len())
-    {
-        return Err(ClError(CL_INVALID_WORK_DIMENSION));
-    }
+    work_dims(offset, global, local)?;
     let local = local.map_or(null(), |l| l.as_ptr());
     let offset = offset.map_or(null(), |o| o.as_ptr());
     check(cl_call!(q => clEnqueueNDRangeKernel(q, k, global.len() as cl_uint, offset, global.as_ptr(), local, 0, null(), null_mut())))
