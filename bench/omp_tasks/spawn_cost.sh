@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# What creating a task costs the creating thread, per runtime, side by side in one run:
+# spawn_cost.c (LD_PRELOAD) times each GOMP_task call inside the parallel region of a
+# task benchmark; libgomp, LLVM libomp and Weft take turns, and the medians over the
+# rounds of each runtime's per-run median and mean are printed (µs per call; calls that
+# ran a task body, over 100 µs, are left out and counted).
+#
+# Usage: bench/omp_tasks/spawn_cost.sh [rounds] [program args...]
+#        (default 5 rounds of `cholesky 2048 128`; also e.g. `5 tasks_million`)
+# Environment: OMP_NUM_THREADS (default 2), WEFT_LIB, LIBOMP as in run.sh.
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+src=$root/bench/omp_tasks
+rounds=${1:-5}
+case $rounds in '' | *[!0-9]* | 0) echo "rounds must be a positive number" >&2; exit 2 ;; esac
+shift || true
+prog=${1:-cholesky}
+shift || true
+args=("$@")
+[ "$prog" = cholesky ] && [ ${#args[@]} -eq 0 ] && args=(2048 128)
+export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+gcc -O3 -fopenmp -o "$out/$prog" "$src/$prog.c" -lm
+gcc -O2 -fopenmp -shared -fPIC -o "$out/spawn_cost.so" "$src/spawn_cost.c" -ldl
+
+runtimes="libgomp"
+libomp=${LIBOMP:-$(ls /usr/lib/llvm-*/lib/libomp.so.5 /usr/lib/x86_64-linux-gnu/libomp.so.5 2>/dev/null | head -n 1 || true)}
+[ -n "$libomp" ] && runtimes="$runtimes libomp"
+weft=${WEFT_LIB:-${CARGO_TARGET_DIR:-$root/target}/release/libweft.so}
+if [ -f "$weft" ]; then
+    mkdir -p "$out/weft"
+    ln -s "$weft" "$out/weft/libgomp.so.1"
+    runtimes="$runtimes weft"
+fi
+
+for i in $(seq "$rounds"); do
+    for r in $runtimes; do
+        case $r in
+            libgomp) pre=$out/spawn_cost.so lib= ;;
+            libomp) pre=$out/spawn_cost.so:$libomp lib= ;;
+            weft) pre=$out/spawn_cost.so lib=$out/weft ;;
+        esac
+        line=$(LD_PRELOAD=$pre LD_LIBRARY_PATH=$lib "$out/$prog" "${args[@]}" 2>&1 >/dev/null | grep SPAWN_COST)
+        echo "$r $line" >>"$out/all"
+    done
+done
+printf '%-8s | %-10s | %-10s | %-8s | %s\n' runtime "median us" "mean us" calls "over 100 us"
+for r in $runtimes; do
+    med() { grep "^$r " "$out/all" | sed -n "s/.* $1=\([0-9.]*\).*/\1/p" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+    printf '%-8s | %-10s | %-10s | %-8s | %s\n' "$r" "$(med median_us)" "$(med mean_us)" "$(med calls)" "$(med over100us)"
+done
+echo "($prog ${args[*]}, OMP_NUM_THREADS=$OMP_NUM_THREADS, medians of $rounds interleaved rounds)"
