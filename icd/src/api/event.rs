@@ -164,11 +164,6 @@ impl EventState {
         }
     }
 
-    /// A user event's state: submitted, untimed until `clSetUserEventStatus`.
-    fn user() -> Arc<EventState> {
-        Arc::new(EventState { shared: Mutex::new(Shared { status: Some(CL_SUBMITTED), ..Shared::default() }), ..EventState::default() })
-    }
-
     pub fn time(&self, i: usize) -> u64 {
         self.times[i].load(Ordering::Relaxed)
     }
@@ -370,7 +365,8 @@ pub unsafe extern "C" fn clCreateUserEvent(context: Handle, errcode_ret: *mut cl
             let rt = &c.platform.rt;
             let tag = NEXT_TAG.fetch_add(1, Ordering::Relaxed);
             let set: Arc<Mutex<Option<cl_int>>> = Arc::default();
-            let state = EventState::user();
+            // Submitted, without profiling times (a user event has none).
+            let state = EventState::submitted(false);
             // The gate: a CPU task released by the tag, failing when the status set is an error,
             // so that commands waiting on the event are cancelled (their status an error too).
             let seen = set.clone();
