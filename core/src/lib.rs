@@ -24,6 +24,7 @@ pub mod capi;
 pub mod config;
 pub mod data;
 pub mod error;
+pub mod hash;
 pub mod memory;
 pub mod runtime;
 pub mod sched;

@@ -124,25 +124,7 @@ pub unsafe fn free_group(g: *mut Group) {
 }
 
 /// Sibling scope: the dependency handle of each depend address used by a task's children.
-type DepMap = HashMap<usize, DataHandle, std::hash::BuildHasherDefault<AddrHasher>>;
-
-/// Addresses hash well enough by a multiply (SipHash costs more than the rest of a lookup).
-#[derive(Default)]
-struct AddrHasher(u64);
-
-impl std::hash::Hasher for AddrHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for b in bytes {
-            self.0 = (self.0 ^ u64::from(*b)).wrapping_mul(0x100_0000_01b3);
-        }
-    }
-    fn write_usize(&mut self, n: usize) {
-        self.0 = (n as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(29);
-    }
-}
+type DepMap = HashMap<usize, DataHandle, weft_core::hash::BuildAddrHasher>;
 
 /// The task a thread is running, as its later constructs see it.
 pub struct Cur {
@@ -1368,7 +1350,7 @@ pub unsafe fn taskloop(s: Spawn, num_tasks: u64, start: u64, end: u64, step: u64
 // this registration's lookup table, d[6] the end of the blocks; then per reduction three
 // words: the original's address, its offset in a block, and (set here) its descriptor.
 
-type RedMap = HashMap<usize, *mut usize, std::hash::BuildHasherDefault<AddrHasher>>;
+type RedMap = HashMap<usize, *mut usize, weft_core::hash::BuildAddrHasher>;
 
 /// Allocate the private blocks of every descriptor in the chain starting at `data`.
 ///

@@ -82,43 +82,11 @@ pub struct Registry<T> {
 }
 
 /// Address → (object, API reference count).
-type Live<T> = HashMap<usize, (Arc<Obj<T>>, u32), BuildHandleHasher>;
+type Live<T> = HashMap<usize, (Arc<Obj<T>>, u32), weft_core::hash::BuildAddrHasher>;
 
 impl<T> Default for Registry<T> {
     fn default() -> Self {
         Registry { live: Mutex::new(HashMap::default()) }
-    }
-}
-
-/// Hashes a handle address with one multiplication (Fibonacci hashing): every entry point
-/// looks its handles up, and std's SipHash cost ~140 instructions per lookup (two per
-/// tiny-kernel enqueue). Keys are addresses Weft allocated, not attacker-chosen input.
-#[derive(Clone, Copy, Default)]
-pub struct BuildHandleHasher;
-
-impl std::hash::BuildHasher for BuildHandleHasher {
-    type Hasher = HandleHasher;
-    fn build_hasher(&self) -> HandleHasher {
-        HandleHasher(0)
-    }
-}
-
-/// See [`BuildHandleHasher`].
-pub struct HandleHasher(u64);
-
-impl std::hash::Hasher for HandleHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        }
-    }
-    fn write_usize(&mut self, n: usize) {
-        // The high bits pick hashbrown's control byte and the low ones its bucket: the
-        // product spreads an aligned address's bits over both.
-        self.0 = (self.0 ^ n as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(26);
     }
 }
 
