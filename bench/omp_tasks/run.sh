@@ -27,17 +27,8 @@ for p in $progs; do
     gcc -O3 -fopenmp -o "$out/$p" "$src/$p.c" -lm
 done
 
-runtimes="libgomp"
-libomp=${LIBOMP:-$(ls /usr/lib/llvm-*/lib/libomp.so.5 /usr/lib/x86_64-linux-gnu/libomp.so.5 2>/dev/null | head -n 1 || true)}
-[ -n "$libomp" ] && runtimes="$runtimes libomp" || echo "(no libomp.so.5: install libomp5 for the LLVM column)" >&2
-weft=${WEFT_LIB:-${CARGO_TARGET_DIR:-$root/target}/release/libweft.so}
-if [ -f "$weft" ] && nm -D --defined-only "$weft" 2>/dev/null | grep ' GOMP_task\b' >/dev/null; then
-    mkdir -p "$out/weft"
-    ln -s "$weft" "$out/weft/libgomp.so.1"
-    runtimes="$runtimes weft"
-else
-    echo "(Weft column left out: $weft does not export GOMP_task yet)" >&2
-fi
+# shellcheck source=bench/omp_tasks/runtimes.sh
+source "$src/runtimes.sh"
 
 run() { # runtime program -> seconds (fails loudly on a wrong result)
     local line

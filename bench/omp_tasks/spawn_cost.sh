@@ -7,7 +7,7 @@
 #
 # Usage: bench/omp_tasks/spawn_cost.sh [rounds] [program args...]
 #        (default 5 rounds of `cholesky 2048 128`; also e.g. `5 tasks_million`)
-# Environment: OMP_NUM_THREADS (default 2), WEFT_LIB, LIBOMP as in run.sh.
+# Environment: OMP_NUM_THREADS (default 2), WEFT_LIB, LIBOMP (runtimes.sh).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 src=$root/bench/omp_tasks
@@ -24,15 +24,8 @@ trap 'rm -rf "$out"' EXIT
 gcc -O3 -fopenmp -o "$out/$prog" "$src/$prog.c" -lm
 gcc -O2 -fopenmp -shared -fPIC -o "$out/spawn_cost.so" "$src/spawn_cost.c" -ldl
 
-runtimes="libgomp"
-libomp=${LIBOMP:-$(ls /usr/lib/llvm-*/lib/libomp.so.5 /usr/lib/x86_64-linux-gnu/libomp.so.5 2>/dev/null | head -n 1 || true)}
-[ -n "$libomp" ] && runtimes="$runtimes libomp"
-weft=${WEFT_LIB:-${CARGO_TARGET_DIR:-$root/target}/release/libweft.so}
-if [ -f "$weft" ]; then
-    mkdir -p "$out/weft"
-    ln -s "$weft" "$out/weft/libgomp.so.1"
-    runtimes="$runtimes weft"
-fi
+# shellcheck source=bench/omp_tasks/runtimes.sh
+source "$src/runtimes.sh"
 
 for i in $(seq "$rounds"); do
     for r in $runtimes; do
@@ -46,8 +39,10 @@ for i in $(seq "$rounds"); do
     done
 done
 printf '%-8s | %-10s | %-10s | %-8s | %s\n' runtime "median us" "mean us" calls "over 100 us"
+med() { # runtime field -> median over the rounds
+    grep "^$1 " "$out/all" | sed -n "s/.* $2=\([0-9.]*\).*/\1/p" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'
+}
 for r in $runtimes; do
-    med() { grep "^$r " "$out/all" | sed -n "s/.* $1=\([0-9.]*\).*/\1/p" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-    printf '%-8s | %-10s | %-10s | %-8s | %s\n' "$r" "$(med median_us)" "$(med mean_us)" "$(med calls)" "$(med over100us)"
+    printf '%-8s | %-10s | %-10s | %-8s | %s\n' "$r" "$(med "$r" median_us)" "$(med "$r" mean_us)" "$(med "$r" calls)" "$(med "$r" over100us)"
 done
 echo "($prog ${args[*]}, OMP_NUM_THREADS=$OMP_NUM_THREADS, medians of $rounds interleaved rounds)"
