@@ -593,7 +593,7 @@ impl TaskBuilder {
     }
     /// Access `h` with `mode`; buffers are numbered in the order accesses are added.
     pub fn access(mut self, h: &DataHandle, mode: AccessMode) -> Self {
-        self.accesses.push(Access { handle: h.clone(), mode });
+        self.add_access(h, mode);
         self
     }
     /// [`TaskBuilder::access`] in place (a front end adding accesses in a loop moves the
@@ -616,7 +616,7 @@ impl TaskBuilder {
     /// from [`OpenClLaunch::payload`]): one codelet can then serve every task, with what
     /// differs between them here, instead of one codelet (and closure) per task.
     pub fn payload(mut self, p: Payload) -> Self {
-        self.payload = Some(p);
+        self.set_payload(p);
         self
     }
     /// A plain value as argument blob (read back with `TaskContext::arg`).
@@ -638,7 +638,7 @@ impl TaskBuilder {
     }
     /// Run after `task`.
     pub fn after(mut self, task: &TaskHandle) -> Self {
-        self.after.push(task.0.clone());
+        self.add_after(task);
         self
     }
     /// [`TaskBuilder::after`] in place. The builder is a few hundred bytes: each by-value
@@ -650,7 +650,7 @@ impl TaskBuilder {
     }
     /// Run on worker `w` only (StarPU's `execute_on_a_specific_worker`), whatever the policy.
     pub fn on_worker(mut self, w: usize) -> Self {
-        self.worker = Some(w);
+        self.set_worker(w);
         self
     }
     /// [`TaskBuilder::on_worker`] in place.
@@ -665,7 +665,7 @@ impl TaskBuilder {
     }
     /// Call `f` with the task's result when it completes (before `wait` returns).
     pub fn callback(mut self, f: impl FnOnce(std::result::Result<(), TaskError>) + Send + 'static) -> Self {
-        self.callback = Some(Box::new(f));
+        self.set_callback(f);
         self
     }
     /// [`TaskBuilder::callback`] in place.
