@@ -12,10 +12,12 @@
 //! # Work first
 //! Creation takes no lock shared by the team: a task is one allocation (its data inline up
 //! to [`INLINE`] bytes; a task with depend clauses or bigger data reuses a finished task's
-//! box from a lock-free pool, so that its one allocation is core's task), pushed on the creating thread's own deque (LIFO for its owner,
-//! stolen FIFO by the others). Past 8 queued tasks per thread, and in final or if(0)
-//! tasks, new tasks run at once in the creating thread (libgomp's throttle), so a loop
-//! creating a million tasks never holds more than a few hundred.
+//! box from a lock-free pool, so that its one allocation is core's task). A task without
+//! dependencies goes on the creating thread's own deque (LIFO for its owner, stolen FIFO by
+//! the others); one with dependencies joins the team's FIFO queue once core says they are
+//! met, in the order tasks become ready, as in libgomp. Past 8 queued tasks per thread,
+//! and in final or if(0) tasks, new tasks run at once in the creating thread (libgomp's
+//! throttle), so a loop creating a million tasks never holds more than a few hundred.
 //!
 //! # Who runs tasks
 //! Team threads only (task reductions index private copies by thread number): at
