@@ -170,6 +170,18 @@ fn in_order_streams_of_tiny_kernels_keep_order_events_and_coherence() {
         assert!(out.status.success(), "pthread device, round {round}:\nstdout:\n{stdout}\nstderr:\n{stderr}");
         assert!(stdout.contains("device 1: in-order stream ok") && stdout.ends_with("all ok\n"), "{stdout}");
     }
+    // Again with completions found by polling event status instead of event callbacks:
+    // the default for GPUs (vendors/src/opencl/queue.rs, `Poller`), forced here on PoCL's
+    // CPU devices so that the path runs without a GPU; both device kinds, as above.
+    for devices in ["basic basic", "pthread"] {
+        let mut cmd = Command::new(&exe);
+        cmd.env("OCL_ICD_VENDORS", &v).env("POCL_DEVICES", devices).env("WEFT_OCL_POLL", "1");
+        cmd.env_remove("WEFT_NOPENCL").env_remove("WEFT_SCHED");
+        let out = common::output_within(&mut cmd, 300, "the program");
+        let (stdout, stderr) = text(&out);
+        assert!(out.status.success(), "polling, {devices}:\nstdout:\n{stdout}\nstderr:\n{stderr}");
+        assert!(stdout.contains("device 1: in-order stream ok") && stdout.ends_with("all ok\n"), "{stdout}");
+    }
 }
 
 /// Random call sequences with one fault each (see `tests/icd/bad_input.c`): the exact

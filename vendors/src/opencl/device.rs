@@ -57,6 +57,9 @@ pub struct OpenClDevice {
     /// [`OpenClDevice::close_batch`] (`launch_batched`); taken under `submit_lock`.
     /// With how many launches so far.
     pub(crate) batch: Mutex<Option<(Completion, usize)>>,
+    /// Completion by polling (`WEFT_OCL_POLL=1`, see [`super::queue::Poller`]); None: by
+    /// event callbacks.
+    pub(crate) poller: Option<super::queue::Poller>,
 }
 
 impl std::fmt::Debug for OpenClDevice {
@@ -81,6 +84,18 @@ impl OpenClDevice {
         let queue = Queue::new(&context, id).map_err(at("clCreateCommandQueue"))?;
         let transfer = Queue::new(&context, id).map_err(at("clCreateCommandQueue"))?;
         let identity = format!("{platform_name} | {platform_version} | {name} | {device_version} | {driver_version}");
+        let poll = match std::env::var("WEFT_OCL_POLL").as_deref() {
+            Ok("1") => true,
+            Ok("0") => false,
+            _ => device_type & CL_DEVICE_TYPE_CPU == 0,
+        };
+        let poller = match poll {
+            true => Some(super::queue::Poller::start(&name).map_err(|e| OpenClError::Vendor {
+                library: vendor_library.to_owned(),
+                reason: format!("starting its poller thread: {e}"),
+            })?),
+            false => None,
+        };
         Ok(OpenClDevice {
             platform,
             id,
@@ -97,6 +112,7 @@ impl OpenClDevice {
             allocated: AtomicUsize::new(0),
             submit_lock: Mutex::new(()),
             batch: Mutex::new(None),
+            poller,
         })
     }
 
@@ -166,6 +182,9 @@ impl Drop for OpenClDevice {
         // Let in-flight commands (and their completion callbacks) finish before the queue
         // and context go.
         let _ = self.finish();
+        if let Some(p) = &self.poller {
+            p.stop();
+        }
     }
 }
 
