@@ -376,6 +376,9 @@ fn device_info(p: &Platform, h: Handle, kind: DeviceKind, param: cl_uint) -> ClR
         CL_DEVICE_PREFERRED_INTEROP_USER_SYNC => info_val::<cl_bool>(CL_TRUE),
         CL_DEVICE_MAX_COMPUTE_UNITS if kind == DeviceKind::Unified => sum(param)?,
         CL_DEVICE_GLOBAL_MEM_SIZE | CL_DEVICE_MAX_MEM_ALLOC_SIZE if kind == DeviceKind::Unified => min_u64(param)?,
+        // Every device's buffers may move to every other: sub-buffer origins must suit them
+        // all (clCreateSubBuffer checks `base_align`), so each device reports the largest.
+        CL_DEVICE_MEM_BASE_ADDR_ALIGN => info_val((p.base_align() * 8) as u32),
         // 2.0 and later queries (OpenCL 3.0: each feature optional). Images from buffers:
         // none (pitch and base address alignment 0).
         0x104A | 0x104B => info_val(0u32),
