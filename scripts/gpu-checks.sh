@@ -1,0 +1,138 @@
+#!/usr/bin/env bash
+# Weft's checks on a machine with an NVIDIA GPU that has no Rust toolchain (the lent device
+# machines): pack the builds here, carry the folder there, run them there.
+#
+#   scripts/gpu-checks.sh pack [DIR]   (here; default DIR .dev, which .git/info/exclude
+#                                        should list) builds and copies: the CUDA test and
+#                                        examples, libweft.so, libweft_icd.so, clbench, the
+#                                        ICD's C test programs, the OpenMP task benchmarks,
+#                                        and the libraries a bare machine may lack (hwloc,
+#                                        udev, ocl-icd's libOpenCL, LLVM's libomp, clinfo)
+#   scripts/gpu-checks.sh run [DIR]    (there, from the repository root) runs:
+#     cuda   core/tests/cuda.rs, cuda_peers, examples/sgemm and cholesky on the GPU alone
+#            and beside the CPU workers (WEFT_NOPENCL=0)
+#     cl     clinfo and clbench on NVIDIA's OpenCL direct and on Weft over it (medians of
+#            5), tests/icd/{basic,inorder,bad_input}.c on Weft over NVIDIA and PoCL
+#     omp    bench/omp_tasks at $THREADS (default: all cores) threads: libgomp, libomp, Weft,
+#            medians of 7 rounds (OMP_SPECS="fib;cholesky 2048 64" picks programs and sizes)
+#   PARTS (default "cuda cl omp") picks some; logs go to $OUT (default DIR/out).
+set -uo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root"
+mode=${1:-}
+D=$(realpath -m "${2:-.dev}")
+
+pack() {
+    set -e
+    local t=${CARGO_TARGET_DIR:-$root/target}/release
+    cargo build --release -q -p weft -p weft-icd-shim
+    cargo build --release -q -p weft --example sgemm --example cholesky
+    cargo build --release -q -p weft-bench --bin cuda_peers
+    local cuda_test
+    cuda_test=$(cargo test --release -q -p weft-core --test cuda --no-run --message-format=json 2>/dev/null |
+        sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' | tail -n 1)
+    rm -rf "$D" && mkdir -p "$D/bin" "$D/lib" "$D/ocl"
+    cp "$cuda_test" "$D/bin/cuda_test"
+    cp "$t/examples/sgemm" "$t/examples/cholesky" "$t/cuda_peers" "$D/bin/"
+    cp "$t/libweft.so" "$t/libweft_icd.so" "$D/lib/"
+    cp -L /lib/x86_64-linux-gnu/libhwloc.so.15 /lib/x86_64-linux-gnu/libudev.so.1 "$D/lib/"
+    cp -L "$(ls /usr/lib/llvm-*/lib/libomp.so.5 | head -n 1)" "$D/lib/"
+    cp -L /lib/x86_64-linux-gnu/libOpenCL.so.1 "$D/ocl/" # ocl-icd: CUDA's own loader ignores OCL_ICD_VENDORS
+    cp "$(command -v clinfo)" "$D/bin/"
+    gcc -O2 -o "$D/bin/clbench" bench/cl/clbench.c -lOpenCL -lm
+    for n in basic inorder bad_input; do
+        gcc -std=c11 -O1 -Wall -Wextra -Werror -pthread "tests/icd/$n.c" -o "$D/bin/icd_$n" -lOpenCL
+    done
+    for p in tasks_million fib cholesky sparselu; do gcc -O3 -fopenmp -o "$D/bin/omp_$p" "bench/omp_tasks/$p.c" -lm; done
+    strip "$D"/bin/* "$D"/lib/*
+    du -sh "$D"
+}
+
+median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+
+run_cuda() {
+    echo "== core/tests/cuda.rs"
+    timeout 300 "$D/bin/cuda_test"
+    local peers
+    peers=$(timeout 120 "$D/bin/cuda_peers" 4096)
+    echo "$peers"
+    case $peers in *skipped*) return ;; esac
+    for cmd in "sgemm 8192 1024" "cholesky 4096 512"; do
+        # shellcheck disable=SC2086
+        set -- $cmd
+        echo "== $cmd, GPU alone"
+        WEFT_NOPENCL=0 WEFT_NCPU=0 WEFT_STATS=1 timeout 120 "$D/bin/$1" "${@:2}" | grep -E "tasks in|cuda0 +ran|result"
+        echo "== $cmd, GPU and CPU workers"
+        WEFT_NOPENCL=0 WEFT_STATS=1 timeout 120 "$D/bin/$1" "${@:2}" | grep -E "tasks in|cuda0 +ran|result"
+    done
+}
+
+run_cl() {
+    local nv=/usr/lib/libnvidia-opencl.so.1
+    [ -e "$nv" ] || nv=$(find / -xdev -name 'libnvidia-opencl.so.1' 2>/dev/null | head -n 1)
+    [ -n "$nv" ] || { echo "no NVIDIA OpenCL: cl part skipped"; return; }
+    mkdir -p "$D/vendors/nv" "$D/vendors/weft" "$D/vendors/all"
+    echo "$nv" >"$D/vendors/nv/nvidia.icd"
+    echo "$D/lib/libweft_icd.so" >"$D/vendors/weft/weft.icd"
+    cp "$D/vendors/nv/nvidia.icd" "$D/vendors/all/"
+    cp /etc/OpenCL/vendors/*pocl*.icd "$D/vendors/all/" 2>/dev/null || true
+    local W=(env LD_LIBRARY_PATH="$D/ocl:$LD_LIBRARY_PATH" OCL_ICD_VENDORS="$D/vendors/weft")
+    "${W[@]}" WEFT_OCL_VENDORS="$D/vendors/nv" timeout 60 "$D/bin/clinfo" >"$OUT/clinfo-weft.txt" 2>&1
+    echo "== clinfo on Weft over NVIDIA: exit $?, $(grep -ciE 'invalid|<error' "$OUT/clinfo-weft.txt") error lines"
+    for _ in 1 2 3 4 5; do
+        env LD_LIBRARY_PATH="$D/ocl:$LD_LIBRARY_PATH" OCL_ICD_VENDORS="$D/vendors/nv" timeout 60 "$D/bin/clbench" NVIDIA 0 2>/dev/null
+        "${W[@]}" WEFT_OCL_VENDORS="$D/vendors/nv" timeout 60 "$D/bin/clbench" Weft 0 2>/dev/null
+    done | tee "$OUT/clbench.txt"
+    for k in tiny_us write_gbs read_gbs sgemm_gflops; do
+        n=$(grep NVIDIA "$OUT/clbench.txt" | sed -n "s/.* $k=\([^ ]*\).*/\1/p" | median)
+        w=$(grep Weft "$OUT/clbench.txt" | sed -n "s/.* $k=\([^ ]*\).*/\1/p" | median)
+        echo "clbench $k: NVIDIA $n, Weft $w, Weft/NVIDIA $(awk -v w="$w" -v n="$n" 'BEGIN { printf "%.2f", w / n }')"
+    done
+    for t in basic inorder; do
+        echo "== tests/icd/$t.c on Weft over $(ls "$D/vendors/all")"
+        "${W[@]}" WEFT_OCL_VENDORS="$D/vendors/all" timeout 120 "$D/bin/icd_$t" | tail -n 1
+    done
+    for seed in 1 2 3; do "${W[@]}" WEFT_OCL_VENDORS="$D/vendors/all" timeout 60 "$D/bin/icd_bad_input" $seed 800 2>/dev/null; done
+}
+
+run_omp() {
+    mkdir -p "$D/weft" && ln -sf "$D/lib/libweft.so" "$D/weft/libgomp.so.1"
+    export OMP_NUM_THREADS=${THREADS:-$(nproc)}
+    local specs=${OMP_SPECS:-"tasks_million;fib;cholesky;cholesky 2048 64;sparselu"}
+    IFS=";" read -ra specs <<<"$specs"
+    for spec in "${specs[@]}"; do
+        # shellcheck disable=SC2086
+        set -- $spec
+        for r in libgomp libomp weft; do : >"$D/t.$r"; done
+        for _ in 1 2 3 4 5 6 7; do
+            for r in libgomp libomp weft; do
+                case $r in
+                    libgomp) line=$(timeout 60 "$D/bin/omp_$1" "${@:2}") ;;
+                    libomp) line=$(LD_PRELOAD=$D/lib/libomp.so.5 timeout 60 "$D/bin/omp_$1" "${@:2}") ;;
+                    weft) line=$(LD_LIBRARY_PATH=$D/weft:$LD_LIBRARY_PATH timeout 60 "$D/bin/omp_$1" "${@:2}") ;;
+                esac
+                case $line in *check=ok*) ;; *) echo "$r $spec: wrong result: $line" ;; esac
+                sed -n 's/.*seconds=\([0-9.]*\).*/\1/p' <<<"$line" >>"$D/t.$r"
+            done
+        done
+        g=$(median <"$D/t.libgomp") o=$(median <"$D/t.libomp") w=$(median <"$D/t.weft")
+        awk -v s="$spec" -v g="$g" -v o="$o" -v w="$w" -v t="$OMP_NUM_THREADS" 'BEGIN {
+            printf "%d threads %-18s libgomp %.4f libomp %.4f weft %.4f  weft/libgomp %.3f weft/libomp %.3f\n", t, s, g, o, w, w / g, w / o }'
+    done
+}
+
+case $mode in
+    pack) pack ;;
+    run)
+        chmod +x "$D"/bin/* 2>/dev/null
+        OUT=${OUT:-$D/out}
+        mkdir -p "$OUT"
+        # The CUDA toolkit's libraries (NVRTC, cuBLAS) where the driver's loader may not look.
+        for d in /usr/local/cuda/lib64 /usr/local/cuda-*/targets/x86_64-linux/lib /usr/local/nvidia/lib64; do
+            [ -d "$d" ] && LD_LIBRARY_PATH=${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$d
+        done
+        export LD_LIBRARY_PATH=${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$D/lib
+        for part in ${PARTS:-cuda cl omp}; do "run_$part" 2>&1 | tee "$OUT/$part.log"; done
+        ;;
+    *) echo "usage: scripts/gpu-checks.sh pack|run [DIR]" >&2; exit 2 ;;
+esac
