@@ -359,6 +359,44 @@ pub mod cublas {
         check("cublasDgemm", s)
     }
 
+    /// `A = L·Lᵀ` in f64 (cuSOLVER `dpotrf`, lower): buffer 0 is `A` (n×n), its lower
+    /// triangle replaced by `L`. A handle and workspace per call, on the GPU's compute
+    /// stream; waits for the call (it reads back cuSOLVER's `info`).
+    pub fn dpotrf_lower(ctx: &CudaTaskContext<'_>) -> Result<(), String> {
+        use weft_core::cuda::cudarc::cusolver::{DnHandle, sys as solver};
+        use weft_core::cuda::cudarc::driver::DevicePtrMut;
+        let (n, cols) = dims(ctx, 0)?;
+        if n != cols {
+            return Err(format!("POTRF of a {n}×{cols} tile"));
+        }
+        let err = |e: &dyn std::fmt::Debug| format!("{e:?}");
+        let stream = ctx.device().compute_stream().clone();
+        let dn = DnHandle::new(stream.clone()).map_err(|e| err(&e))?;
+        let lower = solver::cublasFillMode_t::CUBLAS_FILL_MODE_LOWER;
+        let ok = |what: &str, s: solver::cusolverStatus_t| {
+            if s == solver::cusolverStatus_t::CUSOLVER_STATUS_SUCCESS { Ok(()) } else { Err(format!("{what}: {s:?}")) }
+        };
+        let a = ctx.device_ptr(0) as *mut f64;
+        let mut lwork = 0i32;
+        // SAFETY: `a` is this task's packed n×n replica on this GPU (leading dimension n),
+        // valid until the driver's fence after this call; lwork is a host int.
+        ok("cusolverDnDpotrf_bufferSize", unsafe { solver::cusolverDnDpotrf_bufferSize(dn.cu(), lower, n, a, n, &mut lwork) })?;
+        let mut work = stream.alloc_zeros::<f64>(lwork.max(1) as usize).map_err(|e| err(&e))?;
+        let mut info = stream.alloc_zeros::<i32>(1).map_err(|e| err(&e))?;
+        {
+            let (pw, _rw) = work.device_ptr_mut(&stream);
+            let (pi, _ri) = info.device_ptr_mut(&stream);
+            // SAFETY: as above; the workspace has the size cuSOLVER asked for and info is
+            // one device int, both kept alive by the guards until the call is enqueued.
+            ok("cusolverDnDpotrf", unsafe { solver::cusolverDnDpotrf(dn.cu(), lower, n, a, n, pw as *mut f64, lwork, pi as *mut i32) })?;
+        }
+        let info = stream.clone_dtoh(&info).map_err(|e| err(&e))?;
+        match info.first() {
+            Some(0) => Ok(()),
+            i => Err(format!("cusolverDnDpotrf: info = {i:?} (not positive definite)")),
+        }
+    }
+
     /// `B = B·L⁻ᵀ` in f64: buffer 0 is the lower triangular `L` (n×n), buffer 1 `B` (m×n).
     pub fn dtrsm_right_lower_t(ctx: &CudaTaskContext<'_>) -> Result<(), String> {
         let ((nl, _), (m, n)) = (dims(ctx, 0)?, dims(ctx, 1)?);
