@@ -184,6 +184,24 @@ fn in_order_streams_of_tiny_kernels_keep_order_events_and_coherence() {
     }
 }
 
+/// Separate compilation (see `tests/icd/compile_link.c`): clCompileProgram with a header
+/// compiles with the vendor's compiler (a compile error is reported there, with its log),
+/// and clLinkProgram links the compiled objects with the vendor's linker, so two objects'
+/// file-local functions of one name stay apart; the linked kernel's results are checked on
+/// every Weft device.
+#[test]
+fn compile_and_link_use_the_vendors_compiler_and_linker_on_every_device() {
+    let v = vendors_or_skip!();
+    let Some(exe) = compile("compile_link") else { return };
+    let out = run(Command::new(&exe), &v, 300);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    for d in 0..3 {
+        assert!(stdout.contains(&format!("device {d}: compile/link ok")), "device {d}:\n{stdout}");
+    }
+    assert!(stdout.ends_with("all ok\n"), "{stdout}");
+}
+
 /// Random call sequences with one fault each (see `tests/icd/bad_input.c`): the exact
 /// CL_INVALID_* codes, no crash, no hang, and the reference data intact. Seeds and steps
 /// from `WEFT_ICD_FUZZ_SEEDS` (e.g. `1-200`) and `WEFT_ICD_FUZZ_STEPS`.

@@ -14,7 +14,7 @@ use super::{ClResult, c_str, info_ptr, info_str, info_val, info_vals, ret_code, 
 use std::ffi::{c_char, c_void};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use weft_vendors::opencl::Program as VendorProgram;
+use weft_vendors::opencl::{OpenClDevice, Program as VendorProgram};
 
 /// What starts a Weft program binary.
 pub const BINARY_MAGIC: &[u8] = b"WEFT-OPENCL-SOURCE-1\n";
@@ -25,7 +25,17 @@ pub type BuildNotify = unsafe extern "C" fn(Handle, *mut c_void);
 pub struct DeviceBuild {
     pub status: cl_int,
     pub log: String,
+    /// The executable (built or linked): kernels are made from it.
     pub program: Option<VendorProgram>,
+    /// The compiled object (clCompileProgram), when the vendor compiled it: a link whose
+    /// inputs all have one on a device links them with the vendor's own linker there.
+    pub object: Option<VendorProgram>,
+}
+
+impl DeviceBuild {
+    fn new(status: cl_int, log: String) -> DeviceBuild {
+        DeviceBuild { status, log, program: None, object: None }
+    }
 }
 
 #[derive(Default)]
@@ -79,19 +89,34 @@ impl Program {
         st.builds.iter().enumerate().filter(|(_, b)| b.as_ref().is_some_and(|b| b.status == CL_BUILD_SUCCESS)).map(|(i, _)| i).collect()
     }
 
-    /// Record a compilation (clCompileProgram): the options and headers, for a later link.
-    fn compile(&self, devices: &[DeviceKind], options: &str, headers: Vec<(String, String)>) {
+    /// Compile (clCompileProgram) on each real device with its vendor's compiler; the
+    /// options and headers are kept too, for a link on a device whose vendor cannot
+    /// compile separately (it builds the inputs' concatenated sources). Errors:
+    /// `CL_INVALID_COMPILER_OPTIONS`, or `CL_COMPILE_PROGRAM_FAILURE` when a device's
+    /// compile failed (its log says why).
+    fn compile(&self, devices: &[DeviceKind], options: &str, headers: Vec<(String, String)>) -> ClResult<()> {
         let p = &self.context.platform;
+        let mut reals: Vec<usize> = devices.iter().flat_map(|&k| p.reals(k)).collect();
+        reals.sort_unstable();
+        reals.dedup();
+        // Argument info tells buffers from values once linked, as in `build`.
+        let opts = format!("{options} -cl-kernel-arg-info");
+        let mut results = Vec::new();
+        for &i in &reals {
+            results.push((i, compile_on(&p.real[i].1, &self.source, &opts, &headers)?));
+        }
         let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
         if st.builds.len() < p.real.len() {
             st.builds.resize_with(p.real.len(), || None);
         }
-        for i in devices.iter().flat_map(|&k| p.reals(k)) {
-            st.builds[i] = Some(DeviceBuild { status: CL_BUILD_SUCCESS, log: String::new(), program: None });
+        let failed = results.iter().any(|(_, b)| b.status != CL_BUILD_SUCCESS);
+        for (i, b) in results {
+            st.builds[i] = Some(b);
         }
         st.options = options.to_owned();
         st.headers = headers;
         st.binary_type = CL_PROGRAM_BINARY_TYPE_COMPILED_OBJECT;
+        if failed { Err(CL_COMPILE_PROGRAM_FAILURE) } else { Ok(()) }
     }
 
     fn build(&self, devices: &[DeviceKind], options: &str, extra_source: &str) -> ClResult<()> {
@@ -104,15 +129,15 @@ impl Program {
         for &i in &reals {
             let dev = &p.real[i].1;
             let b = match VendorProgram::from_source(dev.context(), &source) {
-                Err(e) => DeviceBuild { status: CL_BUILD_ERROR, log: format!("clCreateProgramWithSource: {e}"), program: None },
+                Err(e) => DeviceBuild::new(CL_BUILD_ERROR, format!("clCreateProgramWithSource: {e}")),
                 Ok(vp) => {
                     // Argument info tells buffers from values and read-only from written buffers.
                     let r = vp.build(dev.id(), &format!("{options} -cl-kernel-arg-info"));
                     let log = vp.build_log(dev.id()).unwrap_or_default();
                     match r {
-                        Ok(()) => DeviceBuild { status: CL_BUILD_SUCCESS, log, program: Some(vp) },
+                        Ok(()) => DeviceBuild { program: Some(vp), ..DeviceBuild::new(CL_BUILD_SUCCESS, log) },
                         Err(e) if e.0 == CL_INVALID_BUILD_OPTIONS => return Err(CL_INVALID_BUILD_OPTIONS),
-                        Err(_) => DeviceBuild { status: CL_BUILD_ERROR, log, program: None },
+                        Err(_) => DeviceBuild::new(CL_BUILD_ERROR, log),
                     }
                 }
             };
@@ -313,6 +338,27 @@ unsafe fn build_request(
     Ok((p, devs, opts))
 }
 
+/// One device's clCompileProgram: the vendor's compiled object, or the compile's error
+/// and log; a vendor that cannot compile separately (any other error) gets the source
+/// recorded instead (`object` None), for a link that builds the concatenated sources.
+fn compile_on(dev: &OpenClDevice, source: &str, options: &str, headers: &[(String, String)]) -> ClResult<DeviceBuild> {
+    let recorded = || Ok(DeviceBuild::new(CL_BUILD_SUCCESS, String::new()));
+    let Ok(vp) = VendorProgram::from_source(dev.context(), source) else { return recorded() };
+    let Ok(hs) = headers.iter().map(|(_, h)| VendorProgram::from_source(dev.context(), h)).collect::<Result<Vec<_>, _>>() else {
+        return recorded();
+    };
+    let named: Vec<(&VendorProgram, &str)> = hs.iter().zip(headers).map(|(p, (name, _))| (p, name.as_str())).collect();
+    match vp.compile(dev.id(), options, &named) {
+        Ok(()) => {
+            let log = vp.build_log(dev.id()).unwrap_or_default();
+            Ok(DeviceBuild { object: Some(vp), ..DeviceBuild::new(CL_BUILD_SUCCESS, log) })
+        }
+        Err(e) if e.0 == CL_INVALID_COMPILER_OPTIONS || e.0 == CL_INVALID_BUILD_OPTIONS => Err(CL_INVALID_COMPILER_OPTIONS),
+        Err(e) if e.0 == CL_COMPILE_PROGRAM_FAILURE => Ok(DeviceBuild::new(CL_BUILD_ERROR, vp.build_log(dev.id()).unwrap_or_default())),
+        Err(_) => recorded(),
+    }
+}
+
 /// The headers of clCompileProgram: (include name, source).
 ///
 /// # Safety
@@ -375,12 +421,12 @@ pub unsafe extern "C" fn clCompileProgram(
         let (p, devs, opts) = unsafe { build_request(program, n, list, options, notify, user_data) }?;
         // SAFETY: the caller's contract.
         let hs = unsafe { headers_of(num_headers, headers, names) }?;
-        p.compile(&devs, &opts, hs);
+        let r = p.compile(&devs, &opts, hs);
         if let Some(f) = notify {
             // SAFETY: the application's callback with its user data.
             unsafe { f(program, user_data) };
         }
-        Ok(())
+        r
     })
 }
 
@@ -418,8 +464,10 @@ pub unsafe extern "C" fn clLinkProgram(
             let mut source = String::new();
             let mut compile_opts = String::new();
             let mut headers = Vec::new();
+            let mut ins = Vec::new();
             for &h in slice(inputs, num_inputs as usize)? {
                 let p = icd::get::<Program>(h)?;
+                ins.push(p.clone());
                 // CL_INVALID_OPERATION if the compilation or build of a program executable for any of
                 // the devices listed in device_list by a previous call to clCompileProgram [...] has not
                 // completed.
@@ -435,8 +483,28 @@ pub unsafe extern "C" fn clLinkProgram(
                 headers.extend(st.headers.iter().cloned());
             }
             let opts = c_str(options).map(|c| c.to_string_lossy().into_owned()).unwrap_or_default();
+            // The vendors' own linkers where every input was compiled by them (a library is
+            // still made from the sources, below: it is built when linked into a program).
+            let native = if opts.contains("-create-library") { None } else { link_native(&c, &devs, &opts, &ins) };
             let h = new_program(&c, devs.clone(), source);
             let p = icd::get::<Program>(h)?;
+            if let Some(results) = native {
+                let failed = {
+                    let mut st = p.state.lock().unwrap_or_else(|e| e.into_inner());
+                    st.builds.resize_with(c.platform.real.len(), || None);
+                    let failed = results.iter().any(|(_, b)| b.status != CL_BUILD_SUCCESS);
+                    for (i, b) in results {
+                        st.builds[i] = Some(b);
+                    }
+                    st.options = opts;
+                    st.binary_type = CL_PROGRAM_BINARY_TYPE_EXECUTABLE;
+                    failed
+                };
+                if let Some(f) = notify {
+                    f(h, user_data);
+                }
+                return if failed { link_failed(h, &p, CL_LINK_PROGRAM_FAILURE) } else { Ok(h) };
+            }
             // Compile options that are preprocessor settings still apply; others are dropped.
             let mut defines: Vec<&str> = Vec::new();
             let mut words = compile_opts.split_whitespace();
@@ -460,18 +528,55 @@ pub unsafe extern "C" fn clLinkProgram(
             }
             match r {
                 Ok(()) => Ok(h),
-                Err(e) => {
-                    // No program to ask the log of: print it, as a vendor's linker would.
-                    let st = p.state.lock().unwrap_or_else(|e| e.into_inner());
-                    let logs: Vec<&str> = st.builds.iter().flatten().map(|b| b.log.trim_end()).filter(|l| !l.is_empty()).collect();
-                    eprintln!("weft: clLinkProgram failed:\n{}", logs.join("\n"));
-                    drop(st);
-                    let _ = icd::release::<Program>(h);
-                    Err(if e == CL_BUILD_PROGRAM_FAILURE { CL_LINK_PROGRAM_FAILURE } else { e })
-                }
+                Err(e) => link_failed(h, &p, if e == CL_BUILD_PROGRAM_FAILURE { CL_LINK_PROGRAM_FAILURE } else { e }),
             }
         })
     }
+}
+
+/// A failed link: no program to ask the log of, so the log is printed, as a vendor's
+/// linker would; the program is released.
+fn link_failed(h: Handle, p: &Program, e: cl_int) -> ClResult<Handle> {
+    let st = p.state.lock().unwrap_or_else(|e| e.into_inner());
+    let logs: Vec<&str> = st.builds.iter().flatten().map(|b| b.log.trim_end()).filter(|l| !l.is_empty()).collect();
+    eprintln!("weft: clLinkProgram failed:\n{}", logs.join("\n"));
+    drop(st);
+    let _ = icd::release::<Program>(h);
+    Err(e)
+}
+
+/// Link `inputs` with each real device's vendor linker: None unless every input has a
+/// compiled object ([`DeviceBuild::object`]) on every real device `devs` stand for; else a
+/// build per device (a failed one with the vendor's link log).
+fn link_native(c: &Context, devs: &[DeviceKind], options: &str, inputs: &[Arc<Obj<Program>>]) -> Option<Vec<(usize, DeviceBuild)>> {
+    let p = c.platform;
+    let mut reals: Vec<usize> = devs.iter().flat_map(|&k| p.reals(k)).collect();
+    reals.sort_unstable();
+    reals.dedup();
+    // Each input's objects, one input locked at a time (an input may be given twice).
+    let mut objects: Vec<Vec<VendorProgram>> = reals.iter().map(|_| Vec::new()).collect();
+    for input in inputs {
+        let st = input.state.lock().unwrap_or_else(|e| e.into_inner());
+        for (j, &i) in reals.iter().enumerate() {
+            objects[j].push(st.builds.get(i)?.as_ref()?.object.as_ref()?.try_clone().ok()?);
+        }
+    }
+    let mut out = Vec::new();
+    for (j, &i) in reals.iter().enumerate() {
+        let dev = &p.real[i].1;
+        let refs: Vec<&VendorProgram> = objects[j].iter().collect();
+        out.push((
+            i,
+            match VendorProgram::link(dev.context(), dev.id(), options, &refs) {
+                Ok(vp) => {
+                    let log = vp.build_log(dev.id()).unwrap_or_default();
+                    DeviceBuild { program: Some(vp), ..DeviceBuild::new(CL_BUILD_SUCCESS, log) }
+                }
+                Err((e, log)) => DeviceBuild::new(CL_BUILD_ERROR, if log.is_empty() { format!("clLinkProgram: {e}") } else { log }),
+            },
+        ));
+    }
+    Some(out)
 }
 
 /// `CL_PROGRAM_KERNEL_NAMES` from the vendor.

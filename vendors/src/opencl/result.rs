@@ -648,6 +648,50 @@ pub unsafe fn build_program(p: cl_program, devices: &[cl_device_id], options: &C
     check(cl_call!(p => clBuildProgram(p, devices.len() as cl_uint, devices.as_ptr(), options.as_ptr(), None, null_mut())))
 }
 
+/// Compile synchronously (no callback) for `devices`, with `headers` (programs holding
+/// their source) included under `names`.
+///
+/// # Safety
+/// See the module doc; `headers` and `names` have the same length.
+pub unsafe fn compile_program(
+    p: cl_program,
+    devices: &[cl_device_id],
+    options: &CStr,
+    headers: &[cl_program],
+    names: &[&CStr],
+) -> ClResult<()> {
+    let names: Vec<*const std::ffi::c_char> = names.iter().map(|n| n.as_ptr()).collect();
+    let (hp, np) = if headers.is_empty() { (null(), null()) } else { (headers.as_ptr(), names.as_ptr()) };
+    check(
+        cl_call!(p => clCompileProgram(p, devices.len() as cl_uint, devices.as_ptr(), options.as_ptr(), headers.len() as cl_uint, hp, np, None, null_mut())),
+    )
+}
+
+/// Link compiled programs of context `c` for `devices` (synchronously). On failure, the
+/// error and the program the vendor returned anyway, if any (its build log says why).
+///
+/// # Safety
+/// See the module doc; `inputs` are programs of `c`.
+pub unsafe fn link_program(
+    c: cl_context,
+    devices: &[cl_device_id],
+    options: &CStr,
+    inputs: &[cl_program],
+) -> Result<cl_program, (ClError, Option<cl_program>)> {
+    let mut err = CL_SUCCESS;
+    let mut link = || -> ClResult<cl_program> {
+        Ok(
+            cl_call!(c => clLinkProgram(c, devices.len() as cl_uint, devices.as_ptr(), options.as_ptr(), inputs.len() as cl_uint, inputs.as_ptr(), None, null_mut(), &mut err)),
+        )
+    };
+    let p = link().map_err(|e| (e, None))?;
+    match (err, p.is_null()) {
+        (CL_SUCCESS, false) => Ok(p),
+        (CL_SUCCESS, true) => Err((ClError(WEFT_BAD_VENDOR), None)),
+        (e, null) => Err((ClError(e), (!null).then_some(p))),
+    }
+}
+
 /// # Safety
 /// See the module doc.
 pub unsafe fn get_program_info(p: cl_program, param: cl_program_info) -> ClResult<Vec<u8>> {

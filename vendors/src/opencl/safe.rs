@@ -227,6 +227,34 @@ impl Program {
         unsafe { r::build_program(self.0, &[device.0], &options) }
     }
 
+    /// Compile for `device` (blocking), with `headers` (programs from their source) under
+    /// their include names. A NUL in `options` or a name is `CL_INVALID_COMPILER_OPTIONS`
+    /// or `CL_INVALID_VALUE`.
+    pub fn compile(&self, device: DeviceId, options: &str, headers: &[(&Program, &str)]) -> ClResult<()> {
+        let options = CString::new(options).map_err(|_| ClError(CL_INVALID_COMPILER_OPTIONS))?;
+        let names: Vec<CString> =
+            headers.iter().map(|(_, n)| CString::new(*n)).collect::<Result<_, _>>().map_err(|_| ClError(CL_INVALID_VALUE))?;
+        let names: Vec<&std::ffi::CStr> = names.iter().map(|n| n.as_c_str()).collect();
+        let programs: Vec<cl_program> = headers.iter().map(|(p, _)| p.0).collect();
+        // SAFETY: program, device and header programs are live; one name per header.
+        unsafe { r::compile_program(self.0, &[device.0], &options, &programs, &names) }
+    }
+
+    /// Link compiled programs of `context` for `device` (blocking). On failure, the error
+    /// and the vendor's link log when it returned a program to read it from.
+    pub fn link(context: &Context, device: DeviceId, options: &str, inputs: &[&Program]) -> Result<Program, (ClError, String)> {
+        let options = CString::new(options).map_err(|_| (ClError(CL_INVALID_LINKER_OPTIONS), String::new()))?;
+        let inputs: Vec<cl_program> = inputs.iter().map(|p| p.0).collect();
+        // SAFETY: the context, device and inputs are live; we own the returned reference.
+        match unsafe { r::link_program(context.0, &[device.0], &options, &inputs) } {
+            Ok(p) => Ok(Program(p)),
+            Err((e, p)) => {
+                let log = p.map(Program).and_then(|p| p.build_log(device).ok()).unwrap_or_default();
+                Err((e, log))
+            }
+        }
+    }
+
     pub fn build_log(&self, device: DeviceId) -> ClResult<String> {
         // SAFETY: program and device are live.
         Ok(r::bytes_to_string(unsafe { r::get_program_build_info(self.0, device.0, CL_PROGRAM_BUILD_LOG) }?))

@@ -214,8 +214,8 @@ dispatch_table! {
     clReleaseDevice: [];
     clCreateImage: [fn(cl_context, cl_mem_flags, *const cl_image_format, *const cl_image_desc, *mut c_void, *mut cl_int) -> cl_mem];
     clCreateProgramWithBuiltInKernels: [];
-    clCompileProgram: [];
-    clLinkProgram: [];
+    clCompileProgram: [fn(cl_program, cl_uint, *const cl_device_id, *const c_char, cl_uint, *const cl_program, *const *const c_char, Option<BuildNotify>, *mut c_void) -> cl_int];
+    clLinkProgram: [fn(cl_context, cl_uint, *const cl_device_id, *const c_char, cl_uint, *const cl_program, Option<BuildNotify>, *mut c_void, *mut cl_int) -> cl_program];
     clUnloadPlatformCompiler: [];
     clGetKernelArgInfo: [fn(cl_kernel, cl_uint, cl_uint, usize, *mut c_void, *mut usize) -> cl_int];
     clEnqueueFillBuffer: [fn(cl_command_queue, cl_mem, *const c_void, usize, usize, usize, cl_uint, *const cl_event, *mut cl_event) -> cl_int];

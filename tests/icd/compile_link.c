@@ -1,0 +1,114 @@
+/* Separate compilation on the Weft platform, on each of its devices: clCompileProgram with
+ * an embedded header, clLinkProgram of two compiled objects (a kernel calling a function
+ * defined in the other one, each with its own static helper), the linked kernel run and
+ * its result checked; a compile error
+ * is reported by clCompileProgram itself (CL_COMPILE_PROGRAM_FAILURE, build status
+ * CL_BUILD_ERROR, the compiler's log), and a compiled object is no executable. Prints
+ * "device N: compile/link ok" per device, then "all ok". */
+#define CL_TARGET_OPENCL_VERSION 120
+#include <CL/cl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+
+static const char *HEADER = "inline int offset(void) { return 40; }\n";
+/* Each object has its own file-local `helper`, of different types: only a real link keeps
+ * them apart (a build of the two sources pasted together fails on the redefinition). */
+static const char *SINK =
+    "static int helper(int x) { return 2 * x; }\n"
+    "int twice(int x) { return helper(x); }\n";
+static const char *MAIN =
+    "#include \"offset.h\"\n"
+    "int twice(int x);\n"
+    "static int helper(void) { return offset(); }\n"
+    "__kernel void experiment(__global int *out) {\n"
+    "    int i = get_global_id(0);\n"
+    "    out[i] = twice(i) + helper();\n"
+    "}\n";
+static const char *BROKEN = "__kernel void broken(__global int *out) { out[0] = not_declared_anywhere; }\n";
+
+static void run_on(cl_device_id dev, int index) {
+    cl_int err;
+    cl_context ctx = clCreateContext(NULL, 1, &dev, NULL, NULL, &err);
+    CHECK(err);
+    cl_command_queue q = clCreateCommandQueue(ctx, dev, 0, &err);
+    CHECK(err);
+
+    cl_program header = clCreateProgramWithSource(ctx, 1, &HEADER, NULL, &err);
+    CHECK(err);
+    cl_program sink = clCreateProgramWithSource(ctx, 1, &SINK, NULL, &err);
+    CHECK(err);
+    cl_program main_prg = clCreateProgramWithSource(ctx, 1, &MAIN, NULL, &err);
+    CHECK(err);
+    CHECK(clCompileProgram(sink, 1, &dev, "", 0, NULL, NULL, NULL, NULL));
+    const char *names[] = {"offset.h"};
+    CHECK(clCompileProgram(main_prg, 1, &dev, "", 1, &header, names, NULL, NULL));
+    cl_program_binary_type bt;
+    CHECK(clGetProgramBuildInfo(main_prg, dev, CL_PROGRAM_BINARY_TYPE, sizeof bt, &bt, NULL));
+    EXPECT(bt == CL_PROGRAM_BINARY_TYPE_COMPILED_OBJECT);
+    /* A compiled object has no kernels to make. */
+    cl_kernel none = clCreateKernel(main_prg, "experiment", &err);
+    EXPECT(none == NULL && err == CL_INVALID_PROGRAM_EXECUTABLE);
+
+    cl_program inputs[] = {sink, main_prg};
+    cl_program linked = clLinkProgram(ctx, 1, &dev, "", 2, inputs, NULL, NULL, &err);
+    CHECK(err);
+    cl_build_status bs;
+    CHECK(clGetProgramBuildInfo(linked, dev, CL_PROGRAM_BUILD_STATUS, sizeof bs, &bs, NULL));
+    EXPECT(bs == CL_BUILD_SUCCESS);
+    char kernels[256];
+    CHECK(clGetProgramInfo(linked, CL_PROGRAM_KERNEL_NAMES, sizeof kernels, kernels, NULL));
+    EXPECT(strcmp(kernels, "experiment") == 0);
+    cl_kernel k = clCreateKernel(linked, "experiment", &err);
+    CHECK(err);
+    enum { N = 256 };
+    cl_mem out = clCreateBuffer(ctx, CL_MEM_WRITE_ONLY, N * sizeof(int), NULL, &err);
+    CHECK(err);
+    CHECK(clSetKernelArg(k, 0, sizeof out, &out));
+    size_t g = N;
+    CHECK(clEnqueueNDRangeKernel(q, k, 1, NULL, &g, NULL, 0, NULL, NULL));
+    int got[N];
+    CHECK(clEnqueueReadBuffer(q, out, CL_TRUE, 0, sizeof got, got, 0, NULL, NULL));
+    for (int i = 0; i < N; i++) EXPECT(got[i] == 2 * i + 40);
+
+    /* A compile error surfaces at the compile, with the compiler's log. */
+    cl_program broken = clCreateProgramWithSource(ctx, 1, &BROKEN, NULL, &err);
+    CHECK(err);
+    EXPECT_CODE(CL_COMPILE_PROGRAM_FAILURE, clCompileProgram(broken, 1, &dev, "", 0, NULL, NULL, NULL, NULL));
+    CHECK(clGetProgramBuildInfo(broken, dev, CL_PROGRAM_BUILD_STATUS, sizeof bs, &bs, NULL));
+    EXPECT(bs == CL_BUILD_ERROR);
+    char log[4096] = "";
+    CHECK(clGetProgramBuildInfo(broken, dev, CL_PROGRAM_BUILD_LOG, sizeof log, log, NULL));
+    EXPECT(strstr(log, "not_declared_anywhere") != NULL);
+    printf("device %d: compile/link ok\n", index);
+
+    CHECK(clReleaseMemObject(out));
+    CHECK(clReleaseKernel(k));
+    cl_program ps[] = {header, sink, main_prg, linked, broken};
+    for (size_t i = 0; i < sizeof ps / sizeof *ps; i++) CHECK(clReleaseProgram(ps[i]));
+    CHECK(clReleaseCommandQueue(q));
+    CHECK(clReleaseContext(ctx));
+}
+
+int main(void) {
+    cl_uint np;
+    CHECK(clGetPlatformIDs(0, NULL, &np));
+    cl_platform_id ps[16];
+    CHECK(clGetPlatformIDs(np < 16 ? np : 16, ps, NULL));
+    cl_platform_id weft = NULL;
+    for (cl_uint i = 0; i < np && i < 16; i++) {
+        char name[64];
+        CHECK(clGetPlatformInfo(ps[i], CL_PLATFORM_NAME, sizeof name, name, NULL));
+        if (strcmp(name, "Weft") == 0) weft = ps[i];
+    }
+    EXPECT(weft != NULL);
+    cl_uint nd;
+    CHECK(clGetDeviceIDs(weft, CL_DEVICE_TYPE_ALL, 0, NULL, &nd));
+    cl_device_id ds[16];
+    CHECK(clGetDeviceIDs(weft, CL_DEVICE_TYPE_ALL, nd < 16 ? nd : 16, ds, NULL));
+    for (cl_uint i = 0; i < nd && i < 16; i++) run_on(ds[i], (int)i);
+    printf("all ok\n");
+    return 0;
+}
