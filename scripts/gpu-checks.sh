@@ -7,15 +7,18 @@
 #                                        examples, libweft.so, libweft_icd.so, clbench, the
 #                                        ICD's C test programs, the OpenMP task benchmarks,
 #                                        and the libraries a bare machine may lack (hwloc,
-#                                        udev, ocl-icd's libOpenCL, LLVM's libomp, clinfo)
+#                                        udev, ocl-icd's libOpenCL, LLVM's libomp, clinfo),
+#                                        pyopencl's wheels and tests
 #   scripts/gpu-checks.sh run [DIR]    (there, from the repository root) runs:
 #     cuda   core/tests/cuda.rs, cuda_peers, examples/sgemm and cholesky on the GPU alone
 #            and beside the CPU workers (WEFT_NOPENCL=0)
 #     cl     clinfo and clbench on NVIDIA's OpenCL direct and on Weft over it (medians of
 #            5), tests/icd/{basic,inorder,bad_input}.c on Weft over NVIDIA and PoCL
+#     pyopencl  pyopencl 2026.1.4's suite (pytest -n 16) on Weft's unified device over
+#            NVIDIA, then on NVIDIA alone
 #     omp    bench/omp_tasks at $THREADS (default: all cores) threads: libgomp, libomp, Weft,
 #            medians of 7 rounds (OMP_SPECS="fib;cholesky 2048 64" picks programs and sizes)
-#   PARTS (default "cuda cl omp") picks some; logs go to $OUT (default DIR/out).
+#   PARTS (default "cuda cl pyopencl omp") picks some; logs go to $OUT (default DIR/out).
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
@@ -45,6 +48,15 @@ pack() {
     done
     for p in tasks_million fib cholesky sparselu; do gcc -O3 -fopenmp -o "$D/bin/omp_$p" "bench/omp_tasks/$p.c" -lm; done
     strip "$D"/bin/* "$D"/lib/*
+    # pyopencl's suite for the device's Python 3.12 (wheels, and the sdist's tests).
+    local py=(--no-deps --only-binary=:all: --python-version 3.12 --implementation cp --platform manylinux_2_28_x86_64
+        --platform manylinux_2_27_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64)
+    python3 -m pip download -q "${py[@]}" -d "$D/whl" pyopencl==2026.1.4 pytools platformdirs mako siphash24
+    local tests=$root/target/conformance/pyopencl/pyopencl-2026.1.4/test
+    # (the script fetches the sdist; with --collect-only its summary line finds no counts)
+    [ -d "$tests" ] || scripts/conformance-pyopencl.sh pocl --collect-only >/dev/null 2>&1 || true
+    [ -d "$tests" ] || { echo "pyopencl's tests not found at $tests" >&2; return 1; }
+    cp -r "$tests" "$D/pytest"
     du -sh "$D"
 }
 
@@ -95,6 +107,29 @@ run_cl() {
     for seed in 1 2 3; do "${W[@]}" WEFT_OCL_VENDORS="$D/vendors/all" timeout 60 "$D/bin/icd_bad_input" $seed 800 2>/dev/null; done
 }
 
+run_pyopencl() {
+    local nv=/usr/lib/libnvidia-opencl.so.1
+    [ -e "$nv" ] || { echo "no NVIDIA OpenCL: pyopencl part skipped"; return; }
+    mkdir -p "$D/vendors/nv" "$D/vendors/weft"
+    echo "$nv" >"$D/vendors/nv/nvidia.icd"
+    echo "$D/lib/libweft_icd.so" >"$D/vendors/weft/weft.icd"
+    python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/weft-site "$D"/whl/*.whl || return
+    local mode
+    for mode in weft nvidia; do
+        (
+            cd "$D/pytest" || exit
+            case $mode in
+                weft) export OCL_ICD_VENDORS=$D/vendors/weft WEFT_OCL_VENDORS=$D/vendors/nv PYOPENCL_TEST=Weft:all ;;
+                nvidia) export OCL_ICD_VENDORS=$D/vendors/nv PYOPENCL_TEST=NVIDIA ;;
+            esac
+            PYTHONPATH=/tmp/weft-site PYOPENCL_CACHE_FAILURE_FATAL= XDG_CACHE_HOME=/tmp/weft-xdg-$mode \
+                timeout 300 python3 -m pytest -q -p no:cacheprovider -n 16 --timeout 120 -rfE . >"$OUT/pyopencl-$mode.log" 2>&1
+        )
+        echo "pyopencl on $mode: $(grep -E '^(FAILED|ERROR)' "$OUT/pyopencl-$mode.log" | sed 's/\[.*//' | tr '\n' ' ')"
+        grep -E '[0-9]+ passed' "$OUT/pyopencl-$mode.log" | tail -n 1
+    done
+}
+
 run_omp() {
     mkdir -p "$D/weft" && ln -sf "$D/lib/libweft.so" "$D/weft/libgomp.so.1"
     export OMP_NUM_THREADS=${THREADS:-$(nproc)}
@@ -132,7 +167,7 @@ case $mode in
             [ -d "$d" ] && LD_LIBRARY_PATH=${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$d
         done
         export LD_LIBRARY_PATH=${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$D/lib
-        for part in ${PARTS:-cuda cl omp}; do "run_$part" 2>&1 | tee "$OUT/$part.log"; done
+        for part in ${PARTS:-cuda cl pyopencl omp}; do "run_$part" 2>&1 | tee "$OUT/$part.log"; done
         ;;
     *) echo "usage: scripts/gpu-checks.sh pack|run [DIR]" >&2; exit 2 ;;
 esac
