@@ -347,10 +347,12 @@ impl OpenClDevice {
 /// Completion by polling instead of `clSetEventCallback`, for GPUs and accelerators
 /// (`WEFT_OCL_POLL` = 1 or 0 forces it on or off for every device): one thread per device
 /// asks each tracked event's status (`clGetEventInfo`) in turn, yielding between rounds
-/// (sleeping 20 µs a round once 200 µs passed without a completion), and blocks while
-/// none is pending. NVIDIA's callbacks come late: on an H100, bench/cl/clbench.c's
-/// 0.6 ms SGEMM ran at 330-900 GFLOP/s through Weft with callbacks, 3,170-3,530 with
-/// polling, 3,730-3,800 direct. CPU devices keep callbacks: PoCL runs them at once, and a
+/// (sleeping 20 µs a round once 1 ms passed without an event added or completed), and
+/// blocks while none is pending. NVIDIA's callbacks come late: on an H100,
+/// bench/cl/clbench.c's 0.6 ms SGEMM ran at 330-900 GFLOP/s through Weft with callbacks,
+/// 3,170-3,530 polling without sleeps, 3,730-3,800 direct (and 3,280-3,310 with a first
+/// version that slept after 200 µs counted from the last completion, so a kernel
+/// submitted after an idle spell was watched in 20 µs sleeps from its start). CPU devices keep callbacks: PoCL runs them at once, and a
 /// polling thread would take a core from the device's own threads.
 pub(crate) struct Poller {
     shared: Arc<PollShared>,
@@ -402,19 +404,25 @@ impl Poller {
 impl PollShared {
     fn run(&self) {
         let mut polling = Vec::new();
-        // Since the last event completed: yield between rounds for SPIN, then sleep a
-        // little each round, so a long kernel does not keep a core busy.
-        const SPIN: std::time::Duration = std::time::Duration::from_micros(200);
+        // Since the last event was added or completed: yield between rounds for SPIN,
+        // then sleep a little each round, so a long kernel does not keep a core busy.
+        const SPIN: std::time::Duration = std::time::Duration::from_millis(1);
         let mut progress = std::time::Instant::now();
         loop {
             {
                 let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+                // (Everything pending was taken last round: what is there now is new.)
+                let mut fresh = !st.pending.is_empty();
                 st.pending.append(&mut polling);
                 while st.pending.is_empty() {
                     if st.stopping {
                         return;
                     }
                     st = self.wake.wait(st).unwrap_or_else(|e| e.into_inner());
+                    fresh = true;
+                }
+                if fresh {
+                    progress = std::time::Instant::now();
                 }
                 std::mem::swap(&mut polling, &mut st.pending);
             }
