@@ -60,13 +60,30 @@ macro_rules! vendors_or_skip {
 }
 
 /// Run `cmd` against Weft's vendors directory, killing it after `secs`.
-fn run(mut cmd: Command, vendors: &Path, secs: u64) -> Output {
+fn run(cmd: Command, vendors: &Path, secs: u64) -> Output {
+    run_on(cmd, vendors, "basic basic", secs)
+}
+
+/// [`run`] on PoCL's `devices` (`POCL_DEVICES`).
+fn run_on(mut cmd: Command, vendors: &Path, devices: &str, secs: u64) -> Output {
     cmd.env("OCL_ICD_VENDORS", vendors)
-        .env("POCL_DEVICES", "basic basic")
+        .env("POCL_DEVICES", devices)
         .env_remove("WEFT_OCL_VENDORS")
         .env_remove("WEFT_NOPENCL")
         .env_remove("WEFT_SCHED");
     common::output_within(&mut cmd, secs, "the program")
+}
+
+/// A test program run on PoCL's `devices` with `env` set: its stdout, once it exited with
+/// success and printed "all ok" last (`what` names the run in a failure).
+fn run_all_ok(exe: &Path, vendors: &Path, devices: &str, env: &[(&str, &str)], what: &str) -> String {
+    let mut cmd = Command::new(exe);
+    cmd.envs(env.iter().copied());
+    let out = run_on(cmd, vendors, devices, 300);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{what}:\nstdout:\n{stdout}\nstderr:\n{stderr}");
+    assert!(stdout.ends_with("all ok\n"), "{what}:\n{stdout}");
+    stdout
 }
 
 /// Compile `tests/icd/<name>.c` against the ICD loader; None (skip) without gcc or loader.
@@ -127,16 +144,13 @@ fn clinfo_shows_the_weft_platform_and_its_devices_without_errors() {
 fn a_c_program_runs_kernels_buffers_and_events_on_every_weft_device() {
     let v = vendors_or_skip!();
     let Some(exe) = compile("basic") else { return };
-    let out = run(Command::new(&exe), &v, 300);
-    let (stdout, stderr) = text(&out);
-    assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    let stdout = run_all_ok(&exe, &v, "basic basic", &[], "basic");
     assert!(stdout.contains("Weft platform: 3 devices"), "{stdout}");
     for d in 0..3 {
         for what in ["saxpy ok", "map/square ok", "fill/copy/rect/local ok", "sub-buffer/binary ok", "user event/marker/callback ok"] {
             assert!(stdout.contains(&format!("device {d}")) && stdout.contains(what), "device {d}: {what}:\n{stdout}");
         }
     }
-    assert!(stdout.ends_with("all ok\n"), "{stdout}");
 }
 
 /// Streams of tiny kernels on in-order queues without profiling, the path where a device
@@ -148,9 +162,7 @@ fn a_c_program_runs_kernels_buffers_and_events_on_every_weft_device() {
 fn in_order_streams_of_tiny_kernels_keep_order_events_and_coherence() {
     let v = vendors_or_skip!();
     let Some(exe) = compile("inorder") else { return };
-    let out = run(Command::new(&exe), &v, 300);
-    let (stdout, stderr) = text(&out);
-    assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    let stdout = run_all_ok(&exe, &v, "basic basic", &[], "basic devices");
     for d in 0..3 {
         assert!(stdout.contains(&format!("device {d}: in-order stream ok")), "device {d}:\n{stdout}");
     }
@@ -158,29 +170,17 @@ fn in_order_streams_of_tiny_kernels_keep_order_events_and_coherence() {
     for d in 0..3 {
         assert!(stdout.contains(&format!("device {d}: changing arguments ok")), "device {d}:\n{stdout}");
     }
-    assert!(stdout.ends_with("all ok\n"), "{stdout}");
     // Again on PoCL's multi-threaded device, whose commands run on its own threads, not
     // inside the enqueuing call: a read launched right behind kernels still running must
     // wait for them (it once did not, on the transfer queue). A few rounds: it is a race.
-    for round in 0..5 {
-        let mut cmd = Command::new(&exe);
-        cmd.env("OCL_ICD_VENDORS", &v).env("POCL_DEVICES", "pthread").env_remove("WEFT_NOPENCL").env_remove("WEFT_SCHED");
-        let out = common::output_within(&mut cmd, 300, "the program");
-        let (stdout, stderr) = text(&out);
-        assert!(out.status.success(), "pthread device, round {round}:\nstdout:\n{stdout}\nstderr:\n{stderr}");
-        assert!(stdout.contains("device 1: in-order stream ok") && stdout.ends_with("all ok\n"), "{stdout}");
-    }
-    // Again with completions found by polling event status instead of event callbacks:
+    // Then with completions found by polling event status instead of event callbacks:
     // the default for GPUs (vendors/src/opencl/queue.rs, `Poller`), forced here on PoCL's
-    // CPU devices so that the path runs without a GPU; both device kinds, as above.
-    for devices in ["basic basic", "pthread"] {
-        let mut cmd = Command::new(&exe);
-        cmd.env("OCL_ICD_VENDORS", &v).env("POCL_DEVICES", devices).env("WEFT_OCL_POLL", "1");
-        cmd.env_remove("WEFT_NOPENCL").env_remove("WEFT_SCHED");
-        let out = common::output_within(&mut cmd, 300, "the program");
-        let (stdout, stderr) = text(&out);
-        assert!(out.status.success(), "polling, {devices}:\nstdout:\n{stdout}\nstderr:\n{stderr}");
-        assert!(stdout.contains("device 1: in-order stream ok") && stdout.ends_with("all ok\n"), "{stdout}");
+    // CPU devices so that the path runs without a GPU; both device kinds.
+    let pthread_rounds = (0..5).map(|round| ("pthread", &[][..], format!("pthread device, round {round}")));
+    let polling = ["basic basic", "pthread"].map(|d| (d, &[("WEFT_OCL_POLL", "1")][..], format!("polling, {d}")));
+    for (devices, env, what) in pthread_rounds.chain(polling) {
+        let stdout = run_all_ok(&exe, &v, devices, env, &what);
+        assert!(stdout.contains("device 1: in-order stream ok"), "{what}:\n{stdout}");
     }
 }
 
@@ -193,13 +193,10 @@ fn in_order_streams_of_tiny_kernels_keep_order_events_and_coherence() {
 fn compile_and_link_use_the_vendors_compiler_and_linker_on_every_device() {
     let v = vendors_or_skip!();
     let Some(exe) = compile("compile_link") else { return };
-    let out = run(Command::new(&exe), &v, 300);
-    let (stdout, stderr) = text(&out);
-    assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    let stdout = run_all_ok(&exe, &v, "basic basic", &[], "compile_link");
     for d in 0..3 {
         assert!(stdout.contains(&format!("device {d}: compile/link ok")), "device {d}:\n{stdout}");
     }
-    assert!(stdout.ends_with("all ok\n"), "{stdout}");
 }
 
 /// Random call sequences with one fault each (see `tests/icd/bad_input.c`): the exact

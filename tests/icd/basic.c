@@ -205,23 +205,11 @@ static void run_on(cl_platform_id platform, cl_device_id dev, int index) {
 }
 
 int main(void) {
-    cl_uint np;
-    CHECK(clGetPlatformIDs(0, NULL, &np));
-    cl_platform_id ps[16];
-    CHECK(clGetPlatformIDs(np < 16 ? np : 16, ps, NULL));
-    cl_platform_id weft = NULL;
-    for (cl_uint i = 0; i < np && i < 16; i++) {
-        char name[64];
-        CHECK(clGetPlatformInfo(ps[i], CL_PLATFORM_NAME, sizeof name, name, NULL));
-        if (strcmp(name, "Weft") == 0) weft = ps[i];
-    }
-    EXPECT(weft != NULL);
-    cl_uint nd;
-    CHECK(clGetDeviceIDs(weft, CL_DEVICE_TYPE_ALL, 0, NULL, &nd));
+    cl_platform_id weft = weft_platform();
     cl_device_id ds[16];
-    CHECK(clGetDeviceIDs(weft, CL_DEVICE_TYPE_ALL, nd < 16 ? nd : 16, ds, NULL));
+    cl_uint nd = weft_devices(weft, ds, 16);
     printf("Weft platform: %u devices\n", nd);
-    for (cl_uint i = 0; i < nd && i < 16; i++) run_on(weft, ds[i], (int)i);
+    for (cl_uint i = 0; i < nd; i++) run_on(weft, ds[i], (int)i);
     printf("all ok\n");
     return 0;
 }

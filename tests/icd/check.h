@@ -1,10 +1,12 @@
 /* Shared by the ICD tests' C programs (include after <CL/cl.h>): CHECK a call returns
  * CL_SUCCESS, EXPECT a condition, EXPECT_CODE a call returns the given code; the first
- * failure prints where and exits 1. */
+ * failure prints where and exits 1. weft_platform and weft_devices find the platform
+ * named "Weft" and its devices. */
 #ifndef WEFT_ICD_TEST_CHECK_H
 #define WEFT_ICD_TEST_CHECK_H
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define CHECK(x)                                                                         \
     do {                                                                                 \
@@ -30,4 +32,25 @@
             exit(1);                                                                     \
         }                                                                                \
     } while (0)
+
+/* The platform named "Weft" (EXPECTed among the first 16). */
+static inline cl_platform_id weft_platform(void) {
+    cl_platform_id ps[16], weft = NULL;
+    cl_uint np = 0;
+    CHECK(clGetPlatformIDs(16, ps, &np));
+    for (cl_uint i = 0; i < np && i < 16; i++) {
+        char name[64];
+        CHECK(clGetPlatformInfo(ps[i], CL_PLATFORM_NAME, sizeof name, name, NULL));
+        if (strcmp(name, "Weft") == 0) weft = ps[i];
+    }
+    EXPECT(weft != NULL);
+    return weft;
+}
+
+/* Up to `max` devices of `platform` into `ds`; how many. */
+static inline cl_uint weft_devices(cl_platform_id platform, cl_device_id *ds, cl_uint max) {
+    cl_uint nd = 0;
+    CHECK(clGetDeviceIDs(platform, CL_DEVICE_TYPE_ALL, max, ds, &nd));
+    return nd < max ? nd : max;
+}
 #endif

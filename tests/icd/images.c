@@ -276,19 +276,9 @@ static void run_on(cl_device_id dev, cl_device_id other, int index) {
 }
 
 int main(void) {
-    cl_platform_id platforms[8];
-    cl_uint np = 0;
-    CHECK(clGetPlatformIDs(8, platforms, &np));
-    cl_platform_id weft = NULL;
-    for (cl_uint i = 0; i < np; i++) {
-        char name[64];
-        CHECK(clGetPlatformInfo(platforms[i], CL_PLATFORM_NAME, sizeof name, name, NULL));
-        if (strcmp(name, "Weft") == 0) weft = platforms[i];
-    }
-    EXPECT(weft != NULL);
+    cl_platform_id weft = weft_platform();
     cl_device_id devs[8];
-    cl_uint nd = 0;
-    CHECK(clGetDeviceIDs(weft, CL_DEVICE_TYPE_ALL, 8, devs, &nd));
+    cl_uint nd = weft_devices(weft, devs, 8);
     for (cl_uint i = 0; i < nd; i++) run_on(devs[i], NULL, (int)i);
     /* The first real device with the second: kernels on both, one context. */
     if (nd >= 3) run_on(devs[1], devs[2], 12);

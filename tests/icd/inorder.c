@@ -32,19 +32,8 @@ static int read_int(cl_command_queue q, cl_mem b) {
 }
 
 int main(void) {
-    cl_uint np;
-    CHECK(clGetPlatformIDs(0, NULL, &np));
-    cl_platform_id ps[16], weft = NULL;
-    CHECK(clGetPlatformIDs(np < 16 ? np : 16, ps, NULL));
-    for (cl_uint i = 0; i < np && i < 16; i++) {
-        char name[64];
-        CHECK(clGetPlatformInfo(ps[i], CL_PLATFORM_NAME, sizeof name, name, NULL));
-        if (strcmp(name, "Weft") == 0) weft = ps[i];
-    }
-    EXPECT(weft != NULL);
-    cl_uint nd;
     cl_device_id ds[16];
-    CHECK(clGetDeviceIDs(weft, CL_DEVICE_TYPE_ALL, 16, ds, &nd));
+    cl_uint nd = weft_devices(weft_platform(), ds, 16);
     EXPECT(nd >= 2);
     cl_int err;
     cl_context ctx = clCreateContext(NULL, nd, ds, NULL, NULL, &err);

@@ -67,22 +67,12 @@ static void context_destructors(cl_device_id dev) {
 }
 
 int main(void) {
-    cl_platform_id platforms[8];
-    cl_uint np = 0;
-    CHECK(clGetPlatformIDs(8, platforms, &np));
-    cl_platform_id weft = NULL;
-    for (cl_uint i = 0; i < np; i++) {
-        char name[64];
-        CHECK(clGetPlatformInfo(platforms[i], CL_PLATFORM_NAME, sizeof name, name, NULL));
-        if (strcmp(name, "Weft") == 0) weft = platforms[i];
-    }
-    EXPECT(weft != NULL);
+    cl_platform_id weft = weft_platform();
     char version[64];
     CHECK(clGetPlatformInfo(weft, CL_PLATFORM_VERSION, sizeof version, version, NULL));
     EXPECT(strncmp(version, "OpenCL 3.0", 10) == 0);
     cl_device_id devs[8];
-    cl_uint nd = 0;
-    CHECK(clGetDeviceIDs(weft, CL_DEVICE_TYPE_ALL, 8, devs, &nd));
+    cl_uint nd = weft_devices(weft, devs, 8);
     EXPECT(nd >= 3);
     cl_device_svm_capabilities caps[3];
     for (int i = 0; i < 3; i++) CHECK(clGetDeviceInfo(devs[i], CL_DEVICE_SVM_CAPABILITIES, sizeof caps[i], &caps[i], NULL));
