@@ -275,10 +275,7 @@ fn with_emulated(mut vendor: Vec<cl_image_format>) -> Vec<cl_image_format> {
 
 /// The real devices a context's devices stand for.
 pub fn reals_of(c: &Context) -> Vec<usize> {
-    let mut v: Vec<usize> = c.devices.iter().flat_map(|&k| c.platform.reals(k)).collect();
-    v.sort_unstable();
-    v.dedup();
-    v
+    c.platform.reals_of(&c.devices)
 }
 
 /// Whether every real device has image support.

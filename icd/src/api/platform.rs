@@ -80,6 +80,14 @@ impl Platform {
         }
     }
 
+    /// The real devices `kinds` stand for, in order, each once.
+    pub fn reals_of(&self, kinds: &[DeviceKind]) -> Vec<usize> {
+        let mut v: Vec<usize> = kinds.iter().flat_map(|&k| self.reals(k)).collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
+
     /// The real device that answers queries for `kind`.
     pub fn answering(&self, kind: DeviceKind) -> &Arc<OpenClDevice> {
         match kind {

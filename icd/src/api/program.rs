@@ -62,11 +62,24 @@ crate::cl_object!(Program, CL_INVALID_PROGRAM);
 impl Program {
     /// Real devices the program is built for (or will be).
     pub fn reals(&self) -> Vec<usize> {
-        let p = &self.context.platform;
-        let mut v: Vec<usize> = self.devices.iter().flat_map(|&k| p.reals(k)).collect();
-        v.sort_unstable();
-        v.dedup();
-        v
+        self.context.platform.reals_of(&self.devices)
+    }
+
+    /// Store per-device builds (real device index, build) with the options and binary type
+    /// they make; whether any failed.
+    fn record(&self, results: Vec<(usize, DeviceBuild)>, options: &str, binary_type: cl_uint) -> bool {
+        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let n = self.context.platform.real.len();
+        if st.builds.len() < n {
+            st.builds.resize_with(n, || None);
+        }
+        let failed = results.iter().any(|(_, b)| b.status != CL_BUILD_SUCCESS);
+        for (i, b) in results {
+            st.builds[i] = Some(b);
+        }
+        st.options = options.to_owned();
+        st.binary_type = binary_type;
+        failed
     }
 
     /// Status for Weft device `k`: success when every real device it stands for built.
@@ -96,37 +109,22 @@ impl Program {
     /// compile failed (its log says why).
     fn compile(&self, devices: &[DeviceKind], options: &str, headers: Vec<(String, String)>) -> ClResult<()> {
         let p = &self.context.platform;
-        let mut reals: Vec<usize> = devices.iter().flat_map(|&k| p.reals(k)).collect();
-        reals.sort_unstable();
-        reals.dedup();
         // Argument info tells buffers from values once linked, as in `build`.
         let opts = format!("{options} -cl-kernel-arg-info");
         let mut results = Vec::new();
-        for &i in &reals {
+        for i in p.reals_of(devices) {
             results.push((i, compile_on(&p.real[i].1, &self.source, &opts, &headers)?));
         }
-        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        if st.builds.len() < p.real.len() {
-            st.builds.resize_with(p.real.len(), || None);
-        }
-        let failed = results.iter().any(|(_, b)| b.status != CL_BUILD_SUCCESS);
-        for (i, b) in results {
-            st.builds[i] = Some(b);
-        }
-        st.options = options.to_owned();
-        st.headers = headers;
-        st.binary_type = CL_PROGRAM_BINARY_TYPE_COMPILED_OBJECT;
+        let failed = self.record(results, options, CL_PROGRAM_BINARY_TYPE_COMPILED_OBJECT);
+        self.state.lock().unwrap_or_else(|e| e.into_inner()).headers = headers;
         if failed { Err(CL_COMPILE_PROGRAM_FAILURE) } else { Ok(()) }
     }
 
     fn build(&self, devices: &[DeviceKind], options: &str, extra_source: &str) -> ClResult<()> {
         let p = &self.context.platform;
-        let mut reals: Vec<usize> = devices.iter().flat_map(|&k| p.reals(k)).collect();
-        reals.sort_unstable();
-        reals.dedup();
         let source = format!("{extra_source}{}", self.source);
         let mut results = Vec::new();
-        for &i in &reals {
+        for i in p.reals_of(devices) {
             let dev = &p.real[i].1;
             let b = match VendorProgram::from_source(dev.context(), &source) {
                 Err(e) => DeviceBuild::new(CL_BUILD_ERROR, format!("clCreateProgramWithSource: {e}")),
@@ -143,17 +141,7 @@ impl Program {
             };
             results.push((i, b));
         }
-        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        st.options = options.to_owned();
-        if st.builds.len() < p.real.len() {
-            st.builds.resize_with(p.real.len(), || None);
-        }
-        let failed = results.iter().any(|(_, b)| b.status != CL_BUILD_SUCCESS);
-        for (i, b) in results {
-            st.builds[i] = Some(b);
-        }
-        st.binary_type = CL_PROGRAM_BINARY_TYPE_EXECUTABLE;
-        if failed { Err(CL_BUILD_PROGRAM_FAILURE) } else { Ok(()) }
+        if self.record(results, options, CL_PROGRAM_BINARY_TYPE_EXECUTABLE) { Err(CL_BUILD_PROGRAM_FAILURE) } else { Ok(()) }
     }
 
     pub fn binary(&self) -> Vec<u8> {
@@ -489,17 +477,7 @@ pub unsafe extern "C" fn clLinkProgram(
             let h = new_program(&c, devs.clone(), source);
             let p = icd::get::<Program>(h)?;
             if let Some(results) = native {
-                let failed = {
-                    let mut st = p.state.lock().unwrap_or_else(|e| e.into_inner());
-                    st.builds.resize_with(c.platform.real.len(), || None);
-                    let failed = results.iter().any(|(_, b)| b.status != CL_BUILD_SUCCESS);
-                    for (i, b) in results {
-                        st.builds[i] = Some(b);
-                    }
-                    st.options = opts;
-                    st.binary_type = CL_PROGRAM_BINARY_TYPE_EXECUTABLE;
-                    failed
-                };
+                let failed = p.record(results, &opts, CL_PROGRAM_BINARY_TYPE_EXECUTABLE);
                 if let Some(f) = notify {
                     f(h, user_data);
                 }
@@ -550,9 +528,7 @@ fn link_failed(h: Handle, p: &Program, e: cl_int) -> ClResult<Handle> {
 /// build per device (a failed one with the vendor's link log).
 fn link_native(c: &Context, devs: &[DeviceKind], options: &str, inputs: &[Arc<Obj<Program>>]) -> Option<Vec<(usize, DeviceBuild)>> {
     let p = c.platform;
-    let mut reals: Vec<usize> = devs.iter().flat_map(|&k| p.reals(k)).collect();
-    reals.sort_unstable();
-    reals.dedup();
+    let reals = p.reals_of(devs);
     // Each input's objects, one input locked at a time (an input may be given twice).
     let mut objects: Vec<Vec<VendorProgram>> = reals.iter().map(|_| Vec::new()).collect();
     for input in inputs {
