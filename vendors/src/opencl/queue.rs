@@ -67,6 +67,26 @@ unsafe extern "C" fn on_event_complete(_event: cl_event, status: cl_int, user: *
     let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| pending.one_done(status)));
 }
 
+/// A `clSetEventCallback` per event completing `pending` (or, where the vendor refuses
+/// one, a wait here).
+fn register_callbacks(queue: &Queue, events: Vec<Event>, pending: &Arc<Pending>) {
+    for ev in events {
+        let user = Arc::into_raw(pending.clone()).cast_mut().cast::<c_void>();
+        // SAFETY: the event is live; `on_event_complete` takes `user` back exactly once.
+        if unsafe { r::set_event_callback(ev.as_raw(), CL_COMPLETE, on_event_complete, user) }.is_err() {
+            // SAFETY: the callback was not registered, so the reference is still ours.
+            drop(unsafe { Arc::from_raw(user.cast_const().cast::<Pending>()) });
+            // No callbacks (or a broken one): wait here instead.
+            let _ = queue.flush();
+            let status = match ev.wait() {
+                Ok(()) => CL_COMPLETE,
+                Err(e) => e.0,
+            };
+            pending.one_done(status);
+        }
+    }
+}
+
 impl OpenClDevice {
     /// A completion for `events` (all submitted to `queue`, one of this device's): registers
     /// the callbacks, then flushes. The caller holds the submission lock.
@@ -82,24 +102,9 @@ impl OpenClDevice {
         let pending = Arc::new(Pending { remaining: AtomicUsize::new(events.len()), error: Mutex::new(None), done });
         let done = pending.done.clone();
         if let Some(poller) = &self.poller {
-            queue.flush().map_err(|e| lost("clFlush", e))?;
             poller.add(events.into_iter().map(|ev| (ev, pending.clone())));
-            return Ok(done);
-        }
-        for ev in events {
-            let user = Arc::into_raw(pending.clone()).cast_mut().cast::<c_void>();
-            // SAFETY: the event is live; `on_event_complete` takes `user` back exactly once.
-            if unsafe { r::set_event_callback(ev.as_raw(), CL_COMPLETE, on_event_complete, user) }.is_err() {
-                // SAFETY: the callback was not registered, so the reference is still ours.
-                drop(unsafe { Arc::from_raw(user.cast_const().cast::<Pending>()) });
-                // No callbacks (or a broken one): wait here instead.
-                let _ = queue.flush();
-                let status = match ev.wait() {
-                    Ok(()) => CL_COMPLETE,
-                    Err(e) => e.0,
-                };
-                pending.one_done(status);
-            }
+        } else {
+            register_callbacks(queue, events, &pending);
         }
         queue.flush().map_err(|e| lost("clFlush", e))?;
         Ok(done)
