@@ -5,8 +5,7 @@
 #   scripts/gpu-checks.sh pack [DIR]   (here; default DIR .dev, which .git/info/exclude
 #                                        should list) builds and copies: the CUDA test and
 #                                        examples, libweft.so, libweft_icd.so, clbench, the
-#                                        ICD's C test programs, the OpenMP task benchmarks,
-#                                        and the libraries a bare machine may lack (hwloc,
+#                                        ICD's C test programs, and the libraries a bare machine may lack (hwloc,
 #                                        udev, ocl-icd's libOpenCL, LLVM's libomp, clinfo),
 #                                        pyopencl's wheels and tests
 #   scripts/gpu-checks.sh run [DIR]    (there, from the repository root) runs:
@@ -16,8 +15,9 @@
 #            5), tests/icd/{basic,inorder,bad_input}.c on Weft over NVIDIA and PoCL
 #     pyopencl  pyopencl 2026.1.4's suite (pytest -n 16) on Weft's unified device over
 #            NVIDIA, then on NVIDIA alone
-#     omp    bench/omp_tasks at $THREADS (default: all cores) threads: libgomp, libomp, Weft,
-#            medians of 7 rounds (OMP_SPECS="fib;cholesky 2048 64" picks programs and sizes)
+#     omp    bench/omp_tasks/run.sh 7 at $THREADS (default: all cores) threads, compiled
+#            there: libgomp, libomp, Weft (OMP_PROGS="fib cholesky:2048:64" picks programs
+#            and sizes)
 #   PARTS (default "cuda cl pyopencl omp") picks some; logs go to $OUT (default DIR/out).
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -46,7 +46,6 @@ pack() {
     for n in basic inorder bad_input; do
         gcc -std=c11 -O1 -Wall -Wextra -Werror -pthread "tests/icd/$n.c" -o "$D/bin/icd_$n" -lOpenCL
     done
-    for p in tasks_million fib cholesky sparselu; do gcc -O3 -fopenmp -o "$D/bin/omp_$p" "bench/omp_tasks/$p.c" -lm; done
     strip "$D"/bin/* "$D"/lib/*
     # pyopencl's suite for the device's Python 3.12 (wheels, and the sdist's tests).
     local py=(--no-deps --only-binary=:all: --python-version 3.12 --implementation cp --platform manylinux_2_28_x86_64
@@ -79,15 +78,21 @@ run_cuda() {
     done
 }
 
-run_cl() {
+# Vendors directories: nv (NVIDIA's OpenCL), weft (Weft's ICD), all (NVIDIA and PoCL);
+# fails, saying so, where there is no NVIDIA OpenCL.
+nvidia_vendors() {
     local nv=/usr/lib/libnvidia-opencl.so.1
     [ -e "$nv" ] || nv=$(find / -xdev -name 'libnvidia-opencl.so.1' 2>/dev/null | head -n 1)
-    [ -n "$nv" ] || { echo "no NVIDIA OpenCL: cl part skipped"; return; }
+    [ -n "$nv" ] || { echo "no NVIDIA OpenCL: $1 part skipped"; return 1; }
     mkdir -p "$D/vendors/nv" "$D/vendors/weft" "$D/vendors/all"
     echo "$nv" >"$D/vendors/nv/nvidia.icd"
     echo "$D/lib/libweft_icd.so" >"$D/vendors/weft/weft.icd"
     cp "$D/vendors/nv/nvidia.icd" "$D/vendors/all/"
     cp /etc/OpenCL/vendors/*pocl*.icd "$D/vendors/all/" 2>/dev/null || true
+}
+
+run_cl() {
+    nvidia_vendors cl || return 0
     local W=(env LD_LIBRARY_PATH="$D/ocl:$LD_LIBRARY_PATH" OCL_ICD_VENDORS="$D/vendors/weft")
     "${W[@]}" WEFT_OCL_VENDORS="$D/vendors/nv" timeout 60 "$D/bin/clinfo" >"$OUT/clinfo-weft.txt" 2>&1
     echo "== clinfo on Weft over NVIDIA: exit $?, $(grep -ciE 'invalid|<error' "$OUT/clinfo-weft.txt") error lines"
@@ -108,11 +113,7 @@ run_cl() {
 }
 
 run_pyopencl() {
-    local nv=/usr/lib/libnvidia-opencl.so.1
-    [ -e "$nv" ] || { echo "no NVIDIA OpenCL: pyopencl part skipped"; return; }
-    mkdir -p "$D/vendors/nv" "$D/vendors/weft"
-    echo "$nv" >"$D/vendors/nv/nvidia.icd"
-    echo "$D/lib/libweft_icd.so" >"$D/vendors/weft/weft.icd"
+    nvidia_vendors pyopencl || return 0
     python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/weft-site "$D"/whl/*.whl || return
     local mode
     for mode in weft nvidia; do
@@ -131,29 +132,9 @@ run_pyopencl() {
 }
 
 run_omp() {
-    mkdir -p "$D/weft" && ln -sf "$D/lib/libweft.so" "$D/weft/libgomp.so.1"
-    export OMP_NUM_THREADS=${THREADS:-$(nproc)}
-    local specs=${OMP_SPECS:-"tasks_million;fib;cholesky;cholesky 2048 64;sparselu"}
-    IFS=";" read -ra specs <<<"$specs"
-    for spec in "${specs[@]}"; do
-        # shellcheck disable=SC2086
-        set -- $spec
-        for r in libgomp libomp weft; do : >"$D/t.$r"; done
-        for _ in 1 2 3 4 5 6 7; do
-            for r in libgomp libomp weft; do
-                case $r in
-                    libgomp) line=$(timeout 60 "$D/bin/omp_$1" "${@:2}") ;;
-                    libomp) line=$(LD_PRELOAD=$D/lib/libomp.so.5 timeout 60 "$D/bin/omp_$1" "${@:2}") ;;
-                    weft) line=$(LD_LIBRARY_PATH=$D/weft:$LD_LIBRARY_PATH timeout 60 "$D/bin/omp_$1" "${@:2}") ;;
-                esac
-                case $line in *check=ok*) ;; *) echo "$r $spec: wrong result: $line" ;; esac
-                sed -n 's/.*seconds=\([0-9.]*\).*/\1/p' <<<"$line" >>"$D/t.$r"
-            done
-        done
-        g=$(median <"$D/t.libgomp") o=$(median <"$D/t.libomp") w=$(median <"$D/t.weft")
-        awk -v s="$spec" -v g="$g" -v o="$o" -v w="$w" -v t="$OMP_NUM_THREADS" 'BEGIN {
-            printf "%d threads %-18s libgomp %.4f libomp %.4f weft %.4f  weft/libgomp %.3f weft/libomp %.3f\n", t, s, g, o, w, w / g, w / o }'
-    done
+    # The device compiles the programs (it has gcc); Weft and libomp are the packed ones.
+    OMP_NUM_THREADS=${THREADS:-$(nproc)} WEFT_LIB=$D/lib/libweft.so LIBOMP=$D/lib/libomp.so.5 \
+        PROGS=${OMP_PROGS:-"tasks_million fib cholesky cholesky:2048:64 sparselu"} bench/omp_tasks/run.sh 7
 }
 
 case $mode in

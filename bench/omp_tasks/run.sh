@@ -10,7 +10,8 @@
 #
 # Usage: bench/omp_tasks/run.sh [rounds]   (default 5; medians of the rounds)
 # Environment: OMP_NUM_THREADS (default 2), WEFT_LIB (default target/release/libweft.so),
-#              PROGS (default: all four, e.g. PROGS="cholesky sparselu"),
+#              PROGS (default: all four, e.g. PROGS="cholesky sparselu"; a program's
+#              arguments follow its name after colons, e.g. "cholesky:2048:64"),
 #              LIBOMP (default: the first libomp.so.5 found under /usr/lib).
 # Each program checks its own result and prints `RESULT name=… seconds=… check=ok`.
 set -euo pipefail
@@ -23,19 +24,21 @@ out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 
 progs=${PROGS:-tasks_million fib cholesky sparselu}
-for p in $progs; do
-    gcc -O3 -fopenmp -o "$out/$p" "$src/$p.c" -lm
+for spec in $progs; do
+    p=${spec%%:*}
+    [ -x "$out/$p" ] || gcc -O3 -fopenmp -o "$out/$p" "$src/$p.c" -lm
 done
 
 # shellcheck source=bench/omp_tasks/runtimes.sh
 source "$src/runtimes.sh"
 
-run() { # runtime program -> seconds (fails loudly on a wrong result)
-    local line
+run() { # runtime program:arg:... -> seconds (fails loudly on a wrong result)
+    local line args
+    IFS=: read -ra args <<<"$2"
     case $1 in
-        libgomp) line=$("$out/$2") ;;
-        libomp) line=$(LD_PRELOAD=$libomp "$out/$2") ;;
-        weft) line=$(LD_LIBRARY_PATH=$out/weft "$out/$2") ;;
+        libgomp) line=$("$out/${args[0]}" "${args[@]:1}") ;;
+        libomp) line=$(LD_PRELOAD=$libomp "$out/${args[0]}" "${args[@]:1}") ;;
+        weft) line=$(LD_LIBRARY_PATH=$out/weft${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} "$out/${args[0]}" "${args[@]:1}") ;;
     esac
     case $line in *check=ok*) ;; *) echo "$1 $2: wrong result: $line" >&2; return 1 ;; esac
     # Cholesky and SparseLU also report the threads' time outside their kernels.
