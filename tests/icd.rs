@@ -147,7 +147,14 @@ fn a_c_program_runs_kernels_buffers_and_events_on_every_weft_device() {
     let stdout = run_all_ok(&exe, &v, "basic basic", &[], "basic");
     assert!(stdout.contains("Weft platform: 3 devices"), "{stdout}");
     for d in 0..3 {
-        for what in ["saxpy ok", "map/square ok", "fill/copy/rect/local ok", "sub-buffer/binary ok", "user event/marker/callback ok"] {
+        for what in [
+            "saxpy ok",
+            "map/square ok",
+            "fill/copy/rect/local ok",
+            "sub-buffer/binary ok",
+            "large buffer ok",
+            "user event/marker/callback ok",
+        ] {
             assert!(stdout.contains(&format!("device {d}")) && stdout.contains(what), "device {d}: {what}:\n{stdout}");
         }
     }

@@ -109,6 +109,13 @@ impl Runtime {
 
     pub fn new(config: Config) -> Result<Runtime> {
         let topology = Topology::detect();
+        // Large host copies (a clEnqueueReadBuffer into the application's memory, a CUDA
+        // staging pack) are split over up to 8 cores, a bound worker's helpers on the cores
+        // after its own.
+        weft_vendors::set_host_copy(weft_vendors::HostCopy {
+            threads: topology.npus().min(8),
+            placement: Some(std::sync::Arc::new(topology.clone())),
+        });
         #[cfg(feature = "opencl")]
         let opencl_devices: Vec<Arc<weft_vendors::opencl::OpenClDevice>> = match config.nopencl {
             Some(0) => Vec::new(),

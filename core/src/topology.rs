@@ -69,16 +69,21 @@ impl Topology {
 
     /// Bind the calling thread to processing unit `i` (modulo the count). Returns whether it worked.
     pub fn bind_current_thread(&self, i: usize) -> bool {
+        self.bind_current_thread_os(self.pus[i % self.pus.len()])
+    }
+
+    /// Bind the calling thread to the processing unit of OS index `os`. Returns whether it
+    /// worked.
+    pub fn bind_current_thread_os(&self, os: usize) -> bool {
         #[cfg(feature = "hwloc")]
         if let Some(hw) = &self.hw {
             use hwlocality::cpu::binding::CpuBindingFlags;
             use hwlocality::cpu::cpuset::CpuSet;
-            let os = self.pus[i % self.pus.len()];
             let mut set = CpuSet::new();
             set.set(os);
             return hw.bind_cpu(&set, CpuBindingFlags::THREAD).is_ok();
         }
-        let _ = i;
+        let _ = os;
         false
     }
 
@@ -92,6 +97,19 @@ impl Topology {
         } else {
             2
         }
+    }
+}
+
+/// Helpers of a host copy split by a bound worker run on the processing units after the
+/// worker's own, one each (left to themselves, they start on the worker's core and wait
+/// for the OS to move them, milliseconds on an idle machine, longer than the copy).
+impl weft_vendors::CopyPlacement for Topology {
+    fn caller(&self) -> Option<usize> {
+        crate::worker::bound_pu()
+    }
+    fn place_helper(&self, caller: usize, i: usize) {
+        let at = self.pus.iter().position(|&p| p == caller).unwrap_or(0);
+        self.bind_current_thread(at + i);
     }
 }
 

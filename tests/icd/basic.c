@@ -172,6 +172,31 @@ static void run_on(cl_platform_id platform, cl_device_id dev, int index) {
     free(bin);
     printf("device %d: sub-buffer/binary ok\n", index);
 
+    /* A large buffer (host copies this big are split over threads): made from host memory,
+     * written at an offset, squared by a kernel, read back at an offset; not a whole number
+     * of pages. */
+    {
+        const size_t nb = (9u << 20) / sizeof(int) + 3, off = 1000;
+        int *big = malloc(nb * sizeof(int)), *back = malloc(nb * sizeof(int));
+        for (size_t i = 0; i < nb; i++) big[i] = (int)(i % 40000) - 20000;
+        cl_mem bb = clCreateBuffer(ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, nb * sizeof(int), big, &err);
+        CHECK(err);
+        CHECK(clEnqueueReadBuffer(q, bb, CL_TRUE, 0, nb * sizeof(int), back, 0, NULL, NULL));
+        EXPECT(memcmp(back, big, nb * sizeof(int)) == 0);
+        for (size_t i = 0; i < nb; i++) big[i] = (int)(i % 30011);
+        CHECK(clEnqueueWriteBuffer(q, bb, CL_TRUE, off * sizeof(int), (nb - off) * sizeof(int), big + off, 0, NULL, NULL));
+        CHECK(clSetKernelArg(sq, 0, sizeof bb, &bb));
+        CHECK(clEnqueueNDRangeKernel(q, sq, 1, NULL, &nb, NULL, 0, NULL, NULL));
+        memset(back, 0, nb * sizeof(int));
+        CHECK(clEnqueueReadBuffer(q, bb, CL_TRUE, off * sizeof(int), (nb - off) * sizeof(int), back + off, 0, NULL, NULL));
+        for (size_t i = 0; i < off; i++) EXPECT(back[i] == 0);
+        for (size_t i = off; i < nb; i++) EXPECT(back[i] == big[i] * big[i]);
+        CHECK(clReleaseMemObject(bb));
+        free(big);
+        free(back);
+        printf("device %d: large buffer ok\n", index);
+    }
+
     /* A user event gates a write; a marker follows everything. */
     cl_event gate = clCreateUserEvent(ctx, &err);
     CHECK(err);

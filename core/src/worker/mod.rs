@@ -32,6 +32,13 @@ pub struct WorkerInfo {
 thread_local! {
     /// (runtime id, worker id) of the worker this thread is.
     static CURRENT: Cell<Option<(u64, usize)>> = const { Cell::new(None) };
+    /// OS index of the processing unit this worker thread is bound to, if it is.
+    static BOUND: Cell<Option<usize>> = const { Cell::new(None) };
+}
+
+/// OS index of the processing unit the calling thread is bound to, if it is a bound worker.
+pub(crate) fn bound_pu() -> Option<usize> {
+    BOUND.with(|b| b.get())
 }
 
 /// The worker the calling thread is, for runtime `rt`.
@@ -47,10 +54,12 @@ pub fn in_worker() -> bool {
 pub(crate) fn run(rt: Arc<RuntimeInner>, w: usize) {
     CURRENT.with(|c| c.set(Some((rt.id, w))));
     let info = &rt.workers[w];
+    // `pu` is an OS index (not the topology's own order).
     if rt.config.bind
         && let Some(pu) = info.pu
+        && rt.topology.bind_current_thread_os(pu)
     {
-        rt.topology.bind_current_thread(pu);
+        BOUND.with(|b| b.set(Some(pu)));
     }
     let spin = Duration::from_micros(rt.config.spin_us);
     #[cfg(any(feature = "opencl", feature = "cuda"))]

@@ -214,7 +214,7 @@ fn create_buffer(context: Handle, flags: cl_bitfield, size: usize, host_ptr: *mu
         if flags & CL_MEM_COPY_HOST_PTR != 0 {
             // SAFETY: the application's host_ptr is readable for `size` bytes (clCreateBuffer's
             // contract); `a` is a fresh allocation of `size` bytes.
-            unsafe { std::ptr::copy_nonoverlapping(host_ptr.cast::<u8>(), a.ptr, size) };
+            unsafe { weft_vendors::copy_host(host_ptr.cast::<u8>(), a.ptr, size) };
         }
         (a.ptr, Some(a))
     };

@@ -401,7 +401,7 @@ pub unsafe extern "C" fn clEnqueueReadBuffer(
                 let c = host_codelet("clEnqueueReadBuffer", &state, move |a| {
                     // SAFETY: the buffer's host replica holds `offset + size` bytes; the application's
                     // `ptr` is writable for `size` bytes until the command completes.
-                    unsafe { std::ptr::copy_nonoverlapping((a[0] + offset) as *const u8, dst as *mut u8, size) }
+                    unsafe { weft_vendors::copy_host((a[0] + offset) as *const u8, dst as *mut u8, size) }
                 });
                 TaskBuilder::new(&c).access(m.handle(), AccessMode::R)
             }
@@ -438,7 +438,7 @@ pub unsafe extern "C" fn clEnqueueWriteBuffer(
         let offset = offset + m.offset;
         let c = host_codelet("clEnqueueWriteBuffer", &state, move |a| {
             // SAFETY: as in clEnqueueReadBuffer, the other way.
-            unsafe { std::ptr::copy_nonoverlapping(src as *const u8, (a[0] + offset) as *mut u8, size) }
+            unsafe { weft_vendors::copy_host(src as *const u8, (a[0] + offset) as *mut u8, size) }
         });
         let b = TaskBuilder::new(&c).access(m.handle(), mode);
         // SAFETY: the caller's contract.

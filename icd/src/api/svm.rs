@@ -325,7 +325,7 @@ pub unsafe extern "C" fn clEnqueueSVMMemcpy(
         let copy = move |_: &[usize]| {
             // SAFETY: both ranges are valid for `size` bytes until the command completes
             // (the application's contract).
-            unsafe { std::ptr::copy_nonoverlapping(s as *const u8, d as *mut u8, size) }
+            unsafe { weft_vendors::copy_host(s as *const u8, d as *mut u8, size) }
         };
         // SAFETY: the caller's contract.
         unsafe { svm_command(&qq, waits, "clEnqueueSVMMemcpy", CL_COMMAND_SVM_MEMCPY, &views, copy, is_true(blocking), event) }
