@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install what Weft needs on a Debian machine that has Rust: system packages, then crates.
 # Idempotent: installs only what is missing. Run as root or with sudo available.
+# Usage: scripts/setup.sh [--bench]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -9,6 +10,9 @@ cd "$(dirname "$0")/.."
 # The ICD's tests (issue 4) run clinfo and StarPU's SOCL example programs (starpu-examples)
 # through the loader; binutils' nm checks exported symbols.
 PKGS=(pkg-config gcc binutils libhwloc-dev libudev-dev pocl-opencl-icd ocl-icd-opencl-dev opencl-headers clinfo starpu-examples)
+# `--bench`: also the benchmarks' peers that tests do not need (LLVM's libomp, beside
+# the system's libgomp, for bench/omp_tasks).
+[ "${1:-}" = --bench ] && PKGS+=(libomp-dev)
 missing=()
 for p in "${PKGS[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -5,7 +5,12 @@
 # Environment: LIBOMP (default: the first libomp.so.5 found under /usr/lib), WEFT_LIB
 # (default: $CARGO_TARGET_DIR or ./target, release/libweft.so).
 runtimes="libgomp"
-libomp=${LIBOMP:-$(ls /usr/lib/llvm-*/lib/libomp.so.5 /usr/lib/x86_64-linux-gnu/libomp.so.5 2>/dev/null | head -n 1 || true)}
+find_libomp() { ls /usr/lib/llvm-*/lib/libomp.so.5 /usr/lib/x86_64-linux-gnu/libomp.so.5 2>/dev/null | head -n 1 || true; }
+libomp=${LIBOMP:-$(find_libomp)}
+if [ -z "$libomp" ] && [ -z "${LIBOMP:-}" ]; then
+    "$root/scripts/setup.sh" --bench >&2 || true
+    libomp=$(find_libomp)
+fi
 [ -n "$libomp" ] && runtimes="$runtimes libomp" || echo "(no libomp.so.5: install libomp5 for the LLVM column)" >&2
 weft=${WEFT_LIB:-${CARGO_TARGET_DIR:-$root/target}/release/libweft.so}
 if [ -f "$weft" ] && nm -D --defined-only "$weft" 2>/dev/null | grep ' GOMP_task\b' >/dev/null; then
