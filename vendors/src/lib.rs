@@ -233,7 +233,7 @@ pub trait Device: Send + Sync + 'static {
 }
 
 /// Copy a strided rectangle between host addresses: a large one is split over several
-/// threads ([`host_copy_threads`]), since one core's `memcpy` moves far less than the
+/// threads ([`host_copy`]), since one core's `memcpy` moves far less than the
 /// memory bus can (8 GB/s of 12 on the 2-core test machine; 6.7 GB/s on a 16-core Xeon
 /// whose GPU's DMA reads at 11.5).
 ///
@@ -334,6 +334,8 @@ pub fn host_copy() -> HostCopy {
 /// that each copies at least [`SPLIT_PIECE`] bytes. A helper that cannot be started leaves
 /// its range to this thread.
 fn split(units: usize, unit: usize, f: impl Fn(usize, usize) + Copy + Send) {
+    // One range whatever the setting (`split_over` gives fewer than two pieces): the
+    // common small copy does not take the setting's lock.
     if units.saturating_mul(unit) < 2 * SPLIT_PIECE {
         return f(0, units);
     }
@@ -357,9 +359,9 @@ fn split_over(units: usize, unit: usize, c: &HostCopy, f: impl Fn(usize, usize) 
             if from >= to {
                 break;
             }
-            let place = caller.and(c.placement.clone());
+            let place = caller.zip(c.placement.clone());
             let helper = move || {
-                if let (Some(p), Some(at)) = (place, caller) {
+                if let Some((at, p)) = place {
                     p.place_helper(at, i);
                 }
                 f(from, to)
