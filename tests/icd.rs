@@ -147,15 +147,20 @@ fn a_c_program_runs_kernels_buffers_and_events_on_every_weft_device() {
     let stdout = run_all_ok(&exe, &v, "basic basic", &[], "basic");
     assert!(stdout.contains("Weft platform: 3 devices"), "{stdout}");
     for d in 0..3 {
-        for what in [
-            "saxpy ok",
-            "map/square ok",
-            "fill/copy/rect/local ok",
-            "sub-buffer/binary ok",
-            "large buffer ok",
-            "user event/marker/callback ok",
-        ] {
-            assert!(stdout.contains(&format!("device {d}")) && stdout.contains(what), "device {d}: {what}:\n{stdout}");
+        // (This line also names the device.)
+        assert!(stdout.contains(&format!("device {d} (")) && stdout.contains("saxpy ok"), "device {d}: saxpy ok:\n{stdout}");
+    }
+    each_device_reports(
+        &stdout,
+        &["map/square ok", "fill/copy/rect/local ok", "sub-buffer/binary ok", "large buffer ok", "user event/marker/callback ok"],
+    );
+}
+
+/// Each of the 3 Weft devices printed `device N: <line>` for every line of `lines`.
+fn each_device_reports(stdout: &str, lines: &[&str]) {
+    for d in 0..3 {
+        for line in lines {
+            assert!(stdout.contains(&format!("device {d}: {line}")), "device {d}: {line}:\n{stdout}");
         }
     }
 }
@@ -170,13 +175,8 @@ fn in_order_streams_of_tiny_kernels_keep_order_events_and_coherence() {
     let v = vendors_or_skip!();
     let Some(exe) = compile("inorder") else { return };
     let stdout = run_all_ok(&exe, &v, "basic basic", &[], "basic devices");
-    for d in 0..3 {
-        assert!(stdout.contains(&format!("device {d}: in-order stream ok")), "device {d}:\n{stdout}");
-    }
+    each_device_reports(&stdout, &["in-order stream ok", "changing arguments ok"]);
     assert!(stdout.contains("two devices: coherent ok"), "{stdout}");
-    for d in 0..3 {
-        assert!(stdout.contains(&format!("device {d}: changing arguments ok")), "device {d}:\n{stdout}");
-    }
     // Again on PoCL's multi-threaded device, whose commands run on its own threads, not
     // inside the enqueuing call: a read launched right behind kernels still running must
     // wait for them (it once did not, on the transfer queue). A few rounds: it is a race.
@@ -201,9 +201,7 @@ fn compile_and_link_use_the_vendors_compiler_and_linker_on_every_device() {
     let v = vendors_or_skip!();
     let Some(exe) = compile("compile_link") else { return };
     let stdout = run_all_ok(&exe, &v, "basic basic", &[], "compile_link");
-    for d in 0..3 {
-        assert!(stdout.contains(&format!("device {d}: compile/link ok")), "device {d}:\n{stdout}");
-    }
+    each_device_reports(&stdout, &["compile/link ok"]);
 }
 
 /// Random call sequences with one fault each (see `tests/icd/bad_input.c`): the exact
