@@ -77,7 +77,7 @@ fn main() {
         for _ in 0..n {
             // SAFETY: queue and kernel are live; `buf` outlives the launch.
             unsafe {
-                let ev = r::enqueue_nd_range_kernel(q, k.as_raw(), &[1], None, &[]).unwrap();
+                let ev = r::enqueue_nd_range_kernel(q, k.as_raw(), None, &[1], None).unwrap();
                 r::finish(q).unwrap();
                 r::release_event(ev).unwrap();
             }
@@ -91,7 +91,7 @@ fn main() {
     let raw_batch = best(3, || {
         for _ in 0..n {
             // SAFETY: as above.
-            unsafe { r::release_event(r::enqueue_nd_range_kernel(q, k.as_raw(), &[1], None, &[]).unwrap()).unwrap() };
+            unsafe { r::release_event(r::enqueue_nd_range_kernel(q, k.as_raw(), None, &[1], None).unwrap()).unwrap() };
         }
         // SAFETY: the queue is live.
         unsafe { r::finish(q) }.unwrap();

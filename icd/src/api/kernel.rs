@@ -700,7 +700,7 @@ fn run_launch(p: &Launch, l: &OpenClLaunch<'_>) -> Result<weft_vendors::Completi
             helpers.push(hk);
             let g = [n];
             // SAFETY: the helper's arguments are set to live buffers.
-            Ok(Box::new(move |q| unsafe { vr::enqueue_nd_range_kernel_at(q, hr, None, &g, None) }))
+            Ok(Box::new(move |q| unsafe { vr::enqueue_nd_range_kernel(q, hr, None, &g, None) }))
         };
         let mut cmds: Vec<Cmd<'_>> = Vec::new();
         let mut after: Vec<Cmd<'_>> = Vec::new();
@@ -727,7 +727,7 @@ fn run_launch(p: &Launch, l: &OpenClLaunch<'_>) -> Result<weft_vendors::Completi
         }
         let (kr, glob, loc) = (vk.as_raw(), &global, local.as_deref());
         // SAFETY: the arguments are set to objects alive until the completion fires.
-        cmds.push(Box::new(move |q| unsafe { vr::enqueue_nd_range_kernel_at(q, kr, off, glob, loc) }));
+        cmds.push(Box::new(move |q| unsafe { vr::enqueue_nd_range_kernel(q, kr, off, glob, loc) }));
         cmds.extend(after);
         // SAFETY: every object the commands use lives until the completion fires (replicas
         // pinned by core, images and samplers held by the launch closure).

@@ -252,9 +252,8 @@ impl OpenClDevice {
     /// stays allocated, and is not read or written by anyone else than the kernel's
     /// declared accesses, until the completion fires.
     pub unsafe fn launch(&self, kernel: &Kernel, global: &[usize], local: Option<&[usize]>) -> Result<Completion, DeviceError> {
-        let (q, k) = (self.queue.as_raw(), kernel.as_raw());
-        // SAFETY: queue and kernel are live; the caller keeps the arguments alive.
-        self.submit(&self.queue, "clEnqueueNDRangeKernel", [|| unsafe { r::enqueue_nd_range_kernel(q, k, global, local, &[]) }])
+        // SAFETY: the caller's contract, which is launch_at's.
+        unsafe { self.launch_at(kernel, None, global, local) }
     }
 
     /// [`OpenClDevice::launch`] with a global work offset (`None`: zero).
@@ -270,7 +269,7 @@ impl OpenClDevice {
     ) -> Result<Completion, DeviceError> {
         let (q, k) = (self.queue.as_raw(), kernel.as_raw());
         // SAFETY: queue and kernel are live; the caller keeps the arguments alive.
-        self.submit(&self.queue, "clEnqueueNDRangeKernel", [|| unsafe { r::enqueue_nd_range_kernel_at(q, k, offset, global, local) }])
+        self.submit(&self.queue, "clEnqueueNDRangeKernel", [|| unsafe { r::enqueue_nd_range_kernel(q, k, offset, global, local) }])
     }
 
     /// [`OpenClDevice::launch_at`] without an event of its own: the kernel joins the open
@@ -357,8 +356,9 @@ impl OpenClDevice {
 /// bench/cl/clbench.c's 0.6 ms SGEMM ran at 330-900 GFLOP/s through Weft with callbacks,
 /// 3,170-3,530 polling without sleeps, 3,730-3,800 direct (and 3,280-3,310 with a first
 /// version that slept after 200 µs counted from the last completion, so a kernel
-/// submitted after an idle spell was watched in 20 µs sleeps from its start). CPU devices keep callbacks: PoCL runs them at once, and a
-/// polling thread would take a core from the device's own threads.
+/// submitted after an idle spell was watched in 20 µs sleeps from its start). CPU devices
+/// keep callbacks: PoCL runs them at once, and a polling thread would take a core from the
+/// device's own threads.
 pub(crate) struct Poller {
     shared: Arc<PollShared>,
     thread: Mutex<Option<std::thread::JoinHandle<()>>>,

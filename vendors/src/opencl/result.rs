@@ -542,30 +542,13 @@ fn work_dims(offset: Option<&[usize]>, global: &[usize], local: Option<&[usize]>
     Ok(())
 }
 
+/// Launch `k` over `global` from `offset` (`None`: zero), in work-groups of `local` (`None`:
+/// the vendor's choice); `offset` and `local` have as many dimensions as `global`.
+///
 /// # Safety
 /// See the module doc; every memory object set as an argument of `k` stays alive until
 /// the event completes.
 pub unsafe fn enqueue_nd_range_kernel(
-    q: cl_command_queue,
-    k: cl_kernel,
-    global: &[usize],
-    local: Option<&[usize]>,
-    wait: &[cl_event],
-) -> ClResult<cl_event> {
-    work_dims(None, global, local)?;
-    let (n, w) = wait_list(wait);
-    let mut ev = null_mut();
-    let local = local.map_or(null(), |l| l.as_ptr());
-    check(cl_call!(q => clEnqueueNDRangeKernel(q, k, global.len() as cl_uint, null(), global.as_ptr(), local, n, w, &mut ev)))?;
-    check_obj(ev, CL_SUCCESS)
-}
-
-/// As [`enqueue_nd_range_kernel`], with a global work offset (`offset` has as many
-/// dimensions as `global`).
-///
-/// # Safety
-/// As [`enqueue_nd_range_kernel`].
-pub unsafe fn enqueue_nd_range_kernel_at(
     q: cl_command_queue,
     k: cl_kernel,
     offset: Option<&[usize]>,
@@ -580,7 +563,7 @@ pub unsafe fn enqueue_nd_range_kernel_at(
     check_obj(ev, CL_SUCCESS)
 }
 
-/// As [`enqueue_nd_range_kernel_at`], asking for no event (the command's completion is
+/// As [`enqueue_nd_range_kernel`], asking for no event (the command's completion is
 /// learnt from a later command of the same in-order queue, e.g. a marker).
 ///
 /// # Safety
