@@ -838,6 +838,14 @@ impl RuntimeInner {
         if waiters > 0 {
             t.cv.notify_all();
         }
+        // Out of its handles' phase lists: only they (and a tag) hold weak references, all
+        // made while it was registered, so a count of none (its handles moved on) locks
+        // nothing.
+        if Arc::weak_count(t) > 0 {
+            for a in t.accesses.iter().filter(|a| a.mode != AccessMode::Scratch) {
+                deps::forget(&mut a.handle.0.tree.lock(), a.handle.0.idx, Arc::as_ptr(t));
+            }
+        }
         let mut first = true;
         for s in succs {
             if let Err(e) = &result {

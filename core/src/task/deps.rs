@@ -24,10 +24,30 @@ pub(crate) fn phase_of(m: AccessMode) -> Phase {
 }
 
 /// Readers accumulate in a phase; drop finished ones now and then so that a handle read by
-/// millions of tasks does not keep them all alive.
+/// millions of tasks does not keep them all alive (`forget` removes a finishing task only
+/// from the first [`FORGET_SCAN`] places of a list).
 fn prune(v: &mut PhaseTasks) {
     if v.len() >= 64 && v.len().is_power_of_two() {
         v.retain(|t| t.upgrade().is_some_and(|t| !t.is_done()));
+    }
+}
+
+/// How far into a phase's list `forget` looks: completing a task costs at most this much
+/// per access, however many readers a handle has in flight.
+const FORGET_SCAN: usize = 64;
+
+/// Remove a completed task from entry `idx`'s phase lists. A weak reference keeps the
+/// task's allocation alive: a handle whose last phase had many readers and which is never
+/// used again (a factored tile) would otherwise hold all of them until it goes, and every
+/// new task would be fresh memory (OpenMP Cholesky with 45,760 tasks: 4,400 more page
+/// faults than libgomp, 10 ms more of the threads' time outside the kernels).
+pub(crate) fn forget(st: &mut TreeState, idx: usize, task: *const TaskInner) {
+    let d = &mut st.entries[idx].deps;
+    for v in [&mut d.cur, &mut d.prev] {
+        let n = v.len().min(FORGET_SCAN);
+        if let Some(i) = v[..n].iter().position(|w| std::ptr::eq(w.as_ptr(), task)) {
+            v.swap_remove(i);
+        }
     }
 }
 
@@ -84,5 +104,33 @@ mod tests {
         assert_eq!(phase_of(AccessMode::RW), Phase::Write);
         assert_eq!(phase_of(AccessMode::Commute), Phase::Commute);
         assert_eq!(phase_of(AccessMode::Redux), Phase::Redux);
+    }
+
+    /// A handle's last phase does not keep its finished tasks: after a writer and readers
+    /// complete, and with no later access, its lists are empty and the tasks are freed.
+    #[test]
+    fn completed_tasks_leave_their_handles_phase_lists() {
+        use crate::{Config, Runtime, Shape, TaskBuilder};
+        let rt = Runtime::new(Config { ncpu: Some(1), ..Config::default() }).unwrap();
+        let h = rt.alloc(Shape::Bytes { size: 1 }).unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let mut tasks = Vec::new();
+        for mode in [AccessMode::RW, AccessMode::R, AccessMode::R, AccessMode::R] {
+            let tx = tx.clone();
+            let t = rt.submit_external(TaskBuilder::empty().access(&h, mode), move |e| tx.send(e).unwrap()).unwrap();
+            tasks.push(Arc::downgrade(&t.0));
+        }
+        let lists = |h: &crate::DataHandle| {
+            let st = h.0.tree.lock();
+            let d = &st.entries[h.0.idx].deps;
+            (d.prev.len(), d.cur.len())
+        };
+        assert_eq!(lists(&h), (1, 3), "the writer's phase, then the three readers'");
+        for _ in 0..tasks.len() {
+            rt.complete_external(rx.recv().unwrap());
+        }
+        rt.wait_for_all().unwrap();
+        assert_eq!(lists(&h), (0, 0), "completed tasks stay in the handle's lists");
+        assert!(tasks.iter().all(|w| w.weak_count() == 0 && w.upgrade().is_none()), "a completed task is still referenced");
     }
 }
