@@ -471,36 +471,42 @@ pub unsafe extern "C" fn clLinkProgram(
                 headers.extend(st.headers.iter().cloned());
             }
             let opts = c_str(options).map(|c| c.to_string_lossy().into_owned()).unwrap_or_default();
+            let library = opts.contains("-create-library");
             // The vendors' own linkers where every input was compiled by them (a library is
             // still made from the sources, below: it is built when linked into a program).
-            let native = if opts.contains("-create-library") { None } else { link_native(&c, &devs, &opts, &ins) };
+            let native = if library { None } else { link_native(&c, &devs, &opts, &ins) };
             let h = new_program(&c, devs.clone(), source);
             let p = icd::get::<Program>(h)?;
-            if let Some(results) = native {
-                let failed = p.record(results, &opts, CL_PROGRAM_BINARY_TYPE_EXECUTABLE);
-                if let Some(f) = notify {
-                    f(h, user_data);
+            let r = match native {
+                Some(results) => {
+                    if p.record(results, &opts, CL_PROGRAM_BINARY_TYPE_EXECUTABLE) {
+                        Err(CL_BUILD_PROGRAM_FAILURE)
+                    } else {
+                        Ok(())
+                    }
                 }
-                return if failed { link_failed(h, &p, CL_LINK_PROGRAM_FAILURE) } else { Ok(h) };
-            }
-            // Compile options that are preprocessor settings still apply; others are dropped.
-            let mut defines: Vec<&str> = Vec::new();
-            let mut words = compile_opts.split_whitespace();
-            while let Some(o) = words.next() {
-                if o == "-D" || o == "-I" {
-                    defines.push(o);
-                    defines.extend(words.next());
-                } else if o.starts_with("-D") || o.starts_with("-I") {
-                    defines.push(o);
+                None => {
+                    // Compile options that are preprocessor settings still apply; others are dropped.
+                    let mut defines: Vec<&str> = Vec::new();
+                    let mut words = compile_opts.split_whitespace();
+                    while let Some(o) = words.next() {
+                        if o == "-D" || o == "-I" {
+                            defines.push(o);
+                            defines.extend(words.next());
+                        } else if o.starts_with("-D") || o.starts_with("-I") {
+                            defines.push(o);
+                        }
+                    }
+                    let keep = if library { String::new() } else { opts.clone() };
+                    let dir = header_dir(&headers)?;
+                    let include = dir.as_ref().map(|d| format!(" -I{}", d.display())).unwrap_or_default();
+                    let r = p.build(&devs, &format!("{}{include} {}", defines.join(" "), keep.replace("-enable-link-options", "")), "");
+                    if let Some(d) = dir {
+                        let _ = std::fs::remove_dir_all(d);
+                    }
+                    r
                 }
-            }
-            let keep = if opts.contains("-create-library") { String::new() } else { opts.clone() };
-            let dir = header_dir(&headers)?;
-            let include = dir.as_ref().map(|d| format!(" -I{}", d.display())).unwrap_or_default();
-            let r = p.build(&devs, &format!("{}{include} {}", defines.join(" "), keep.replace("-enable-link-options", "")), "");
-            if let Some(d) = dir {
-                let _ = std::fs::remove_dir_all(d);
-            }
+            };
             if let Some(f) = notify {
                 f(h, user_data);
             }
