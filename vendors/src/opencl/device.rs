@@ -57,8 +57,8 @@ pub struct OpenClDevice {
     /// [`OpenClDevice::close_batch`] (`launch_batched`); taken under `submit_lock`.
     /// With how many launches so far.
     pub(crate) batch: Mutex<Option<(Completion, usize)>>,
-    /// Completion by polling (`WEFT_OCL_POLL=1`, see [`super::queue::Poller`]); None: by
-    /// event callbacks.
+    /// Completion by polling (GPUs and accelerators, or as `WEFT_OCL_POLL` says, see
+    /// [`super::queue::Poller`]); None: by event callbacks (CPU devices).
     pub(crate) poller: Option<super::queue::Poller>,
 }
 
