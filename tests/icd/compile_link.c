@@ -3,8 +3,11 @@
  * defined in the other one, each with its own static helper), the linked kernel run and
  * its result checked; a compile error
  * is reported by clCompileProgram itself (CL_COMPILE_PROGRAM_FAILURE, build status
- * CL_BUILD_ERROR, the compiler's log), and a compiled object is no executable. Prints
+ * CL_BUILD_ERROR, the compiler's log), a compiled object is no executable, and a library
+ * link that cannot write its headers out fails, tells its callback once and leaves no
+ * program behind. Prints
  * "device N: compile/link ok" per device, then "all ok". */
+#define _POSIX_C_SOURCE 200809L /* setenv, strdup */
 #define CL_TARGET_OPENCL_VERSION 120
 #include <CL/cl.h>
 #include <stdio.h>
@@ -28,6 +31,14 @@ static const char *MAIN =
     "    out[i] = twice(i) + helper();\n"
     "}\n";
 static const char *BROKEN = "__kernel void broken(__global int *out) { out[0] = not_declared_anywhere; }\n";
+
+static int link_calls;
+static cl_program link_seen;
+static void CL_CALLBACK on_link(cl_program p, void *user) {
+    (void)user;
+    link_calls++;
+    link_seen = p;
+}
 
 static void run_on(cl_device_id dev, int index) {
     cl_int err;
@@ -82,6 +93,24 @@ static void run_on(cl_device_id dev, int index) {
     char log[4096] = "";
     CHECK(clGetProgramBuildInfo(broken, dev, CL_PROGRAM_BUILD_LOG, sizeof log, log, NULL));
     EXPECT(strstr(log, "not_declared_anywhere") != NULL);
+
+    /* A library is linked from the sources, its inputs' headers written to a directory
+     * under TMPDIR: where none can be made, the link fails with CL_OUT_OF_HOST_MEMORY, its
+     * callback is called once, and the program it was given is gone. */
+    const char *tmp = getenv("TMPDIR");
+    char *saved = tmp ? strdup(tmp) : NULL;
+    setenv("TMPDIR", "/proc/weft-no-such-dir", 1);
+    link_calls = 0;
+    cl_program lib = clLinkProgram(ctx, 1, &dev, "-create-library", 1, &main_prg, on_link, NULL, &err);
+    if (saved) {
+        setenv("TMPDIR", saved, 1);
+        free(saved);
+    } else {
+        unsetenv("TMPDIR");
+    }
+    EXPECT(lib == NULL && err == CL_OUT_OF_HOST_MEMORY);
+    EXPECT(link_calls == 1);
+    EXPECT_CODE(CL_INVALID_PROGRAM, clRetainProgram(link_seen));
     printf("device %d: compile/link ok\n", index);
 
     CHECK(clReleaseMemObject(out));

@@ -382,6 +382,7 @@ fn header_dir(headers: &[(String, String)]) -> ClResult<Option<std::path::PathBu
     for (name, source) in headers {
         let path = dir.join(name);
         if path.parent().is_some_and(|d| std::fs::create_dir_all(d).is_err()) || std::fs::write(&path, source).is_err() {
+            let _ = std::fs::remove_dir_all(&dir);
             return Err(CL_OUT_OF_HOST_MEMORY);
         }
     }
@@ -498,13 +499,15 @@ pub unsafe extern "C" fn clLinkProgram(
                         }
                     }
                     let keep = if library { String::new() } else { opts.clone() };
-                    let dir = header_dir(&headers)?;
-                    let include = dir.as_ref().map(|d| format!(" -I{}", d.display())).unwrap_or_default();
-                    let r = p.build(&devs, &format!("{}{include} {}", defines.join(" "), keep.replace("-enable-link-options", "")), "");
-                    if let Some(d) = dir {
-                        let _ = std::fs::remove_dir_all(d);
-                    }
-                    r
+                    // No headers written, no link: the program goes as after a failed build.
+                    header_dir(&headers).and_then(|dir| {
+                        let include = dir.as_ref().map(|d| format!(" -I{}", d.display())).unwrap_or_default();
+                        let r = p.build(&devs, &format!("{}{include} {}", defines.join(" "), keep.replace("-enable-link-options", "")), "");
+                        if let Some(d) = dir {
+                            let _ = std::fs::remove_dir_all(d);
+                        }
+                        r
+                    })
                 }
             };
             if let Some(f) = notify {
