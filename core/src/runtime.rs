@@ -591,13 +591,15 @@ impl RuntimeInner {
                     let red = self.new_task(TaskKind::Reduction, &mut rb, Arch::Cpu.bit());
                     self.inflight.fetch_add(1, Ordering::AcqRel);
                     let mut rp = deps::Preds::new();
-                    deps::access_preds(st, idx, AccessMode::RW, &red, true, &mut rp);
+                    let at = deps::access_preds(st, idx, AccessMode::RW, &red, true, &mut rp);
+                    red.accesses[0].slot.store(at.unwrap_or(u32::MAX), Ordering::Relaxed);
                     for p in rp {
                         p.add_successor(&red);
                     }
                     extra.push(red);
                 }
-                deps::access_preds(st, idx, a.mode, task, true, &mut preds);
+                let at = deps::access_preds(st, idx, a.mode, task, true, &mut preds);
+                a.slot.store(at.unwrap_or(u32::MAX), Ordering::Relaxed);
             }
         }
         // One edge per predecessor: an explicit dependency that is also a data dependency (an
@@ -843,7 +845,8 @@ impl RuntimeInner {
         // nothing.
         if Arc::weak_count(t) > 0 {
             for a in t.accesses.iter().filter(|a| a.mode != AccessMode::Scratch) {
-                deps::forget(&mut a.handle.0.tree.lock(), a.handle.0.idx, Arc::as_ptr(t));
+                let slot = a.slot.load(Ordering::Relaxed);
+                deps::forget(&mut a.handle.0.tree.lock(), a.handle.0.idx, Arc::as_ptr(t), slot);
             }
         }
         let mut first = true;

@@ -23,30 +23,41 @@ pub(crate) fn phase_of(m: AccessMode) -> Phase {
     }
 }
 
-/// Readers accumulate in a phase; drop finished ones now and then so that a handle read by
-/// millions of tasks does not keep them all alive (`forget` removes a finishing task only
-/// from the first [`FORGET_SCAN`] places of a list).
+/// Readers accumulate in a phase; drop finished ones and vacated places now and then so that
+/// a handle read by millions of tasks does not keep them all alive nor grow without bound.
+/// Compacting moves tasks: their recorded places go stale and `forget` scans for them.
 fn prune(v: &mut PhaseTasks) {
     if v.len() >= 64 && v.len().is_power_of_two() {
         v.retain(|t| t.upgrade().is_some_and(|t| !t.is_done()));
     }
 }
 
-/// How far into a phase's list `forget` looks: completing a task costs at most this much
-/// per access, however many readers a handle has in flight.
+/// How far into a phase's list `forget` looks for a task not at its recorded place:
+/// completing a task costs at most this much per access, however many readers a handle
+/// has in flight.
 const FORGET_SCAN: usize = 64;
 
-/// Remove a completed task from entry `idx`'s phase lists. A weak reference keeps the
-/// task's allocation alive: a handle whose last phase had many readers and which is never
-/// used again (a factored tile) would otherwise hold all of them until it goes, and every
-/// new task would be fresh memory (OpenMP Cholesky with 45,760 tasks: 4,400 more page
-/// faults than libgomp, 10 ms more of the threads' time outside the kernels).
-pub(crate) fn forget(st: &mut TreeState, idx: usize, task: *const TaskInner) {
+/// Remove a completed task from entry `idx`'s phase lists, looking first at `slot`, where
+/// registering put it. A weak reference keeps the task's allocation alive: a handle whose
+/// last phase had many readers and which is never used again (a factored tile) would
+/// otherwise hold all of them until it goes, and every new task would be fresh memory
+/// (OpenMP Cholesky with 45,760 tasks: 4,400 more page faults than libgomp, 10 ms more of
+/// the threads' time outside the kernels). The place is vacated, not removed, so that the
+/// other tasks' places stay valid (`prune` compacts).
+pub(crate) fn forget(st: &mut TreeState, idx: usize, task: *const TaskInner, slot: u32) {
     let d = &mut st.entries[idx].deps;
+    let at = |v: &PhaseTasks| v.get(slot as usize).is_some_and(|w| std::ptr::eq(w.as_ptr(), task));
+    for v in [&mut d.cur, &mut d.prev] {
+        if at(v) {
+            v[slot as usize] = Weak::new();
+            return;
+        }
+    }
     for v in [&mut d.cur, &mut d.prev] {
         let n = v.len().min(FORGET_SCAN);
         if let Some(i) = v[..n].iter().position(|w| std::ptr::eq(w.as_ptr(), task)) {
-            v.swap_remove(i);
+            v[i] = Weak::new();
+            return;
         }
     }
 }
@@ -60,10 +71,18 @@ pub(crate) fn live(v: &[Weak<TaskInner>]) -> impl Iterator<Item = TaskRef> + '_ 
 pub(crate) type Preds = smallvec::SmallVec<[TaskRef; 4]>;
 
 /// Collect the predecessors of an access of `mode` to entry `idx`, and (if `apply`) record
-/// `task` in the handle's phase state.
-pub(crate) fn access_preds(st: &mut TreeState, idx: usize, mode: AccessMode, task: &TaskRef, apply: bool, preds: &mut Preds) {
+/// `task` in the handle's phase state; returns where in the current phase's list (for
+/// `forget`).
+pub(crate) fn access_preds(
+    st: &mut TreeState,
+    idx: usize,
+    mode: AccessMode,
+    task: &TaskRef,
+    apply: bool,
+    preds: &mut Preds,
+) -> Option<u32> {
     if mode == AccessMode::Scratch {
-        return;
+        return None;
     }
     let p = phase_of(mode);
     let e = &st.entries[idx];
@@ -80,18 +99,20 @@ pub(crate) fn access_preds(st: &mut TreeState, idx: usize, mode: AccessMode, tas
     let d = &mut st.entries[idx].deps;
     if p != Phase::Write && p == d.phase {
         preds.extend(live(&d.prev));
-        if apply {
-            d.cur.push(Arc::downgrade(task));
-            prune(&mut d.cur);
+        if !apply {
+            return None;
         }
+        prune(&mut d.cur);
     } else {
         preds.extend(live(&d.cur));
-        if apply {
-            d.prev = std::mem::take(&mut d.cur);
-            d.cur.push(Arc::downgrade(task));
-            d.phase = p;
+        if !apply {
+            return None;
         }
+        d.prev = std::mem::take(&mut d.cur);
+        d.phase = p;
     }
+    d.cur.push(Arc::downgrade(task));
+    u32::try_from(d.cur.len() - 1).ok()
 }
 
 #[cfg(test)]
@@ -121,10 +142,13 @@ mod tests {
             let t = rt.submit_external(TaskBuilder::empty().access(&h, mode), move |e| tx.send(e).unwrap()).unwrap();
             tasks.push(Arc::downgrade(&t.0));
         }
+        // Places not vacated (a vacated one is a weak reference to no allocation).
+        let vacant = |w: &Weak<TaskInner>| w.ptr_eq(&Weak::new());
         let lists = |h: &crate::DataHandle| {
             let st = h.0.tree.lock();
             let d = &st.entries[h.0.idx].deps;
-            (d.prev.len(), d.cur.len())
+            let held = |v: &PhaseTasks| v.iter().filter(|w| !vacant(w)).count();
+            (held(&d.prev), held(&d.cur))
         };
         assert_eq!(lists(&h), (1, 3), "the writer's phase, then the three readers'");
         for _ in 0..tasks.len() {
@@ -132,6 +156,48 @@ mod tests {
         }
         rt.wait_for_all().unwrap();
         assert_eq!(lists(&h), (0, 0), "completed tasks stay in the handle's lists");
+        assert!(tasks.iter().all(|w| w.upgrade().is_none()), "a completed task is still held");
+    }
+
+    /// Compacting a phase list moves its tasks from the places `forget` recorded: it finds
+    /// them anyway, and reuses no place another task holds.
+    #[test]
+    fn forget_finds_tasks_that_pruning_moved() {
+        use crate::{Config, Runtime, Shape, TaskBuilder};
+        let rt = Runtime::new(Config { ncpu: Some(1), ..Config::default() }).unwrap();
+        let h = rt.alloc(Shape::Bytes { size: 1 }).unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let mut tasks = Vec::new();
+        let mut submit = |n: usize| {
+            for _ in 0..n {
+                let tx = tx.clone();
+                let t = rt.submit_external(TaskBuilder::empty().access(&h, AccessMode::R), move |e| tx.send(e).unwrap()).unwrap();
+                tasks.push(Arc::downgrade(&t.0));
+            }
+        };
+        // 48 readers, 40 of them complete (their places vacated, the other 8 at 40..48);
+        // 40 more: at 64 places the list is compacted and the 8 move to 0..8.
+        submit(48);
+        let ready: Vec<_> = (0..48).map(|_| rx.recv().unwrap()).collect();
+        let mut ready = ready.into_iter();
+        for e in ready.by_ref().take(40) {
+            rt.complete_external(e);
+        }
+        submit(40);
+        let held = |h: &crate::DataHandle| {
+            let st = h.0.tree.lock();
+            st.entries[h.0.idx].deps.cur.iter().filter(|w| !w.ptr_eq(&Weak::new())).count()
+        };
+        assert_eq!(held(&h), 48, "8 earlier readers and 40 new ones");
+        for e in ready {
+            rt.complete_external(e);
+        }
+        assert_eq!(held(&h), 40, "the 8 moved readers are still held");
+        for _ in 0..40 {
+            rt.complete_external(rx.recv().unwrap());
+        }
+        rt.wait_for_all().unwrap();
+        assert_eq!(held(&h), 0, "completed readers stay in the list");
         assert!(tasks.iter().all(|w| w.upgrade().is_none()), "a completed task is still held");
     }
 }

@@ -413,10 +413,25 @@ pub(crate) struct AcquireSignal {
     pub cv: Condvar,
 }
 
-#[derive(Clone)]
 pub(crate) struct Access {
     pub handle: DataHandle,
     pub mode: AccessMode,
+    /// Where registering put the task in the handle's current phase list (`deps::forget`
+    /// looks there first; the place stays valid when the list becomes the previous phase).
+    pub slot: crate::sync::atomic::AtomicU32,
+}
+
+impl Clone for Access {
+    /// A copy for another task: not registered yet, so no place.
+    fn clone(&self) -> Access {
+        Access::new(self.handle.clone(), self.mode)
+    }
+}
+
+impl Access {
+    pub(crate) fn new(handle: DataHandle, mode: AccessMode) -> Access {
+        Access { handle, mode, slot: crate::sync::atomic::AtomicU32::new(u32::MAX) }
+    }
 }
 
 pub(crate) type Callback = Box<dyn FnOnce(std::result::Result<(), TaskError>) + Send>;
@@ -599,7 +614,7 @@ impl TaskBuilder {
     /// [`TaskBuilder::access`] in place (a front end adding accesses in a loop moves the
     /// builder only once).
     pub fn add_access(&mut self, h: &DataHandle, mode: AccessMode) -> &mut Self {
-        self.accesses.push(Access { handle: h.clone(), mode });
+        self.accesses.push(Access::new(h.clone(), mode));
         self
     }
     /// Access `h` with the codelet's declared mode for the next buffer (see `Codelet::modes`).
