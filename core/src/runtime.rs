@@ -307,9 +307,11 @@ impl Runtime {
         Ok(TaskHandle(t, self.inner.clone()))
     }
 
-    /// The work of an external task is done: release its successors.
-    pub fn complete_external(&self, e: crate::task::External) {
+    /// The work of an external task is done: release its successors. The completed task
+    /// comes back for a later task to reuse its memory (or to drop).
+    pub fn complete_external(&self, e: crate::task::External) -> crate::task::Spent {
         self.inner.complete(&e.0, Ok(()), worker::current(self.inner.id));
+        crate::task::Spent(e.0)
     }
 
     /// Wait until every submitted task has completed.
@@ -439,7 +441,7 @@ impl RuntimeInner {
     fn new_task(&self, kind: TaskKind, b: &mut TaskBuilder, arch_mask: u8) -> TaskRef {
         let has_commute = b.accesses.iter().any(|a| a.mode == AccessMode::Commute);
         let flat = b.accesses.iter().all(|a| !a.handle.0.tree.partitioned.load(Ordering::Acquire));
-        Arc::new(TaskInner {
+        let t = TaskInner {
             id: self.next_task.fetch_add(1, Ordering::Relaxed),
             kind,
             accesses: std::mem::take(&mut b.accesses),
@@ -459,7 +461,16 @@ impl RuntimeInner {
             state: Mutex::new(TaskState { done: false, waiters: 0, result: None, successors: SmallVec::new(), launched_on: None }),
             cv: Condvar::new(),
             poison: OnceLock::new(),
-        })
+        };
+        // A completed task nobody else refers to (no successor, handle list or waiter): its
+        // memory, with no allocation (and no free on the thread that completed it).
+        if let Some(crate::task::Spent(mut old)) = b.reuse.take()
+            && let Some(slot) = Arc::get_mut(&mut old)
+        {
+            *slot = t;
+            return old;
+        }
+        Arc::new(t)
     }
 
     /// Validate, register dependencies and make the task ready when it has none left.

@@ -40,7 +40,7 @@ use std::collections::{BinaryHeap, HashMap};
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use weft_core::{AccessMode, DataHandle, External, Runtime, Shape, TaskBuilder};
+use weft_core::{AccessMode, DataHandle, External, Runtime, Shape, Spent, TaskBuilder};
 
 /// The compiler's copy function for firstprivate data (`cpyfn(dst, src)`).
 pub type CpyFn = unsafe extern "C" fn(*mut c_void, *mut c_void);
@@ -165,6 +165,11 @@ pub struct TaskBox {
     /// The core task ordering it, when it had dependencies: written by core's ready
     /// callback before the task is queued, taken by the thread that finishes it.
     ext: UnsafeCell<Option<External>>,
+    /// A pooled box's last core task, completed: the next task with depend clauses that
+    /// reuses the box builds its core task there (`TaskBuilder::reuse`), so that it
+    /// allocates nothing. Written by the finishing thread before the box goes back to the
+    /// pool, taken by the creating thread that popped it.
+    spent: UnsafeCell<Option<Spent>>,
     detach: AtomicU32,
     has_detach: bool,
     /// Back to [`POOL`] once finished (see [`new_task`]).
@@ -660,7 +665,11 @@ fn finish(t: Arc<TaskBox>) {
     if let Some(e) = unsafe { (*t.ext.get()).take() }
         && let Some(rt) = runtime()
     {
-        rt.complete_external(e);
+        let spent = rt.complete_external(e);
+        if t.pooled {
+            // SAFETY: as `ext`; the pool's push publishes it to the thread that pops the box.
+            unsafe { *t.spent.get() = Some(spent) };
+        }
     }
     if !t.counted {
         return;
@@ -907,7 +916,11 @@ pub unsafe fn spawn(s: Spawn) {
         return;
     }
     let rt = runtime().expect("invariant: run_now covers a runtime that did not start");
-    let b = builder(c, rt, &deps);
+    let mut b = builder(c, rt, &deps);
+    // SAFETY: nobody else has the box yet.
+    if let Some(spent) = unsafe { (*t.spent.get()).take() } {
+        b.reuse(spent);
+    }
     let r = rt.submit_external_work(b, t.clone());
     if let Err(e) = r {
         eprintln!("weft-omp: cannot order a task by its depend clauses ({e}); aborting");
@@ -972,6 +985,7 @@ unsafe fn new_task(c: *mut Ctx, s: &Spawn, final_: bool, priority: i32, detach: 
     let pooled = counted && !detach && (deps || layout.is_some());
     let mut reused = if pooled { pool().pop() } else { None };
     let old_heap = reused.as_mut().and_then(|a| Arc::get_mut(a).and_then(|b| b.heap.take()));
+    let spent = reused.as_mut().and_then(|a| Arc::get_mut(a).and_then(|b| b.spent.get_mut().take()));
     let heap = match (layout, old_heap) {
         (Some(l), Some((p, ol))) if ol.size() >= l.size() && ol.align() >= l.align() => Some((p, ol)),
         (l, old) => {
@@ -1016,6 +1030,7 @@ unsafe fn new_task(c: *mut Ctx, s: &Spawn, final_: bool, priority: i32, detach: 
         icv: cx.icv,
         counted,
         ext: UnsafeCell::new(None),
+        spent: UnsafeCell::new(spent),
         detach: AtomicU32::new(0),
         has_detach: detach,
         pooled,

@@ -584,7 +584,16 @@ pub struct TaskBuilder {
     pub(crate) after: SmallVec<[TaskRef; 2]>,
     pub(crate) callback: Option<Callback>,
     pub(crate) worker: Option<usize>,
+    /// A completed task whose memory the new one may take ([`TaskBuilder::reuse`]).
+    pub(crate) reuse: Option<Spent>,
 }
+
+/// A completed external task, kept by the front end so that a later task can take its
+/// memory ([`Runtime::complete_external`](crate::Runtime::complete_external),
+/// [`TaskBuilder::reuse`]): a front end that pools its own task objects keeps one with
+/// each, and creating a task then costs no allocation while the old one is held by nobody
+/// else. Holding it keeps the completed task's memory, nothing more.
+pub struct Spent(pub(crate) TaskRef);
 
 impl TaskBuilder {
     /// A task running `codelet`.
@@ -604,7 +613,14 @@ impl TaskBuilder {
             after: SmallVec::new(),
             callback: None,
             worker: None,
+            reuse: None,
         }
+    }
+    /// Build the task in `spent`'s memory if nothing else refers to that completed task any
+    /// more (else in new memory, and `spent` goes).
+    pub fn reuse(&mut self, spent: Spent) -> &mut Self {
+        self.reuse = Some(spent);
+        self
     }
     /// Access `h` with `mode`; buffers are numbered in the order accesses are added.
     pub fn access(mut self, h: &DataHandle, mode: AccessMode) -> Self {
@@ -711,5 +727,45 @@ impl TaskBuilder {
             }
         };
         Ok(mask)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Config, Runtime, Shape};
+
+    /// A completed external task held by nobody else lends its memory to the next task
+    /// built with `reuse`; one still referred to does not, and keeps its state.
+    #[test]
+    fn a_spent_task_is_reused_only_when_nothing_else_holds_it() {
+        let rt = Runtime::new(Config { ncpu: Some(1), ..Config::default() }).unwrap();
+        let h = rt.alloc(Shape::Bytes { size: 1 }).unwrap();
+        let (tx, rx) = std::sync::mpsc::channel::<External>();
+        let submit = |spent: Option<Spent>| {
+            let tx = tx.clone();
+            let mut b = TaskBuilder::empty().access(&h, AccessMode::RW);
+            if let Some(s) = spent {
+                b.reuse(s);
+            }
+            rt.submit_external(b, move |e| tx.send(e).unwrap()).unwrap()
+        };
+        let first = submit(None);
+        let at = Arc::as_ptr(&first.0);
+        drop(first);
+        let spent = rt.complete_external(rx.recv().unwrap());
+        // Nothing else holds it: the second task is built in its memory.
+        let second = submit(Some(spent));
+        assert_eq!(Arc::as_ptr(&second.0), at, "the spent task's memory was not reused");
+        assert!(!second.is_done());
+        let spent = rt.complete_external(rx.recv().unwrap());
+        assert!(second.is_done());
+        // Still held (by `second`): a third task gets new memory, and the second stays done.
+        let third = submit(Some(spent));
+        assert_ne!(Arc::as_ptr(&third.0), at);
+        assert!(second.is_done() && !third.is_done());
+        drop(rt.complete_external(rx.recv().unwrap()));
+        rt.wait_for_all().unwrap();
+        assert!(third.is_done());
     }
 }
