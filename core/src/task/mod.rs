@@ -592,7 +592,9 @@ pub struct TaskBuilder {
 /// memory ([`Runtime::complete_external`](crate::Runtime::complete_external),
 /// [`TaskBuilder::reuse`]): a front end that pools its own task objects keeps one with
 /// each, and creating a task then costs no allocation while the old one is held by nobody
-/// else. Holding it keeps the completed task's memory, nothing more.
+/// else. Holding it keeps the completed task's memory and what the task still refers to
+/// (its data handles among them) until it is reused or dropped: a front end keeps a bounded
+/// number.
 pub struct Spent(pub(crate) TaskRef);
 
 impl TaskBuilder {
