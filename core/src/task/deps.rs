@@ -127,35 +127,48 @@ mod tests {
         assert_eq!(phase_of(AccessMode::Redux), Phase::Redux);
     }
 
+    use crate::{Config, DataHandle, External, Runtime, Shape, TaskBuilder};
+    use std::sync::mpsc::{Sender, channel};
+
+    /// A runtime with one CPU worker and a one-byte handle.
+    fn one_handle() -> (Runtime, DataHandle) {
+        let rt = Runtime::new(Config { ncpu: Some(1), ..Config::default() }).unwrap();
+        let h = rt.alloc(Shape::Bytes { size: 1 }).unwrap();
+        (rt, h)
+    }
+
+    /// An external task accessing `h`: its token comes on `tx` once it is ready; a weak
+    /// reference to it is returned (which keeps its allocation, not the task).
+    fn submit(rt: &Runtime, h: &DataHandle, mode: AccessMode, tx: &Sender<External>) -> Weak<TaskInner> {
+        let tx = tx.clone();
+        let t = rt.submit_external(TaskBuilder::empty().access(h, mode), move |e| tx.send(e).unwrap()).unwrap();
+        Arc::downgrade(&t.0)
+    }
+
+    /// Places of the handle's (previous, current) phase lists not vacated (a vacated one is
+    /// a weak reference to no allocation).
+    fn held(h: &DataHandle) -> (usize, usize) {
+        let st = h.0.tree.lock();
+        let d = &st.entries[h.0.idx].deps;
+        let count = |v: &PhaseTasks| v.iter().filter(|w| !w.ptr_eq(&Weak::new())).count();
+        (count(&d.prev), count(&d.cur))
+    }
+
     /// A handle's last phase does not keep its finished tasks: after a writer and readers
     /// complete, and with no later access, its lists are empty (no weak reference keeps
     /// their allocations) and nothing holds the tasks.
     #[test]
     fn completed_tasks_leave_their_handles_phase_lists() {
-        use crate::{Config, Runtime, Shape, TaskBuilder};
-        let rt = Runtime::new(Config { ncpu: Some(1), ..Config::default() }).unwrap();
-        let h = rt.alloc(Shape::Bytes { size: 1 }).unwrap();
-        let (tx, rx) = std::sync::mpsc::channel();
-        let mut tasks = Vec::new();
-        for mode in [AccessMode::RW, AccessMode::R, AccessMode::R, AccessMode::R] {
-            let tx = tx.clone();
-            let t = rt.submit_external(TaskBuilder::empty().access(&h, mode), move |e| tx.send(e).unwrap()).unwrap();
-            tasks.push(Arc::downgrade(&t.0));
-        }
-        // Places not vacated (a vacated one is a weak reference to no allocation).
-        let vacant = |w: &Weak<TaskInner>| w.ptr_eq(&Weak::new());
-        let lists = |h: &crate::DataHandle| {
-            let st = h.0.tree.lock();
-            let d = &st.entries[h.0.idx].deps;
-            let held = |v: &PhaseTasks| v.iter().filter(|w| !vacant(w)).count();
-            (held(&d.prev), held(&d.cur))
-        };
-        assert_eq!(lists(&h), (1, 3), "the writer's phase, then the three readers'");
+        let (rt, h) = one_handle();
+        let (tx, rx) = channel();
+        let modes = [AccessMode::RW, AccessMode::R, AccessMode::R, AccessMode::R];
+        let tasks: Vec<_> = modes.into_iter().map(|m| submit(&rt, &h, m, &tx)).collect();
+        assert_eq!(held(&h), (1, 3), "the writer's phase, then the three readers'");
         for _ in 0..tasks.len() {
             rt.complete_external(rx.recv().unwrap());
         }
         rt.wait_for_all().unwrap();
-        assert_eq!(lists(&h), (0, 0), "completed tasks stay in the handle's lists");
+        assert_eq!(held(&h), (0, 0), "completed tasks stay in the handle's lists");
         assert!(tasks.iter().all(|w| w.upgrade().is_none()), "a completed task is still held");
     }
 
@@ -163,41 +176,28 @@ mod tests {
     /// them anyway, and reuses no place another task holds.
     #[test]
     fn forget_finds_tasks_that_pruning_moved() {
-        use crate::{Config, Runtime, Shape, TaskBuilder};
-        let rt = Runtime::new(Config { ncpu: Some(1), ..Config::default() }).unwrap();
-        let h = rt.alloc(Shape::Bytes { size: 1 }).unwrap();
-        let (tx, rx) = std::sync::mpsc::channel();
-        let mut tasks = Vec::new();
-        let mut submit = |n: usize| {
-            for _ in 0..n {
-                let tx = tx.clone();
-                let t = rt.submit_external(TaskBuilder::empty().access(&h, AccessMode::R), move |e| tx.send(e).unwrap()).unwrap();
-                tasks.push(Arc::downgrade(&t.0));
-            }
-        };
+        let (rt, h) = one_handle();
+        let (tx, rx) = channel();
+        let readers = |n: usize| (0..n).map(|_| submit(&rt, &h, AccessMode::R, &tx)).collect::<Vec<_>>();
         // 48 readers, 40 of them complete (their places vacated, the other 8 at 40..48);
         // 40 more: at 64 places the list is compacted and the 8 move to 0..8.
-        submit(48);
+        let mut tasks = readers(48);
         let ready: Vec<_> = (0..48).map(|_| rx.recv().unwrap()).collect();
         let mut ready = ready.into_iter();
         for e in ready.by_ref().take(40) {
             rt.complete_external(e);
         }
-        submit(40);
-        let held = |h: &crate::DataHandle| {
-            let st = h.0.tree.lock();
-            st.entries[h.0.idx].deps.cur.iter().filter(|w| !w.ptr_eq(&Weak::new())).count()
-        };
-        assert_eq!(held(&h), 48, "8 earlier readers and 40 new ones");
+        tasks.extend(readers(40));
+        assert_eq!(held(&h).1, 48, "8 earlier readers and 40 new ones");
         for e in ready {
             rt.complete_external(e);
         }
-        assert_eq!(held(&h), 40, "the 8 moved readers are still held");
+        assert_eq!(held(&h).1, 40, "the 8 moved readers are still held");
         for _ in 0..40 {
             rt.complete_external(rx.recv().unwrap());
         }
         rt.wait_for_all().unwrap();
-        assert_eq!(held(&h), 0, "completed readers stay in the list");
+        assert_eq!(held(&h).1, 0, "completed readers stay in the list");
         assert!(tasks.iter().all(|w| w.upgrade().is_none()), "a completed task is still held");
     }
 }
