@@ -985,8 +985,10 @@ unsafe fn new_task(c: *mut Ctx, s: &Spawn, final_: bool, priority: i32, detach: 
     // Detached tasks are not pooled: their box's address is the event handle.
     let pooled = counted && !detach && (deps || layout.is_some());
     let mut reused = if pooled { pool().pop() } else { None };
-    let old_heap = reused.as_mut().and_then(|a| Arc::get_mut(a).and_then(|b| b.heap.take()));
-    let spent = reused.as_mut().and_then(|a| Arc::get_mut(a).and_then(|b| b.spent.get_mut().take()));
+    let (old_heap, spent) = match reused.as_mut().and_then(Arc::get_mut) {
+        Some(b) => (b.heap.take(), b.spent.get_mut().take()),
+        None => (None, None),
+    };
     let heap = match (layout, old_heap) {
         (Some(l), Some((p, ol))) if ol.size() >= l.size() && ol.align() >= l.align() => Some((p, ol)),
         (l, old) => {
