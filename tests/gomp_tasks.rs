@@ -117,6 +117,13 @@ fn a_million_tasks_in_flight_stay_within_memory() {
     run("million");
 }
 
+/// Tiny tasks mostly run on their creator; 2 ms tasks after them are deferred again and
+/// spread over the team.
+#[test]
+fn the_creator_defers_by_the_size_of_its_tasks() {
+    run("sizes");
+}
+
 #[test]
 fn a_waiting_thread_runs_only_tasks_the_scheduling_constraint_allows() {
     run("tsc");
