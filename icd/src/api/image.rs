@@ -249,7 +249,7 @@ fn supported_formats(c: &Context, flags: cl_bitfield, kind: cl_uint) -> ClResult
 /// The formats every real device of `c` supports for `flags` and `kind`.
 fn vendor_formats(c: &Context, flags: cl_bitfield, kind: cl_uint) -> ClResult<Vec<cl_image_format>> {
     let mut common: Option<Vec<cl_image_format>> = None;
-    for i in reals_of(c) {
+    for i in c.platform.reals_of(&c.devices) {
         let dev = &c.platform.real[i].1;
         // SAFETY: the device's context is live.
         let mine = unsafe { vr::get_supported_image_formats(dev.context().as_raw(), flags, kind) }.map_err(|e| e.0)?;
@@ -271,11 +271,6 @@ fn with_emulated(mut vendor: Vec<cl_image_format>) -> Vec<cl_image_format> {
         .collect();
     vendor.extend(extra);
     vendor
-}
-
-/// The real devices a context's devices stand for.
-pub fn reals_of(c: &Context) -> Vec<usize> {
-    c.platform.reals_of(&c.devices)
 }
 
 /// Whether every real device has image support.
@@ -348,7 +343,7 @@ fn create_image(
     let c = icd::get::<Context>(context)?;
     check_flags(flags)?;
     let flags = if flags & (CL_MEM_WRITE_ONLY | CL_MEM_READ_ONLY) == 0 { flags | CL_MEM_READ_WRITE } else { flags };
-    let reals = reals_of(&c);
+    let reals = c.platform.reals_of(&c.devices);
     // CL_INVALID_OPERATION if there are no devices in context that support images.
     if !all_support_images(c.platform, &reals) {
         return Err(CL_INVALID_OPERATION);

@@ -55,7 +55,7 @@ fn create(context: Handle, normalized: bool, addressing: cl_uint, filter: cl_uin
         return Err(CL_INVALID_VALUE);
     }
     // CL_INVALID_OPERATION if images are not supported by any device associated with context.
-    if !super::image::all_support_images(c.platform, &super::image::reals_of(&c)) {
+    if !super::image::all_support_images(c.platform, &c.platform.reals_of(&c.devices)) {
         return Err(CL_INVALID_OPERATION);
     }
     let vendor = (0..c.platform.real.len()).map(|_| Mutex::new(None)).collect();
