@@ -994,7 +994,9 @@ pub unsafe fn spawn(s: Spawn) {
     // SAFETY: per the contract.
     let deps = if s.flags & FLAG_DEPEND != 0 && !s.depend.is_null() { unsafe { decode_depend(s.depend) } } else { Deps::new() };
     let detach = s.flags & FLAG_DETACH != 0 && !s.detach.is_null();
-    let choice = if deps.is_empty() && s.if_clause && !cx.task.final_ && team.level != 0 {
+    // Deferrable: the runtime, not the program, decides whether it runs now.
+    let deferrable = s.if_clause && !cx.task.final_ && team.level != 0;
+    let choice = if deferrable && deps.is_empty() && !detach {
         choose(c, team)
     } else if run_now(cx, team, &s, 0) {
         Choice::Run
@@ -1005,6 +1007,18 @@ pub unsafe fn spawn(s: Spawn) {
         Choice::Defer => {}
         // SAFETY: per the contract.
         Choice::Probe => return timed(c, || unsafe { run_undeferred(c, &s, final_, priority, detach) }),
+        Choice::Run if detach && deferrable => {
+            // Throttled: run it here, but as the deferred task it could have been, complete
+            // when its event is fulfilled. Waiting for that here, as for if(0), would hang a
+            // creator that fulfils the events itself after creating the tasks (as libgomp
+            // does past its throttle).
+            let ext = wait_for_deps(c, &deps);
+            // SAFETY: per the contract.
+            let t = unsafe { new_task(c, &s, final_, priority, true, true, !deps.is_empty()) };
+            // SAFETY: nobody else has the box yet; `finish` completes the core task.
+            unsafe { *t.ext.get() = ext };
+            return execute(c, t);
+        }
         Choice::Run => {
             let ext = if team.level == 0 { None } else { wait_for_deps(c, &deps) };
             // SAFETY: per the contract.
