@@ -1,7 +1,7 @@
 /* The creator's deferral follows its tasks' size. Two threads; one creates.
  * 1. 200,000 tiny tasks: moving each to the other core costs more than running it, so the
  *    creator runs most of them itself (Weft: all but about one in 64; its earlier builds
- *    let the other thread take 40-50%, libgomp about 30% in one run of five).
+ *    let the other thread take 22-47%, libgomp about 30% in one run of five).
  * 2. Then 48 tasks of 2 ms each: deferring pays again, and the other thread runs some of
  *    them (a runtime that kept running them at once would leave it idle).
  * Every task runs exactly once. */
