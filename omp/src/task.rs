@@ -156,10 +156,16 @@ impl Cur {
 /// tiny, so that after a change to larger ones at most that many run at once unmeasured.
 /// A child run at once (`run_inline`) counts its own children in its creator's `Sizes`:
 /// giving it its own costs fib(30) 8%, as `run_inline` is its hottest path.
+///
+/// Past the tiny bound each probe doubles the distance to the next, up to
+/// [`Sizes::PROBE_MAX`]: a creator that ran every 32nd of many large children itself would,
+/// with dozens of thieves waiting, be the one holding them up.
 #[derive(Clone, Copy)]
 struct Sizes {
     avg_ns: u32,
     n: u32,
+    /// Children from one probe to the next outside the tiny regime (a power of two).
+    every: u32,
 }
 
 /// What a creating thread does with a child it may defer ([`choose`]).
@@ -173,8 +179,9 @@ enum Choice {
 impl Sizes {
     const PROBE: u32 = 32;
     const PROBE_TINY: u32 = 8;
+    const PROBE_MAX: u32 = 1024;
     const fn new() -> Sizes {
-        Sizes { avg_ns: u32::MAX, n: 0 }
+        Sizes { avg_ns: u32::MAX, n: 0, every: Self::PROBE }
     }
 
     /// The next child's fate, given how many tasks the creator has queued on its own deque
@@ -191,7 +198,7 @@ impl Sizes {
             } else {
                 Choice::Run
             }
-        } else if self.n.is_multiple_of(Self::PROBE) {
+        } else if self.n.is_multiple_of(self.every) {
             Choice::Probe
         } else if queued <= bound {
             Choice::Defer
@@ -203,6 +210,7 @@ impl Sizes {
     fn record(&mut self, ns: u32) {
         // A child far over the bound ends the tiny regime at once.
         self.avg_ns = if self.avg_ns == u32::MAX || ns >= 8 * TINY_NS { ns } else { self.avg_ns - self.avg_ns / 8 + ns / 8 };
+        self.every = if ns < TINY_NS { Self::PROBE } else { (self.every * 2).min(Self::PROBE_MAX) };
     }
 }
 
