@@ -146,8 +146,9 @@ impl Cur {
     }
 }
 
-/// The measured size of the children a task creates: every [`Sizes::PROBE`]th child that
-/// could be deferred runs at once instead, timed, into a moving average. While that says
+/// The measured size of the children a task creates: some of the children that could be
+/// deferred (every [`Sizes::PROBE`]th at first) run at once instead, timed, into a moving
+/// average. While that says
 /// they are tiny (under [`TINY_NS`]), the creator defers only one in [`TINY_DEFER`] of them,
 /// and only with its deque empty: a thief that takes a task this small spends more on
 /// moving it between cores than the task is worth, and slows the creator with it (a million
@@ -157,9 +158,10 @@ impl Cur {
 /// A child run at once (`run_inline`) counts its own children in its creator's `Sizes`:
 /// giving it its own costs fib(30) 8%, as `run_inline` is its hottest path.
 ///
-/// Past the tiny bound each probe doubles the distance to the next, up to
+/// Each probe at or over the tiny bound doubles the distance to the next, up to
 /// [`Sizes::PROBE_MAX`]: a creator that ran every 32nd of many large children itself would,
-/// with dozens of thieves waiting, be the one holding them up.
+/// with dozens of thieves waiting, be the one holding them up (64 threads, 4096 tasks of
+/// 1 ms: 300 ms against 76).
 #[derive(Clone, Copy)]
 struct Sizes {
     avg_ns: u32,
