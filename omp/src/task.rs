@@ -152,7 +152,7 @@ impl Cur {
 /// they are tiny (under [`TINY_NS`]), the creator defers only one in [`TINY_DEFER`] of them,
 /// and only with its deque empty: a thief that takes a task this small spends more on
 /// moving it between cores than the task is worth, and slows the creator with it (a million
-/// empty tasks at 2 threads: 77-125 ms deferring up to the throttle, 24 ms like this, 15 ms
+/// empty tasks at 2 threads: 77-125 ms deferring up to the throttle, 21 ms like this, 15 ms
 /// on one thread). Probes come every [`Sizes::PROBE_TINY`]th child while the children are
 /// tiny, so that after a change to larger ones at most that many run at once unmeasured.
 /// A child run at once (`run_inline`) counts its own children in its creator's `Sizes`:
@@ -180,7 +180,7 @@ enum Choice {
 
 impl Sizes {
     const PROBE: u32 = 32;
-    const PROBE_TINY: u32 = 8;
+    const PROBE_TINY: u32 = 16;
     const PROBE_MAX: u32 = 1024;
     const fn new() -> Sizes {
         Sizes { avg_ns: u32::MAX, n: 0, every: Self::PROBE }
@@ -730,7 +730,12 @@ pub fn try_run_now(body: Body, data: *mut c_void, if_clause: bool, final_flag: b
 fn choose(c: *mut Ctx, team: &Team) -> Choice {
     // SAFETY: the calling thread's context; nothing else refers to its task's fields now.
     let (tid, sizes) = unsafe { ((*c).tid, &mut (*c).task.tiny) };
-    sizes.choose(team.tasks.own_len(tid), THROTTLE * team.n as usize)
+    let (queued, bound) = (team.tasks.own_len(tid), THROTTLE * team.n as usize);
+    if team.n == 1 {
+        // No other thread to take a child: sizes would change nothing but cost the probes.
+        return if queued <= bound { Choice::Defer } else { Choice::Run };
+    }
+    sizes.choose(queued, bound)
 }
 
 /// Run a child at once through `run`, timing it into the calling thread's task's [`Sizes`].
