@@ -148,13 +148,13 @@ impl Cur {
 
 /// The measured size of the children a task creates: some of the children that could be
 /// deferred (every [`Sizes::PROBE`]th at first) run at once instead, timed, into a moving
-/// average. While that says
-/// they are tiny (under [`TINY_NS`]), the creator defers only one in [`TINY_DEFER`] of them,
-/// and only with its deque empty: a thief that takes a task this small spends more on
-/// moving it between cores than the task is worth, and slows the creator with it (a million
-/// empty tasks at 2 threads: 77-125 ms deferring up to the throttle, 21 ms like this, 15 ms
-/// on one thread). Probes come every [`Sizes::PROBE_TINY`]th child while the children are
-/// tiny, so that after a change to larger ones at most that many run at once unmeasured.
+/// average. While that says they are tiny (under [`TINY_NS`]), the creator defers only one
+/// in [`TINY_DEFER`] of them, and only with its deque empty: a thief that takes a task this
+/// small spends more on moving it between cores than the task is worth, and slows the
+/// creator with it (a million empty tasks at 2 threads: 77-125 ms deferring up to the
+/// throttle, 21 ms like this, 15 ms on one thread). Probes come every
+/// [`Sizes::PROBE_TINY`]th child while the children are tiny, so that after a change to
+/// larger ones at most that many run at once unmeasured.
 /// A child run at once (`run_inline`) counts its own children in its creator's `Sizes`:
 /// giving it its own costs fib(30) 8%, as `run_inline` is its hottest path.
 ///
@@ -712,7 +712,7 @@ pub fn try_run_now(body: Body, data: *mut c_void, if_clause: bool, final_flag: b
     let cx = unsafe { &*c };
     let final_ = final_flag || cx.task.final_;
     let team = cx.team();
-    if !if_clause || cx.task.final_ || team.level == 0 {
+    if !deferrable(cx, team, if_clause) {
         run_inline(c, body, data, final_);
         return true;
     }
@@ -964,11 +964,17 @@ pub struct Spawn {
     pub detach: *mut usize,
 }
 
+/// Whether the runtime, not the program, decides if a new task of the calling thread runs
+/// at once: not if(0), not in a final task, in a parallel region (else undeferred or
+/// included).
+#[inline]
+fn deferrable(c: &Ctx, team: &Team, if_clause: bool) -> bool {
+    if_clause && !c.task.final_ && team.level != 0
+}
+
 /// Whether a new task of the calling thread runs at once (undeferred or included).
 fn run_now(c: &Ctx, team: &Team, s: &Spawn, extra: usize) -> bool {
-    !s.if_clause
-        || c.task.final_
-        || team.level == 0
+    !deferrable(c, team, s.if_clause)
         || team.tasks.own_len(c.tid) + extra > THROTTLE * team.n as usize
         || (!s.depend.is_null() && (runtime().is_none() || team.tasks.pending() > DEPEND_THROTTLE * team.n as usize))
 }
@@ -1009,8 +1015,7 @@ pub unsafe fn spawn(s: Spawn) {
     // SAFETY: per the contract.
     let deps = if s.flags & FLAG_DEPEND != 0 && !s.depend.is_null() { unsafe { decode_depend(s.depend) } } else { Deps::new() };
     let detach = s.flags & FLAG_DETACH != 0 && !s.detach.is_null();
-    // Deferrable: the runtime, not the program, decides whether it runs now.
-    let deferrable = s.if_clause && !cx.task.final_ && team.level != 0;
+    let deferrable = deferrable(cx, team, s.if_clause);
     let choice = if deferrable && deps.is_empty() && !detach {
         choose(c, team)
     } else if run_now(cx, team, &s, 0) {
