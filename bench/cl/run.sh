@@ -48,9 +48,12 @@ field() { sed -n "s/.* $1=\([^ ]*\).*/\1/p"; }
 median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
 declare -A val check
+# Rounds interleave the columns, so a noisy stretch of the machine hits them all.
+for r in $(seq "$rounds"); do
+    for c in $columns; do run "$c" >>"$out/$c.txt"; done
+done
 for c in $columns; do
-    for r in $(seq "$rounds"); do run "$c"; done >"$out/$c.txt"
-    for k in tiny_us write_gbs read_gbs sgemm_gflops; do
+    for k in tiny_us tiny_enqueue_us write_gbs read_gbs sgemm_gflops; do
         val[$c.$k]=$(field "$k" <"$out/$c.txt" | median)
     done
     check[$c]=$(field check <"$out/$c.txt" | sort -u | tr '\n' ' ')
@@ -60,7 +63,7 @@ printf '%-16s' measure
 for c in $columns; do printf ' | %-10s' "$c"; done
 for c in $columns; do [ "$c" = pocl ] || printf ' | %-12s' "$c/pocl"; done
 echo
-for k in tiny_us write_gbs read_gbs sgemm_gflops; do
+for k in tiny_us tiny_enqueue_us write_gbs read_gbs sgemm_gflops; do
     printf '%-16s' "$k"
     for c in $columns; do printf ' | %-10s' "${val[$c.$k]:--}"; done
     for c in $columns; do
@@ -70,4 +73,4 @@ for k in tiny_us write_gbs read_gbs sgemm_gflops; do
     echo
 done
 for c in $columns; do echo "checks $c: ${check[$c]}"; done
-echo "(targets vs pocl: tiny_us <= 1.2, write/read >= 0.9, sgemm >= 0.95; $rounds rounds, medians; load average $(cut -d' ' -f1-3 /proc/loadavg))"
+echo "(targets vs pocl: tiny_us <= 1.2 (tiny_enqueue_us: the application thread's share of it), write/read >= 0.9, sgemm >= 0.95; $rounds rounds, medians; load average $(cut -d' ' -f1-3 /proc/loadavg))"
