@@ -602,15 +602,13 @@ impl RuntimeInner {
                     let red = self.new_task(TaskKind::Reduction, &mut rb, Arch::Cpu.bit());
                     self.inflight.fetch_add(1, Ordering::AcqRel);
                     let mut rp = deps::Preds::new();
-                    let at = deps::access_preds(st, idx, AccessMode::RW, &red, true, &mut rp);
-                    red.accesses[0].slot.store(at.unwrap_or(u32::MAX), Ordering::Relaxed);
+                    red.accesses[0].set_slot(deps::access_preds(st, idx, AccessMode::RW, &red, true, &mut rp));
                     for p in rp {
                         p.add_successor(&red);
                     }
                     extra.push(red);
                 }
-                let at = deps::access_preds(st, idx, a.mode, task, true, &mut preds);
-                a.slot.store(at.unwrap_or(u32::MAX), Ordering::Relaxed);
+                a.set_slot(deps::access_preds(st, idx, a.mode, task, true, &mut preds));
             }
         }
         // One edge per predecessor: an explicit dependency that is also a data dependency (an

@@ -429,8 +429,16 @@ impl Clone for Access {
 }
 
 impl Access {
+    /// `slot` of an access not (or not yet) in a phase list.
+    const NO_SLOT: u32 = u32::MAX;
+
     pub(crate) fn new(handle: DataHandle, mode: AccessMode) -> Access {
-        Access { handle, mode, slot: crate::sync::atomic::AtomicU32::new(u32::MAX) }
+        Access { handle, mode, slot: crate::sync::atomic::AtomicU32::new(Self::NO_SLOT) }
+    }
+
+    /// Record where registering put the task (`deps::access_preds`'s answer).
+    pub(crate) fn set_slot(&self, at: Option<u32>) {
+        self.slot.store(at.unwrap_or(Self::NO_SLOT), crate::sync::atomic::Ordering::Relaxed);
     }
 }
 
