@@ -481,7 +481,7 @@ pub unsafe extern "C" fn clLinkProgram(
             let r = match native {
                 Some(results) => {
                     if p.record(results, &opts, CL_PROGRAM_BINARY_TYPE_EXECUTABLE) {
-                        Err(CL_BUILD_PROGRAM_FAILURE)
+                        Err(CL_LINK_PROGRAM_FAILURE)
                     } else {
                         Ok(())
                     }
@@ -515,6 +515,7 @@ pub unsafe extern "C" fn clLinkProgram(
             }
             match r {
                 Ok(()) => Ok(h),
+                // The build from sources reports a build failure: for the caller, the link failed.
                 Err(e) => link_failed(h, &p, if e == CL_BUILD_PROGRAM_FAILURE { CL_LINK_PROGRAM_FAILURE } else { e }),
             }
         })
