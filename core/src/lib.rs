@@ -41,8 +41,8 @@ pub use sched::PolicyKind;
 #[cfg(feature = "opencl")]
 pub use task::OpenClLaunch;
 pub use task::{
-    AccessMode, Arch, Codelet, External, ExternalWork, OpenClImpl, OpenClLaunchFn, Payload, Spent, Tag, TaskBuilder, TaskContext,
-    TaskError, TaskHandle, TaskPayload,
+    AccessMode, Arch, Codelet, External, ExternalWork, OpenClImpl, OpenClLaunchFn, Payload, Predecessors, Spent, Tag, TaskBuilder,
+    TaskContext, TaskError, TaskHandle, TaskPayload,
 };
 #[cfg(feature = "cuda")]
 pub use task::{CudaCode, CudaFn, CudaImpl, CudaTaskContext, LaunchDimsFn};

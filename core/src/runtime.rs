@@ -314,6 +314,16 @@ impl Runtime {
         crate::task::Spent(e.0)
     }
 
+    /// The unfinished tasks that a task with `b`'s accesses would wait for, found without
+    /// submitting one. For work the caller runs itself that ends before anything else is
+    /// submitted on these handles (an OpenMP task run at once): no later task can need to
+    /// wait for it, so it needs no task of its own. `Error::Unsupported` where only a
+    /// submission orders it right: COMMUTE and REDUX accesses (the arbiter, a reduction), a
+    /// handle in its REDUX phase, tags.
+    pub fn predecessors(&self, b: &TaskBuilder) -> Result<crate::task::Predecessors> {
+        self.inner.predecessors(b)
+    }
+
     /// Wait until every submitted task has completed.
     pub fn wait_for_all(&self) -> Result<()> {
         self.inner.wait_for_all()
@@ -589,7 +599,7 @@ impl RuntimeInner {
                     if st.entries[idx].deps.phase == crate::data::Phase::Redux && a.mode != AccessMode::Redux {
                         peek.extend(deps::live(&st.entries[idx].deps.cur));
                     }
-                    deps::access_preds(st, idx, a.mode, task, false, &mut peek);
+                    deps::access_preds(st, idx, a.mode, None, &mut peek);
                 }
                 self.bind_tag(task, &peek)?;
             }
@@ -602,13 +612,13 @@ impl RuntimeInner {
                     let red = self.new_task(TaskKind::Reduction, &mut rb, Arch::Cpu.bit());
                     self.inflight.fetch_add(1, Ordering::AcqRel);
                     let mut rp = deps::Preds::new();
-                    red.accesses[0].set_slot(deps::access_preds(st, idx, AccessMode::RW, &red, true, &mut rp));
+                    red.accesses[0].set_slot(deps::access_preds(st, idx, AccessMode::RW, Some(&red), &mut rp));
                     for p in rp {
                         p.add_successor(&red);
                     }
                     extra.push(red);
                 }
-                a.set_slot(deps::access_preds(st, idx, a.mode, task, true, &mut preds));
+                a.set_slot(deps::access_preds(st, idx, a.mode, Some(task), &mut preds));
             }
         }
         // One edge per predecessor: an explicit dependency that is also a data dependency (an
@@ -625,6 +635,37 @@ impl RuntimeInner {
             self.tags.depend(task, t);
         }
         Ok(extra)
+    }
+
+    /// See [`Runtime::predecessors`].
+    fn predecessors(&self, b: &TaskBuilder) -> Result<crate::task::Predecessors> {
+        if b.tag.is_some() || !b.dep_tags.is_empty() {
+            return Err(Error::Unsupported("a tagged task's predecessors need its submission".into()));
+        }
+        if let Some(bad) = b.accesses.iter().find(|a| matches!(a.mode, AccessMode::Commute | AccessMode::Redux)) {
+            return Err(Error::Unsupported(format!("{:?} accesses are ordered by their submission only", bad.mode)));
+        }
+        if b.accesses.iter().any(|a| a.handle.0.rt.id != self.id) {
+            return Err(Error::InvalidData("handle belongs to another runtime".into()));
+        }
+        let mut preds: deps::Preds = b.after.iter().filter(|t| !t.is_done()).cloned().collect();
+        // The trees locked in tree-id order, as `register` does.
+        let mut trees: SmallVec<[&Tree; 3]> = b.accesses.iter().map(|a| &*a.handle.0.tree).collect();
+        trees.sort_by_key(|t| t.id);
+        trees.dedup_by_key(|t| t.id);
+        let mut guards: SmallVec<[_; 3]> = trees.iter().map(|t| lock(&t.state)).collect();
+        for a in &b.accesses {
+            let st = &mut *guards[trees.iter().position(|t| t.id == a.handle.0.tree.id).expect("invariant: tree locked")];
+            let idx = a.handle.0.idx;
+            if !st.entries[idx].alive {
+                return Err(Error::Unregistered(a.handle.id()));
+            }
+            if st.entries[idx].deps.phase == crate::data::Phase::Redux {
+                return Err(Error::Unsupported("a handle in its REDUX phase is reduced by a submitted task first".into()));
+            }
+            deps::access_preds(st, idx, a.mode, None, &mut preds);
+        }
+        Ok(crate::task::Predecessors(preds))
     }
 
     /// Give the task its tag. `preds` are its data and explicit predecessors; the carriers of

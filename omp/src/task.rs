@@ -931,6 +931,35 @@ fn wait_for_deps(c: *mut Ctx, deps: &[(usize, AccessMode)]) -> Option<External> 
     token
 }
 
+/// Wait (running other tasks) until the calling task's earlier siblings that `deps` names
+/// are done, for work that ends before the calling task creates another child (a task run
+/// at once, `taskwait depend`): no later sibling can have to wait for that work, so it is
+/// not submitted to core, only its predecessors looked up (as libgomp's
+/// gomp_task_maybe_wait_for_dependencies). A throttled creator runs most of its tasks this
+/// way: a core task each for them cost it as much as deferring them. Where a lookup cannot
+/// order the work (mutexinoutset), it waits as a submitted task that completes at once.
+fn wait_for_preds(c: *mut Ctx, deps: &[(usize, AccessMode)]) {
+    let Some(rt) = runtime().filter(|_| !deps.is_empty()) else { return };
+    // SAFETY: the calling thread's context; only this thread touches its task's map.
+    let Some(map) = (unsafe { (*c).task.deps.as_ref() }) else { return };
+    // An address no earlier sibling named has no predecessor (and needs no handle).
+    let mut b = TaskBuilder::empty();
+    for (addr, mode) in deps {
+        if let Some(h) = map.get(addr) {
+            b.add_access(h, *mode);
+        }
+    }
+    match rt.predecessors(&b) {
+        Ok(p) if p.is_empty() => {}
+        Ok(p) => wait_until(c, Scope::children(c), || p.done()),
+        Err(_) => {
+            if let Some(e) = wait_for_deps(c, deps) {
+                rt.complete_external(e);
+            }
+        }
+    }
+}
+
 /// An undeferred task's wait for its dependencies: core's ready call hands over the token.
 #[derive(Default)]
 struct DepWait {
@@ -1040,13 +1069,11 @@ pub unsafe fn spawn(s: Spawn) {
             return execute(c, t);
         }
         Choice::Run => {
-            let ext = if team.level == 0 { None } else { wait_for_deps(c, &deps) };
-            // SAFETY: per the contract.
-            unsafe { run_undeferred(c, &s, final_, priority, detach) };
-            if let (Some(e), Some(rt)) = (ext, runtime()) {
-                rt.complete_external(e);
+            if team.level != 0 {
+                wait_for_preds(c, &deps);
             }
-            return;
+            // SAFETY: per the contract.
+            return unsafe { run_undeferred(c, &s, final_, priority, detach) };
         }
     }
     // SAFETY: per the contract.
@@ -1284,9 +1311,7 @@ pub unsafe fn taskwait_depend(depend: *mut *mut c_void) {
     }
     // SAFETY: per the contract.
     let deps = unsafe { decode_depend(depend) };
-    if let (Some(e), Some(rt)) = (wait_for_deps(c, &deps), runtime()) {
-        rt.complete_external(e);
-    }
+    wait_for_preds(c, &deps);
 }
 
 pub fn taskgroup_start(workshare: bool) {

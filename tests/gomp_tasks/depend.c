@@ -1,7 +1,9 @@
 /* depend(in/out/inout): per address, an out/inout task runs after every earlier sibling task
  * on that address and before every later one; in tasks run after the last earlier writer and
  * may overlap each other. Dependencies are among siblings only: a child depending on its
- * parent's address must not wait for the parent (no deadlock). */
+ * parent's address must not wait for the parent (no deadlock). An undeferred (if(0)) task
+ * with depend clauses waits for its earlier siblings like a deferred one, mutexinoutset
+ * included. */
 #include "check.h"
 #include <omp.h>
 
@@ -10,6 +12,7 @@
 int main(void) {
     int x = 0, y = 0, log_x[N], readers_ok = 1;
     int parent_child = 0;
+    int z = 0, undeferred_ok = 1, m = 0, inside = 0, exclusive_ok = 1;
 #pragma omp parallel num_threads(4)
 #pragma omp single
     {
@@ -52,6 +55,47 @@ int main(void) {
         }
 #pragma omp taskwait
         CHECK(parent_child == 42);
+        for (int i = 0; i < 16; i++) {
+#pragma omp task depend(inout: z) shared(z)
+            {
+                pause_us(50);
+                z++;
+            }
+            /* a reader the undeferred writer below must wait for */
+#pragma omp task depend(in: z) firstprivate(i) shared(z, undeferred_ok)
+            {
+                pause_us(100);
+                if (z != 2 * i + 1) {
+#pragma omp atomic write
+                    undeferred_ok = 0;
+                }
+            }
+#pragma omp task if(0) depend(inout: z) firstprivate(i) shared(z, undeferred_ok)
+            {
+                if (z != 2 * i + 1) undeferred_ok = 0;
+                z++;
+            }
+        }
+        /* mutexinoutset: an undeferred task is exclusive with its deferred set-mates */
+        for (int i = 0; i < 16; i++) {
+#pragma omp task depend(mutexinoutset: m) if(i % 2 == 0) shared(m, inside, exclusive_ok)
+            {
+                int was;
+#pragma omp atomic capture
+                was = inside++;
+                if (was != 0) {
+#pragma omp atomic write
+                    exclusive_ok = 0;
+                }
+                pause_us(50);
+                m++;
+#pragma omp atomic update
+                inside--;
+            }
+        }
+#pragma omp taskwait
+        CHECK(undeferred_ok && z == 32);
+        CHECK(exclusive_ok && m == 16);
     }
     CHECK(readers_ok);
     CHECK(x == -1 && y == 1);

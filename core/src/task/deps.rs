@@ -70,17 +70,10 @@ pub(crate) fn live(v: &[Weak<TaskInner>]) -> impl Iterator<Item = TaskRef> + '_ 
 /// A task's predecessors, inline up to a few: registering a task allocates nothing more.
 pub(crate) type Preds = smallvec::SmallVec<[TaskRef; 4]>;
 
-/// Collect the predecessors of an access of `mode` to entry `idx`, and (if `apply`) record
-/// `task` in the handle's phase state; returns where in the current phase's list (for
-/// `forget`).
-pub(crate) fn access_preds(
-    st: &mut TreeState,
-    idx: usize,
-    mode: AccessMode,
-    task: &TaskRef,
-    apply: bool,
-    preds: &mut Preds,
-) -> Option<u32> {
+/// Collect the predecessors of an access of `mode` to entry `idx`, and (if `record` names a
+/// task) record that task in the handle's phase state; returns where in the current phase's
+/// list (for `forget`).
+pub(crate) fn access_preds(st: &mut TreeState, idx: usize, mode: AccessMode, record: Option<&TaskRef>, preds: &mut Preds) -> Option<u32> {
     if mode == AccessMode::Scratch {
         return None;
     }
@@ -99,19 +92,15 @@ pub(crate) fn access_preds(
     let d = &mut st.entries[idx].deps;
     if p != Phase::Write && p == d.phase {
         preds.extend(live(&d.prev));
-        if !apply {
-            return None;
-        }
+        record?;
         prune(&mut d.cur);
     } else {
         preds.extend(live(&d.cur));
-        if !apply {
-            return None;
-        }
+        record?;
         d.prev = std::mem::take(&mut d.cur);
         d.phase = p;
     }
-    d.cur.push(Arc::downgrade(task));
+    d.cur.push(Arc::downgrade(record?));
     u32::try_from(d.cur.len() - 1).ok()
 }
 
@@ -170,6 +159,34 @@ mod tests {
         rt.wait_for_all().unwrap();
         assert_eq!(held(&h), (0, 0), "completed tasks stay in the handle's lists");
         assert!(tasks.iter().all(|w| w.upgrade().is_none()), "a completed task is still held");
+    }
+
+    /// A lookup finds what a task would wait for and records nothing: a later task does not
+    /// wait for the work that looked them up, and COMMUTE, which needs the arbiter, is refused.
+    #[test]
+    fn predecessors_are_found_without_a_task() {
+        let (rt, h) = one_handle();
+        let (tx, rx) = channel();
+        let _w = submit(&rt, &h, AccessMode::RW, &tx);
+        let writer = rx.recv().unwrap();
+        let query = |m: AccessMode| rt.predecessors(&TaskBuilder::empty().access(&h, m));
+        let p = query(AccessMode::R).unwrap();
+        assert_eq!(p.len(), 1, "a reader waits for the writer");
+        assert!(!p.done());
+        assert_eq!(held(&h), (0, 1), "the lookup was recorded in the handle's phases");
+        // A reader submitted now waits for the writer only, not for the lookup.
+        let _r = submit(&rt, &h, AccessMode::R, &tx);
+        assert!(rx.try_recv().is_err(), "the reader ran before the writer completed");
+        rt.complete_external(writer);
+        assert!(p.done(), "the writer completed");
+        let reader = rx.recv().unwrap();
+        let w = query(AccessMode::RW).unwrap();
+        assert_eq!((w.len(), w.done()), (1, false), "a writer waits for the reader in flight");
+        assert!(query(AccessMode::R).unwrap().is_empty(), "readers do not wait for each other");
+        assert!(matches!(query(AccessMode::Commute), Err(crate::Error::Unsupported(_))));
+        rt.complete_external(reader);
+        assert!(w.done());
+        rt.wait_for_all().unwrap();
     }
 
     /// Compacting a phase list moves its tasks from the places `forget` recorded: it finds

@@ -605,6 +605,23 @@ pub struct TaskBuilder {
 /// number.
 pub struct Spent(pub(crate) TaskRef);
 
+/// Tasks some work waits for ([`Runtime::predecessors`](crate::Runtime::predecessors)).
+pub struct Predecessors(pub(crate) deps::Preds);
+
+impl Predecessors {
+    /// Whether every one of them has completed.
+    pub fn done(&self) -> bool {
+        self.0.iter().all(|t| t.is_done())
+    }
+    /// How many there were when they were looked up.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
 impl TaskBuilder {
     /// A task running `codelet`.
     pub fn new(codelet: &Arc<Codelet>) -> TaskBuilder {
