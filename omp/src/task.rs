@@ -937,11 +937,13 @@ fn wait_for_deps(c: *mut Ctx, deps: &[(usize, AccessMode)]) -> Option<External> 
 /// not submitted to core, only its predecessors looked up (as libgomp's
 /// gomp_task_maybe_wait_for_dependencies). A throttled creator runs most of its tasks this
 /// way: a core task each for them cost it as much as deferring them. Where a lookup cannot
-/// order the work (mutexinoutset), it waits as a submitted task that completes at once.
-fn wait_for_preds(c: *mut Ctx, deps: &[(usize, AccessMode)]) {
-    let Some(rt) = runtime().filter(|_| !deps.is_empty()) else { return };
+/// order the work (mutexinoutset: it must also keep its set-mates out while it runs), it
+/// waits as a submitted task, whose token comes back to complete when the work is done.
+#[must_use]
+fn wait_for_preds(c: *mut Ctx, deps: &[(usize, AccessMode)]) -> Option<External> {
+    let rt = runtime().filter(|_| !deps.is_empty())?;
     // SAFETY: the calling thread's context; only this thread touches its task's map.
-    let Some(map) = (unsafe { (*c).task.deps.as_ref() }) else { return };
+    let map = unsafe { (*c).task.deps.as_ref() }?;
     // An address no earlier sibling named has no predecessor (and needs no handle).
     let mut b = TaskBuilder::empty();
     for (addr, mode) in deps {
@@ -950,13 +952,13 @@ fn wait_for_preds(c: *mut Ctx, deps: &[(usize, AccessMode)]) {
         }
     }
     match rt.predecessors(&b) {
-        Ok(p) if p.is_empty() => {}
-        Ok(p) => wait_until(c, Scope::children(c), || p.done()),
-        Err(_) => {
-            if let Some(e) = wait_for_deps(c, deps) {
-                rt.complete_external(e);
+        Ok(p) => {
+            if !p.done() {
+                wait_until(c, Scope::children(c), || p.done());
             }
+            None
         }
+        Err(_) => wait_for_deps(c, deps),
     }
 }
 
@@ -1069,11 +1071,13 @@ pub unsafe fn spawn(s: Spawn) {
             return execute(c, t);
         }
         Choice::Run => {
-            if team.level != 0 {
-                wait_for_preds(c, &deps);
-            }
+            let ext = if team.level == 0 { None } else { wait_for_preds(c, &deps) };
             // SAFETY: per the contract.
-            return unsafe { run_undeferred(c, &s, final_, priority, detach) };
+            unsafe { run_undeferred(c, &s, final_, priority, detach) };
+            if let (Some(e), Some(rt)) = (ext, runtime()) {
+                rt.complete_external(e);
+            }
+            return;
         }
     }
     // SAFETY: per the contract.
@@ -1311,7 +1315,9 @@ pub unsafe fn taskwait_depend(depend: *mut *mut c_void) {
     }
     // SAFETY: per the contract.
     let deps = unsafe { decode_depend(depend) };
-    wait_for_preds(c, &deps);
+    if let (Some(e), Some(rt)) = (wait_for_preds(c, &deps), runtime()) {
+        rt.complete_external(e);
+    }
 }
 
 pub fn taskgroup_start(workshare: bool) {

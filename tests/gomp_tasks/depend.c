@@ -13,6 +13,7 @@ int main(void) {
     int x = 0, y = 0, log_x[N], readers_ok = 1;
     int parent_child = 0;
     int z = 0, undeferred_ok = 1, m = 0, inside = 0, exclusive_ok = 1;
+    int ma = 0, mb = 0, in_a = 0, held_ok = 1;
 #pragma omp parallel num_threads(4)
 #pragma omp single
     {
@@ -93,8 +94,44 @@ int main(void) {
                 inside--;
             }
         }
+        /* ... for as long as its body runs: D (a and b) waits for b while the undeferred U
+         * (a) starts; when E (b) ends during U's body, D must still wait for U. */
+#pragma omp task depend(mutexinoutset: mb) shared(mb)
+        {
+            pause_us(2000);
+            mb++;
+        }
+#pragma omp task depend(mutexinoutset: ma, mb) shared(ma, mb, in_a, held_ok)
+        {
+            int was;
+#pragma omp atomic capture
+            was = in_a++;
+            if (was != 0) {
+#pragma omp atomic write
+                held_ok = 0;
+            }
+            ma++;
+            mb++;
+#pragma omp atomic update
+            in_a--;
+        }
+#pragma omp task if(0) depend(mutexinoutset: ma) shared(ma, in_a, held_ok)
+        {
+            int was;
+#pragma omp atomic capture
+            was = in_a++;
+            if (was != 0) {
+#pragma omp atomic write
+                held_ok = 0;
+            }
+            pause_us(5000);
+            ma++;
+#pragma omp atomic update
+            in_a--;
+        }
 #pragma omp taskwait
         CHECK(undeferred_ok && z == 32);
+        CHECK(held_ok && ma == 2 && mb == 2);
         CHECK(exclusive_ok && m == 16);
     }
     CHECK(readers_ok);
