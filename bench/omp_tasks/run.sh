@@ -12,7 +12,9 @@
 # Environment: OMP_NUM_THREADS (default 2), WEFT_LIB (default target/release/libweft.so),
 #              PROGS (default: all four, e.g. PROGS="cholesky sparselu"; a program's
 #              arguments follow its name after colons, e.g. "cholesky:2048:64"),
-#              LIBOMP (default: the first libomp.so.5 found under /usr/lib).
+#              LIBOMP (default: the first libomp.so.5 found under /usr/lib), WEFT_BASE
+#              (another libweft.so, run as column `base` beside `weft`: an A/B of two
+#              builds in the same interleaved rounds, with a weft/base column).
 # Each program checks its own result and prints `RESULT name=… seconds=… check=ok`.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -39,6 +41,7 @@ run() { # runtime program:arg:... -> seconds (fails loudly on a wrong result)
         libgomp) line=$("$out/${args[0]}" "${args[@]:1}") ;;
         libomp) line=$(LD_PRELOAD=$libomp "$out/${args[0]}" "${args[@]:1}") ;;
         weft) line=$(LD_LIBRARY_PATH=$out/weft${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} "$out/${args[0]}" "${args[@]:1}") ;;
+        base) line=$(LD_LIBRARY_PATH=$out/base${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} "$out/${args[0]}" "${args[@]:1}") ;;
     esac
     case $line in *check=ok*) ;; *) echo "$1 $2: wrong result: $line" >&2; return 1 ;; esac
     # Cholesky and SparseLU also report the threads' time outside their kernels.
@@ -51,6 +54,7 @@ median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 printf '%-14s' program
 for r in $runtimes; do printf ' | %-10s' "$r (s)"; done
 [[ $runtimes == *weft* ]] && printf ' | %-14s | %-14s' "weft/libgomp" "weft/libomp"
+[[ $runtimes == *base* ]] && printf ' | %-10s' "weft/base"
 echo
 for p in $progs; do
     declare -A med=()
@@ -68,6 +72,9 @@ for p in $progs; do
     if [[ $runtimes == *weft* ]]; then
         awk -v w="${med[weft]}" -v g="${med[libgomp]}" -v o="${med[libomp]:-0}" \
             'BEGIN { printf " | %-14.3f | %-14s", w / g, (o > 0 ? sprintf("%.3f", w / o) : "-") }'
+    fi
+    if [[ $runtimes == *base* ]]; then
+        awk -v w="${med[weft]}" -v b="${med[base]}" 'BEGIN { printf " | %-10.3f", w / b }'
     fi
     echo
     if [ -s "$out/outside-libgomp" ]; then

@@ -3,7 +3,8 @@
 # to LD_PRELOAD) and links Weft's library as $out/weft/libgomp.so.1 (run a program with
 # LD_LIBRARY_PATH=$out/weft and libgomp is not loaded at all).
 # Environment: LIBOMP (default: the first libomp.so.5 found under /usr/lib), WEFT_LIB
-# (default: $CARGO_TARGET_DIR or ./target, release/libweft.so).
+# (default: $CARGO_TARGET_DIR or ./target, release/libweft.so), WEFT_BASE (optional: another
+# libweft.so, e.g. one built from main, run as the column `base` for an A/B in one run).
 runtimes="libgomp"
 find_libomp() { ls /usr/lib/llvm-*/lib/libomp.so.5 /usr/lib/x86_64-linux-gnu/libomp.so.5 2>/dev/null | head -n 1 || true; }
 libomp=${LIBOMP:-$(find_libomp)}
@@ -19,4 +20,10 @@ if [ -f "$weft" ] && nm -D --defined-only "$weft" 2>/dev/null | grep ' GOMP_task
     runtimes="$runtimes weft"
 else
     echo "(Weft column left out: $weft does not export GOMP_task yet)" >&2
+fi
+if [ -n "${WEFT_BASE:-}" ]; then
+    [ -f "$WEFT_BASE" ] || { echo "WEFT_BASE=$WEFT_BASE: no such file" >&2; exit 2; }
+    mkdir -p "$out/base"
+    ln -s "$(realpath "$WEFT_BASE")" "$out/base/libgomp.so.1"
+    runtimes="$runtimes base"
 fi

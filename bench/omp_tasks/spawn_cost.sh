@@ -7,7 +7,7 @@
 #
 # Usage: bench/omp_tasks/spawn_cost.sh [rounds] [program args...]
 #        (default 5 rounds of `cholesky 2048 128`; also e.g. `5 tasks_million`)
-# Environment: OMP_NUM_THREADS (default 2), WEFT_LIB, LIBOMP (runtimes.sh).
+# Environment: OMP_NUM_THREADS (default 2), WEFT_LIB, LIBOMP, WEFT_BASE (runtimes.sh).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 src=$root/bench/omp_tasks
@@ -33,6 +33,7 @@ for i in $(seq "$rounds"); do
             libgomp) pre=$out/spawn_cost.so lib= ;;
             libomp) pre=$out/spawn_cost.so:$libomp lib= ;;
             weft) pre=$out/spawn_cost.so lib=$out/weft ;;
+            base) pre=$out/spawn_cost.so lib=$out/base ;;
         esac
         line=$(LD_PRELOAD=$pre LD_LIBRARY_PATH=$lib "$out/$prog" "${args[@]}" 2>&1 >/dev/null | grep SPAWN_COST)
         echo "$r $line" >>"$out/all"
