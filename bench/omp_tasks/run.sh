@@ -54,7 +54,9 @@ median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 printf '%-14s' program
 for r in $runtimes; do printf ' | %-10s' "$r (s)"; done
 [[ $runtimes == *weft* ]] && printf ' | %-14s | %-14s' "weft/libgomp" "weft/libomp"
-[[ $runtimes == *base* ]] && printf ' | %-10s' "weft/base"
+# weft/base only with both columns (base is WEFT_BASE; weft may be missing).
+ab=$([[ " $runtimes " == *" weft "* && " $runtimes " == *" base "* ]] && echo 1 || true)
+[ -n "$ab" ] && printf ' | %-10s' "weft/base"
 echo
 for p in $progs; do
     declare -A med=()
@@ -73,7 +75,7 @@ for p in $progs; do
         awk -v w="${med[weft]}" -v g="${med[libgomp]}" -v o="${med[libomp]:-0}" \
             'BEGIN { printf " | %-14.3f | %-14s", w / g, (o > 0 ? sprintf("%.3f", w / o) : "-") }'
     fi
-    if [[ $runtimes == *base* ]]; then
+    if [ -n "$ab" ]; then
         awk -v w="${med[weft]}" -v b="${med[base]}" 'BEGIN { printf " | %-10.3f", w / b }'
     fi
     echo
