@@ -11,7 +11,7 @@
 
 use crate::config::Config;
 use crate::data::registry::Registry;
-use crate::data::{DataHandle, Tree, View};
+use crate::data::{DataHandle, View};
 use crate::error::{Error, Result};
 use crate::memory::MemoryNode;
 use crate::sched::{self, Policy, SchedCtx, Target, WorkerDesc};
@@ -567,16 +567,10 @@ impl RuntimeInner {
                 self.bind_tag(task, &preds)?;
             }
         } else {
-            // Lock the task's trees in tree-id order.
-            // Borrowed from the task's own accesses: no reference counting.
-            let mut trees: SmallVec<[&Tree; 3]> = task.accesses.iter().map(|a| &*a.handle.0.tree).collect();
-            trees.sort_by_key(|t| t.id);
-            trees.dedup_by_key(|t| t.id);
-            let mut guards: SmallVec<[_; 3]> = trees.iter().map(|t| lock(&t.state)).collect();
-            let slot = |h: &DataHandle| trees.iter().position(|t| t.id == h.0.tree.id).expect("invariant: tree locked");
+            let mut trees = deps::LockedTrees::new(&task.accesses);
             // Validate everything before changing anything.
             for a in &task.accesses {
-                let e = &guards[slot(&a.handle)].entries[a.handle.0.idx];
+                let e = &trees.of(&a.handle).entries[a.handle.0.idx];
                 if !e.alive {
                     return Err(Error::Unregistered(a.handle.id()));
                 }
@@ -594,7 +588,7 @@ impl RuntimeInner {
                 // Predecessors without changing state: a tag cycle must leave nothing behind.
                 let mut peek = preds.clone();
                 for a in &task.accesses {
-                    let st = &mut *guards[slot(&a.handle)];
+                    let st = trees.of(&a.handle);
                     let idx = a.handle.0.idx;
                     if st.entries[idx].deps.phase == crate::data::Phase::Redux && a.mode != AccessMode::Redux {
                         peek.extend(deps::live(&st.entries[idx].deps.cur));
@@ -604,7 +598,7 @@ impl RuntimeInner {
                 self.bind_tag(task, &peek)?;
             }
             for a in &task.accesses {
-                let st = &mut *guards[slot(&a.handle)];
+                let st = trees.of(&a.handle);
                 let idx = a.handle.0.idx;
                 if st.entries[idx].deps.phase == crate::data::Phase::Redux && a.mode != AccessMode::Redux {
                     // The REDUX phase ends: reduce its contributions before this access.
@@ -649,13 +643,9 @@ impl RuntimeInner {
             return Err(Error::InvalidData("handle belongs to another runtime".into()));
         }
         let mut preds: deps::Preds = b.after.iter().filter(|t| !t.is_done()).cloned().collect();
-        // The trees locked in tree-id order, as `register` does.
-        let mut trees: SmallVec<[&Tree; 3]> = b.accesses.iter().map(|a| &*a.handle.0.tree).collect();
-        trees.sort_by_key(|t| t.id);
-        trees.dedup_by_key(|t| t.id);
-        let mut guards: SmallVec<[_; 3]> = trees.iter().map(|t| lock(&t.state)).collect();
+        let mut trees = deps::LockedTrees::new(&b.accesses);
         for a in &b.accesses {
-            let st = &mut *guards[trees.iter().position(|t| t.id == a.handle.0.tree.id).expect("invariant: tree locked")];
+            let st = trees.of(&a.handle);
             let idx = a.handle.0.idx;
             if !st.entries[idx].alive {
                 return Err(Error::Unregistered(a.handle.id()));

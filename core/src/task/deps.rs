@@ -9,9 +9,10 @@
 //!
 //! The functions here run with the task's trees locked (in tree-id order) by the submitter.
 
-use super::{AccessMode, TaskInner, TaskRef};
-use crate::data::{Phase, PhaseTasks, TreeState, relatives};
-use crate::sync::{Arc, Weak};
+use super::{Access, AccessMode, TaskInner, TaskRef};
+use crate::data::{DataHandle, Phase, PhaseTasks, Tree, TreeState, relatives};
+use crate::sync::{Arc, MutexGuard, Weak};
+use smallvec::SmallVec;
 
 pub(crate) fn phase_of(m: AccessMode) -> Phase {
     match m {
@@ -65,6 +66,29 @@ pub(crate) fn forget(st: &mut TreeState, idx: usize, task: *const TaskInner, slo
 /// The unfinished tasks of a phase.
 pub(crate) fn live(v: &[Weak<TaskInner>]) -> impl Iterator<Item = TaskRef> + '_ {
     v.iter().filter_map(Weak::upgrade)
+}
+
+/// The trees of some accesses, each locked once, in tree-id order: the order every
+/// submission (and predecessor lookup) takes them in, so two cannot deadlock.
+pub(crate) struct LockedTrees<'a> {
+    ids: SmallVec<[u64; 3]>,
+    guards: SmallVec<[MutexGuard<'a, TreeState>; 3]>,
+}
+
+impl<'a> LockedTrees<'a> {
+    pub(crate) fn new(accesses: &'a [Access]) -> LockedTrees<'a> {
+        // Borrowed from the accesses: no reference counting.
+        let mut trees: SmallVec<[&'a Tree; 3]> = accesses.iter().map(|a| &*a.handle.0.tree).collect();
+        trees.sort_by_key(|t| t.id);
+        trees.dedup_by_key(|t| t.id);
+        LockedTrees { ids: trees.iter().map(|t| t.id).collect(), guards: trees.iter().map(|t| t.lock()).collect() }
+    }
+
+    /// The locked state of `h`'s tree (`h` is one of the accesses' handles).
+    pub(crate) fn of(&mut self, h: &DataHandle) -> &mut TreeState {
+        let i = self.ids.iter().position(|&id| id == h.0.tree.id).expect("invariant: tree locked");
+        &mut self.guards[i]
+    }
 }
 
 /// A task's predecessors, inline up to a few: registering a task allocates nothing more.
