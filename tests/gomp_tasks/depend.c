@@ -9,6 +9,23 @@
 
 #define N 64
 
+/* Enter a region no two tasks may share: `*inside` counts the tasks in it, and one that
+ * finds another there clears `*ok`. */
+static void enter(int *inside, int *ok) {
+    int was;
+#pragma omp atomic capture
+    was = (*inside)++;
+    if (was != 0) {
+#pragma omp atomic write
+        *ok = 0;
+    }
+}
+
+static void leave(int *inside) {
+#pragma omp atomic update
+    (*inside)--;
+}
+
 int main(void) {
     int x = 0, y = 0, log_x[N], readers_ok = 1;
     int parent_child = 0;
@@ -81,17 +98,10 @@ int main(void) {
         for (int i = 0; i < 16; i++) {
 #pragma omp task depend(mutexinoutset: m) if(i % 2 == 0) shared(m, inside, exclusive_ok)
             {
-                int was;
-#pragma omp atomic capture
-                was = inside++;
-                if (was != 0) {
-#pragma omp atomic write
-                    exclusive_ok = 0;
-                }
+                enter(&inside, &exclusive_ok);
                 pause_us(50);
                 m++;
-#pragma omp atomic update
-                inside--;
+                leave(&inside);
             }
         }
         /* ... for as long as its body runs: D (a and b) waits for b while the undeferred U
@@ -103,31 +113,17 @@ int main(void) {
         }
 #pragma omp task depend(mutexinoutset: ma, mb) shared(ma, mb, in_a, held_ok)
         {
-            int was;
-#pragma omp atomic capture
-            was = in_a++;
-            if (was != 0) {
-#pragma omp atomic write
-                held_ok = 0;
-            }
+            enter(&in_a, &held_ok);
             ma++;
             mb++;
-#pragma omp atomic update
-            in_a--;
+            leave(&in_a);
         }
 #pragma omp task if(0) depend(mutexinoutset: ma) shared(ma, in_a, held_ok)
         {
-            int was;
-#pragma omp atomic capture
-            was = in_a++;
-            if (was != 0) {
-#pragma omp atomic write
-                held_ok = 0;
-            }
+            enter(&in_a, &held_ok);
             pause_us(5000);
             ma++;
-#pragma omp atomic update
-            in_a--;
+            leave(&in_a);
         }
 #pragma omp taskwait
         CHECK(undeferred_ok && z == 32);
