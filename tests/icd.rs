@@ -283,4 +283,11 @@ fn a_c_program_uses_shared_virtual_memory_on_the_weft_platform() {
     for what in ["svm capabilities ok", "svm kernels, maps and copies ok", "fine-grained svm ok", "svm bad inputs ok", "clone kernel ok"] {
         assert!(stdout.contains(what), "{what}:\n{stdout}");
     }
+    // Coarse-grained allocations (as on NVIDIA, where PoCL offers fine-grained): mapped for
+    // the host between kernels, unmapped around each kernel taking them (svm.rs).
+    let stdout = run_all_ok(&exe, &v, "basic basic", &[("WEFT_SVM_COARSE", "1")], "svm, coarse-grained");
+    for what in ["svm capabilities ok", "svm kernels, maps and copies ok", "coarse-grained svm ok", "svm bad inputs ok", "clone kernel ok"]
+    {
+        assert!(stdout.contains(what), "{what} (WEFT_SVM_COARSE=1):\n{stdout}");
+    }
 }

@@ -83,11 +83,14 @@ impl Drop for Kernel {
     }
 }
 
+/// [`Pooled::mems`] of an argument set to an SVM pointer (no `cl_mem` is 1).
+const SVM_ARG: usize = 1;
+
 /// An idle vendor kernel, with the buffers its arguments are known to hold.
 struct Pooled {
     k: VendorKernel,
     /// Per argument index, the raw `cl_mem` last set there by a launch (0: unknown, or not a
-    /// buffer). A launch of an in-order stream mostly passes the same buffers again, and
+    /// buffer; [`SVM_ARG`]: an SVM pointer). A launch of an in-order stream mostly passes the same buffers again, and
     /// the vendor kernel keeps its arguments: those need no `clSetKernelArg`.
     mems: SmallVec<[usize; 4]>,
 }
@@ -104,6 +107,11 @@ impl Kernel {
         if let Some(k) = self.pools.get(i).and_then(|p| p.lock().unwrap_or_else(|e| e.into_inner()).pop()) {
             return Ok(k);
         }
+        self.fresh(i)
+    }
+
+    /// A new vendor kernel for real device `i`.
+    fn fresh(&self, i: usize) -> ClResult<Pooled> {
         let st = self.program.state.lock().unwrap_or_else(|e| e.into_inner());
         let vp = st.builds.get(i).and_then(|b| b.as_ref()).and_then(|b| b.program.as_ref()).ok_or(CL_INVALID_PROGRAM_EXECUTABLE)?;
         VendorKernel::new(vp, &self.name).map(Pooled::new).map_err(|e| e.0)
@@ -121,7 +129,8 @@ impl Kernel {
         let &i = self.program.built().first().ok_or(CL_INVALID_PROGRAM_EXECUTABLE)?;
         let mut k = self.take(i)?;
         let r = f(&mut k.k, i);
-        k.mems.clear();
+        // Forget the buffers, not the SVM arguments (see `run_launch`).
+        k.mems.iter_mut().filter(|m| **m != SVM_ARG).for_each(|m| *m = 0);
         self.give_back(i, k);
         r
     }
@@ -496,6 +505,9 @@ struct Launch {
     /// The images among the task's buffers: (access index, image, copied back after the kernel).
     images: Vec<(usize, Arc<Obj<Mem>>, bool)>,
     exec_svm: Vec<usize>,
+    /// Coarse-grained SVM allocations the kernel takes (address, size): unmapped from the
+    /// host before it runs and mapped again after (svm.rs).
+    coarse: Vec<(usize, usize)>,
     /// The launch may join its device's batch when the driver allows (`OpenClLaunch::batch`):
     /// not on a profiling queue, whose end timestamps would be the batch's.
     batchable: bool,
@@ -598,11 +610,13 @@ fn launch(
         allowed
     };
     let mut gated: Vec<Arc<Obj<super::event::Event>>> = Vec::new();
+    let mut coarse = Vec::new();
     if svm || !exec_svm.is_empty() {
         let ptrs: Vec<usize> =
             slots.iter().filter_map(|a| if let LaunchArg::Svm(p) = a { Some(*p) } else { None }).chain(exec_svm.iter().copied()).collect();
         gated.extend_from_slice(waits);
         gated.extend(super::svm::kernel_gate(qq, &ptrs)?);
+        coarse = super::svm::coarse_allocations(ptrs);
     }
     let waits = if gated.is_empty() { waits } else { &gated[..] };
     let images: Vec<(usize, Arc<Obj<Mem>>, bool)> =
@@ -620,7 +634,8 @@ fn launch(
     } else if allowed.len() < plat.real.len() {
         b.set_worker(plat.real[allowed[0]].0);
     }
-    let payload = Launch { kernel: k.clone(), state: state.clone(), slots, offset, global, local, images, exec_svm, batchable: !profiled };
+    let payload =
+        Launch { kernel: k.clone(), state: state.clone(), slots, offset, global, local, images, exec_svm, coarse, batchable: !profiled };
     b.set_payload(Arc::new(payload));
     let Some(state) = state else {
         // No event object when none is asked for, nor a state (the queue's finish waits on
@@ -636,13 +651,18 @@ fn launch(
 /// Run launch `p` on the device of `l`: take a vendor kernel of the program built for it,
 /// set the arguments (buffers are the task's replicas there) and enqueue.
 fn run_launch(p: &Launch, l: &OpenClLaunch<'_>) -> Result<weft_vendors::Completion, String> {
-    let Launch { kernel, state: st, slots, offset, global, local, images, exec_svm, batchable } = p;
+    let Launch { kernel, state: st, slots, offset, global, local, images, exec_svm, coarse, batchable } = p;
     if let Some(st) = st {
         st.started();
     }
     let plat = kernel.program.context.platform;
     let i = plat.real_index(l.device).ok_or("the device is not one of Weft's OpenCL platform")?;
     let mut pooled = kernel.take(i).map_err(|e| format!("kernel {}: {}", kernel.name, weft_vendors::opencl::ClError(e)))?;
+    // NVIDIA's OpenCL refuses a launch (CL_INVALID_KERNEL_ARGS) of a kernel object whose
+    // argument was an SVM pointer and is now a buffer: such an argument needs a fresh one.
+    if pooled.mems.iter().zip(slots.iter()).any(|(&m, a)| m == SVM_ARG && !matches!(a, LaunchArg::Svm(_))) {
+        pooled = kernel.fresh(i).map_err(|e| format!("kernel {}: {}", kernel.name, weft_vendors::opencl::ClError(e)))?;
+    }
     let Pooled { k: vk, mems } = &mut pooled;
     let r = (|| {
         // The vendor image standing for each image argument on this device.
@@ -665,7 +685,7 @@ fn run_launch(p: &Launch, l: &OpenClLaunch<'_>) -> Result<weft_vendors::Completi
             .map_err(|e| format!("clSetKernelExecInfo: {e}"))?;
         }
         let off = offset.as_deref();
-        if vimages.is_empty() {
+        if vimages.is_empty() && coarse.is_empty() {
             let r = if l.batch && *batchable {
                 // SAFETY: every buffer argument is one of the task's replicas on this device,
                 // pinned until the returned completion fires (the batch's: the driver closes
@@ -704,6 +724,12 @@ fn run_launch(p: &Launch, l: &OpenClLaunch<'_>) -> Result<weft_vendors::Completi
         };
         let mut cmds: Vec<Cmd<'_>> = Vec::new();
         let mut after: Vec<Cmd<'_>> = Vec::new();
+        // Coarse-grained SVM: the device's view for the kernel, the host's again after it.
+        for &(a, _) in coarse.iter() {
+            // SAFETY: an SVM allocation of this device's context, mapped for the host
+            // between kernels (svm.rs); it lives while commands use it (OpenCL's contract).
+            cmds.push(Box::new(move |q| unsafe { vr::enqueue_svm_unmap(q, a as *mut c_void) }));
+        }
         for &(j, vi, region, back) in &vimages {
             let n = region.iter().product::<usize>();
             let img = vi.image;
@@ -729,6 +755,10 @@ fn run_launch(p: &Launch, l: &OpenClLaunch<'_>) -> Result<weft_vendors::Completi
         // SAFETY: the arguments are set to objects alive until the completion fires.
         cmds.push(Box::new(move |q| unsafe { vr::enqueue_nd_range_kernel(q, kr, off, glob, loc) }));
         cmds.extend(after);
+        for &(a, n) in coarse.iter() {
+            // SAFETY: as for the unmap above.
+            cmds.push(Box::new(move |q| unsafe { vr::enqueue_svm_map(q, CL_MAP_READ | CL_MAP_WRITE, a as *mut c_void, n) }));
+        }
         // SAFETY: every object the commands use lives until the completion fires (replicas
         // pinned by core, images and samplers held by the launch closure).
         unsafe { l.device.enqueue_raw("clEnqueueNDRangeKernel", cmds) }.map_err(|e| e.to_string())
@@ -811,7 +841,14 @@ fn set_launch_args(
                 vk.set_arg_bytes(i, &raw.to_ne_bytes())
             }
             // SAFETY: an SVM pointer of the device's context (checked at enqueue).
-            LaunchArg::Svm(p) => unsafe { vr::set_kernel_arg_svm_pointer(vk.as_raw(), i, *p as *const c_void) },
+            LaunchArg::Svm(p) => {
+                // SAFETY: an SVM pointer of the device's context (checked at enqueue).
+                let r = unsafe { vr::set_kernel_arg_svm_pointer(vk.as_raw(), i, *p as *const c_void) };
+                if r.is_ok() {
+                    mems[i as usize] = SVM_ARG;
+                }
+                r
+            }
             // SAFETY: a null buffer argument is allowed by OpenCL.
             LaunchArg::Null => unsafe { vk.set_arg_raw_mem(i, std::ptr::null_mut()) },
             LaunchArg::Local(n) => vk.set_arg_local(i, *n),

@@ -15,6 +15,17 @@
 //! is not moved between devices, and commands on it (memcpy, fill, map, free) are host
 //! tasks ordered by their queue and wait lists like any command.
 //!
+//! A device with coarse-grained SVM only (NVIDIA's) keeps the host's view of an allocation
+//! apart from the device's until a map or unmap. Weft keeps every coarse-grained
+//! allocation **mapped for the host** except while a kernel using it runs: the kernel's
+//! launch unmaps the allocations it takes, runs, and maps them again, all on the device's
+//! in-order queue under one completion ([`coarse_allocations`], kernel.rs). Every host-side
+//! access (SVM commands, buffers over SVM memory, the application between its own map and
+//! unmap) then sees current data, and the application's `clEnqueueSVMMap`/`Unmap` stay
+//! ordering points. It costs a copy each way per kernel on such a device.
+//! `WEFT_SVM_COARSE=1` allocates coarse-grained even where fine-grained is offered (how
+//! the tests reach this path on PoCL).
+//!
 //! pyopencl wraps SVM memory in `CL_MEM_USE_HOST_PTR` buffers: such a buffer's newest data
 //! may sit on a device until the buffer is released, and the release writes it home on a
 //! thread of its own (`memory.rs`). So a buffer whose host memory lies in an SVM
@@ -74,6 +85,8 @@ impl Latch {
 struct Table {
     /// Live allocations: (address, size).
     allocs: Vec<(usize, usize)>,
+    /// Those of `allocs` that are coarse-grained (mapped for the host between kernels).
+    coarse: Vec<usize>,
     /// Buffers whose host memory lies in an allocation: (start, end, buffer).
     views: Vec<(usize, usize, Weak<Obj<Mem>>)>,
     /// Releases of such buffers still writing their data home: (start, end, done).
@@ -132,6 +145,49 @@ fn around(start: usize, end: usize) -> (Vec<Arc<Obj<Mem>>>, Vec<Arc<Latch>>) {
     (views, rel)
 }
 
+/// Coarse-grained allocations (address, size) holding any of `ptrs`, each once: what a
+/// kernel taking those SVM pointers must unmap before it runs and map again after.
+pub fn coarse_allocations(ptrs: impl IntoIterator<Item = usize>) -> Vec<(usize, usize)> {
+    let t = table();
+    if t.coarse.is_empty() {
+        return Vec::new();
+    }
+    let mut v: Vec<(usize, usize)> = Vec::new();
+    for p in ptrs {
+        if let Some(&(a, n)) = t.allocs.iter().find(|&&(a, n)| p >= a && p < a + n.max(1))
+            && t.coarse.contains(&a)
+            && !v.iter().any(|x| x.0 == a)
+        {
+            v.push((a, n));
+        }
+    }
+    v
+}
+
+/// Whether SVM allocations are coarse-grained though the device offers fine-grained
+/// (`WEFT_SVM_COARSE=1`).
+fn force_coarse() -> bool {
+    static F: LazyLock<bool> = LazyLock::new(|| std::env::var("WEFT_SVM_COARSE").is_ok_and(|v| v == "1"));
+    *F
+}
+
+/// Map (`map`) or unmap a coarse-grained allocation for the host on `dev`'s queue and
+/// wait for it.
+fn host_map(dev: &weft_vendors::opencl::OpenClDevice, p: usize, size: usize, map: bool) -> Result<(), String> {
+    let cmd: Box<dyn FnOnce(weft_vendors::opencl::sys::cl_command_queue) -> vr::ClResult<weft_vendors::opencl::sys::cl_event>> = if map {
+        // SAFETY: `p..p + size` is an allocation of this device's context.
+        Box::new(move |q| unsafe { vr::enqueue_svm_map(q, CL_MAP_READ | CL_MAP_WRITE, p as *mut c_void, size) })
+    } else {
+        // SAFETY: as above, mapped by an earlier call.
+        Box::new(move |q| unsafe { vr::enqueue_svm_unmap(q, p as *mut c_void) })
+    };
+    // SAFETY: the command touches only the allocation, which lives until it completes (we
+    // wait for it).
+    let done =
+        unsafe { dev.enqueue_raw(if map { "clEnqueueSVMMap" } else { "clEnqueueSVMUnmap" }, vec![cmd]) }.map_err(|e| e.to_string())?;
+    done.wait().map_err(|e| e.to_string())
+}
+
 /// The real device SVM allocations belong to, if it offers SVM.
 fn svm_device(c: &Context) -> Option<usize> {
     let dev0 = DeviceKind::Real(0);
@@ -153,7 +209,10 @@ pub fn vendor_caps(dev: &weft_vendors::opencl::OpenClDevice) -> cl_bitfield {
 /// the unified device and the SVM device, none elsewhere.
 pub fn device_caps(p: &super::platform::Platform, kind: DeviceKind) -> cl_bitfield {
     match kind {
-        DeviceKind::Unified | DeviceKind::Real(0) => p.real.first().map_or(0, |d| vendor_caps(&d.1)) & !CL_DEVICE_SVM_FINE_GRAIN_SYSTEM,
+        DeviceKind::Unified | DeviceKind::Real(0) => {
+            let forced = if force_coarse() { CL_DEVICE_SVM_FINE_GRAIN_BUFFER | CL_DEVICE_SVM_ATOMICS } else { 0 };
+            p.real.first().map_or(0, |d| vendor_caps(&d.1)) & !CL_DEVICE_SVM_FINE_GRAIN_SYSTEM & !forced
+        }
         DeviceKind::Real(_) => 0,
     }
 }
@@ -179,10 +238,11 @@ fn alloc(context: Handle, flags: cl_bitfield, size: usize, alignment: cl_uint) -
     if dev.max_alloc_size().is_some_and(|m| size > m) {
         return None;
     }
-    let caps = vendor_caps(dev);
+    let caps = device_caps(c.platform, DeviceKind::Real(i));
     // Fine-grained whenever the device can: host accesses then need no map.
     let mut vflags = access | (flags & CL_MEM_SVM_ATOMICS);
-    if caps & CL_DEVICE_SVM_FINE_GRAIN_BUFFER != 0 {
+    let fine = caps & CL_DEVICE_SVM_FINE_GRAIN_BUFFER != 0;
+    if fine {
         vflags |= CL_MEM_SVM_FINE_GRAIN_BUFFER;
     } else if flags & CL_MEM_SVM_FINE_GRAIN_BUFFER != 0 {
         return None;
@@ -195,7 +255,17 @@ fn alloc(context: Handle, flags: cl_bitfield, size: usize, alignment: cl_uint) -
     if p.is_null() {
         return None;
     }
-    table().allocs.push((p as usize, size));
+    if !fine && let Err(e) = host_map(dev, p as usize, size, true) {
+        eprintln!("weft: clSVMAlloc: mapping the coarse-grained allocation for the host failed: {e}");
+        // SAFETY: just allocated, used by nothing.
+        let _ = unsafe { vr::svm_free(dev.context().as_raw(), p) };
+        return None;
+    }
+    let mut t = table();
+    t.allocs.push((p as usize, size));
+    if !fine {
+        t.coarse.push(p as usize);
+    }
     Some(p)
 }
 
@@ -207,13 +277,20 @@ pub unsafe extern "C" fn clSVMAlloc(context: Handle, flags: cl_bitfield, size: u
 
 /// Free an allocation (nothing for pointers Weft did not hand out).
 fn free(c: &Context, p: usize) {
-    let known = {
+    let (known, coarse) = {
         let mut t = table();
-        let before = t.allocs.len();
+        let size = t.allocs.iter().find(|x| x.0 == p).map(|x| x.1);
         t.allocs.retain(|&(a, _)| a != p);
-        t.allocs.len() != before
+        let coarse = t.coarse.contains(&p);
+        t.coarse.retain(|&a| a != p);
+        (size, coarse)
     };
-    if known && let Some(dev) = c.platform.real.first() {
+    if let Some(size) = known
+        && let Some(dev) = c.platform.real.first()
+    {
+        if coarse && let Err(e) = host_map(&dev.1, p, size, false) {
+            eprintln!("weft: clSVMFree: unmapping the coarse-grained allocation failed: {e}");
+        }
         // SAFETY: `p` came from clSVMAlloc on this device's context; the application no
         // longer uses it (clSVMFree's contract).
         let _ = unsafe { vr::svm_free(dev.1.context().as_raw(), p as *mut c_void) };

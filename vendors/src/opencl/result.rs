@@ -369,6 +369,29 @@ pub unsafe fn set_kernel_exec_info(k: cl_kernel, param: cl_uint, size: usize, va
 
 // ---- enqueued commands (all non-blocking; each returns its event) ----
 
+/// Map `size` bytes of coarse-grained SVM memory at `p` for host access (`flags`:
+/// `CL_MAP_READ` / `CL_MAP_WRITE`), non-blocking: the host may touch it once the returned
+/// event completes.
+///
+/// # Safety
+/// See the module doc; `p..p + size` lies in an SVM allocation of the queue's context.
+pub unsafe fn enqueue_svm_map(q: cl_command_queue, flags: cl_bitfield, p: *mut c_void, size: usize) -> ClResult<cl_event> {
+    let mut ev = null_mut();
+    check(cl_call!(q => clEnqueueSVMMap(q, 0, flags, p, size, 0, null(), &mut ev)))?;
+    check_obj(ev, CL_SUCCESS)
+}
+
+/// Unmap SVM memory mapped by [`enqueue_svm_map`]: the device sees the host's writes once
+/// the returned event completes.
+///
+/// # Safety
+/// See the module doc; `p` was mapped on this queue's context.
+pub unsafe fn enqueue_svm_unmap(q: cl_command_queue, p: *mut c_void) -> ClResult<cl_event> {
+    let mut ev = null_mut();
+    check(cl_call!(q => clEnqueueSVMUnmap(q, p, 0, null(), &mut ev)))?;
+    check_obj(ev, CL_SUCCESS)
+}
+
 /// Copy `region` (pixels) of buffer `src` from `offset` (tightly packed) into image `dst`.
 ///
 /// # Safety

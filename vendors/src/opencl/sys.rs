@@ -247,8 +247,8 @@ dispatch_table! {
     clEnqueueSVMFree: [];
     clEnqueueSVMMemcpy: [];
     clEnqueueSVMMemFill: [];
-    clEnqueueSVMMap: [];
-    clEnqueueSVMUnmap: [];
+    clEnqueueSVMMap: [fn(cl_command_queue, cl_bool, cl_bitfield, *mut c_void, usize, cl_uint, *const cl_event, *mut cl_event) -> cl_int];
+    clEnqueueSVMUnmap: [fn(cl_command_queue, *mut c_void, cl_uint, *const cl_event, *mut cl_event) -> cl_int];
     clCreateSamplerWithProperties: [];
     clSetKernelArgSVMPointer: [fn(cl_kernel, cl_uint, *const c_void) -> cl_int];
     clSetKernelExecInfo: [fn(cl_kernel, cl_uint, usize, *const c_void) -> cl_int];
