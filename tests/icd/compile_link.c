@@ -30,6 +30,12 @@ static const char *MAIN =
     "    int i = get_global_id(0);\n"
     "    out[i] = twice(i) + helper();\n"
     "}\n";
+static const char *VSINK = "void value_sink(float x) { }\n";
+static const char *PI_H = "inline float get_pi() { return 3.1415f; }\n";
+static const char *NULLARY =
+    "#include \"pi.h\"\n"
+    "void value_sink(float x);\n"
+    "__kernel void experiment0() { value_sink(get_pi() + get_global_id(0)); }\n";
 static const char *BROKEN = "__kernel void broken(__global int *out) { out[0] = not_declared_anywhere; }\n";
 
 static int link_calls;
@@ -83,6 +89,32 @@ static void run_on(cl_device_id dev, int index) {
     int got[N];
     CHECK(clEnqueueReadBuffer(q, out, CL_TRUE, 0, sizeof got, got, 0, NULL, NULL));
     for (int i = 0; i < N; i++) EXPECT(got[i] == 2 * i + 40);
+
+    /* pyopencl's test_compile_link: a kernel without arguments calling a function of the
+     * other object, with a header that was itself compiled first. NVIDIA's linker fails on
+     * such objects compiled with -cl-kernel-arg-info (which Weft adds); Weft then links
+     * objects compiled without it. */
+    cl_program vsink = clCreateProgramWithSource(ctx, 1, &VSINK, NULL, &err);
+    CHECK(err);
+    cl_program pi_h = clCreateProgramWithSource(ctx, 1, &PI_H, NULL, &err);
+    CHECK(err);
+    cl_program nullary = clCreateProgramWithSource(ctx, 1, &NULLARY, NULL, &err);
+    CHECK(err);
+    CHECK(clCompileProgram(vsink, 1, &dev, "", 0, NULL, NULL, NULL, NULL));
+    CHECK(clCompileProgram(pi_h, 1, &dev, "", 0, NULL, NULL, NULL, NULL));
+    const char *pi_name[] = {"pi.h"};
+    CHECK(clCompileProgram(nullary, 1, &dev, "", 1, &pi_h, pi_name, NULL, NULL));
+    cl_program pair[] = {vsink, nullary};
+    cl_program linked0 = clLinkProgram(ctx, 1, &dev, "", 2, pair, NULL, NULL, &err);
+    CHECK(err);
+    cl_kernel k0 = clCreateKernel(linked0, "experiment0", &err);
+    CHECK(err);
+    size_t g0 = 1024, l0 = 64;
+    CHECK(clEnqueueNDRangeKernel(q, k0, 1, NULL, &g0, &l0, 0, NULL, NULL));
+    CHECK(clFinish(q));
+    CHECK(clReleaseKernel(k0));
+    cl_program ps0[] = {vsink, pi_h, nullary, linked0};
+    for (size_t i = 0; i < sizeof ps0 / sizeof *ps0; i++) CHECK(clReleaseProgram(ps0[i]));
 
     /* A compile error surfaces at the compile, with the compiler's log. */
     cl_program broken = clCreateProgramWithSource(ctx, 1, &BROKEN, NULL, &err);

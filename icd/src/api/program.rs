@@ -558,11 +558,34 @@ fn link_native(c: &Context, devs: &[DeviceKind], options: &str, inputs: &[Arc<Ob
                     let log = vp.build_log(dev.id()).unwrap_or_default();
                     DeviceBuild { program: Some(vp), ..DeviceBuild::new(CL_BUILD_SUCCESS, log) }
                 }
-                Err((e, log)) => DeviceBuild::new(CL_BUILD_ERROR, if log.is_empty() { format!("clLinkProgram: {e}") } else { log }),
+                Err((e, log)) => match relink_without_arg_info(dev, options, inputs) {
+                    Some(b) => b,
+                    None => DeviceBuild::new(CL_BUILD_ERROR, if log.is_empty() { format!("clLinkProgram: {e}") } else { log }),
+                },
             },
         ));
     }
     Some(out)
+}
+
+/// A second try at a failed vendor link, from objects compiled without the
+/// `-cl-kernel-arg-info` Weft adds: NVIDIA's linker (driver 580) fails, with an empty log,
+/// on objects so compiled that hold a kernel without arguments (pyopencl's
+/// `test_compile_link`). The linked kernels then have no argument info, and
+/// `clSetKernelArg` tells buffers from values by the value (`ArgKind::Unknown`).
+fn relink_without_arg_info(dev: &OpenClDevice, options: &str, inputs: &[Arc<Obj<Program>>]) -> Option<DeviceBuild> {
+    let mut objects = Vec::with_capacity(inputs.len());
+    for input in inputs {
+        let (opts, headers) = {
+            let st = input.state.lock().unwrap_or_else(|e| e.into_inner());
+            (st.options.clone(), st.headers.clone())
+        };
+        objects.push(compile_on(dev, &input.source, &opts, &headers).ok()?.object?);
+    }
+    let refs: Vec<&VendorProgram> = objects.iter().collect();
+    let vp = VendorProgram::link(dev.context(), dev.id(), options, &refs).ok()?;
+    let log = vp.build_log(dev.id()).unwrap_or_default();
+    Some(DeviceBuild { program: Some(vp), ..DeviceBuild::new(CL_BUILD_SUCCESS, log) })
 }
 
 /// `CL_PROGRAM_KERNEL_NAMES` from the vendor.
