@@ -12,7 +12,8 @@
 #     cuda   core/tests/cuda.rs, cuda_peers, examples/sgemm and cholesky on the GPU alone
 #            and beside the CPU workers (WEFT_NOPENCL=0)
 #     cl     clinfo and clbench on NVIDIA's OpenCL direct and on Weft over it (medians of
-#            5), tests/icd/{basic,inorder,bad_input}.c on Weft over NVIDIA and PoCL
+#            5), tests/icd/{basic,inorder,compile_link,svm,images,bad_input}.c on Weft over
+#            NVIDIA and PoCL
 #     pyopencl  pyopencl 2026.1.4's suite (pytest -n 16) on Weft's unified device over
 #            NVIDIA, then on NVIDIA alone
 #     omp    bench/omp_tasks/run.sh 7 at $THREADS (default: all cores) threads, compiled
@@ -43,7 +44,7 @@ pack() {
     cp -L /lib/x86_64-linux-gnu/libOpenCL.so.1 "$D/ocl/" # ocl-icd: CUDA's own loader ignores OCL_ICD_VENDORS
     cp "$(command -v clinfo)" "$D/bin/"
     gcc -O2 -o "$D/bin/clbench" bench/cl/clbench.c -lOpenCL -lm
-    for n in basic inorder bad_input; do
+    for n in basic inorder bad_input compile_link svm images; do
         gcc -std=c11 -O1 -Wall -Wextra -Werror -pthread "tests/icd/$n.c" -o "$D/bin/icd_$n" -lOpenCL
     done
     strip "$D"/bin/* "$D"/lib/*
@@ -105,8 +106,8 @@ run_cl() {
         w=$(grep Weft "$OUT/clbench.txt" | sed -n "s/.* $k=\([^ ]*\).*/\1/p" | median)
         echo "clbench $k: NVIDIA $n, Weft $w, Weft/NVIDIA $(awk -v w="$w" -v n="$n" 'BEGIN { printf "%.2f", w / n }')"
     done
-    for t in basic inorder; do
-        echo "== tests/icd/$t.c on Weft over $(ls "$D/vendors/all")"
+    for t in basic inorder compile_link svm images; do
+        echo "== tests/icd/$t.c on Weft over $(ls "$D/vendors/all" | tr '\n' ' ')"
         "${W[@]}" WEFT_OCL_VENDORS="$D/vendors/all" timeout 120 "$D/bin/icd_$t" | tail -n 1
     done
     for seed in 1 2 3; do "${W[@]}" WEFT_OCL_VENDORS="$D/vendors/all" timeout 60 "$D/bin/icd_bad_input" $seed 800 2>/dev/null; done
