@@ -90,8 +90,9 @@ const SVM_ARG: usize = 1;
 struct Pooled {
     k: VendorKernel,
     /// Per argument index, the raw `cl_mem` last set there by a launch (0: unknown, or not a
-    /// buffer; [`SVM_ARG`]: an SVM pointer). A launch of an in-order stream mostly passes the same buffers again, and
-    /// the vendor kernel keeps its arguments: those need no `clSetKernelArg`.
+    /// buffer; [`SVM_ARG`]: an SVM pointer). A launch of an in-order stream mostly passes
+    /// the same buffers again, and the vendor kernel keeps its arguments: those need no
+    /// `clSetKernelArg`.
     mems: SmallVec<[usize; 4]>,
 }
 
@@ -840,7 +841,6 @@ fn set_launch_args(
                 let raw = s.vendor_sampler(device, dev)?;
                 vk.set_arg_bytes(i, &raw.to_ne_bytes())
             }
-            // SAFETY: an SVM pointer of the device's context (checked at enqueue).
             LaunchArg::Svm(p) => {
                 // SAFETY: an SVM pointer of the device's context (checked at enqueue).
                 let r = unsafe { vr::set_kernel_arg_svm_pointer(vk.as_raw(), i, *p as *const c_void) };
