@@ -1,9 +1,11 @@
 /* Shared virtual memory through the ICD loader: the platform reports OpenCL 3.0, SVM on
  * the unified device and the first real device only; clSVMAlloc, fill, map, a kernel
  * taking an SVM pointer (and one taking a USE_HOST_PTR buffer over SVM memory, released
- * before the SVM is read), memcpy, exec info, clEnqueueSVMFree, and bad inputs (each must
- * return its code), and clSetContextDestructorCallback. Prints one line per check; exits
- * non-zero on the first failure. Run by tests/icd.rs. */
+ * before the SVM is read), memcpy, fine-grained access (or, where the device offers
+ * coarse-grained SVM only, the same between maps), exec info, clEnqueueSVMFree, and bad
+ * inputs (each must return its code), and clSetContextDestructorCallback. Prints one line
+ * per check; exits non-zero on the first failure. Run by tests/icd.rs, also with
+ * WEFT_SVM_COARSE=1; scripts/gpu-checks.sh runs it over NVIDIA's coarse-grained SVM. */
 #define CL_TARGET_OPENCL_VERSION 300
 #include <CL/cl.h>
 #include <stdio.h>
