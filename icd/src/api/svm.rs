@@ -81,12 +81,18 @@ impl Latch {
     }
 }
 
+/// A live allocation.
+#[derive(Clone, Copy)]
+struct Alloc {
+    at: usize,
+    size: usize,
+    /// Coarse-grained: mapped for the host between kernels.
+    coarse: bool,
+}
+
 #[derive(Default)]
 struct Table {
-    /// Live allocations: (address, size).
-    allocs: Vec<(usize, usize)>,
-    /// Those of `allocs` that are coarse-grained (mapped for the host between kernels).
-    coarse: Vec<usize>,
+    allocs: Vec<Alloc>,
     /// Buffers whose host memory lies in an allocation: (start, end, buffer).
     views: Vec<(usize, usize, Weak<Obj<Mem>>)>,
     /// Releases of such buffers still writing their data home: (start, end, done).
@@ -103,14 +109,26 @@ fn overlaps(a: (usize, usize), b: (usize, usize)) -> bool {
     a.0 < b.1 && b.0 < a.1
 }
 
+impl Table {
+    /// The allocation holding `p`.
+    fn holding(&self, p: usize) -> Option<Alloc> {
+        self.allocs.iter().copied().find(|a| p >= a.at && p < a.at + a.size.max(1))
+    }
+
+    /// Whether `start..end` overlaps an allocation.
+    fn overlapping(&self, start: usize, end: usize) -> bool {
+        self.allocs.iter().any(|a| overlaps((start, end), (a.at, a.at + a.size)))
+    }
+}
+
 /// The allocation holding `p`, as (address, size).
 pub fn allocation_of(p: usize) -> Option<(usize, usize)> {
-    table().allocs.iter().copied().find(|&(a, n)| p >= a && p < a + n.max(1))
+    table().holding(p).map(|a| (a.at, a.size))
 }
 
 /// Whether `start..end` overlaps an SVM allocation.
 pub fn in_svm(start: usize, end: usize) -> bool {
-    table().allocs.iter().any(|&(a, n)| overlaps((start, end), (a, a + n)))
+    table().overlapping(start, end)
 }
 
 /// Note a buffer whose host memory (`start..end`) lies in SVM memory.
@@ -122,7 +140,7 @@ pub fn note_view(m: &Arc<Obj<Mem>>, start: usize, end: usize) {
 /// data is home. `None` when the range is not SVM memory.
 pub fn releasing(start: usize, end: usize) -> Option<Arc<Latch>> {
     let mut t = table();
-    if !t.allocs.iter().any(|&(a, n)| overlaps((start, end), (a, a + n))) {
+    if !t.overlapping(start, end) {
         return None;
     }
     let l = Arc::new(Latch::default());
@@ -149,16 +167,13 @@ fn around(start: usize, end: usize) -> (Vec<Arc<Obj<Mem>>>, Vec<Arc<Latch>>) {
 /// kernel taking those SVM pointers must unmap before it runs and map again after.
 pub fn coarse_allocations(ptrs: impl IntoIterator<Item = usize>) -> Vec<(usize, usize)> {
     let t = table();
-    if t.coarse.is_empty() {
-        return Vec::new();
-    }
     let mut v: Vec<(usize, usize)> = Vec::new();
     for p in ptrs {
-        if let Some(&(a, n)) = t.allocs.iter().find(|&&(a, n)| p >= a && p < a + n.max(1))
-            && t.coarse.contains(&a)
-            && !v.iter().any(|x| x.0 == a)
+        if let Some(a) = t.holding(p)
+            && a.coarse
+            && !v.iter().any(|x| x.0 == a.at)
         {
-            v.push((a, n));
+            v.push((a.at, a.size));
         }
     }
     v
@@ -261,11 +276,7 @@ fn alloc(context: Handle, flags: cl_bitfield, size: usize, alignment: cl_uint) -
         let _ = unsafe { vr::svm_free(dev.context().as_raw(), p) };
         return None;
     }
-    let mut t = table();
-    t.allocs.push((p as usize, size));
-    if !fine {
-        t.coarse.push(p as usize);
-    }
+    table().allocs.push(Alloc { at: p as usize, size, coarse: !fine });
     Some(p)
 }
 
@@ -277,18 +288,16 @@ pub unsafe extern "C" fn clSVMAlloc(context: Handle, flags: cl_bitfield, size: u
 
 /// Free an allocation (nothing for pointers Weft did not hand out).
 fn free(c: &Context, p: usize) {
-    let (known, coarse) = {
+    let known = {
         let mut t = table();
-        let size = t.allocs.iter().find(|x| x.0 == p).map(|x| x.1);
-        t.allocs.retain(|&(a, _)| a != p);
-        let coarse = t.coarse.contains(&p);
-        t.coarse.retain(|&a| a != p);
-        (size, coarse)
+        t.allocs.iter().position(|a| a.at == p).map(|i| t.allocs.swap_remove(i))
     };
-    if let Some(size) = known
+    if let Some(a) = known
         && let Some(dev) = c.platform.real.first()
     {
-        if coarse && let Err(e) = host_map(&dev.1, p, size, false) {
+        if a.coarse
+            && let Err(e) = host_map(&dev.1, p, a.size, false)
+        {
             eprintln!("weft: clSVMFree: unmapping the coarse-grained allocation failed: {e}");
         }
         // SAFETY: `p` came from clSVMAlloc on this device's context; the application no
