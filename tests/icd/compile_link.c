@@ -38,6 +38,14 @@ static const char *NULLARY =
     "__kernel void experiment0() { value_sink(get_pi() + get_global_id(0)); }\n";
 static const char *BROKEN = "__kernel void broken(__global int *out) { out[0] = not_declared_anywhere; }\n";
 
+/* A program of `ctx` from one source string (the test fails if it cannot be made). */
+static cl_program from_source(cl_context ctx, const char *src) {
+    cl_int err;
+    cl_program p = clCreateProgramWithSource(ctx, 1, &src, NULL, &err);
+    CHECK(err);
+    return p;
+}
+
 static int link_calls;
 static cl_program link_seen;
 static void CL_CALLBACK on_link(cl_program p, void *user) {
@@ -53,12 +61,9 @@ static void run_on(cl_device_id dev, int index) {
     cl_command_queue q = clCreateCommandQueue(ctx, dev, 0, &err);
     CHECK(err);
 
-    cl_program header = clCreateProgramWithSource(ctx, 1, &HEADER, NULL, &err);
-    CHECK(err);
-    cl_program sink = clCreateProgramWithSource(ctx, 1, &SINK, NULL, &err);
-    CHECK(err);
-    cl_program main_prg = clCreateProgramWithSource(ctx, 1, &MAIN, NULL, &err);
-    CHECK(err);
+    cl_program header = from_source(ctx, HEADER);
+    cl_program sink = from_source(ctx, SINK);
+    cl_program main_prg = from_source(ctx, MAIN);
     CHECK(clCompileProgram(sink, 1, &dev, "", 0, NULL, NULL, NULL, NULL));
     const char *names[] = {"offset.h"};
     CHECK(clCompileProgram(main_prg, 1, &dev, "", 1, &header, names, NULL, NULL));
@@ -94,12 +99,9 @@ static void run_on(cl_device_id dev, int index) {
      * other object, with a header that was itself compiled first. NVIDIA's linker fails on
      * such objects compiled with -cl-kernel-arg-info (which Weft adds); Weft then links
      * objects compiled without it. */
-    cl_program vsink = clCreateProgramWithSource(ctx, 1, &VSINK, NULL, &err);
-    CHECK(err);
-    cl_program pi_h = clCreateProgramWithSource(ctx, 1, &PI_H, NULL, &err);
-    CHECK(err);
-    cl_program nullary = clCreateProgramWithSource(ctx, 1, &NULLARY, NULL, &err);
-    CHECK(err);
+    cl_program vsink = from_source(ctx, VSINK);
+    cl_program pi_h = from_source(ctx, PI_H);
+    cl_program nullary = from_source(ctx, NULLARY);
     CHECK(clCompileProgram(vsink, 1, &dev, "", 0, NULL, NULL, NULL, NULL));
     CHECK(clCompileProgram(pi_h, 1, &dev, "", 0, NULL, NULL, NULL, NULL));
     const char *pi_name[] = {"pi.h"};
@@ -117,8 +119,7 @@ static void run_on(cl_device_id dev, int index) {
     for (size_t i = 0; i < sizeof ps0 / sizeof *ps0; i++) CHECK(clReleaseProgram(ps0[i]));
 
     /* A compile error surfaces at the compile, with the compiler's log. */
-    cl_program broken = clCreateProgramWithSource(ctx, 1, &BROKEN, NULL, &err);
-    CHECK(err);
+    cl_program broken = from_source(ctx, BROKEN);
     EXPECT_CODE(CL_COMPILE_PROGRAM_FAILURE, clCompileProgram(broken, 1, &dev, "", 0, NULL, NULL, NULL, NULL));
     CHECK(clGetProgramBuildInfo(broken, dev, CL_PROGRAM_BUILD_STATUS, sizeof bs, &bs, NULL));
     EXPECT(bs == CL_BUILD_ERROR);
