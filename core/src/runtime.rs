@@ -950,7 +950,7 @@ impl RuntimeInner {
         {
             return Some(t);
         }
-        self.policy.pop(w)
+        self.policy.pop(w, &|target| self.sleep.wake(target))
     }
 
     /// A task pinned to worker `w` (`TaskBuilder::on_worker`), if one is queued.

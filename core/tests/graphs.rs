@@ -214,8 +214,13 @@ fn redux_methods() -> (Arc<Codelet>, Arc<Codelet>) {
     (init, reduce)
 }
 
+/// A configuration as failures name it.
+fn describe(cfg: &Config) -> String {
+    format!("{:?} nnull={} limit={:?}", cfg.sched, cfg.nnull, cfg.null_mem_limit)
+}
+
 fn run_graph(tasks: &[TaskSpec], cfg: Config) -> Result<(), String> {
-    let desc = format!("{:?} nnull={} limit={:?}", cfg.sched, cfg.nnull, cfg.null_mem_limit);
+    let desc = describe(&cfg);
     let rt = Runtime::new(cfg).map_err(|e| e.to_string())?;
     let n = tasks.len();
     let obs = Arc::new(Observed {
@@ -294,14 +299,62 @@ fn configs() -> Vec<Config> {
     v
 }
 
+/// Runs `run_graph` under a watchdog: a graph that has not finished after `WATCHDOG` is a
+/// hang, reported with what replays it (`WEFT_GRAPH_CASE=seed,n`) before the process aborts,
+/// rather than leaving the test to sit until CI's timeout.
+fn run_watched(seed: u64, n: usize, cfg: Config) -> Result<(), String> {
+    const WATCHDOG: std::time::Duration = std::time::Duration::from_secs(60);
+    let desc = format!("seed {seed} n {n} {}", describe(&cfg));
+    let (done, finished) = std::sync::mpsc::channel::<()>();
+    let dog = std::thread::spawn(move || {
+        if finished.recv_timeout(WATCHDOG) == Err(std::sync::mpsc::RecvTimeoutError::Timeout) {
+            eprintln!("graphs: hung for {WATCHDOG:?}: {desc}; replay with WEFT_GRAPH_CASE={seed},{n}");
+            std::process::abort();
+        }
+    });
+    let r = run_graph(&gen_tasks(seed, n), cfg);
+    drop(done);
+    dog.join().unwrap();
+    r
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 24, .. ProptestConfig::default() })]
     #[test]
     fn random_graphs_match_sequential_execution(seed in any::<u64>(), n in 1usize..48) {
-        let tasks = gen_tasks(seed, n);
         for cfg in configs() {
-            if let Err(e) = run_graph(&tasks, cfg) {
+            if let Err(e) = run_watched(seed, n, cfg) {
                 prop_assert!(false, "seed {seed} n {n}: {e}");
+            }
+        }
+    }
+}
+
+/// Replays one case (`WEFT_GRAPH_CASE=seed,n`), or, with `WEFT_GRAPH_STRESS=K`, runs K more
+/// random cases in a row (each printed first): the loop to hunt a rare failure with.
+/// `WEFT_GRAPH_REPEAT=R` runs each case R times; `WEFT_GRAPH_CONFIG=text` keeps the
+/// configurations whose description (as the watchdog prints it) contains `text`.
+#[test]
+#[ignore = "run by hand: WEFT_GRAPH_CASE=seed,n or WEFT_GRAPH_STRESS=K"]
+fn replay_or_stress_graphs() {
+    let mut cases: Vec<(u64, usize)> = Vec::new();
+    if let Ok(c) = std::env::var("WEFT_GRAPH_CASE") {
+        let (s, n) = c.split_once(',').expect("WEFT_GRAPH_CASE=seed,n");
+        cases.push((s.trim().parse().unwrap(), n.trim().parse().unwrap()));
+    }
+    let k: u64 = std::env::var("WEFT_GRAPH_STRESS").map_or(0, |k| k.parse().unwrap());
+    let mut r = Rng(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64);
+    for _ in 0..k {
+        cases.push((r.next(), 1 + r.below(47)));
+    }
+    assert!(!cases.is_empty(), "set WEFT_GRAPH_CASE=seed,n or WEFT_GRAPH_STRESS=K");
+    let repeat: usize = std::env::var("WEFT_GRAPH_REPEAT").map_or(1, |k| k.parse().unwrap());
+    let only = std::env::var("WEFT_GRAPH_CONFIG").unwrap_or_default();
+    for (seed, n) in cases {
+        eprintln!("case {seed},{n}");
+        for _ in 0..repeat {
+            for cfg in configs().into_iter().filter(|c| describe(c).contains(&only)) {
+                run_watched(seed, n, cfg).unwrap();
             }
         }
     }

@@ -24,7 +24,7 @@ impl Policy for Eager {
         self.q.push(task);
         Target::Any(m)
     }
-    fn pop(&self, worker: usize) -> Option<TaskRef> {
+    fn pop(&self, worker: usize, _wake: &dyn Fn(Target)) -> Option<TaskRef> {
         self.q.pop(self.ctx.workers[worker].arch)
     }
     fn is_empty(&self) -> bool {

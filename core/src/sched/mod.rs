@@ -101,8 +101,10 @@ pub(crate) trait Policy: Send + Sync {
     fn name(&self) -> &'static str;
     /// A task became ready; `from` is the worker pushing it (`None`: an application thread).
     fn push(&self, task: TaskRef, from: Option<usize>) -> Target;
-    /// Worker `worker` looks for a task it can run.
-    fn pop(&self, worker: usize) -> Option<TaskRef>;
+    /// Worker `worker` looks for a task it can run. A policy that moves a task while
+    /// looking (a steal it cannot run, handed back) calls `wake` for it as a push would:
+    /// the worker that could run it may have looked meanwhile and be going to sleep.
+    fn pop(&self, worker: usize, wake: &dyn Fn(Target)) -> Option<TaskRef>;
     /// Whether no task is queued (approximate while pushes are in flight).
     fn is_empty(&self) -> bool;
 }
@@ -114,5 +116,39 @@ pub(crate) fn create(kind: PolicyKind, ctx: SchedCtx) -> Box<dyn Policy> {
         PolicyKind::Random => Box::new(random::Random::new(ctx)),
         PolicyKind::Ws => Box::new(ws::Ws::new(ctx, false)),
         PolicyKind::Lws => Box::new(lws::new(ctx)),
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use crate::sync::atomic::AtomicUsize;
+    use crate::sync::{Arc, Condvar, Mutex};
+    use crate::task::{TaskInner, TaskKind, TaskRef, TaskState};
+    use smallvec::SmallVec;
+    use std::sync::OnceLock;
+
+    /// An empty ready task runnable by the architectures in `arch_mask`.
+    pub(crate) fn task(id: u64, arch_mask: u8) -> TaskRef {
+        Arc::new(TaskInner {
+            id,
+            kind: TaskKind::Empty,
+            accesses: SmallVec::new(),
+            args: SmallVec::new(),
+            payload: None,
+            priority: 0,
+            tag: None,
+            dep_tags: SmallVec::new(),
+            arch_mask,
+            worker: None,
+            has_commute: false,
+            flat: true,
+            has_callback: false,
+            callback: Mutex::new(None),
+            pending: AtomicUsize::new(0),
+            done: crate::sync::atomic::AtomicBool::new(false),
+            state: Mutex::new(TaskState { done: false, waiters: 0, result: None, successors: SmallVec::new(), launched_on: None }),
+            cv: Condvar::new(),
+            poison: OnceLock::new(),
+        })
     }
 }

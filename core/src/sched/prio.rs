@@ -51,7 +51,7 @@ impl Policy for Prio {
         self.len.fetch_add(1, Ordering::Relaxed);
         Target::Any(m)
     }
-    fn pop(&self, worker: usize) -> Option<TaskRef> {
+    fn pop(&self, worker: usize, _wake: &dyn Fn(Target)) -> Option<TaskRef> {
         if self.len.load(Ordering::Relaxed) == 0 {
             return None;
         }

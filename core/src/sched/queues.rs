@@ -44,35 +44,7 @@ impl MaskQueues {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sync::atomic::AtomicUsize;
-    use crate::sync::{Arc, Condvar, Mutex};
-    use crate::task::{TaskInner, TaskKind, TaskState};
-    use smallvec::SmallVec;
-    use std::sync::OnceLock;
-
-    fn task(id: u64, arch_mask: u8) -> TaskRef {
-        Arc::new(TaskInner {
-            id,
-            kind: TaskKind::Empty,
-            accesses: SmallVec::new(),
-            args: SmallVec::new(),
-            payload: None,
-            priority: 0,
-            tag: None,
-            dep_tags: SmallVec::new(),
-            arch_mask,
-            worker: None,
-            has_commute: false,
-            flat: true,
-            has_callback: false,
-            callback: Mutex::new(None),
-            pending: AtomicUsize::new(0),
-            done: crate::sync::atomic::AtomicBool::new(false),
-            state: Mutex::new(TaskState { done: false, waiters: 0, result: None, successors: SmallVec::new(), launched_on: None }),
-            cv: Condvar::new(),
-            poison: OnceLock::new(),
-        })
-    }
+    use crate::sched::tests::task;
 
     #[test]
     fn every_mask_of_every_arch_has_a_queue() {

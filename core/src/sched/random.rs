@@ -45,7 +45,7 @@ impl Policy for Random {
         self.queues[w].push(task);
         Target::Worker(w)
     }
-    fn pop(&self, worker: usize) -> Option<TaskRef> {
+    fn pop(&self, worker: usize, _wake: &dyn Fn(Target)) -> Option<TaskRef> {
         steal(&self.queues[worker])
     }
     fn is_empty(&self) -> bool {
