@@ -266,8 +266,11 @@ fn alloc(context: Handle, flags: cl_bitfield, size: usize, alignment: cl_uint) -
         return None;
     }
     // SAFETY: the device's context is live.
-    let p = unsafe { vr::svm_alloc(dev.context().as_raw(), vflags, size, alignment) }.ok()?;
+    let p = unsafe { vr::svm_alloc(dev.context().as_raw(), vflags, size, alignment) }.unwrap_or(std::ptr::null_mut());
     if p.is_null() {
+        // Arguments the spec refuses were refused above: this is the device's own failure,
+        // which the application may not check for (pyopencl's SVMAllocator does not).
+        eprintln!("weft: clSVMAlloc: the device's clSVMAlloc failed for {size} bytes (flags {vflags:#x}, alignment {alignment})");
         return None;
     }
     if !fine && let Err(e) = host_map(dev, p as usize, size, true) {
