@@ -726,11 +726,9 @@ fn run_launch(p: &Launch, l: &OpenClLaunch<'_>) -> Result<weft_vendors::Completi
         let mut cmds: Vec<Cmd<'_>> = Vec::new();
         let mut after: Vec<Cmd<'_>> = Vec::new();
         // Coarse-grained SVM: the device's view for the kernel, the host's again after it.
-        for &(a, _) in coarse.iter() {
-            // SAFETY: an SVM allocation of this device's context, mapped for the host
-            // between kernels (svm.rs); it lives while commands use it (OpenCL's contract).
-            cmds.push(Box::new(move |q| unsafe { vr::enqueue_svm_unmap(q, a as *mut c_void) }));
-        }
+        // A kernel taking SVM runs on the SVM device, whose context holds these allocations;
+        // they live while commands use them (OpenCL's contract).
+        cmds.extend(coarse.iter().map(|&(a, _)| super::svm::unmap_for_device(a)));
         for &(j, vi, region, back) in &vimages {
             let n = region.iter().product::<usize>();
             let img = vi.image;
@@ -756,10 +754,7 @@ fn run_launch(p: &Launch, l: &OpenClLaunch<'_>) -> Result<weft_vendors::Completi
         // SAFETY: the arguments are set to objects alive until the completion fires.
         cmds.push(Box::new(move |q| unsafe { vr::enqueue_nd_range_kernel(q, kr, off, glob, loc) }));
         cmds.extend(after);
-        for &(a, n) in coarse.iter() {
-            // SAFETY: as for the unmap above.
-            cmds.push(Box::new(move |q| unsafe { vr::enqueue_svm_map(q, CL_MAP_READ | CL_MAP_WRITE, a as *mut c_void, n) }));
-        }
+        cmds.extend(coarse.iter().map(|&(a, n)| super::svm::map_for_host(a, n)));
         // SAFETY: every object the commands use lives until the completion fires (replicas
         // pinned by core, images and samplers held by the launch closure).
         unsafe { l.device.enqueue_raw("clEnqueueNDRangeKernel", cmds) }.map_err(|e| e.to_string())

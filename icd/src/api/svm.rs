@@ -186,18 +186,30 @@ fn force_coarse() -> bool {
     *F
 }
 
+/// A raw command for `OpenClDevice::enqueue_raw`.
+pub type RawCmd = Box<dyn FnOnce(weft_vendors::opencl::sys::cl_command_queue) -> vr::ClResult<weft_vendors::opencl::sys::cl_event>>;
+
+/// The command mapping coarse-grained allocation `p..p + size` for the host (its state
+/// between kernels). Enqueue it only on the SVM device's queue (`enqueue_raw`'s contract).
+pub fn map_for_host(p: usize, size: usize) -> RawCmd {
+    // SAFETY: `p..p + size` is an allocation of the context of the queue it is enqueued on
+    // (the caller's contract above).
+    Box::new(move |q| unsafe { vr::enqueue_svm_map(q, CL_MAP_READ | CL_MAP_WRITE, p as *mut c_void, size) })
+}
+
+/// The command unmapping coarse-grained allocation `p` for the device, mapped by
+/// [`map_for_host`] before; the same contract.
+pub fn unmap_for_device(p: usize) -> RawCmd {
+    // SAFETY: as above, and mapped by an earlier `map_for_host`.
+    Box::new(move |q| unsafe { vr::enqueue_svm_unmap(q, p as *mut c_void) })
+}
+
 /// Map (`map`) or unmap a coarse-grained allocation for the host on `dev`'s queue and
 /// wait for it.
 fn host_map(dev: &weft_vendors::opencl::OpenClDevice, p: usize, size: usize, map: bool) -> Result<(), String> {
-    let cmd: Box<dyn FnOnce(weft_vendors::opencl::sys::cl_command_queue) -> vr::ClResult<weft_vendors::opencl::sys::cl_event>> = if map {
-        // SAFETY: `p..p + size` is an allocation of this device's context.
-        Box::new(move |q| unsafe { vr::enqueue_svm_map(q, CL_MAP_READ | CL_MAP_WRITE, p as *mut c_void, size) })
-    } else {
-        // SAFETY: as above, mapped by an earlier call.
-        Box::new(move |q| unsafe { vr::enqueue_svm_unmap(q, p as *mut c_void) })
-    };
-    // SAFETY: the command touches only the allocation, which lives until it completes (we
-    // wait for it).
+    let cmd = if map { map_for_host(p, size) } else { unmap_for_device(p) };
+    // SAFETY: `dev` is the SVM device, whose context holds the allocation; the command
+    // touches only it, and it lives until the command completes (we wait for it).
     let done =
         unsafe { dev.enqueue_raw(if map { "clEnqueueSVMMap" } else { "clEnqueueSVMUnmap" }, vec![cmd]) }.map_err(|e| e.to_string())?;
     done.wait().map_err(|e| e.to_string())
