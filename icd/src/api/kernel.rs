@@ -658,11 +658,12 @@ fn run_launch(p: &Launch, l: &OpenClLaunch<'_>) -> Result<weft_vendors::Completi
     }
     let plat = kernel.program.context.platform;
     let i = plat.real_index(l.device).ok_or("the device is not one of Weft's OpenCL platform")?;
-    let mut pooled = kernel.take(i).map_err(|e| format!("kernel {}: {}", kernel.name, weft_vendors::opencl::ClError(e)))?;
+    let no_kernel = |e| format!("kernel {}: {}", kernel.name, weft_vendors::opencl::ClError(e));
+    let mut pooled = kernel.take(i).map_err(no_kernel)?;
     // NVIDIA's OpenCL refuses a launch (CL_INVALID_KERNEL_ARGS) of a kernel object whose
     // argument was an SVM pointer and is now a buffer: such an argument needs a fresh one.
     if pooled.mems.iter().zip(slots.iter()).any(|(&m, a)| m == SVM_ARG && !matches!(a, LaunchArg::Svm(_))) {
-        pooled = kernel.fresh(i).map_err(|e| format!("kernel {}: {}", kernel.name, weft_vendors::opencl::ClError(e)))?;
+        pooled = kernel.fresh(i).map_err(no_kernel)?;
     }
     let Pooled { k: vk, mems } = &mut pooled;
     let r = (|| {
