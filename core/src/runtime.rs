@@ -522,9 +522,7 @@ impl RuntimeInner {
         {
             return Err(Error::DependencyCycle(t));
         }
-        if b.accesses.iter().any(|a| a.handle.0.rt.id != self.id) {
-            return Err(Error::InvalidData("handle belongs to another runtime".into()));
-        }
+        self.own_handles(b)?;
         let task = self.new_task(kind, b, mask);
         // Counted before any dependency can release the task, so wait_for_all cannot miss it.
         self.inflight.fetch_add(1, Ordering::AcqRel);
@@ -631,6 +629,14 @@ impl RuntimeInner {
         Ok(extra)
     }
 
+    /// Every handle `b` accesses is one of this runtime's.
+    fn own_handles(&self, b: &TaskBuilder) -> Result<()> {
+        if b.accesses.iter().any(|a| a.handle.0.rt.id != self.id) {
+            return Err(Error::InvalidData("handle belongs to another runtime".into()));
+        }
+        Ok(())
+    }
+
     /// See [`Runtime::predecessors`].
     fn predecessors(&self, b: &TaskBuilder) -> Result<crate::task::Predecessors> {
         if b.tag.is_some() || !b.dep_tags.is_empty() {
@@ -639,9 +645,7 @@ impl RuntimeInner {
         if let Some(bad) = b.accesses.iter().find(|a| matches!(a.mode, AccessMode::Commute | AccessMode::Redux)) {
             return Err(Error::Unsupported(format!("{:?} accesses are ordered by their submission only", bad.mode)));
         }
-        if b.accesses.iter().any(|a| a.handle.0.rt.id != self.id) {
-            return Err(Error::InvalidData("handle belongs to another runtime".into()));
-        }
+        self.own_handles(b)?;
         let mut preds: deps::Preds = b.after.iter().filter(|t| !t.is_done()).cloned().collect();
         let mut trees = deps::LockedTrees::new(&b.accesses);
         for a in &b.accesses {
