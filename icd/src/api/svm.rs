@@ -23,6 +23,11 @@
 //! access (SVM commands, buffers over SVM memory, the application between its own map and
 //! unmap) then sees current data, and the application's `clEnqueueSVMMap`/`Unmap` stay
 //! ordering points. It costs a copy each way per kernel on such a device.
+//! NVIDIA's `clSVMAlloc` and `clSVMFree` are not safe beside another thread's enqueue or
+//! flush on the same context (measured on an H100, pyopencl's
+//! `test_arrays_with_svm_allocators`: an allocation made while a driver thread launched a
+//! kernel came back null 10 times in 10, and a rerun lost the context with error -9999).
+//! Weft makes both calls under the device's submission lock (20 in 20 then passed).
 //! `WEFT_SVM_COARSE=1` allocates coarse-grained even where fine-grained is offered (how
 //! the tests reach this path on PoCL).
 //!
@@ -277,8 +282,14 @@ fn alloc(context: Handle, flags: cl_bitfield, size: usize, alignment: cl_uint) -
     if flags & CL_MEM_SVM_ATOMICS != 0 && caps & CL_DEVICE_SVM_ATOMICS == 0 {
         return None;
     }
-    // SAFETY: the device's context is live.
-    let p = unsafe { vr::svm_alloc(dev.context().as_raw(), vflags, size, alignment) }.unwrap_or(std::ptr::null_mut());
+    let p = {
+        // Under the submission lock: NVIDIA's clSVMAlloc and clSVMFree, called while another
+        // thread enqueues or flushes on the same context, fail or break the context (see the
+        // module doc).
+        let _submitting = dev.lock_submissions();
+        // SAFETY: the device's context is live.
+        unsafe { vr::svm_alloc(dev.context().as_raw(), vflags, size, alignment) }.unwrap_or(std::ptr::null_mut())
+    };
     if p.is_null() {
         // Arguments the spec refuses were refused above: this is the device's own failure,
         // which the application may not check for (pyopencl's SVMAllocator does not).
@@ -288,7 +299,7 @@ fn alloc(context: Handle, flags: cl_bitfield, size: usize, alignment: cl_uint) -
     if !fine && let Err(e) = host_map(dev, p as usize, size, true) {
         eprintln!("weft: clSVMAlloc: mapping the coarse-grained allocation for the host failed: {e}");
         // SAFETY: just allocated, used by nothing.
-        let _ = unsafe { vr::svm_free(dev.context().as_raw(), p) };
+        unsafe { vendor_free(dev, p) };
         return None;
     }
     table().allocs.push(Alloc { at: p as usize, size, coarse: !fine });
@@ -299,6 +310,16 @@ fn alloc(context: Handle, flags: cl_bitfield, size: usize, alignment: cl_uint) -
 /// No pointer arguments.
 pub unsafe extern "C" fn clSVMAlloc(context: Handle, flags: cl_bitfield, size: usize, alignment: cl_uint) -> *mut c_void {
     std::panic::catch_unwind(|| alloc(context, flags, size, alignment)).ok().flatten().unwrap_or(std::ptr::null_mut())
+}
+
+/// The device's `clSVMFree`, under its submission lock as in [`alloc`].
+///
+/// # Safety
+/// `p` came from the device's `clSVMAlloc` and no command uses it any more.
+unsafe fn vendor_free(dev: &weft_vendors::opencl::OpenClDevice, p: *mut c_void) {
+    let _submitting = dev.lock_submissions();
+    // SAFETY: the caller's contract.
+    let _ = unsafe { vr::svm_free(dev.context().as_raw(), p) };
 }
 
 /// Free an allocation (nothing for pointers Weft did not hand out).
@@ -317,7 +338,7 @@ fn free(c: &Context, p: usize) {
         }
         // SAFETY: `p` came from clSVMAlloc on this device's context; the application no
         // longer uses it (clSVMFree's contract).
-        let _ = unsafe { vr::svm_free(dev.1.context().as_raw(), p as *mut c_void) };
+        unsafe { vendor_free(&dev.1, p as *mut c_void) };
     }
 }
 
