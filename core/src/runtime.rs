@@ -149,6 +149,7 @@ impl Runtime {
                 node: 0,
                 pu: Some(topology.pus[i % topology.npus()]),
                 name: format!("cpu{i}"),
+                spins: false,
             });
         }
         for d in 0..config.nnull {
@@ -157,7 +158,7 @@ impl Runtime {
             nodes.push(Arc::new(MemoryNode::new(node, dev.clone() as Arc<dyn Device>, config.null_mem_limit)));
             null_devices.push(dev);
             let id = workers.len();
-            workers.push(WorkerInfo { id, arch: Arch::Null, node, pu: None, name: format!("null{d}") });
+            workers.push(WorkerInfo { id, arch: Arch::Null, node, pu: None, name: format!("null{d}"), spins: false });
         }
         #[cfg(feature = "opencl")]
         let mut drivers: Vec<Option<crate::worker::driver::OpenClDriver>> = workers.iter().map(|_| None).collect();
@@ -166,7 +167,8 @@ impl Runtime {
             let node = nodes.len();
             nodes.push(Arc::new(MemoryNode::new(node, dev.clone() as Arc<dyn Device>, config.opencl_mem_limit)));
             let id = workers.len();
-            workers.push(WorkerInfo { id, arch: Arch::OpenCl, node, pu: None, name: format!("opencl{d}") });
+            let spins = dev.polls();
+            workers.push(WorkerInfo { id, arch: Arch::OpenCl, node, pu: None, name: format!("opencl{d}"), spins });
             drivers.push(Some(crate::worker::driver::OpenClDriver::new(dev)));
         }
         #[cfg(feature = "cuda")]
@@ -179,7 +181,7 @@ impl Runtime {
             let limit = config.cuda_mem_limit.or_else(|| dev.memory_size().map(|m| m - m / 16));
             nodes.push(Arc::new(MemoryNode::new(node, dev.clone() as Arc<dyn Device>, limit)));
             let id = workers.len();
-            workers.push(WorkerInfo { id, arch: Arch::Cuda, node, pu: None, name: format!("cuda{d}") });
+            workers.push(WorkerInfo { id, arch: Arch::Cuda, node, pu: None, name: format!("cuda{d}"), spins: true });
             cuda_drivers.push(Some(crate::worker::driver_cuda::CudaDriver::new(dev)));
         }
         // Every worker has a slot in each driver table.
@@ -986,10 +988,37 @@ impl RuntimeInner {
         r
     }
 
+    /// Spin, yielding the core, until `t` completes, for at most `Config::wait_spin_us` and
+    /// only while it may run on a worker that spins (a GPU's driver): never in a runtime
+    /// without one, and no longer once `t` is launched on another kind. Whether `t` is done.
+    /// A waiter that sleeps instead wakes tens of µs after the completion (in a VM), and a
+    /// GPU's short kernels pay that on every wait (`worker/README.md`).
+    pub(crate) fn spin_wait(&self, t: &TaskInner) -> bool {
+        if t.is_done() {
+            return true;
+        }
+        if self.config.wait_spin_us == 0 || !self.workers.iter().any(|w| w.spins) {
+            return false;
+        }
+        let limit = Duration::from_micros(self.config.wait_spin_us);
+        let start = std::time::Instant::now();
+        for i in 1u32.. {
+            std::thread::yield_now();
+            if t.is_done() {
+                return true;
+            }
+            if i.is_multiple_of(16) && (start.elapsed() >= limit || lock(&t.state).launched_on.is_some_and(|w| !self.workers[w].spins)) {
+                break;
+            }
+        }
+        false
+    }
+
     pub(crate) fn wait_task(&self, t: &TaskRef) -> Result<()> {
         if worker::current(self.id).is_some() && !t.is_done() {
             return Err(Error::WouldDeadlock);
         }
+        self.spin_wait(t);
         let mut st = lock(&t.state);
         let mut last = u64::MAX;
         loop {

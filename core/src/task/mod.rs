@@ -557,6 +557,12 @@ impl TaskHandle {
     pub fn is_done(&self) -> bool {
         self.0.is_done()
     }
+    /// Spin a while for the task to complete, where that pays (a task for a GPU, see
+    /// `Config::wait_spin_us`), before a wait of the caller's own that sleeps. Whether it
+    /// is done.
+    pub fn spin_wait(&self) -> bool {
+        self.1.spin_wait(&self.0)
+    }
     /// Block until the task completed; its error if it failed or was cancelled.
     pub fn wait(&self) -> Result<()> {
         self.1.wait_task(&self.0)
@@ -565,6 +571,7 @@ impl TaskHandle {
     /// or stall detection (a front end whose own wait has none, like OpenCL's `clFinish`
     /// on a command gated by a user event). Its callback and payload have run by then.
     pub fn wait_done(&self) {
+        self.1.spin_wait(&self.0);
         let mut st = lock(&self.0.state);
         while !st.done {
             st.waiters += 1;

@@ -27,6 +27,9 @@ pub struct WorkerInfo {
     /// OS index of the processing unit it is bound to, if bound.
     pub pu: Option<usize>,
     pub name: String,
+    /// Its device computes off this machine's cores (a GPU): threads waiting for its work
+    /// spin a while before they sleep (`Config::wait_spin_us`).
+    pub spins: bool,
 }
 
 thread_local! {
@@ -148,6 +151,25 @@ fn sleep_while_in_flight(rt: &RuntimeInner, w: usize, oldest: &weft_vendors::Com
     None
 }
 
+/// A GPU's driver with room for more work and a task in flight: spin, yielding the core,
+/// until `oldest` completes or a task arrives (returned), for at most
+/// `Config::wait_spin_us`.
+#[cfg(any(feature = "opencl", feature = "cuda"))]
+fn spin_while_in_flight(rt: &RuntimeInner, w: usize, oldest: &weft_vendors::Completion) -> Option<crate::task::TaskRef> {
+    let limit = Duration::from_micros(rt.config.wait_spin_us);
+    let start = Instant::now();
+    while !oldest.is_complete() && !rt.shutdown.load(Ordering::Relaxed) {
+        if let Some(t) = rt.pop(w) {
+            return Some(t);
+        }
+        if start.elapsed() >= limit {
+            break;
+        }
+        std::thread::yield_now();
+    }
+    None
+}
+
 /// A device driver's loop: up to `driver::DEPTH` tasks started at once (`driver::DEEP` pinned
 /// ones), retired in order.
 #[cfg(any(feature = "opencl", feature = "cuda"))]
@@ -200,6 +222,14 @@ fn run_driver(rt: &RuntimeInner, w: usize, spin: Duration) {
             // own threads (PoCL's CPU devices compute on the same cores).
             if flight.len() >= DEPTH {
                 let _ = f.done.wait();
+            } else if rt.workers[w].spins {
+                // A GPU computes off this machine's cores: spin instead, and start the
+                // next kernel tens of µs sooner than a sleeping driver would.
+                let found = spin_while_in_flight(rt, w, &f.done)
+                    .or_else(|| (!f.done.is_complete() && deferred.is_empty()).then(|| sleep_while_in_flight(rt, w, &f.done)).flatten());
+                if let Some(t) = found {
+                    rt.start_task_on_driver(w, t, &mut flight, &mut deferred, &mut next);
+                }
             } else if !f.done.wait_timeout(Duration::from_micros(50))
                 && deferred.is_empty()
                 && let Some(t) = sleep_while_in_flight(rt, w, &f.done)

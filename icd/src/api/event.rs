@@ -138,6 +138,11 @@ impl EventState {
 
     /// Block until final; the final status.
     pub fn wait(&self) -> cl_int {
+        // A command's task completes after its state: spinning on the task (for a GPU,
+        // where that pays) leaves this thread awake when the state is final.
+        if let Some(t) = self.task() {
+            t.spin_wait();
+        }
         let mut s = self.lock();
         loop {
             match s.status {

@@ -162,6 +162,12 @@ impl OpenClDevice {
         self.allocated.load(Ordering::Relaxed)
     }
 
+    /// Whether completion is found by polling (GPUs and accelerators: the device computes
+    /// off this machine's cores), not by callbacks (CPU devices).
+    pub fn polls(&self) -> bool {
+        self.poller.is_some()
+    }
+
     /// Block until every command submitted so far has completed.
     pub fn finish(&self) -> Result<(), DeviceError> {
         let _submitting = self.lock_submissions();
