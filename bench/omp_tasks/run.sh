@@ -24,6 +24,7 @@ case $rounds in '' | *[!0-9]* | 0) echo "rounds must be a positive number" >&2; 
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
+export SPARSELU_REF_DIR=$out # its sequential reference, computed once per size
 
 progs=${PROGS:-tasks_million fib cholesky sparselu}
 for spec in $progs; do
