@@ -152,13 +152,18 @@ fn sleep_while_in_flight(rt: &RuntimeInner, w: usize, oldest: &weft_vendors::Com
 }
 
 /// A GPU's driver with room for more work and a task in flight: spin, yielding the core,
-/// until `oldest` completes or a task arrives (returned), for at most
-/// `Config::wait_spin_us`.
+/// until `oldest` or a deferred task's copy completes or a task arrives (returned), for at
+/// most `Config::wait_spin_us`.
 #[cfg(any(feature = "opencl", feature = "cuda"))]
-fn spin_while_in_flight(rt: &RuntimeInner, w: usize, oldest: &weft_vendors::Completion) -> Option<crate::task::TaskRef> {
+fn spin_while_in_flight(
+    rt: &RuntimeInner,
+    w: usize,
+    oldest: &weft_vendors::Completion,
+    deferred: &[(crate::task::TaskRef, weft_vendors::Completion)],
+) -> Option<crate::task::TaskRef> {
     let limit = Duration::from_micros(rt.config.wait_spin_us);
     let start = Instant::now();
-    while !oldest.is_complete() && !rt.shutdown.load(Ordering::Relaxed) {
+    while !oldest.is_complete() && !deferred.iter().any(|(_, c)| c.is_complete()) && !rt.shutdown.load(Ordering::Relaxed) {
         if let Some(t) = rt.pop(w) {
             return Some(t);
         }
@@ -225,7 +230,7 @@ fn run_driver(rt: &RuntimeInner, w: usize, spin: Duration) {
             } else if rt.workers[w].spins {
                 // A GPU computes off this machine's cores: spin instead, and start the
                 // next kernel tens of µs sooner than a sleeping driver would.
-                let found = spin_while_in_flight(rt, w, &f.done)
+                let found = spin_while_in_flight(rt, w, &f.done, &deferred)
                     .or_else(|| (!f.done.is_complete() && deferred.is_empty()).then(|| sleep_while_in_flight(rt, w, &f.done)).flatten());
                 if let Some(t) = found {
                     rt.start_task_on_driver(w, t, &mut flight, &mut deferred, &mut next);
