@@ -14,7 +14,7 @@
 //! | `WEFT_LIMIT_CPU_MEM` | limit on runtime allocations in host memory, MiB | none |
 //! | `WEFT_BIND` | bind CPU workers to cores (0/1) | 1 |
 //! | `WEFT_SPIN_US` | how long an idle worker spins before it sleeps, µs | 50 |
-//! | `WEFT_WAIT_SPIN_US` | how long a wait for a task on a GPU spins before it sleeps, µs | 1000 |
+//! | `WEFT_WAIT_SPIN_US` | how long a GPU's driver with work in flight, and a wait for a task that may run on a GPU, spin before they sleep, µs | 1000 |
 //! | `WEFT_STATS` | print per-worker totals at shutdown (0/1) | 0 |
 
 use crate::error::{Error, Result};
@@ -45,9 +45,10 @@ pub struct Config {
     pub cpu_mem_limit: Option<usize>,
     pub bind: bool,
     pub spin_us: u64,
-    /// How long a thread waiting for a task spins (yielding its core) before it sleeps,
-    /// where the task is for a device that computes off this machine's cores (a GPU):
-    /// waking from sleep costs tens of µs, a tenth of a 0.5 ms kernel (see `worker/README.md`).
+    /// How long a GPU's driver with work in flight, and a thread waiting for a task that may
+    /// run on a GPU (a device that computes off this machine's cores), spin (yielding the
+    /// core) before they sleep: waking from sleep costs tens of µs, a tenth of a 0.5 ms
+    /// kernel (see `worker/README.md`).
     pub wait_spin_us: u64,
     pub stats: bool,
 }
