@@ -553,16 +553,10 @@ fn link_native(c: &Context, devs: &[DeviceKind], options: &str, inputs: &[Arc<Ob
         let refs: Vec<&VendorProgram> = objects[j].iter().collect();
         out.push((
             i,
-            match VendorProgram::link(dev.context(), dev.id(), options, &refs) {
-                Ok(vp) => {
-                    let log = vp.build_log(dev.id()).unwrap_or_default();
-                    DeviceBuild { program: Some(vp), ..DeviceBuild::new(CL_BUILD_SUCCESS, log) }
-                }
-                Err((e, log)) => match relink_without_arg_info(dev, options, inputs) {
-                    Some(b) => b,
-                    None => DeviceBuild::new(CL_BUILD_ERROR, if log.is_empty() { format!("clLinkProgram: {e}") } else { log }),
-                },
-            },
+            vendor_link(dev, options, &refs).unwrap_or_else(|(e, log)| {
+                relink_without_arg_info(dev, options, inputs)
+                    .unwrap_or_else(|| DeviceBuild::new(CL_BUILD_ERROR, if log.is_empty() { format!("clLinkProgram: {e}") } else { log }))
+            }),
         ));
     }
     Some(out)
@@ -583,9 +577,19 @@ fn relink_without_arg_info(dev: &OpenClDevice, options: &str, inputs: &[Arc<Obj<
         objects.push(compile_on(dev, &input.source, &opts, &headers).ok()?.object?);
     }
     let refs: Vec<&VendorProgram> = objects.iter().collect();
-    let vp = VendorProgram::link(dev.context(), dev.id(), options, &refs).ok()?;
+    vendor_link(dev, options, &refs).ok()
+}
+
+/// The device's vendor linker on `objects`: the linked build with its log, or the error
+/// and the failed link's log.
+fn vendor_link(
+    dev: &OpenClDevice,
+    options: &str,
+    objects: &[&VendorProgram],
+) -> Result<DeviceBuild, (weft_vendors::opencl::ClError, String)> {
+    let vp = VendorProgram::link(dev.context(), dev.id(), options, objects)?;
     let log = vp.build_log(dev.id()).unwrap_or_default();
-    Some(DeviceBuild { program: Some(vp), ..DeviceBuild::new(CL_BUILD_SUCCESS, log) })
+    Ok(DeviceBuild { program: Some(vp), ..DeviceBuild::new(CL_BUILD_SUCCESS, log) })
 }
 
 /// `CL_PROGRAM_KERNEL_NAMES` from the vendor.
