@@ -279,15 +279,13 @@ fn a_c_program_uses_images_and_samplers_on_every_weft_device() {
 fn a_c_program_uses_shared_virtual_memory_on_the_weft_platform() {
     let v = vendors_or_skip!();
     let Some(exe) = compile("svm") else { return };
-    let stdout = run_all_ok(&exe, &v, "basic basic", &[], "svm");
-    for what in ["svm capabilities ok", "svm kernels, maps and copies ok", "fine-grained svm ok", "svm bad inputs ok", "clone kernel ok"] {
-        assert!(stdout.contains(what), "{what}:\n{stdout}");
-    }
-    // Coarse-grained allocations (as on NVIDIA, where PoCL offers fine-grained): mapped for
+    // PoCL's fine-grained allocations, then coarse-grained ones (as on NVIDIA): mapped for
     // the host between kernels, unmapped around each kernel taking them (svm.rs).
-    let stdout = run_all_ok(&exe, &v, "basic basic", &[("WEFT_SVM_COARSE", "1")], "svm, coarse-grained");
-    for what in ["svm capabilities ok", "svm kernels, maps and copies ok", "coarse-grained svm ok", "svm bad inputs ok", "clone kernel ok"]
-    {
-        assert!(stdout.contains(what), "{what} (WEFT_SVM_COARSE=1):\n{stdout}");
+    let runs = [(&[][..], "svm", "fine-grained svm ok"), (&[("WEFT_SVM_COARSE", "1")][..], "svm, coarse-grained", "coarse-grained svm ok")];
+    for (env, run, grain) in runs {
+        let stdout = run_all_ok(&exe, &v, "basic basic", env, run);
+        for what in ["svm capabilities ok", "svm kernels, maps and copies ok", grain, "svm bad inputs ok", "clone kernel ok"] {
+            assert!(stdout.contains(what), "{what} ({run}):\n{stdout}");
+        }
     }
 }
