@@ -40,6 +40,7 @@ fn main() {
         ("device_to_device_through_host", device_to_device_through_host),
         ("one_driver_thread_per_device", one_driver_thread_per_device),
         ("two_threads_share_one_device", two_threads_share_one_device),
+        ("a_cpu_vendors_threads_run_nicer_than_weft", a_cpu_vendors_threads_run_nicer_than_weft),
     ];
     let trials = tests.into_iter().map(|(name, f)| Trial::test(name, f)).collect();
     libtest_mimic::run(&args, trials).exit();
@@ -54,8 +55,44 @@ fn child(role: &str) {
                 println!("skipped: {s}");
             }
         }
+        "thread-nice" => {
+            let d = opencl::discover();
+            let pocl = d.devices.iter().filter(|d| d.platform_name().contains("Portable Computing Language")).count();
+            println!("pocl-devices {pocl}");
+            println!("self {}", nice_of("/proc/thread-self"));
+            let list = || -> Vec<(String, i32)> {
+                let tasks = std::fs::read_dir("/proc/self/task").expect("/proc/self/task").flatten();
+                tasks
+                    .map(|t| {
+                        let comm = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default();
+                        (comm.trim().replace(' ', "_"), nice_of(&t.path().to_string_lossy()))
+                    })
+                    .collect()
+            };
+            // A new thread names itself once it runs: give the poller up to 2 s to show.
+            let mut threads = list();
+            for _ in 0..200 {
+                if threads.iter().any(|(c, _)| c.starts_with("weft")) {
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(10));
+                threads = list();
+            }
+            for (comm, nice) in threads {
+                println!("thread {comm} {nice}");
+            }
+            drop(d);
+        }
         _ => panic!("unknown child role {role}"),
     }
+}
+
+/// A thread's nice value from `DIR/stat` (`/proc/self/task/TID` or `/proc/thread-self`).
+fn nice_of(dir: &str) -> i32 {
+    let stat = std::fs::read_to_string(format!("{dir}/stat")).expect("reading a thread's stat");
+    // Field 19; the name (field 2) may hold spaces, so count from its closing parenthesis.
+    let rest = &stat[stat.rfind(')').expect("stat has a name") + 2..];
+    rest.split(' ').nth(16).and_then(|f| f.parse().ok()).expect("stat's nice field")
 }
 
 /// Devices shared by the tests (discovered once, like core would).
@@ -128,6 +165,54 @@ fn empty_vendor_dir_means_no_devices() -> Result<(), Failed> {
     std::fs::remove_dir_all(&dir)?;
     assert!(out.status.success(), "child failed: {text}\n{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(text.trim(), "devices: 0");
+    Ok(())
+}
+
+/// PoCL's `pthread` device computes on threads it starts when it loads: those run
+/// `WEFT_VENDOR_NICE` (default 5) nicer than the thread that discovered the devices, which
+/// keeps its own niceness, as do Weft's threads (the poller, with `WEFT_OCL_POLL=1`);
+/// `WEFT_VENDOR_NICE=0` leaves them all alike (see `opencl::on_niced_thread` for why).
+fn a_cpu_vendors_threads_run_nicer_than_weft() -> Result<(), Failed> {
+    let base = nice_of("/proc/thread-self");
+    if base >= 19 {
+        println!("skipped: this process already runs at nice {base}");
+        return Ok(());
+    }
+    let exe = std::env::current_exe()?;
+    for (setting, want) in [(None, (base + 5).min(19)), (Some("3"), (base + 3).min(19)), (Some("0"), base)] {
+        let mut cmd = Command::new(&exe);
+        cmd.env(CHILD, "thread-nice").env("POCL_DEVICES", "pthread").env("WEFT_OCL_POLL", "1");
+        match setting {
+            Some(v) => cmd.env("WEFT_VENDOR_NICE", v),
+            None => cmd.env_remove("WEFT_VENDOR_NICE"),
+        };
+        let out = cmd.output()?;
+        let setting = setting.unwrap_or("unset");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "child failed: {text}\n{}", String::from_utf8_lossy(&out.stderr));
+        if text.contains("pocl-devices 0") {
+            println!("skipped: no PoCL pthread device");
+            return Ok(());
+        }
+        let field = |line: &str| line.rsplit(' ').next().and_then(|n| n.parse::<i32>().ok()).expect("a nice value");
+        let me = text.lines().find(|l| l.starts_with("self ")).map(field).expect("the child's own line");
+        assert_eq!(me, base, "WEFT_VENDOR_NICE={setting}: the discovering thread's niceness changed:\n{text}");
+        let threads: Vec<(&str, i32)> =
+            text.lines().filter_map(|l| l.strip_prefix("thread ")).map(|l| (l.split(' ').next().unwrap_or(""), field(l))).collect();
+        let weft: Vec<_> = threads.iter().filter(|(c, _)| c.starts_with("weft")).collect();
+        assert!(!weft.is_empty(), "WEFT_OCL_POLL=1 should start a poller thread:\n{text}");
+        assert!(weft.iter().all(|&&(_, n)| n == base), "Weft's threads must keep the caller's niceness:\n{text}");
+        let vendor = threads.iter().filter(|(c, _)| !c.starts_with("weft")).filter(|&&(_, n)| n != base).count();
+        if want == base {
+            assert_eq!(vendor, 0, "WEFT_VENDOR_NICE=0 must leave every thread alone:\n{text}");
+        } else {
+            assert!(vendor > 0, "WEFT_VENDOR_NICE={setting}: no thread of PoCL's runs nicer:\n{text}");
+            assert!(
+                threads.iter().all(|&(_, n)| n == base || n == want),
+                "WEFT_VENDOR_NICE={setting}: PoCL's threads should run at nice {want}:\n{text}"
+            );
+        }
+    }
     Ok(())
 }
 

@@ -16,7 +16,10 @@
 //! first word (`struct _cl_icd_dispatch`, mirrored in [`sys`]), as ocl-icd does. With no
 //! vendor installed, [`devices`] is empty: no error, no panic. `WEFT_OCL_VENDORS` overrides
 //! `OCL_ICD_VENDORS`; a source naming Weft only falls back to `/etc/OpenCL/vendors` (see
-//! [`loader::vendor_libraries`]).
+//! [`loader::vendor_libraries`]). A vendor is loaded, and its devices listed, on a helper
+//! thread `WEFT_VENDOR_NICE` (default 5) nicer than the caller, so the threads a CPU vendor
+//! starts there to run its kernels yield to Weft's driver threads that feed them (see
+//! `on_niced_thread`).
 //!
 //! # Layers (as cudarc)
 //! [`sys`] raw types, constants and the dispatch table → [`result`] one fallible function
@@ -95,15 +98,20 @@ pub fn discover() -> Discovery {
     let (libraries, notes) = loader::vendor_libraries();
     d.skipped.extend(notes);
     for lib in libraries {
-        let vendor = match loader::load(&lib) {
+        let vendor = match on_niced_thread(|| {
+            loader::load(&lib).map(|v| {
+                let ids: Vec<_> = v.platforms.iter().map(|&p| (p, p.devices())).collect();
+                (v, ids)
+            })
+        }) {
             Ok(v) => v,
             Err(e) => {
                 d.skipped.push(e.to_string());
                 continue;
             }
         };
-        for &platform in &vendor.platforms {
-            let ids = match platform.devices() {
+        for (platform, ids) in vendor.1 {
+            let ids = match ids {
                 Ok(ids) => ids,
                 Err(e) => {
                     d.skipped.push(format!("{lib}: clGetDeviceIDs: {e}"));
@@ -119,6 +127,54 @@ pub fn discover() -> Discovery {
         }
     }
     d
+}
+
+/// How much nicer than the caller the threads a vendor starts while it loads run
+/// (`WEFT_VENDOR_NICE`, default [`VENDOR_NICE`]; 0 leaves them alone).
+pub fn vendor_nice() -> i32 {
+    match std::env::var("WEFT_VENDOR_NICE") {
+        Ok(v) => v.trim().parse::<i32>().map(|n| n.clamp(0, 19)).unwrap_or(VENDOR_NICE),
+        Err(_) => VENDOR_NICE,
+    }
+}
+
+/// Default of [`vendor_nice`]: see [`on_niced_thread`].
+pub const VENDOR_NICE: i32 = 5;
+
+/// Run `f` (a vendor's loading and device listing) on a thread [`vendor_nice`] nicer than
+/// the caller, so that the threads the vendor starts there inherit that niceness.
+///
+/// Why: a CPU vendor (PoCL's `pthread` device) computes on worker threads it starts when it
+/// loads, and Weft's driver thread feeds them. Where there are fewer cores than busy
+/// threads (2 cores: application, driver and PoCL's two workers), each enqueue's broadcast
+/// woke a sleeping worker that preempted the driver inside PoCL's enqueue, holding PoCL's
+/// lock: tiny kernels on an in-order queue took 2.5-3.7 µs against PoCL direct's 1.8-2.1.
+/// With the workers at nice 5 the driver keeps its core: 1.9-2.0 µs, SGEMM unchanged (its
+/// workers have the cores to themselves while the driver sleeps). Nice 1-3 helped less and
+/// not every run. Niceness changes nothing while cores are free; it does give the vendor's
+/// threads a smaller share against other busy threads of equal priority (set 0 to keep
+/// them equal). A thread of Weft's own is never started here, and nothing can raise a
+/// niced thread back without privilege, so a vendor that was already loaded (by the
+/// application, through the ICD loader) keeps its threads as they are.
+fn on_niced_thread<T: Send>(f: impl FnOnce() -> T + Send) -> T {
+    let inc = vendor_nice();
+    if inc == 0 {
+        return f();
+    }
+    std::thread::scope(|s| {
+        // Unnamed: the vendor's threads inherit this thread's name, as they would the
+        // application thread's without Weft.
+        let h = s.spawn(move || {
+            unsafe extern "C" {
+                fn nice(inc: std::ffi::c_int) -> std::ffi::c_int;
+            }
+            // SAFETY: nice(2) only changes the calling thread's niceness on Linux (NPTL
+            // threads have their own); failure (e.g. at the limit) leaves it as it was.
+            unsafe { nice(inc) };
+            f()
+        });
+        h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))
+    })
 }
 
 /// Every device of every OpenCL vendor platform (empty when none is installed).
