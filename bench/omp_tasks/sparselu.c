@@ -12,7 +12,18 @@
 
 static int NB, BS;
 
-static float *new_block(void) { return calloc((size_t)BS * BS, sizeof(float)); }
+/* A zeroed block, its pages touched here, in the creating thread, as BOTS's
+ * allocate_clean_block does by writing its zeros. calloc's fresh pages would be first
+ * touched inside the BMOD tasks instead, which then time the kernel's page-fault path more
+ * than the runtimes: on the 16-core H100 VM, 16 threads faulting on neighbouring blocks
+ * contended for a page-table lock (25-30% of all time in some runs, under every runtime,
+ * in others none). */
+static float *new_block(void) {
+    float *p = calloc((size_t)BS * BS, sizeof(float));
+    if (!p) abort();
+    for (size_t i = 0; i < (size_t)BS * BS; i += 256) ((volatile float *)p)[i] = 0.0f;
+    return p;
+}
 
 /* The reference file for this size under SPARSELU_REF_DIR, or NULL without one. Each block:
  * a byte (1: present), then its BS·BS floats if present. */
