@@ -28,7 +28,13 @@ if [ -f "$weft_icd" ]; then
 else
     echo "(Weft column left out: no $weft_icd; build with cargo build --release -p weft -p weft-icd-shim)" >&2
 fi
-socl=$(ls /usr/lib/x86_64-linux-gnu/libsocl-*.so.0 2>/dev/null | head -n 1 || true)
+find_socl() { ls /usr/lib/x86_64-linux-gnu/libsocl-*.so.0 2>/dev/null | head -n 1 || true; }
+socl=$(find_socl)
+if [ -z "$socl" ] && [ -z "${NO_SOCL:-}" ]; then
+    scripts/setup.sh --bench >&2 || true
+    socl=$(find_socl)
+    [ -n "$socl" ] || echo "(SOCL column left out: install libsocl-1.3-0)" >&2
+fi
 if [ -n "$socl" ] && [ -z "${NO_SOCL:-}" ]; then
     mkdir -p "$out/socl"
     echo "$socl" >"$out/socl/socl.icd"
