@@ -98,19 +98,15 @@ pub fn discover() -> Discovery {
     let (libraries, notes) = loader::vendor_libraries();
     d.skipped.extend(notes);
     for lib in libraries {
-        let vendor = match on_niced_thread(|| {
-            loader::load(&lib).map(|v| {
-                let ids: Vec<_> = v.platforms.iter().map(|&p| (p, p.devices())).collect();
-                (v, ids)
-            })
-        }) {
-            Ok(v) => v,
-            Err(e) => {
-                d.skipped.push(e.to_string());
-                continue;
-            }
-        };
-        for (platform, ids) in vendor.1 {
+        let platforms =
+            match on_niced_thread(|| loader::load(&lib).map(|v| v.platforms.iter().map(|&p| (p, p.devices())).collect::<Vec<_>>())) {
+                Ok(v) => v,
+                Err(e) => {
+                    d.skipped.push(e.to_string());
+                    continue;
+                }
+            };
+        for (platform, ids) in platforms {
             let ids = match ids {
                 Ok(ids) => ids,
                 Err(e) => {
@@ -131,10 +127,16 @@ pub fn discover() -> Discovery {
 
 /// How much nicer than the caller the threads a vendor starts while it loads run
 /// (`WEFT_VENDOR_NICE`, default [`VENDOR_NICE`]; 0 leaves them alone).
+/// A value that is not a number from 0 to 19 gets a warning (once) and the default.
 pub fn vendor_nice() -> i32 {
-    match std::env::var("WEFT_VENDOR_NICE") {
-        Ok(v) => v.trim().parse::<i32>().map(|n| n.clamp(0, 19)).unwrap_or(VENDOR_NICE),
-        Err(_) => VENDOR_NICE,
+    let Ok(v) = std::env::var("WEFT_VENDOR_NICE") else { return VENDOR_NICE };
+    match v.trim().parse::<i32>() {
+        Ok(n) if (0..=19).contains(&n) => n,
+        _ => {
+            static WARNED: std::sync::Once = std::sync::Once::new();
+            WARNED.call_once(|| eprintln!("weft: WEFT_VENDOR_NICE={v:?} is not a number from 0 to 19; using {VENDOR_NICE}"));
+            VENDOR_NICE
+        }
     }
 }
 
