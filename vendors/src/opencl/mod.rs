@@ -97,15 +97,19 @@ pub fn discover() -> Discovery {
     let mut d = Discovery::default();
     let (libraries, notes) = loader::vendor_libraries();
     d.skipped.extend(notes);
-    for lib in libraries {
-        let platforms =
-            match on_niced_thread(|| loader::load(&lib).map(|v| v.platforms.iter().map(|&p| (p, p.devices())).collect::<Vec<_>>())) {
-                Ok(v) => v,
-                Err(e) => {
-                    d.skipped.push(e.to_string());
-                    continue;
-                }
-            };
+    // Every vendor loaded, and its devices listed, on one niced thread; opened here.
+    let loaded = on_niced_thread(|| {
+        let list = |v: std::sync::Arc<loader::Vendor>| v.platforms.iter().map(|&p| (p, p.devices())).collect::<Vec<_>>();
+        libraries.into_iter().map(|lib| (loader::load(&lib).map(list), lib)).collect::<Vec<_>>()
+    });
+    for (platforms, lib) in loaded {
+        let platforms = match platforms {
+            Ok(v) => v,
+            Err(e) => {
+                d.skipped.push(e.to_string());
+                continue;
+            }
+        };
         for (platform, ids) in platforms {
             let ids = match ids {
                 Ok(ids) => ids,
@@ -143,8 +147,9 @@ pub fn vendor_nice() -> i32 {
 /// Default of [`vendor_nice`]: see [`on_niced_thread`].
 pub const VENDOR_NICE: i32 = 5;
 
-/// Run `f` (a vendor's loading and device listing) on a thread [`vendor_nice`] nicer than
-/// the caller, so that the threads the vendor starts there inherit that niceness.
+/// Run `f` (loading the vendors and listing their devices) on a thread [`vendor_nice`]
+/// nicer than the caller, so that the threads the vendors start there inherit that
+/// niceness.
 ///
 /// Why: a CPU vendor (PoCL's `pthread` device) computes on worker threads it starts when it
 /// loads, and Weft's driver thread feeds them. Where there are fewer cores than busy
