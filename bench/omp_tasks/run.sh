@@ -14,7 +14,9 @@
 #              arguments follow its name after colons, e.g. "cholesky:2048:64"),
 #              LIBOMP (default: the first libomp.so.5 found under /usr/lib), WEFT_BASE
 #              (another libweft.so, run as column `base` beside `weft`: an A/B of two
-#              builds in the same interleaved rounds, with a weft/base column).
+#              builds in the same interleaved rounds, with a weft/base column), BASE_ENV
+#              (VAR=value settings for the base column alone; without WEFT_BASE, base is
+#              Weft's library again: e.g. BASE_ENV=WEFT_BIND=0 for an A/B of a setting).
 # Each program checks its own result and prints `RESULT name=… seconds=… check=ok`.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -42,7 +44,8 @@ run() { # runtime program:arg:... -> seconds (fails loudly on a wrong result)
         libgomp) line=$("$out/${args[0]}" "${args[@]:1}") ;;
         libomp) line=$(LD_PRELOAD=$libomp "$out/${args[0]}" "${args[@]:1}") ;;
         weft) line=$(LD_LIBRARY_PATH=$out/weft${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} "$out/${args[0]}" "${args[@]:1}") ;;
-        base) line=$(LD_LIBRARY_PATH=$out/base${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} "$out/${args[0]}" "${args[@]:1}") ;;
+        # shellcheck disable=SC2086 # BASE_ENV: VAR=value words
+        base) line=$(env ${BASE_ENV:-} LD_LIBRARY_PATH=$out/base${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} "$out/${args[0]}" "${args[@]:1}") ;;
     esac
     case $line in *check=ok*) ;; *) echo "$1 $2: wrong result: $line" >&2; return 1 ;; esac
     # Cholesky and SparseLU also report the threads' time outside their kernels.

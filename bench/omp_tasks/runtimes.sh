@@ -4,7 +4,9 @@
 # LD_LIBRARY_PATH=$out/weft and libgomp is not loaded at all).
 # Environment: LIBOMP (default: the first libomp.so.5 found under /usr/lib), WEFT_LIB
 # (default: $CARGO_TARGET_DIR or ./target, release/libweft.so), WEFT_BASE (optional: another
-# libweft.so, e.g. one built from main, run as the column `base` for an A/B in one run).
+# libweft.so, e.g. one built from main, run as the column `base` for an A/B in one run),
+# BASE_ENV (optional: VAR=value settings for the `base` column only, e.g. BASE_ENV=WEFT_BIND=0;
+# without WEFT_BASE, `base` is then the same library: an A/B of a setting).
 runtimes="libgomp"
 find_libomp() { ls /usr/lib/llvm-*/lib/libomp.so.5 /usr/lib/x86_64-linux-gnu/libomp.so.5 2>/dev/null | head -n 1 || true; }
 libomp=${LIBOMP:-$(find_libomp)}
@@ -21,6 +23,7 @@ if [ -f "$weft" ] && nm -D --defined-only "$weft" 2>/dev/null | grep ' GOMP_task
 else
     echo "(Weft column left out: $weft does not export GOMP_task yet)" >&2
 fi
+[ -n "${BASE_ENV:-}" ] && [ -z "${WEFT_BASE:-}" ] && WEFT_BASE=$weft
 if [ -n "${WEFT_BASE:-}" ]; then
     [ -f "$WEFT_BASE" ] || { echo "WEFT_BASE=$WEFT_BASE: no such file" >&2; exit 2; }
     mkdir -p "$out/base"
