@@ -128,3 +128,10 @@ fn the_creator_defers_by_the_size_of_its_tasks() {
 fn a_waiting_thread_runs_only_tasks_the_scheduling_constraint_allows() {
     run("tsc");
 }
+
+/// The first task a finishing task releases runs next on that task's thread, ahead of
+/// older ready tasks; the rest keep the order they became ready in.
+#[test]
+fn a_released_task_runs_next_on_the_releasing_thread() {
+    run("successor");
+}

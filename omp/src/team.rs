@@ -157,6 +157,13 @@ pub fn cur() -> *mut Ctx {
     root_ctx()
 }
 
+/// The calling thread's context if it has one (no root context is made for a thread that
+/// never used OpenMP).
+#[inline]
+pub fn cur_if_any() -> Option<*mut Ctx> {
+    Some(CUR.with(|c| c.get())).filter(|c| !c.is_null())
+}
+
 #[cold]
 fn root_ctx() -> *mut Ctx {
     let icv = Icv::initial();
