@@ -69,6 +69,16 @@ for p in $progs; do
     for _ in $(seq "$rounds"); do
         for r in $runtimes; do run "$r" "$p" >>"$out/times-$r"; done
     done
+    # Also the median of each round's own ratio: runs of one round share the machine's
+    # state of the moment, so on a noisy machine (a VM with steal time) these pairs are
+    # steadier than the ratio of the medians.
+    paired=""
+    if [[ " $runtimes " == *" weft "* ]]; then
+        for peer in libgomp libomp; do
+            [ -s "$out/times-$peer" ] || continue
+            paired+=" weft/$peer $(paste "$out/times-weft" "$out/times-$peer" | awk '{print $1 / $2}' | median)"
+        done
+    fi
     for r in $runtimes; do
         med[$r]=$(median <"$out/times-$r")
         rm -f "$out/times-$r"
@@ -83,6 +93,7 @@ for p in $progs; do
         awk -v w="${med[weft]}" -v b="${med[base]}" 'BEGIN { printf " | %-10.3f", w / b }'
     fi
     echo
+    [ -n "$paired" ] && [ "$rounds" -gt 1 ] && printf '%-14s | %s\n' "  per round" "$(awk '{for (i = 1; i < NF; i += 2) printf "%s%s %.3f", (i > 1 ? ", " : ""), $i, $(i + 1)}' <<<"$paired")"
     if [ -s "$out/outside-libgomp" ]; then
         outside_shown=1
         printf '%-14s' "  outside (ms)"
@@ -92,6 +103,7 @@ for p in $progs; do
     for r in $runtimes; do rm -f "$out/outside-$r"; done
     unset med
 done
+[[ " $runtimes " == *" weft "* ]] && echo "(per round: the median over the rounds of each round's own ratio, steadier on a noisy machine)"
 if [ -n "${outside_shown:-}" ]; then
     echo "(outside (ms): the threads' time outside the task kernels, threads x wall - kernel time: what"
     echo " creating, scheduling and waiting for tasks cost; steadier than the wall time when all"
