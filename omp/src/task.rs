@@ -288,10 +288,11 @@ impl weft_core::ExternalWork for TaskBox {
         // run in about the order they became ready, as in libgomp. Sending every released
         // task to the releaser's deque (LIFO, libomp's way) left the graph's older, wider
         // work waiting: at 2 threads, Cholesky's time outside kernels went 3.9 -> 5.4 ms
-        // and SparseLU's wall 0.94 -> 0.97 s. This one at 16 threads (H100 VM, 31 paired
-        // rounds against FIFO alone): outside time -9% (Cholesky 2048/128), -16% (2048/64),
-        // -11% (SparseLU), wall geomeans 0.955-0.965; at 2 threads beside a busy process,
-        // Cholesky 0.383 -> 0.336 s and SparseLU 1.35 -> 1.26 s (medians of 9).
+        // and SparseLU's wall 0.94 -> 0.97 s. This one, against FIFO alone: at 16 threads
+        // (H100 VM, three windows of 31-41 rounds) 4-16% less time outside the kernels on
+        // Cholesky and SparseLU, wall time within the noise (each round's own ratio:
+        // medians 0.966-1.042); at 2 threads beside a busy process, Cholesky 0.383 -> 0.336
+        // s and SparseLU 1.35 -> 1.26 s (medians of 9); on 2 quiet cores, level.
         if RELEASING.with(|r| r.get())
             && let Some(c) = team::cur_if_any()
         {
