@@ -16,9 +16,10 @@
 //! dependencies goes on the creating thread's own deque (LIFO for its owner, stolen FIFO by
 //! the others); one with dependencies joins the team's FIFO queue once core says they are
 //! met, in the order tasks become ready, as in libgomp, except that the first task a
-//! finishing task releases goes to its thread's own deque when that is empty (`ready`). Past 8 queued tasks per thread,
-//! and in final or if(0) tasks, new tasks run at once in the creating thread (libgomp's
-//! throttle), so a loop creating a million tasks never holds more than a few hundred.
+//! finishing task releases goes to its thread's own deque when that is empty (`ready`).
+//! Past 8 queued tasks per thread, and in final or if(0) tasks, new tasks run at once in
+//! the creating thread (libgomp's throttle), so a loop creating a million tasks never holds
+//! more than a few hundred.
 //!
 //! # Who runs tasks
 //! Team threads only (task reductions index private copies by thread number): at
@@ -313,6 +314,19 @@ thread_local! {
     /// Set while this thread completes a task's core task in [`finish`]: the tasks that
     /// core releases meanwhile (`ready`) are that task's successors.
     static RELEASING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Run `f` (a completion) with [`RELEASING`] set; cleared however `f` ends.
+fn releasing<R>(f: impl FnOnce() -> R) -> R {
+    struct Clear;
+    impl Drop for Clear {
+        fn drop(&mut self) {
+            RELEASING.with(|r| r.set(false));
+        }
+    }
+    RELEASING.with(|r| r.set(true));
+    let _clear = Clear;
+    f()
 }
 
 impl TaskBox {
@@ -799,9 +813,7 @@ fn finish(t: Arc<TaskBox>) {
     if let Some(e) = unsafe { (*t.ext.get()).take() }
         && let Some(rt) = runtime()
     {
-        RELEASING.with(|r| r.set(true));
-        let spent = rt.complete_external(e);
-        RELEASING.with(|r| r.set(false));
+        let spent = releasing(|| rt.complete_external(e));
         if t.pooled {
             // SAFETY: as `ext`; the pool's push publishes it to the thread that pops the box.
             unsafe { *t.spent.get() = Some(spent) };
