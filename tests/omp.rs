@@ -210,3 +210,9 @@ fn places_and_thread_binding() {
     let shim = shim.to_str().expect("a UTF-8 path");
     check("places", &[("EXPECT", "eight"), ("OMP_PLACES", "{0}:8"), ("OMP_PROC_BIND", "spread,close"), ("LD_PRELOAD", shim)], false);
 }
+
+/// The core worker bound to the primary thread's CPU is the last to join its team.
+#[test]
+fn a_team_leaves_out_the_worker_on_the_primarys_cpu() {
+    check("primary_cpu", &[], false);
+}

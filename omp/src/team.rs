@@ -674,6 +674,14 @@ pub fn fork_with(
     n
 }
 
+/// The CPU worker bound to the CPU the calling thread runs on (when workers are bound).
+fn worker_on_my_cpu(p: &Pool) -> Option<usize> {
+    let rt = p.rt.as_ref().filter(|rt| rt.config().bind)?;
+    // SAFETY: sched_getcpu takes no arguments; -1 is an error.
+    let cpu = usize::try_from(unsafe { libc::sched_getcpu() }).ok()?;
+    rt.workers().iter().find(|w| w.arch == weft_core::Arch::Cpu && w.pu == Some(cpu)).map(|w| w.id)
+}
+
 fn recruit(t: &mut Team) {
     let p = pool();
     let need = (t.n - 1) as usize;
@@ -689,7 +697,12 @@ fn recruit(t: &mut Team) {
         }
     }
     let len = p.len.load(Ordering::Acquire);
-    for i in 0..len {
+    // The core worker bound to the CPU the primary runs on joins last: until the OS moved
+    // the primary elsewhere, the two would share that CPU.
+    let shared = if me_worker.is_none() { worker_on_my_cpu(p) } else { None };
+    let order = (0..len).filter(|&i| shared.is_none() || slot(i).worker != shared);
+    let last = shared.and_then(|w| (0..len).find(|&i| slot(i).worker == Some(w)));
+    for i in order.chain(last) {
         if t.members.len() == need {
             break;
         }
