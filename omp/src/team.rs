@@ -144,6 +144,8 @@ impl Ctx {
 thread_local! {
     static CUR: Cell<*mut Ctx> = const { Cell::new(std::ptr::null_mut()) };
     static TEAM_CACHE: Cell<*mut Team> = const { Cell::new(std::ptr::null_mut()) };
+    /// The core worker a team of this primary thread takes last (`recruit`), once decided.
+    static PRIMARY_CPU_WORKER: Cell<Option<Option<usize>>> = const { Cell::new(None) };
 }
 
 /// The calling thread's current context (an initial thread gets a root context and a team
@@ -698,11 +700,25 @@ fn recruit(t: &mut Team) {
     }
     let len = p.len.load(Ordering::Acquire);
     // The core worker bound to the CPU the primary runs on joins last: until the OS moved
-    // the primary elsewhere, the two would share that CPU.
-    let shared = if me_worker.is_none() { worker_on_my_cpu(p) } else { None };
-    let order = (0..len).filter(|&i| shared.is_none() || slot(i).worker != shared);
+    // the primary elsewhere, the two would share that CPU. Which worker that is is decided
+    // at the thread's first fork and kept: the same thread numbers must go to the same
+    // threads from region to region, else threadprivate data would not persist (copyin-1.c
+    // of libgomp's testsuite) when the primary has moved since.
+    let shared = if me_worker.is_none() {
+        PRIMARY_CPU_WORKER.with(|c| {
+            let w = c.get().unwrap_or_else(|| worker_on_my_cpu(p));
+            c.set(Some(w));
+            w
+        })
+    } else {
+        None
+    };
+    // The other workers, then that one, then the OS threads (whose slots come after the
+    // workers' and are only ever appended): the same order at every fork.
+    let workers = (0..len).filter(|&i| slot(i).worker.is_some_and(|w| Some(w) != shared));
     let last = shared.and_then(|w| (0..len).find(|&i| slot(i).worker == Some(w)));
-    for i in order.chain(last) {
+    let threads = (0..len).filter(|&i| slot(i).worker.is_none());
+    for i in workers.chain(last).chain(threads) {
         if t.members.len() == need {
             break;
         }
