@@ -699,8 +699,8 @@ fn recruit(t: &mut Team) {
         }
     }
     let len = p.len.load(Ordering::Acquire);
-    // The core worker bound to the CPU the primary runs on joins last: until the OS moved
-    // the primary elsewhere, the two would share that CPU. Which worker that is is decided
+    // The core worker bound to the CPU the primary runs on comes after the other workers:
+    // until the OS moved the primary elsewhere, the two would share that CPU. It is decided
     // at the thread's first fork and kept: the same thread numbers must go to the same
     // threads from region to region, else threadprivate data would not persist (copyin-1.c
     // of libgomp's testsuite) when the primary has moved since.
