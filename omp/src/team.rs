@@ -152,11 +152,7 @@ thread_local! {
 /// of one on first use; both live as long as the process).
 #[inline]
 pub fn cur() -> *mut Ctx {
-    let c = CUR.with(|c| c.get());
-    if !c.is_null() {
-        return c;
-    }
-    root_ctx()
+    cur_if_any().unwrap_or_else(root_ctx)
 }
 
 /// The calling thread's context if it has one (no root context is made for a thread that

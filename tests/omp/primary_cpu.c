@@ -6,9 +6,10 @@
  * CPU 0 with a primary running there until the OS moved one of them (a region forked that
  * way took 1.5 ms instead of 1.06 on 2 cores, 4-8 ms instead of 2.7-3.1 on 16). The
  * primary puts itself on CPU 0 before each fork (binds, then unbinds: it stays there
- * until the OS moves it; bound throughout the first) and forks a team of two; the member must not be bound to the CPU
- * the primary runs on. A primary that the OS moved in between is not counted. Then:
- * threadprivate data persists from region to region while the primary moves. */
+ * until the OS moves it; bound throughout the first) and forks a team of two; the member
+ * must not be bound to the CPU the primary runs on. A primary that the OS moved in between
+ * is not counted. Then: threadprivate data persists from region to region while the
+ * primary moves. */
 #define _GNU_SOURCE
 #include "check.h"
 #include <omp.h>
