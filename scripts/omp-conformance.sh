@@ -8,7 +8,10 @@
 #
 #   scripts/omp-conformance.sh [NAME_FILTER_REGEX]
 # Env: CARGO_TARGET_DIR (default ./target), JOBS (2), TIMEOUT (per test, 60 s),
-#      PROFILE (release), KEEP_GOING.
+#      PROFILE (release), CHECK=1 (exit 1 when a test libgomp passes fails under Weft and is
+#      not in KNOWN below, or when a KNOWN failure passes: the list is to be kept exact; a
+#      test that fails under Weft runs a second time, and passing then is reported as a
+#      fluke, not a failure).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
@@ -23,6 +26,13 @@ ln -sf "$LIB" "$WORK/standin/libgomp.so.1"
 exec python3 - "$SRC" "$WORK" "${1:-}" "$LIB" <<'PY'
 import concurrent.futures as cf, os, re, subprocess, sys, time
 elapsed = {"libgomp": {}, "weft": {}}
+flaky = []
+# Tests libgomp passes and Weft does not, each with why.
+KNOWN = {
+    "libgomp.c-c++-common/pause-2.c": "checks that omp_pause_resource destroys the team's threads, "
+    "so that their threadprivate data is lost: beyond what OpenMP asks; Weft's team threads are "
+    "its shared workers",
+}
 src, work, filt, lib = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
 # A test passes under Weft only if Weft defines every libgomp symbol it imports.
 served = set(l.split()[-1].split("@")[0] for l in subprocess.run(["nm", "-D", "--defined-only", lib], capture_output=True, text=True).stdout.splitlines() if l.split())
@@ -121,12 +131,9 @@ def build_and_run(path):
     if any(s.startswith(("GOMP_target", "GOMP_teams4", "omp_target_")) for s in syms):
         return (name, "skip", "target/offload entry points", None, None)
     tasky = any(TASKS.match(s) for s in syms)
-    res = {}
     missing = sorted(s for s in syms if s.startswith(("GOMP_", "omp_")) and s not in served)
-    for who in ("libgomp", "weft"):
-        if who == "weft" and missing:
-            res[who] = (False, "not served by Weft: " + " ".join(missing))
-            continue
+
+    def run(who):
         env = dict(os.environ); env.update(d["env"])
         if who == "weft":
             env["LD_LIBRARY_PATH"] = os.path.join(work, "standin") + (":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
@@ -145,9 +152,19 @@ def build_and_run(path):
                             ok = False; why = "output does not match dg-output"
                     except re.error:
                         pass
-            res[who] = (ok, why + ": " + " | ".join(out.strip().splitlines()[-2:])[:200] if not ok else "")
+            return (ok, why + ": " + " | ".join(out.strip().splitlines()[-2:])[:200] if not ok else "")
         except subprocess.TimeoutExpired:
-            res[who] = (False, "timeout (%ds)" % tmo)
+            return (False, "timeout (%ds)" % tmo)
+
+    res = {"libgomp": run("libgomp")}
+    res["weft"] = (False, "not served by Weft: " + " ".join(missing)) if missing else run("weft")
+    if res["libgomp"][0] and not res["weft"][0] and not missing:
+        # A second run tells a regression from a timing fluke of a loaded machine; the
+        # fluke is still reported.
+        first = res["weft"][1]
+        res["weft"] = run("weft")
+        if res["weft"][0]:
+            flaky.append((name, first))
     return (name, "tasks" if tasky else "notasks", "", res["libgomp"], res["weft"])
 
 with cf.ThreadPoolExecutor(jobs) as ex:
@@ -171,4 +188,20 @@ for n in sorted(both, key=lambda n: elapsed["weft"][n] - elapsed["libgomp"][n], 
 if os.environ.get("VERBOSE"):
     print("\nSkipped:")
     for r in skips: print("  %s: %s" % (r[0], r[2]))
+if flaky:
+    print("\nFailed once under Weft, passed when run again (timing flukes or intermittent bugs):")
+    for n, why in flaky: print("  %s: %s" % (n, why))
+if os.environ.get("CHECK") == "1":
+    lost = [r[0] for r in results if r[1] != "skip" and r[3][0] and not r[4][0] and r[0] not in KNOWN]
+    fixed = [r[0] for r in results if r[1] != "skip" and r[4][0] and r[0] in KNOWN]
+    for n in lost: print("CHECK: %s fails under Weft and passes under libgomp" % n)
+    for n in fixed: print("CHECK: %s passes now: take it out of KNOWN" % n)
+    ran = sum(1 for r in results if r[1] != "skip" and r[3][0])
+    if not filt and ran < 400:
+        # GCC 12's runnable host selection is 426 tests libgomp passes; far fewer means the
+        # fetch or the build went wrong, not that Weft got better.
+        print("CHECK: only %d tests passed under libgomp; expected about 426" % ran)
+        fixed.append("(the test count)")
+    if lost or fixed: sys.exit(1)
+    print("CHECK: ok (Weft fails only the %d known tests that libgomp passes)" % sum(1 for r in results if r[0] in KNOWN and r[1] != "skip"))
 PY
