@@ -74,7 +74,7 @@ for p in $progs; do
     # steadier than the ratio of the medians.
     paired=""
     if [[ " $runtimes " == *" weft "* ]]; then
-        for peer in libgomp libomp; do
+        for peer in libgomp libomp base; do
             [ -s "$out/times-$peer" ] || continue
             paired+=" weft/$peer $(paste "$out/times-weft" "$out/times-$peer" | awk '{print $1 / $2}' | median)"
         done

@@ -326,6 +326,16 @@ impl Runtime {
         self.inner.predecessors(b)
     }
 
+    /// [`Runtime::predecessors`] of accesses alone, with borrowed handles: a front end that
+    /// keeps its handles (OpenMP's per-address map) looks them up without a builder, whose
+    /// accesses would each take and give back a reference to a handle that other threads'
+    /// tasks hold too.
+    pub fn predecessors_of(&self, accesses: &[(&DataHandle, AccessMode)]) -> Result<crate::task::Predecessors> {
+        let mut preds = deps::Preds::new();
+        self.inner.access_predecessors(accesses, &mut preds)?;
+        Ok(crate::task::Predecessors(preds))
+    }
+
     /// Wait until every submitted task has completed.
     pub fn wait_for_all(&self) -> Result<()> {
         self.inner.wait_for_all()
@@ -567,7 +577,7 @@ impl RuntimeInner {
                 self.bind_tag(task, &preds)?;
             }
         } else {
-            let mut trees = deps::LockedTrees::new(&task.accesses);
+            let mut trees = deps::LockedTrees::new(task.accesses.iter().map(|a| &a.handle));
             // Validate everything before changing anything.
             for a in &task.accesses {
                 let e = &trees.of(&a.handle).entries[a.handle.0.idx];
@@ -644,24 +654,33 @@ impl RuntimeInner {
         if b.tag.is_some() || !b.dep_tags.is_empty() {
             return Err(Error::Unsupported("a tagged task's predecessors need its submission".into()));
         }
-        if let Some(bad) = b.accesses.iter().find(|a| matches!(a.mode, AccessMode::Commute | AccessMode::Redux)) {
-            return Err(Error::Unsupported(format!("{:?} accesses are ordered by their submission only", bad.mode)));
-        }
-        self.own_handles(b)?;
+        let accesses: SmallVec<[(&DataHandle, AccessMode); 4]> = b.accesses.iter().map(|a| (&a.handle, a.mode)).collect();
         let mut preds: deps::Preds = b.after.iter().filter(|t| !t.is_done()).cloned().collect();
-        let mut trees = deps::LockedTrees::new(&b.accesses);
-        for a in &b.accesses {
-            let st = trees.of(&a.handle);
-            let idx = a.handle.0.idx;
+        self.access_predecessors(&accesses, &mut preds)?;
+        Ok(crate::task::Predecessors(preds))
+    }
+
+    /// See [`Runtime::predecessors_of`]; adds them to `preds`.
+    fn access_predecessors(&self, accesses: &[(&DataHandle, AccessMode)], preds: &mut deps::Preds) -> Result<()> {
+        if let Some((_, bad)) = accesses.iter().find(|(_, m)| matches!(m, AccessMode::Commute | AccessMode::Redux)) {
+            return Err(Error::Unsupported(format!("{bad:?} accesses are ordered by their submission only")));
+        }
+        if accesses.iter().any(|(h, _)| h.0.rt.id != self.id) {
+            return Err(Error::InvalidData("handle belongs to another runtime".into()));
+        }
+        let mut trees = deps::LockedTrees::new(accesses.iter().map(|(h, _)| *h));
+        for &(h, mode) in accesses {
+            let st = trees.of(h);
+            let idx = h.0.idx;
             if !st.entries[idx].alive {
-                return Err(Error::Unregistered(a.handle.id()));
+                return Err(Error::Unregistered(h.id()));
             }
             if st.entries[idx].deps.phase == crate::data::Phase::Redux {
                 return Err(Error::Unsupported("a handle in its REDUX phase is reduced by a submitted task first".into()));
             }
-            deps::access_preds(st, idx, a.mode, None, &mut preds);
+            deps::access_preds(st, idx, mode, None, preds);
         }
-        Ok(crate::task::Predecessors(preds))
+        Ok(())
     }
 
     /// Give the task its tag. `preds` are its data and explicit predecessors; the carriers of

@@ -980,16 +980,16 @@ fn wait_for_deps(c: *mut Ctx, deps: &[(usize, AccessMode)]) -> Option<External> 
 #[must_use]
 fn wait_for_preds(c: *mut Ctx, deps: &[(usize, AccessMode)]) -> Option<External> {
     let rt = runtime().filter(|_| !deps.is_empty())?;
-    // SAFETY: the calling thread's context; only this thread touches its task's map.
-    let map = unsafe { (*c).task.deps.as_ref() }?;
-    // An address no earlier sibling named has no predecessor (and needs no handle).
-    let mut b = TaskBuilder::empty();
-    for (addr, mode) in deps {
-        if let Some(h) = map.get(addr) {
-            b.add_access(h, *mode);
-        }
-    }
-    match rt.predecessors(&b) {
+    let preds = {
+        // SAFETY: the calling thread's context; only this thread touches its task's map. The
+        // borrow ends here, before tasks run on this thread (they swap its current task).
+        let map = unsafe { (*c).task.deps.as_ref() }?;
+        // An address no earlier sibling named has no predecessor (and needs no handle).
+        let accesses: smallvec::SmallVec<[(&DataHandle, AccessMode); 4]> =
+            deps.iter().filter_map(|(addr, mode)| map.get(addr).map(|h| (h, *mode))).collect();
+        rt.predecessors_of(&accesses)
+    };
+    match preds {
         Ok(p) => {
             if !p.done() {
                 wait_until(c, Scope::children(c), || p.done());
