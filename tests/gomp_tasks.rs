@@ -107,6 +107,11 @@ fn if_final_mergeable_untied_and_priority() {
 }
 
 #[test]
+fn priorities_order_ready_tasks_and_every_task_runs_once() {
+    run("priority");
+}
+
+#[test]
 fn fib_30_with_a_task_per_call() {
     run("fib");
 }

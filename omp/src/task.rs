@@ -38,7 +38,7 @@ use crossbeam_deque::{Injector, Steal, Stealer, Worker};
 use crossbeam_queue::ArrayQueue;
 use crossbeam_utils::CachePadded;
 use std::cell::UnsafeCell;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::HashMap;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -343,26 +343,75 @@ struct Deque {
     s: Stealer<Arc<TaskBox>>,
 }
 
-struct Prio {
-    priority: i32,
-    seq: u64,
-    task: Arc<TaskBox>,
+/// Tasks with a priority: a FIFO queue per level, highest level first, and no lock. A lock
+/// around one heap, as before, was a lock shared by every creating thread (issue 6: none on
+/// creation). Up to [`PRIO_LEVELS`] levels are exact; with a larger
+/// `OMP_MAX_TASK_PRIORITY`, neighbouring priorities share a level (priority is a hint).
+/// Made at the team's first task with a priority: a program without any pays nothing.
+struct PrioQueues {
+    levels: Box<[Injector<Arc<TaskBox>>]>,
+    /// Bit `l`: level `l` may hold tasks (set after each push, cleared by a taker that found
+    /// the level empty, which then looks again: a push is never missed).
+    mask: AtomicU64,
 }
-impl PartialEq for Prio {
-    fn eq(&self, o: &Self) -> bool {
-        self.priority == o.priority && self.seq == o.seq
+
+/// Priority levels with a queue each (bits of `PrioQueues::mask`).
+const PRIO_LEVELS: usize = 64;
+
+impl PrioQueues {
+    fn new(max_priority: i32) -> PrioQueues {
+        let n = (max_priority.max(1) as usize + 1).min(PRIO_LEVELS);
+        PrioQueues { levels: (0..n).map(|_| Injector::new()).collect(), mask: AtomicU64::new(0) }
     }
-}
-impl Eq for Prio {}
-impl PartialOrd for Prio {
-    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(o))
+
+    /// The level of priority `p` (0..=max, `max` being `OMP_MAX_TASK_PRIORITY`).
+    fn level(&self, p: i32, max: i32) -> usize {
+        let top = self.levels.len() - 1;
+        if max as usize <= top { p as usize } else { (p as u64 * top as u64 / max as u64) as usize }
     }
-}
-impl Ord for Prio {
-    /// Highest priority first, then creation order.
-    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
-        self.priority.cmp(&o.priority).then(o.seq.cmp(&self.seq))
+
+    fn push(&self, level: usize, t: Arc<TaskBox>) {
+        self.levels[level].push(t);
+        // SeqCst: after the push; pairs with the taker's clear-then-look in `take`.
+        self.mask.fetch_or(1 << level, Ordering::SeqCst);
+    }
+
+    fn queued(&self) -> bool {
+        self.mask.load(Ordering::Relaxed) != 0
+    }
+
+    /// The oldest task of the highest level that `admits` allows. Tasks it does not allow go
+    /// back to the end of their level (as `pop_in` does with the team's queue).
+    fn take(&self, admits: impl Fn(&TaskBox) -> bool) -> Option<Arc<TaskBox>> {
+        let mut m = self.mask.load(Ordering::Acquire);
+        while m != 0 {
+            let l = 63 - m.leading_zeros() as usize;
+            m &= !(1 << l);
+            let q = &self.levels[l];
+            // Each task at most once: the ones put back are not looked at again.
+            let mut tries = q.len().max(1);
+            while tries > 0 {
+                match q.steal() {
+                    Steal::Success(t) if admits(&t) => return Some(t),
+                    Steal::Success(t) => {
+                        q.push(t);
+                        tries -= 1;
+                    }
+                    Steal::Retry => {}
+                    Steal::Empty => {
+                        self.mask.fetch_and(!(1 << l), Ordering::SeqCst);
+                        // A push between the steal and the clear set the bit before the
+                        // clear: look again, and set it back for what is there.
+                        if !q.is_empty() {
+                            self.mask.fetch_or(1 << l, Ordering::SeqCst);
+                            continue;
+                        }
+                        break;
+                    }
+                }
+            }
+        }
+        None
     }
 }
 
@@ -374,9 +423,7 @@ pub struct TeamTasks {
     pending: CachePadded<AtomicUsize>,
     /// Tasks released by core once their dependencies were met (from any thread).
     ready: Injector<Arc<TaskBox>>,
-    prio: Mutex<BinaryHeap<Prio>>,
-    nprio: AtomicUsize,
-    seq: AtomicU64,
+    prio: std::sync::OnceLock<PrioQueues>,
     deques: Vec<Deque>,
 }
 
@@ -393,9 +440,7 @@ impl TeamTasks {
             sleepers: AtomicU32::new(0),
             pending: CachePadded::new(AtomicUsize::new(0)),
             ready: Injector::new(),
-            prio: Mutex::new(BinaryHeap::new()),
-            nprio: AtomicUsize::new(0),
-            seq: AtomicU64::new(0),
+            prio: std::sync::OnceLock::new(),
             deques: Vec::new(),
         }
     }
@@ -428,7 +473,7 @@ impl TeamTasks {
     /// Whether some task is queued and not taken (a hint for waiting threads; no shared
     /// counter is kept, so creating and taking tasks touch only their deques).
     pub fn queued(&self) -> bool {
-        self.nprio.load(Ordering::Relaxed) > 0 || !self.ready.is_empty() || self.deques.iter().any(|d| !d.s.is_empty())
+        self.prio.get().is_some_and(PrioQueues::queued) || !self.ready.is_empty() || self.deques.iter().any(|d| !d.s.is_empty())
     }
 
     /// [`queued`](Self::queued) for a spinning waiter: looks at the queues only every 16th
@@ -464,23 +509,23 @@ impl TeamTasks {
         }
     }
 
-    /// A task with a priority goes to the priority heap; others are handed back.
+    /// A task with a priority goes to its level's queue; others are handed back.
     fn push_prio(&self, t: Arc<TaskBox>) -> Option<Arc<TaskBox>> {
         if t.priority == 0 {
             return Some(t);
         }
-        let seq = self.seq.fetch_add(1, Ordering::Relaxed);
-        self.nprio.fetch_add(1, Ordering::Relaxed);
-        lock(&self.prio).push(Prio { priority: t.priority, seq, task: t });
+        let max = env().max_task_priority;
+        let q = self.prio.get_or_init(|| PrioQueues::new(max));
+        q.push(q.level(t.priority, max), t);
         None
     }
 
     fn pop(&self, tid: u32) -> Option<Arc<TaskBox>> {
-        if self.nprio.load(Ordering::Relaxed) > 0
-            && let Some(p) = lock(&self.prio).pop()
+        if let Some(q) = self.prio.get()
+            && q.queued()
+            && let Some(t) = q.take(|_| true)
         {
-            self.nprio.fetch_sub(1, Ordering::Relaxed);
-            return Some(p.task);
+            return Some(t);
         }
         let me = tid as usize;
         if let Some(d) = self.deques.get(me) {
@@ -519,23 +564,11 @@ impl TeamTasks {
         if let Scope::Any = scope {
             return self.pop(tid);
         }
-        if self.nprio.load(Ordering::Relaxed) > 0 {
-            let mut heap = lock(&self.prio);
-            if !heap.peek().is_some_and(|p| scope.admits(&p.task)) {
-                // The highest-priority task this wait may run, wherever it is in the heap
-                // (priorities are rare: rebuilding it is fine).
-                let mut v = std::mem::take(&mut *heap).into_vec();
-                let best = v.iter().enumerate().filter(|(_, p)| scope.admits(&p.task)).max_by(|a, b| a.1.cmp(b.1)).map(|(i, _)| i);
-                let found = best.map(|i| v.swap_remove(i));
-                *heap = BinaryHeap::from(v);
-                if let Some(p) = found {
-                    self.nprio.fetch_sub(1, Ordering::Relaxed);
-                    return Some(p.task);
-                }
-            } else if let Some(p) = heap.pop() {
-                self.nprio.fetch_sub(1, Ordering::Relaxed);
-                return Some(p.task);
-            }
+        if let Some(q) = self.prio.get()
+            && q.queued()
+            && let Some(t) = q.take(|t| scope.admits(t))
+        {
+            return Some(t);
         }
         if let Some(d) = self.deques.get(tid as usize) {
             // SAFETY: thread `tid` owns its deque.
@@ -1787,5 +1820,26 @@ pub unsafe fn reduction_remap(cnt: usize, cntorig: usize, ptrs: *mut *mut c_void
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Priorities up to the level count have a level each; larger ranges share levels in
+    /// order, the highest priority on the highest level.
+    #[test]
+    fn priority_levels() {
+        let q = PrioQueues::new(7);
+        assert_eq!(q.levels.len(), 8);
+        assert!((0..=7).all(|p| q.level(p, 7) == p as usize));
+        let q = PrioQueues::new(1000);
+        assert_eq!(q.levels.len(), PRIO_LEVELS);
+        let levels: Vec<usize> = (0..=1000).map(|p| q.level(p, 1000)).collect();
+        assert!(levels.windows(2).all(|w| w[0] <= w[1]), "levels out of priority order");
+        assert_eq!((levels[0], levels[1000]), (0, PRIO_LEVELS - 1));
+        let q = PrioQueues::new(i32::MAX);
+        assert_eq!(q.level(i32::MAX, i32::MAX), PRIO_LEVELS - 1);
     }
 }
