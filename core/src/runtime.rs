@@ -534,7 +534,7 @@ impl RuntimeInner {
         {
             return Err(Error::DependencyCycle(t));
         }
-        self.own_handles(b)?;
+        self.own_handles(b.accesses.iter().map(|a| &a.handle))?;
         let task = self.new_task(kind, b, mask);
         // Counted before any dependency can release the task, so wait_for_all cannot miss it.
         self.inflight.fetch_add(1, Ordering::AcqRel);
@@ -641,9 +641,9 @@ impl RuntimeInner {
         Ok(extra)
     }
 
-    /// Every handle `b` accesses is one of this runtime's.
-    fn own_handles(&self, b: &TaskBuilder) -> Result<()> {
-        if b.accesses.iter().any(|a| a.handle.0.rt.id != self.id) {
+    /// Every one of `handles` is one of this runtime's.
+    fn own_handles<'a>(&self, mut handles: impl Iterator<Item = &'a DataHandle>) -> Result<()> {
+        if handles.any(|h| h.0.rt.id != self.id) {
             return Err(Error::InvalidData("handle belongs to another runtime".into()));
         }
         Ok(())
@@ -665,9 +665,7 @@ impl RuntimeInner {
         if let Some((_, bad)) = accesses.iter().find(|(_, m)| matches!(m, AccessMode::Commute | AccessMode::Redux)) {
             return Err(Error::Unsupported(format!("{bad:?} accesses are ordered by their submission only")));
         }
-        if accesses.iter().any(|(h, _)| h.0.rt.id != self.id) {
-            return Err(Error::InvalidData("handle belongs to another runtime".into()));
-        }
+        self.own_handles(accesses.iter().map(|(h, _)| *h))?;
         let mut trees = deps::LockedTrees::new(accesses.iter().map(|(h, _)| *h));
         for &(h, mode) in accesses {
             let st = trees.of(h);
