@@ -350,6 +350,8 @@ struct Deque {
 /// Made at the team's first task with a priority: a program without any pays nothing.
 struct PrioQueues {
     levels: Box<[Injector<Arc<TaskBox>>]>,
+    /// `OMP_MAX_TASK_PRIORITY` (the top of the range the levels cover).
+    max: i32,
     /// Bit `l`: level `l` may hold tasks (set after each push, cleared by a taker that found
     /// the level empty, which then looks again: a push is never missed).
     mask: AtomicU64,
@@ -361,16 +363,17 @@ const PRIO_LEVELS: usize = 64;
 impl PrioQueues {
     fn new(max_priority: i32) -> PrioQueues {
         let n = (max_priority.max(1) as usize + 1).min(PRIO_LEVELS);
-        PrioQueues { levels: (0..n).map(|_| Injector::new()).collect(), mask: AtomicU64::new(0) }
+        PrioQueues { levels: (0..n).map(|_| Injector::new()).collect(), max: max_priority, mask: AtomicU64::new(0) }
     }
 
-    /// The level of priority `p` (0..=max, `max` being `OMP_MAX_TASK_PRIORITY`).
-    fn level(&self, p: i32, max: i32) -> usize {
+    /// The level of priority `p` (0..=`max`).
+    fn level(&self, p: i32) -> usize {
         let top = self.levels.len() - 1;
-        if max as usize <= top { p as usize } else { (p as u64 * top as u64 / max as u64) as usize }
+        if self.max as usize <= top { p as usize } else { (p as u64 * top as u64 / self.max as u64) as usize }
     }
 
-    fn push(&self, level: usize, t: Arc<TaskBox>) {
+    fn push(&self, t: Arc<TaskBox>) {
+        let level = self.level(t.priority);
         self.levels[level].push(t);
         // SeqCst: after the push; pairs with the taker's clear-then-look in `take`.
         self.mask.fetch_or(1 << level, Ordering::SeqCst);
@@ -380,7 +383,8 @@ impl PrioQueues {
         self.mask.load(Ordering::Relaxed) != 0
     }
 
-    /// The oldest task of the highest level that `admits` allows. Tasks it does not allow go
+    /// The oldest task of the highest level that `admits` allows (none at once when no
+    /// level may hold one). Tasks it does not allow go
     /// back to the end of their level (as `pop_in` does with the team's queue).
     fn take(&self, admits: impl Fn(&TaskBox) -> bool) -> Option<Arc<TaskBox>> {
         let mut m = self.mask.load(Ordering::Acquire);
@@ -514,15 +518,12 @@ impl TeamTasks {
         if t.priority == 0 {
             return Some(t);
         }
-        let max = env().max_task_priority;
-        let q = self.prio.get_or_init(|| PrioQueues::new(max));
-        q.push(q.level(t.priority, max), t);
+        self.prio.get_or_init(|| PrioQueues::new(env().max_task_priority)).push(t);
         None
     }
 
     fn pop(&self, tid: u32) -> Option<Arc<TaskBox>> {
         if let Some(q) = self.prio.get()
-            && q.queued()
             && let Some(t) = q.take(|_| true)
         {
             return Some(t);
@@ -565,7 +566,6 @@ impl TeamTasks {
             return self.pop(tid);
         }
         if let Some(q) = self.prio.get()
-            && q.queued()
             && let Some(t) = q.take(|t| scope.admits(t))
         {
             return Some(t);
@@ -1833,13 +1833,13 @@ mod tests {
     fn priority_levels() {
         let q = PrioQueues::new(7);
         assert_eq!(q.levels.len(), 8);
-        assert!((0..=7).all(|p| q.level(p, 7) == p as usize));
+        assert!((0..=7).all(|p| q.level(p) == p as usize));
         let q = PrioQueues::new(1000);
         assert_eq!(q.levels.len(), PRIO_LEVELS);
-        let levels: Vec<usize> = (0..=1000).map(|p| q.level(p, 1000)).collect();
+        let levels: Vec<usize> = (0..=1000).map(|p| q.level(p)).collect();
         assert!(levels.windows(2).all(|w| w[0] <= w[1]), "levels out of priority order");
         assert_eq!((levels[0], levels[1000]), (0, PRIO_LEVELS - 1));
         let q = PrioQueues::new(i32::MAX);
-        assert_eq!(q.level(i32::MAX, i32::MAX), PRIO_LEVELS - 1);
+        assert_eq!(q.level(i32::MAX), PRIO_LEVELS - 1);
     }
 }
