@@ -425,6 +425,9 @@ pub struct TeamTasks {
     wake: CachePadded<AtomicU32>,
     sleepers: AtomicU32,
     pending: CachePadded<AtomicUsize>,
+    /// Counted tasks with a detach clause not complete (their events may be fulfilled only by
+    /// code their creator has yet to run: see [`TeamTasks::over_depend_throttle`]).
+    detached: AtomicUsize,
     /// Tasks released by core once their dependencies were met (from any thread).
     ready: Injector<Arc<TaskBox>>,
     prio: std::sync::OnceLock<PrioQueues>,
@@ -443,6 +446,7 @@ impl TeamTasks {
             wake: CachePadded::new(AtomicU32::new(0)),
             sleepers: AtomicU32::new(0),
             pending: CachePadded::new(AtomicUsize::new(0)),
+            detached: AtomicUsize::new(0),
             ready: Injector::new(),
             prio: std::sync::OnceLock::new(),
             deques: Vec::new(),
@@ -472,6 +476,15 @@ impl TeamTasks {
     /// Tasks created and not complete.
     pub fn pending(&self) -> usize {
         self.pending.load(Ordering::Acquire)
+    }
+
+    /// Whether a team of `n` threads has more tasks not complete than the depend throttle
+    /// allows ([`DEPEND_THROTTLE`]). Never while a detached task is incomplete: the tasks
+    /// waiting for it may wait for an `omp_fulfill_event` that only the creator's
+    /// continuation calls, and a creator held until they run would wait forever (libgomp
+    /// counts only tasks ready or running, so it creates on).
+    fn over_depend_throttle(&self, n: u32) -> bool {
+        self.pending() > DEPEND_THROTTLE * n as usize && self.detached.load(Ordering::Acquire) == 0
     }
 
     /// Whether some task is queued and not taken (a hint for waiting threads; no shared
@@ -865,6 +878,9 @@ fn finish(t: Arc<TaskBox>) {
     // SAFETY: the team outlives this call: it is freed by its primary after the join
     // barrier, which this thread (a member: only members run tasks) has not passed yet.
     let tasks = unsafe { &(*t.team).tasks };
+    if t.has_detach {
+        tasks.detached.fetch_sub(1, Ordering::AcqRel);
+    }
     tasks.pending.fetch_sub(1, Ordering::SeqCst);
     tasks.notify();
     recycle(t);
@@ -1012,11 +1028,29 @@ fn wait_for_deps(c: *mut Ctx, deps: &[(usize, AccessMode)]) -> Option<External> 
 /// waits as a submitted task, whose token comes back to complete when the work is done.
 #[must_use]
 fn wait_for_preds(c: *mut Ctx, deps: &[(usize, AccessMode)]) -> Option<External> {
-    let rt = runtime().filter(|_| !deps.is_empty())?;
+    match wait_for_preds_or(c, deps, || false) {
+        Waited::Done(ext) => ext,
+        Waited::Room => unreachable!("invariant: no room to wait for"),
+    }
+}
+
+/// How [`wait_for_preds_or`] ended.
+enum Waited {
+    /// The predecessors are done (with the token of a wait that was submitted, if any).
+    Done(Option<External>),
+    /// `room` held first: the predecessors may still run.
+    Room,
+}
+
+/// [`wait_for_preds`], ending early when `room()` holds (looked at while waiting): a
+/// creator held by the depend throttle waits for whichever comes first, room under the
+/// throttle (the task is then deferred after all) or its own predecessors (it runs at once).
+fn wait_for_preds_or(c: *mut Ctx, deps: &[(usize, AccessMode)], room: impl Fn() -> bool) -> Waited {
+    let Some(rt) = runtime().filter(|_| !deps.is_empty()) else { return Waited::Done(None) };
     let preds = {
         // SAFETY: the calling thread's context; only this thread touches its task's map. The
         // borrow ends here, before tasks run on this thread (they swap its current task).
-        let map = unsafe { (*c).task.deps.as_ref() }?;
+        let Some(map) = (unsafe { (*c).task.deps.as_ref() }) else { return Waited::Done(None) };
         // An address no earlier sibling named has no predecessor (and needs no handle).
         let accesses: smallvec::SmallVec<[(&DataHandle, AccessMode); 4]> =
             deps.iter().filter_map(|(addr, mode)| map.get(addr).map(|h| (h, *mode))).collect();
@@ -1025,11 +1059,14 @@ fn wait_for_preds(c: *mut Ctx, deps: &[(usize, AccessMode)]) -> Option<External>
     match preds {
         Ok(p) => {
             if !p.done() {
-                wait_until(c, Scope::children(c), || p.done());
+                wait_until(c, Scope::children(c), || p.done() || room());
+                if !p.done() {
+                    return Waited::Room;
+                }
             }
-            None
+            Waited::Done(None)
         }
-        Err(_) => wait_for_deps(c, deps),
+        Err(_) => Waited::Done(wait_for_deps(c, deps)),
     }
 }
 
@@ -1078,7 +1115,7 @@ fn deferrable(c: &Ctx, team: &Team, if_clause: bool) -> bool {
 fn run_now(c: &Ctx, team: &Team, s: &Spawn, extra: usize) -> bool {
     !deferrable(c, team, s.if_clause)
         || team.tasks.own_len(c.tid) + extra > THROTTLE * team.n as usize
-        || (!s.depend.is_null() && (runtime().is_none() || team.tasks.pending() > DEPEND_THROTTLE * team.n as usize))
+        || (!s.depend.is_null() && (runtime().is_none() || team.tasks.over_depend_throttle(team.n)))
 }
 
 /// Whether new tasks are not to be created: the region or the taskgroup was cancelled.
@@ -1142,7 +1179,27 @@ pub unsafe fn spawn(s: Spawn) {
             return execute(c, t);
         }
         Choice::Run => {
-            let ext = if team.level == 0 { None } else { wait_for_preds(c, &deps) };
+            // Held by a throttle (a deferrable task with depend clauses while the creator's
+            // deque is full or the team has too many tasks not complete): wait for the
+            // task's predecessors as for any task run at once, but defer it after all once
+            // the throttles let it. Waiting for the predecessors alone drained the team each
+            // time on a graph whose new task depends on the newest ones (a wavefront created
+            // row by row: one thread ran the chain's tail while the others waited), and
+            // waited forever for a predecessor that waits for an event the creator fulfils
+            // later.
+            let held = deferrable && !detach && !deps.is_empty() && runtime().is_some();
+            let ext = match team.level {
+                0 => None,
+                _ if held => match wait_for_preds_or(c, &deps, || {
+                    // SAFETY: the calling thread's context, between the tasks the wait runs.
+                    let cx = unsafe { &*c };
+                    !run_now(cx, cx.team(), &s, 0)
+                }) {
+                    Waited::Done(ext) => ext,
+                    Waited::Room => return defer(c, &s, final_, priority, &deps),
+                },
+                _ => wait_for_preds(c, &deps),
+            };
             // SAFETY: per the contract.
             unsafe { run_undeferred(c, &s, final_, priority, detach) };
             if let (Some(e), Some(rt)) = (ext, runtime()) {
@@ -1151,15 +1208,24 @@ pub unsafe fn spawn(s: Spawn) {
             return;
         }
     }
+    defer(c, &s, final_, priority, &deps);
+}
+
+/// Queue a new task (with its dependencies, if any, ordered by core).
+fn defer(c: *mut Ctx, s: &Spawn, final_: bool, priority: i32, deps: &[(usize, AccessMode)]) {
+    // SAFETY: the calling thread's context.
+    let cx = unsafe { &*c };
+    let team = cx.team();
+    let detach = s.flags & FLAG_DETACH != 0 && !s.detach.is_null();
     // SAFETY: per the contract.
-    let t = unsafe { new_task(c, &s, final_, priority, detach, true, !deps.is_empty()) };
+    let t = unsafe { new_task(c, s, final_, priority, detach, true, !deps.is_empty()) };
     if deps.is_empty() {
         team.tasks.push(cx.tid, t);
         team.nudge();
         return;
     }
     let rt = runtime().expect("invariant: run_now covers a runtime that did not start");
-    let mut b = builder(c, rt, &deps);
+    let mut b = builder(c, rt, deps);
     // SAFETY: nobody else has the box yet.
     if let Some(spent) = unsafe { (*t.spent.get()).take() } {
         b.reuse(spent);
@@ -1262,6 +1328,9 @@ unsafe fn new_task(c: *mut Ctx, s: &Spawn, final_: bool, priority: i32, detach: 
             unsafe { (*cx.task.group).pending.fetch_add(1, Ordering::Relaxed) };
         }
         cx.team().tasks.pending.fetch_add(1, Ordering::AcqRel);
+        if detach {
+            cx.team().tasks.detached.fetch_add(1, Ordering::AcqRel);
+        }
     }
     let tb = TaskBox {
         body: s.body,
