@@ -1626,7 +1626,16 @@ pub unsafe fn taskloop(s: Spawn, num_tasks: u64, start: u64, end: u64, step: u64
     let sp = Spawn { flags: flags & !FLAG_DEPEND, depend: std::ptr::null_mut(), detach: std::ptr::null_mut(), ..s };
     let final_ = cx.task.final_ || flags & FLAG_FINAL != 0;
     let priority = if flags & FLAG_PRIORITY != 0 { sp.priority.clamp(0, env().max_task_priority) } else { 0 };
-    let now = run_now(cx, team, &Spawn { if_clause: flags & FLAG_IF != 0, ..sp }, num_tasks as usize);
+    // All at once when none may be deferred (if(0), final, outside a region). Otherwise each
+    // task on its own, as for GOMP_task: deferred while the creator's deque has room, else
+    // run here (libgomp runs the whole loop at once when its tasks would pass its throttle,
+    // 64 per thread, so a taskloop of more tasks than that ran on one thread; here, with 8
+    // per thread, so did one of more than 16 tasks on 2 threads).
+    let now = !deferrable(cx, team, flags & FLAG_IF != 0);
+    let slots = THROTTLE * team.n as usize;
+    // Room for a private copy of the data, for a task run here between deferred ones: their
+    // copies are made from the compiler's data, which must stay as it was.
+    let mut own: Vec<u64> = Vec::new();
     let mut start = start;
     for i in 0..num_tasks {
         let (a, b) = (start, start.wrapping_add(task_step));
@@ -1634,7 +1643,20 @@ pub unsafe fn taskloop(s: Spawn, num_tasks: u64, start: u64, end: u64, step: u64
         if i == nfirst {
             task_step = nfirst_task_step;
         }
-        if now {
+        if !now && team.tasks.own_len(cx.tid) >= slots {
+            if own.is_empty() {
+                own = vec![0u64; sp.arg_size.div_ceil(8) + sp.arg_align.div_ceil(8) + 1];
+            }
+            let p = (own.as_mut_ptr() as usize).next_multiple_of(sp.arg_align.max(1).next_power_of_two()) as *mut c_void;
+            // SAFETY: `p` has room for arg_size bytes at the alignment asked for; the copy
+            // starts with the (start, end) pair.
+            unsafe {
+                copy_data(&sp, p);
+                *(p as *mut u64) = a;
+                *(p as *mut u64).add(1) = b;
+            }
+            run_inline(c, sp.body, p, final_);
+        } else if now {
             // Undeferred: the compiler's data itself, bounds written in (as libgomp does),
             // unless a copy function must make a private copy.
             if sp.cpyfn.is_none() {

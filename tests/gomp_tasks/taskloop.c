@@ -1,6 +1,9 @@
 /* taskloop: every iteration exactly once, with grainsize, num_tasks, nogroup (then a
  * taskwait), collapse, and an unsigned long long loop (GOMP_taskloop_ull); the default
- * taskloop waits for its tasks (implicit taskgroup). */
+ * taskloop waits for its tasks (implicit taskgroup). Last, a taskloop of 100 tasks on 2
+ * threads, more than the creator keeps queued (libgomp keeps 128 here), runs on both
+ * threads: each iteration the creator runs waits, up to 20 s, until the other thread has
+ * run one (a runtime that runs such a taskloop all on its creator fails after that). */
 #include "check.h"
 #include <omp.h>
 
@@ -54,6 +57,28 @@ int main(void) {
         for (int i = 0; i < N; i++) CHECK(ull_hits[i] == 1);
     }
     (void)tasks_seen;
+
+    int creator = -1, others = 0;
+    double deadline = omp_get_wtime() + 20;
+#pragma omp parallel num_threads(2) shared(creator, others)
+#pragma omp single
+    {
+        creator = omp_get_thread_num();
+#pragma omp taskloop grainsize(1)
+        for (int i = 0; i < 100; i++) {
+            if (omp_get_thread_num() != creator) {
+#pragma omp atomic
+                others++;
+            } else {
+                int seen = 0;
+                while (!seen && omp_get_wtime() < deadline) {
+#pragma omp atomic read
+                    seen = others;
+                }
+            }
+        }
+    }
+    CHECK(others > 0);
     printf("taskloop: ok\n");
     return 0;
 }
