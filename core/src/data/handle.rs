@@ -56,7 +56,7 @@ pub(crate) fn view(p: *mut u8, shape: Shape, strides: Strides, mode: AccessMode)
 }
 
 fn new_entry(id: u64, shape: Shape, strides: Strides, nnodes: usize, parent: Option<usize>, off: usize) -> Entry {
-    let mut replicas: Vec<Replica> = (0..nnodes).map(|_| Replica::invalid()).collect();
+    let mut replicas: smallvec::SmallVec<[Replica; 2]> = (0..nnodes).map(|_| Replica::invalid()).collect();
     replicas[0].state = ReplicaState::Owner;
     Entry {
         id,
@@ -89,7 +89,7 @@ impl RuntimeInner {
         e.host_addr = addr;
         let tree = Arc::new(Tree {
             id,
-            state: crate::sync::Mutex::new(TreeState { entries: vec![e], home, unregistered: false }),
+            state: crate::sync::Mutex::new(TreeState { entries: smallvec::smallvec![e], home, unregistered: false }),
             nodes: self.nodes.clone(),
             partitioned: crate::sync::atomic::AtomicBool::new(false),
         });

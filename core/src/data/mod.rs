@@ -117,7 +117,7 @@ pub(crate) struct Entry {
     /// Byte offset of this entry inside the root's home memory, and its strides there.
     pub home_offset: usize,
     pub home_strides: interface::Strides,
-    pub replicas: Vec<Replica>,
+    pub replicas: smallvec::SmallVec<[Replica; 2]>,
     pub deps: DepState,
     pub redux: Option<Redux>,
     pub alive: bool,
@@ -141,7 +141,7 @@ impl Entry {
 }
 
 pub(crate) struct TreeState {
-    pub entries: Vec<Entry>,
+    pub entries: smallvec::SmallVec<[Entry; 1]>,
     pub home: Home,
     /// Whether the root is unregistered: every entry is dead.
     pub unregistered: bool,
