@@ -3,8 +3,9 @@
  * memory (a runtime must throttle or run tasks to keep creation from exhausting memory;
  * libgomp runs new tasks at once past 64 queued per thread). Then a million tasks with
  * depend clauses, which wait for their predecessors rather than sit in a queue: the same
- * bound holds (libgomp counts them in its throttle too), and each address's tasks run in
- * creation order. */
+ * bound holds, and each address's tasks run in creation order. (libgomp does not count
+ * tasks waiting for dependencies in its throttle, GCC 12's task.c returns before counting
+ * them, yet stays within the bound here: 54 MiB on 2 threads.) */
 #include "check.h"
 #include <omp.h>
 #include <string.h>
