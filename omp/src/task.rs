@@ -1196,7 +1196,7 @@ pub unsafe fn spawn(s: Spawn) {
                     !run_now(cx, cx.team(), &s, 0)
                 }) {
                     Waited::Done(ext) => ext,
-                    Waited::Room => return defer(c, &s, final_, priority, &deps),
+                    Waited::Room => return defer(c, &s, final_, priority, detach, &deps),
                 },
                 _ => wait_for_preds(c, &deps),
             };
@@ -1208,15 +1208,14 @@ pub unsafe fn spawn(s: Spawn) {
             return;
         }
     }
-    defer(c, &s, final_, priority, &deps);
+    defer(c, &s, final_, priority, detach, &deps);
 }
 
 /// Queue a new task (with its dependencies, if any, ordered by core).
-fn defer(c: *mut Ctx, s: &Spawn, final_: bool, priority: i32, deps: &[(usize, AccessMode)]) {
+fn defer(c: *mut Ctx, s: &Spawn, final_: bool, priority: i32, detach: bool, deps: &[(usize, AccessMode)]) {
     // SAFETY: the calling thread's context.
     let cx = unsafe { &*c };
     let team = cx.team();
-    let detach = s.flags & FLAG_DETACH != 0 && !s.detach.is_null();
     // SAFETY: per the contract.
     let t = unsafe { new_task(c, s, final_, priority, detach, true, !deps.is_empty()) };
     if deps.is_empty() {
