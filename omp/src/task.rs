@@ -1187,10 +1187,11 @@ pub unsafe fn spawn(s: Spawn) {
             // row by row: one thread ran the chain's tail while the others waited), and
             // waited forever for a predecessor that waits for an event the creator fulfils
             // later.
-            let held = deferrable && !detach && !deps.is_empty() && runtime().is_some();
+            // (A detached deferrable task took the arm above; without depend clauses or a
+            // runtime there is nothing to wait for.)
             let ext = match team.level {
                 0 => None,
-                _ if held => match wait_for_preds_or(c, &deps, || {
+                _ if deferrable => match wait_for_preds_or(c, &deps, || {
                     // SAFETY: the calling thread's context, between the tasks the wait runs.
                     let cx = unsafe { &*c };
                     !run_now(cx, cx.team(), &s, 0)
@@ -1392,17 +1393,31 @@ unsafe fn run_undeferred(c: *mut Ctx, s: &Spawn, final_: bool, priority: i32, de
     }
     match s.cpyfn {
         None => run_inline(c, s.body, s.data, final_),
-        Some(_) => {
-            // Firstprivate copies with constructors: a private copy, as for a deferred task.
-            let mut buf = vec![0u64; s.arg_size.div_ceil(8) + s.arg_align.div_ceil(8) + 1];
-            let base = buf.as_mut_ptr() as usize;
-            let a = s.arg_align.max(1).next_power_of_two();
-            let p = base.next_multiple_of(a) as *mut c_void;
-            // SAFETY: `p` has room for arg_size bytes at the alignment asked for.
-            unsafe { copy_data(s, p) };
-            run_inline(c, s.body, p, final_);
+        // Firstprivate copies with constructors: a private copy, as for a deferred task.
+        Some(_) => run_on_copy(c, s, &mut Vec::new(), final_, None),
+    }
+}
+
+/// Run `s`'s body here, as the calling thread's current task, on a private copy of its
+/// data made in `buf` (grown as needed; the compiler's copy function runs, as for a
+/// deferred task), with `bounds` written over the copy's first two words (a taskloop
+/// task's range).
+fn run_on_copy(c: *mut Ctx, s: &Spawn, buf: &mut Vec<u64>, final_: bool, bounds: Option<(u64, u64)>) {
+    let words = s.arg_size.div_ceil(8) + s.arg_align.div_ceil(8) + 1;
+    if buf.len() < words {
+        buf.resize(words, 0);
+    }
+    let p = (buf.as_mut_ptr() as usize).next_multiple_of(s.arg_align.max(1).next_power_of_two()) as *mut c_void;
+    // SAFETY: `p` has room for arg_size bytes at the alignment asked for; a taskloop's data
+    // starts with its (start, end) pair.
+    unsafe {
+        copy_data(s, p);
+        if let Some((a, b)) = bounds {
+            *(p as *mut u64) = a;
+            *(p as *mut u64).add(1) = b;
         }
     }
+    run_inline(c, s.body, p, final_);
 }
 
 /// omp_fulfill_event.
@@ -1632,8 +1647,7 @@ pub unsafe fn taskloop(s: Spawn, num_tasks: u64, start: u64, end: u64, step: u64
     // per thread, so did one of more than 16 tasks on 2 threads).
     let now = !deferrable(cx, team, flags & FLAG_IF != 0);
     let slots = THROTTLE * team.n as usize;
-    // Room for a private copy of the data, for a task run here between deferred ones: their
-    // copies are made from the compiler's data, which must stay as it was.
+    // Room for the private copies of the data of tasks run here (`run_on_copy`).
     let mut own: Vec<u64> = Vec::new();
     let mut start = start;
     for i in 0..num_tasks {
@@ -1642,41 +1656,18 @@ pub unsafe fn taskloop(s: Spawn, num_tasks: u64, start: u64, end: u64, step: u64
         if i == nfirst {
             task_step = nfirst_task_step;
         }
-        if !now && team.tasks.own_len(cx.tid) >= slots {
-            if own.is_empty() {
-                own = vec![0u64; sp.arg_size.div_ceil(8) + sp.arg_align.div_ceil(8) + 1];
-            }
-            let p = (own.as_mut_ptr() as usize).next_multiple_of(sp.arg_align.max(1).next_power_of_two()) as *mut c_void;
-            // SAFETY: `p` has room for arg_size bytes at the alignment asked for; the copy
-            // starts with the (start, end) pair.
+        if now && sp.cpyfn.is_none() {
+            // All undeferred: the compiler's data itself, bounds written in (as libgomp does).
+            // SAFETY: the data starts with the (start, end) pair.
             unsafe {
-                copy_data(&sp, p);
-                *(p as *mut u64) = a;
-                *(p as *mut u64).add(1) = b;
+                *(sp.data as *mut u64) = a;
+                *(sp.data as *mut u64).add(1) = b;
             }
-            run_inline(c, sp.body, p, final_);
-        } else if now {
-            // Undeferred: the compiler's data itself, bounds written in (as libgomp does),
-            // unless a copy function must make a private copy.
-            if sp.cpyfn.is_none() {
-                // SAFETY: the data starts with the (start, end) pair.
-                unsafe {
-                    *(sp.data as *mut u64) = a;
-                    *(sp.data as *mut u64).add(1) = b;
-                }
-                let tb = Spawn { if_clause: false, ..sp };
-                // SAFETY: per the contract.
-                unsafe { run_undeferred(c, &tb, final_, priority, false) };
-            } else {
-                // SAFETY: per the contract.
-                let t = unsafe { new_task(c, &sp, final_, priority, false, false, false) };
-                // SAFETY: the copy starts with the (start, end) pair.
-                unsafe {
-                    *(t.data() as *mut u64) = a;
-                    *(t.data() as *mut u64).add(1) = b;
-                }
-                run_body(c, &t, t.data());
-            }
+            run_inline(c, sp.body, sp.data, final_);
+        } else if now || team.tasks.own_len(cx.tid) >= slots {
+            // A copy function must make a private copy, and so must a task run here between
+            // deferred ones.
+            run_on_copy(c, &sp, &mut own, final_, Some((a, b)));
         } else {
             // SAFETY: per the contract.
             let t = unsafe { new_task(c, &sp, final_, priority, false, true, false) };
