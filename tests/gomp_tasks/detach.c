@@ -12,6 +12,37 @@
 #include <omp.h>
 #include <unistd.h>
 
+/* On `threads` threads, a detached task whose event the creator fulfils only after creating
+ * `plain` independent tasks and then `dependents` tasks that depend on it. Checks that the
+ * independent ones all ran; returns how many dependents saw the detached task's write. */
+static int fulfil_after(int threads, int plain, int dependents) {
+    int d = 0, saw = 0, ran = 0;
+#pragma omp parallel num_threads(threads)
+#pragma omp single
+    {
+        omp_event_handle_t e;
+#pragma omp task detach(e) depend(out: d) shared(d)
+        d = 1;
+        for (int i = 0; i < plain; i++) {
+#pragma omp task shared(ran)
+            {
+#pragma omp atomic
+                ran++;
+            }
+        }
+        for (int i = 0; i < dependents; i++) {
+#pragma omp task depend(in: d) shared(d, saw)
+            {
+#pragma omp atomic
+                saw += d;
+            }
+        }
+        omp_fulfill_event(e);
+    }
+    CHECK(ran == plain);
+    return saw;
+}
+
 int main(void) {
     int x = 0, seen = -1, fulfilled = 0;
 #pragma omp parallel num_threads(4)
@@ -59,40 +90,9 @@ int main(void) {
     for (int i = 0; i < N; i++) CHECK(ran[i] == 1);
     CHECK(late == 1);
 
-    int d = 0, sum = 0, got = 0, plain = 0;
-#pragma omp parallel num_threads(2)
-#pragma omp single
-    {
-        omp_event_handle_t e;
-#pragma omp task detach(e) depend(out: d) shared(d)
-        d = 1;
-        for (int i = 0; i < 1000; i++) {
-#pragma omp task depend(in: d) shared(d, sum)
-            {
-#pragma omp atomic
-                sum += d;
-            }
-        }
-        omp_fulfill_event(e);
-    }
-    CHECK(sum == 1000);
-#pragma omp parallel num_threads(1)
-#pragma omp single
-    {
-        omp_event_handle_t e;
-#pragma omp task detach(e) depend(out: d) shared(d)
-        d = 2;
-        for (int i = 0; i < 20; i++) {
-#pragma omp task shared(plain)
-            plain++;
-        }
-#pragma omp task depend(in: d) shared(d, got)
-        got = d;
-        omp_fulfill_event(e);
-    }
+    CHECK(fulfil_after(2, 0, 1000) == 1000);
+    CHECK(fulfil_after(1, 20, 1) == 1);
     alarm(0);
-    CHECK(plain == 20);
-    CHECK(got == 2);
     printf("detach: ok\n");
     return 0;
 }
