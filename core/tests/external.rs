@@ -146,3 +146,38 @@ fn an_external_task_after_a_redux_phase_waits_for_the_reduction() {
     rt.wait_for_all().unwrap();
     assert_eq!(acc.acquire(AccessMode::R).unwrap().value::<u64>(), 1000 + 55);
 }
+
+#[test]
+fn a_handle_is_reused_only_when_nothing_else_holds_it() {
+    let rt = rt();
+    let mut h = rt.alloc(Shape::Bytes { size: 1 }).unwrap();
+    let (tx, rx) = mpsc::channel();
+    submit(&rt, TaskBuilder::empty().access(&h, AccessMode::W), 0, &tx);
+    let (_, e) = rx.recv().unwrap();
+    assert!(!h.reuse_if_unshared(), "a task not complete holds the handle");
+    rt.complete_external(e);
+    rt.wait_for_all().unwrap();
+    // The finished task's last reference goes on a worker thread, soon after completing.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !h.reuse_if_unshared() {
+        assert!(std::time::Instant::now() < deadline, "the handle stayed shared after its task completed");
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    let other = h.clone();
+    assert!(!h.reuse_if_unshared(), "a clone shares the handle");
+    drop(other);
+    assert!(h.reuse_if_unshared());
+    // Reused, it orders new accesses as before: a reader waits for the writer before it.
+    submit(&rt, TaskBuilder::empty().access(&h, AccessMode::W), 1, &tx);
+    submit(&rt, TaskBuilder::empty().access(&h, AccessMode::R), 2, &tx);
+    let (id, e) = rx.recv().unwrap();
+    assert_eq!(id, 1);
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    assert!(rx.try_recv().is_err(), "the reader waits for the writer submitted after the reuse");
+    assert!(!h.reuse_if_unshared(), "tasks not complete hold the handle");
+    rt.complete_external(e);
+    let (id, e) = rx.recv().unwrap();
+    assert_eq!(id, 2);
+    rt.complete_external(e);
+    rt.wait_for_all().unwrap();
+}

@@ -128,7 +128,69 @@ pub unsafe fn free_group(g: *mut Group) {
 }
 
 /// Sibling scope: the dependency handle of each depend address used by a task's children.
-type DepMap = HashMap<usize, DataHandle, weft_core::hash::BuildAddrHasher>;
+#[derive(Default)]
+struct DepMap {
+    map: HashMap<usize, DataHandle, weft_core::hash::BuildAddrHasher>,
+    /// The size at which a new address first sweeps out the handles that no task holds any
+    /// more ([`DepMap::sweep`]).
+    sweep_at: usize,
+}
+
+/// The smallest map [`DepMap::sweep`] looks through.
+const SWEEP_MIN: usize = 256;
+
+/// The most idle dependency handles a thread keeps for new addresses ([`SPARE`]).
+const SPARE_MAX: usize = 1024;
+
+thread_local! {
+    /// Dependency handles that no task holds any more, reset, for the new addresses of any
+    /// map on this thread: a handle is two allocations and a reference to the runtime.
+    static SPARE: std::cell::RefCell<Vec<DataHandle>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+impl DepMap {
+    fn get(&self, addr: &usize) -> Option<&DataHandle> {
+        self.map.get(addr)
+    }
+
+    /// The handle of `addr`, a reset idle one or a new one if no earlier sibling named it.
+    fn handle(&mut self, rt: &Runtime, addr: usize) -> &DataHandle {
+        if self.map.len() >= self.sweep_at && !self.map.contains_key(&addr) {
+            self.sweep();
+        }
+        self.map.entry(addr).or_insert_with(|| {
+            if let Some(h) = SPARE.try_with(|s| s.borrow_mut().pop()).ok().flatten() {
+                return h;
+            }
+            rt.alloc(Shape::Bytes { size: 1 }).unwrap_or_else(|e| {
+                eprintln!("weft-omp: cannot create a dependency handle ({e}); aborting");
+                std::process::abort();
+            })
+        })
+    }
+
+    /// Take out the handles that no task holds any more: their tasks are complete, so a
+    /// later sibling naming the address has nothing to wait for and can have a fresh handle.
+    /// A task creating children over ever new addresses (a wavefront) then keeps a map the
+    /// size of its tasks in flight, not of all the addresses it named, and its handles are
+    /// reused, not freed and allocated again. Sweeps come at doubling sizes, so each new
+    /// address costs a bounded share of them.
+    fn sweep(&mut self) {
+        let _ = SPARE.try_with(|s| {
+            let mut spare = s.borrow_mut();
+            self.map.retain(|_, h| {
+                if !h.reuse_if_unshared() {
+                    return true;
+                }
+                if spare.len() < SPARE_MAX {
+                    spare.push(h.clone());
+                }
+                false
+            });
+        });
+        self.sweep_at = (2 * self.map.len()).max(SWEEP_MIN);
+    }
+}
 
 /// The task a thread is running, as its later constructs see it.
 pub struct Cur {
@@ -974,19 +1036,7 @@ fn builder(c: *mut Ctx, rt: &Runtime, deps: &[(usize, AccessMode)]) -> TaskBuild
     let map = unsafe { (*c).task.deps.get_or_insert_with(Default::default) };
     let mut b = TaskBuilder::empty();
     for &(addr, mode) in deps {
-        let h = match map.get(&addr) {
-            Some(h) => h,
-            None => {
-                let h = match rt.alloc(Shape::Bytes { size: 1 }) {
-                    Ok(h) => h,
-                    Err(e) => {
-                        eprintln!("weft-omp: cannot create a dependency handle ({e}); aborting");
-                        std::process::abort();
-                    }
-                };
-                map.entry(addr).or_insert(h)
-            }
-        };
+        let h = map.handle(rt, addr);
         b.add_access(h, mode);
     }
     b

@@ -3,11 +3,14 @@
  * may overlap each other. Dependencies are among siblings only: a child depending on its
  * parent's address must not wait for the parent (no deadlock). An undeferred (if(0)) task
  * with depend clauses waits for its earlier siblings like a deferred one, mutexinoutset
- * included. */
+ * included. Order holds over many addresses named again and again, while the runtime
+ * forgets and reuses the dependency state of addresses whose tasks are complete. */
 #include "check.h"
 #include <omp.h>
 
 #define N 64
+#define ADDRS 1000
+#define ROUNDS 8
 
 /* Enter a region no two tasks may share: `*inside` counts the tasks in it, and one that
  * finds another there clears `*ok`. */
@@ -24,6 +27,48 @@ static void enter(int *inside, int *ok) {
 static void leave(int *inside) {
 #pragma omp atomic update
     (*inside)--;
+}
+
+/* Rounds over ADDRS addresses: each step writes one address and reads the one before it,
+ * so that a task names an address again just after a new address was named (when the
+ * runtime may forget addresses whose tasks are complete). Each writer must see the value
+ * its address's previous writer left (a*3 + round is not commutative), and each reader the
+ * value of the writer before it, unchanged while it reads (the next writer waits for it).
+ * Every fourth step's tasks sleep, so that they are still running when named again. */
+static void many_addresses(void) {
+    static unsigned a[ADDRS], want[ADDRS];
+    int ok = 1;
+    for (int k = 0; k < ADDRS; k++) a[k] = want[k] = k;
+#pragma omp parallel num_threads(4)
+#pragma omp single
+    for (int r = 0; r < ROUNDS; r++)
+        for (int k = 0; k < ADDRS; k++) {
+            unsigned before = want[k];
+            want[k] = want[k] * 3 + r;
+            long nap = k % 4 == 0 ? 100 : 0;
+#pragma omp task depend(inout: a[k]) firstprivate(k, r, before, nap) shared(a, ok)
+            {
+                pause_us(nap);
+                if (a[k] != before) {
+#pragma omp atomic write
+                    ok = 0;
+                }
+                a[k] = a[k] * 3 + r;
+            }
+            int j = (k + ADDRS - 1) % ADDRS;
+            unsigned now = want[j];
+#pragma omp task depend(in: a[j]) firstprivate(j, now, nap) shared(a, ok)
+            {
+                int seen = a[j] == now;
+                pause_us(nap);
+                if (!seen || a[j] != now) {
+#pragma omp atomic write
+                    ok = 0;
+                }
+            }
+        }
+    CHECK(ok);
+    for (int k = 0; k < ADDRS; k++) CHECK(a[k] == want[k]);
 }
 
 int main(void) {
@@ -136,6 +181,7 @@ int main(void) {
     int k = 0;
     for (int i = 0; i < N; i++)
         if (i % 4 != 3) CHECK(log_x[k++] == i);
+    many_addresses();
     printf("depend: ok\n");
     return 0;
 }

@@ -202,6 +202,23 @@ impl DataHandle {
         self.0.tree.lock().entries[self.0.idx].replicas.iter().map(|r| r.state).collect()
     }
 
+    /// Make this handle order the accesses submitted next as a new handle would, if this is
+    /// its only reference: no clone, no task (a submitted task holds its handles until it is
+    /// dropped), no partition and no registered address share it or its tree. Then the
+    /// finished tasks its dependency state still names are forgotten (the data stays), and
+    /// true is returned; otherwise nothing changes. A front end that keeps dependency-only
+    /// handles by address (OpenMP `depend`) reuses an idle one for a new address instead of
+    /// freeing it and allocating another.
+    pub fn reuse_if_unshared(&mut self) -> bool {
+        let Some(inner) = Arc::get_mut(&mut self.0) else { return false };
+        let Some(tree) = Arc::get_mut(&mut inner.tree) else { return false };
+        let st = tree.state.get_mut().unwrap_or_else(|e| e.into_inner());
+        for e in &mut st.entries {
+            e.deps = DepState::default();
+        }
+        true
+    }
+
     fn check_not_in_task(&self) -> Result<()> {
         if crate::worker::current(self.0.rt.id).is_some() { Err(Error::WouldDeadlock) } else { Ok(()) }
     }
