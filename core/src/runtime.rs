@@ -310,10 +310,18 @@ impl Runtime {
     }
 
     /// The work of an external task is done: release its successors. The completed task
-    /// comes back for a later task to reuse its memory (or to drop).
+    /// comes back for a later task to reuse its memory (or to drop), without its data
+    /// handles: a front end holding it must not keep them shared (see
+    /// [`DataHandle::reuse_if_unshared`](crate::DataHandle::reuse_if_unshared)).
     pub fn complete_external(&self, e: crate::task::External) -> crate::task::Spent {
-        self.inner.complete(&e.0, Ok(()), worker::current(self.inner.id));
-        crate::task::Spent(e.0)
+        let mut t = e.0;
+        self.inner.complete(&t, Ok(()), worker::current(self.inner.id));
+        // Nobody else refers to it once its successors are released and its handles' lists
+        // have forgotten it (the usual case); else they go when it does.
+        if let Some(inner) = Arc::get_mut(&mut t) {
+            inner.accesses.clear();
+        }
+        crate::task::Spent(t)
     }
 
     /// The unfinished tasks that a task with `b`'s accesses would wait for, found without

@@ -210,6 +210,11 @@ impl DataHandle {
     /// handles by address (OpenMP `depend`) reuses an idle one for a new address instead of
     /// freeing it and allocating another.
     pub fn reuse_if_unshared(&mut self) -> bool {
+        // A plain load first: `get_mut` locks the weak count (an atomic exchange), and most
+        // handles a front end looks at while tasks are in flight are shared.
+        if Arc::strong_count(&self.0) != 1 {
+            return false;
+        }
         let Some(inner) = Arc::get_mut(&mut self.0) else { return false };
         let Some(tree) = Arc::get_mut(&mut inner.tree) else { return false };
         let st = tree.state.get_mut().unwrap_or_else(|e| e.into_inner());
