@@ -1,13 +1,16 @@
-/* Where a released task runs. A task whose last predecessor just finished runs next on the
- * thread that ran that predecessor, before older ready tasks; the tasks it releases after
- * the first, and tasks ready when created, keep the order they became ready in.
+/* Where a ready task runs. A task whose last predecessor just finished runs next on the
+ * thread that ran that predecessor (when that thread has nothing else queued), before older
+ * ready tasks in the team's queue; the tasks it releases after the first join that queue.
+ * Tasks ready when created go to their creator's deque, as tasks without depend clauses
+ * do: their creator runs the newest first.
  * Thread 0 creates, in this order,
- *   A (inout x), Z1, Z2 (inout on addresses of their own: ready at once), B (in x), C (in x)
+ *   A (inout x), B (in x, inout y), C (in x), E (in y),
+ *   Z1, Z2 (inout on addresses of their own: ready at once)
  * and runs them all in its taskwait, while thread 1 waits in the program's own code (no
- * scheduling point: it cannot take any). B and C wait for A. Weft (omp/src/task.rs, `ready`):
- * A, B, Z1, Z2, C. GNU libgomp runs a taskwait's children newest first. Every runtime runs
- * every task once, B and C after A; the Weft order is checked only on Weft (it exports
- * weft_data_acquire). */
+ * scheduling point: it cannot take any). B and C wait for A, E for B. Weft (omp/src/task.rs,
+ * `ready`): Z2, Z1, A, then B (A's first release; C, the second, is queued), then E (B's
+ * release) before the older C. Every runtime runs every task once, in an order the
+ * dependencies allow; the Weft order is checked only on Weft (it exports weft_data_acquire). */
 #define _GNU_SOURCE
 #include "check.h"
 #include <dlfcn.h>
@@ -15,7 +18,7 @@
 #include <sched.h>
 #include <string.h>
 
-static int x, y1, y2; /* only their addresses matter */
+static int x, y, z1, z2; /* only their addresses matter */
 
 int main(void) {
     char order[8] = {0};
@@ -26,14 +29,16 @@ int main(void) {
             nth = omp_get_num_threads();
 #pragma omp task depend(inout: x)
             order[n++] = 'A';
-#pragma omp task depend(inout: y1)
-            order[n++] = '1';
-#pragma omp task depend(inout: y2)
-            order[n++] = '2';
-#pragma omp task depend(in: x)
+#pragma omp task depend(in: x) depend(inout: y)
             order[n++] = 'B';
 #pragma omp task depend(in: x)
             order[n++] = 'C';
+#pragma omp task depend(in: y)
+            order[n++] = 'E';
+#pragma omp task depend(inout: z1)
+            order[n++] = '1';
+#pragma omp task depend(inout: z2)
+            order[n++] = '2';
 #pragma omp taskwait
 #pragma omp atomic write
             done = 1;
@@ -47,16 +52,16 @@ int main(void) {
         }
     }
     printf("order %s (%d threads)\n", order, nth);
-    CHECK(n == 5);
-    char *a = strchr(order, 'A'), *b = strchr(order, 'B'), *c = strchr(order, 'C');
-    CHECK(a && b && c && a < b && a < c);
+    CHECK(n == 6);
+    char *a = strchr(order, 'A'), *b = strchr(order, 'B'), *c = strchr(order, 'C'), *e = strchr(order, 'E');
+    CHECK(a && b && c && e && a < b && a < c && b < e);
     char s[8];
     memcpy(s, order, sizeof s);
-    for (int i = 0; i < 5; i++) /* every task exactly once */
-        for (int j = i + 1; j < 5; j++)
+    for (int i = 0; i < 6; i++) /* every task exactly once */
+        for (int j = i + 1; j < 6; j++)
             if (s[j] < s[i]) { char t = s[i]; s[i] = s[j]; s[j] = t; }
-    CHECK(strcmp(s, "12ABC") == 0);
-    if (nth == 2 && dlsym(RTLD_DEFAULT, "weft_data_acquire")) CHECK(strcmp(order, "AB12C") == 0);
+    CHECK(strcmp(s, "12ABCE") == 0);
+    if (nth == 2 && dlsym(RTLD_DEFAULT, "weft_data_acquire")) CHECK(strcmp(order, "21ABEC") == 0);
     printf("successor: ok\n");
     return 0;
 }
