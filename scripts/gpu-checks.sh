@@ -135,7 +135,7 @@ run_pyopencl() {
 run_omp() {
     # The device compiles the programs (it has gcc); Weft and libomp are the packed ones.
     OMP_NUM_THREADS=${THREADS:-$(nproc)} WEFT_LIB=$D/lib/libweft.so LIBOMP=$D/lib/libomp.so.5 \
-        PROGS=${OMP_PROGS:-"tasks_million fib cholesky cholesky:2048:64 sparselu wavefront taskloop"} bench/omp_tasks/run.sh 7
+        PROGS=${OMP_PROGS:-"tasks_million fib cholesky cholesky:2048:64 sparselu wavefront taskloop deptree"} bench/omp_tasks/run.sh 7
 }
 
 case $mode in

@@ -10,10 +10,11 @@
 #   wavefront      200x200 blocks, each depending on its upper and left neighbours,
 #                  created row by row (a creator must run ahead of the tasks in flight)
 #   taskloop       200 taskloops of 100 tasks with a reduction, from one thread
+#   deptree        recursive tasks with depend clauses (two writers and a reader per call)
 #
 # Usage: bench/omp_tasks/run.sh [rounds]   (default 5; medians of the rounds)
 # Environment: OMP_NUM_THREADS (default 2), WEFT_LIB (default target/release/libweft.so),
-#              PROGS (default: all six, e.g. PROGS="cholesky sparselu"; a program's
+#              PROGS (default: all seven, e.g. PROGS="cholesky sparselu"; a program's
 #              arguments follow its name after colons, e.g. "cholesky:2048:64"),
 #              LIBOMP (default: the first libomp.so.5 found under /usr/lib), WEFT_BASE
 #              (another libweft.so, run as column `base` beside `weft`: an A/B of two
@@ -31,7 +32,7 @@ out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 export SPARSELU_REF_DIR=$out # its sequential reference, computed once per size
 
-progs=${PROGS:-tasks_million fib cholesky sparselu wavefront taskloop}
+progs=${PROGS:-tasks_million fib cholesky sparselu wavefront taskloop deptree}
 for spec in $progs; do
     p=${spec%%:*}
     [ -x "$out/$p" ] || gcc -O3 -fopenmp -o "$out/$p" "$src/$p.c" -lm
