@@ -136,6 +136,16 @@ struct DepMap {
     sweep_at: usize,
 }
 
+/// Whether `h` is idle (no task holds it: [`DataHandle::reuse_if_unshared`], which resets
+/// it); a reference to it then joins `spare` if there is room.
+fn offer(spare: &mut Vec<DataHandle>, h: &mut DataHandle) -> bool {
+    let idle = h.reuse_if_unshared();
+    if idle && spare.len() < SPARE_MAX {
+        spare.push(h.clone());
+    }
+    idle
+}
+
 /// The smallest map [`DepMap::sweep`] looks through.
 const SWEEP_MIN: usize = 256;
 
@@ -162,9 +172,7 @@ impl DepMap {
                 if spare.len() >= SPARE_MAX {
                     break;
                 }
-                if h.reuse_if_unshared() {
-                    spare.push(h);
-                }
+                offer(&mut spare, &mut h);
             }
         });
     }
@@ -198,15 +206,7 @@ impl DepMap {
     fn sweep(&mut self) {
         let _ = SPARE.try_with(|s| {
             let mut spare = s.borrow_mut();
-            self.map.retain(|_, h| {
-                if !h.reuse_if_unshared() {
-                    return true;
-                }
-                if spare.len() < SPARE_MAX {
-                    spare.push(h.clone());
-                }
-                false
-            });
+            self.map.retain(|_, h| !offer(&mut spare, h));
         });
         self.sweep_at = (2 * self.map.len()).max(SWEEP_MIN);
     }
