@@ -1492,12 +1492,25 @@ fn run_on_copy(c: *mut Ctx, s: &Spawn, buf: &mut Vec<u64>, final_: bool, bounds:
     // starts with its (start, end) pair.
     unsafe {
         copy_data(s, p);
-        if let Some((a, b)) = bounds {
-            *(p as *mut u64) = a;
-            *(p as *mut u64).add(1) = b;
+        if let Some(r) = bounds {
+            set_bounds(p, r);
         }
     }
     run_inline(c, s.body, p, final_);
+}
+
+/// Write a taskloop task's iteration range over the first two words of its data, as the
+/// compiler's outlined body reads it.
+///
+/// # Safety
+/// `data` is a taskloop's data block (or a copy of it), which starts with the (start, end)
+/// pair.
+unsafe fn set_bounds(data: *mut c_void, (a, b): (u64, u64)) {
+    // SAFETY: per the contract.
+    unsafe {
+        *(data as *mut u64) = a;
+        *(data as *mut u64).add(1) = b;
+    }
 }
 
 /// omp_fulfill_event.
@@ -1739,10 +1752,7 @@ pub unsafe fn taskloop(s: Spawn, num_tasks: u64, start: u64, end: u64, step: u64
         if now && sp.cpyfn.is_none() {
             // All undeferred: the compiler's data itself, bounds written in (as libgomp does).
             // SAFETY: the data starts with the (start, end) pair.
-            unsafe {
-                *(sp.data as *mut u64) = a;
-                *(sp.data as *mut u64).add(1) = b;
-            }
+            unsafe { set_bounds(sp.data, (a, b)) };
             run_inline(c, sp.body, sp.data, final_);
         } else if now || team.tasks.own_len(cx.tid) >= slots {
             // A copy function must make a private copy, and so must a task run here between
@@ -1752,10 +1762,7 @@ pub unsafe fn taskloop(s: Spawn, num_tasks: u64, start: u64, end: u64, step: u64
             // SAFETY: per the contract.
             let t = unsafe { new_task(c, &sp, final_, priority, false, true, false) };
             // SAFETY: the copy starts with the (start, end) pair.
-            unsafe {
-                *(t.data() as *mut u64) = a;
-                *(t.data() as *mut u64).add(1) = b;
-            }
+            unsafe { set_bounds(t.data(), (a, b)) };
             team.tasks.push(cx.tid, t);
             team.nudge();
         }
