@@ -864,11 +864,8 @@ fn run_inline(c: *mut Ctx, body: Body, data: *mut c_void, final_: bool) {
         let t = &mut (*c).task;
         t.id = id;
         t.final_ = fin;
-        let mine = (std::mem::replace(&mut t.node, node), std::mem::replace(&mut t.deps, deps));
-        if mine.0.is_some() {
-            drop(mine.0);
-        }
-        if let Some(mut d) = mine.1 {
+        drop(std::mem::replace(&mut t.node, node));
+        if let Some(mut d) = std::mem::replace(&mut t.deps, deps) {
             d.retire();
         }
     }
