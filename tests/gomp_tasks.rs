@@ -36,6 +36,11 @@ fn skip_reason(lib: &Path) -> Option<String> {
 
 /// Compile `tests/gomp_tasks/<name>.c` and run it on Weft; check it prints `<name>: ok`.
 fn run(name: &str) {
+    run_with(name, &[]);
+}
+
+/// [`run`] with `env` set as well.
+fn run_with(name: &str, env: &[(&str, &str)]) {
     let lib = match std::env::var_os("GOMP_TASKS_RUNTIME") {
         Some(other) => PathBuf::from(other),
         None => common::lib_dir().join("libweft.so"),
@@ -61,7 +66,8 @@ fn run(name: &str) {
         .env("OMP_CANCELLATION", "true")
         .env("OMP_MAX_TASK_PRIORITY", "7")
         .env("WEFT_NOPENCL", "0")
-        .env("WEFT_NCUDA", "0");
+        .env("WEFT_NCUDA", "0")
+        .envs(env.iter().copied());
     let out = common::output_within(&mut cmd, 120, name);
     let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     assert!(
@@ -139,4 +145,12 @@ fn a_waiting_thread_runs_only_tasks_the_scheduling_constraint_allows() {
 #[test]
 fn a_released_task_runs_next_on_the_releasing_thread() {
     run("successor");
+}
+
+/// A thread waiting for its task's children while tasks it may not run are queued finds a
+/// child queued meanwhile by another thread (with an endless spin budget, a wait that did
+/// not look again would never end).
+#[test]
+fn a_blind_wait_finds_a_child_queued_while_it_spins() {
+    run_with("blind_wait", &[("OMP_WAIT_POLICY", "active")]);
 }
