@@ -156,10 +156,77 @@ const SWEEP_MIN: usize = 256;
 /// The most idle dependency handles a thread keeps for new addresses ([`SPARE`]).
 const SPARE_MAX: usize = 1024;
 
+/// The most child counters and dependency maps a thread keeps for its next tasks
+/// ([`NODES`], [`MAPS`]): as many as tasks that create children end on it one inside
+/// another (a task ending inside a wait of its creator's).
+const SPARE_OBJECTS: usize = 16;
+
+/// The largest map (in places) kept for another task: a larger one is freed (a task that
+/// named thousands of addresses would otherwise keep their memory on the thread).
+const MAP_KEEP_CAPACITY: usize = 64;
+
 thread_local! {
     /// Dependency handles that no task holds any more, reset, for the new addresses of any
     /// map on this thread: a handle is two allocations and a reference to the runtime.
     static SPARE: std::cell::RefCell<Vec<DataHandle>> = const { std::cell::RefCell::new(Vec::new()) };
+    /// Child counters of ended tasks that no child holds any more, for the next tasks to
+    /// create children on this thread (each task that does needs one).
+    static NODES: std::cell::RefCell<Vec<Arc<Node>>> = const { std::cell::RefCell::new(Vec::new()) };
+    /// Empty dependency maps of ended tasks, their tables kept, for the next tasks on this
+    /// thread to create children with depend clauses. Boxed as a task's context holds them
+    /// (taking and giving one back moves a pointer, not the map).
+    #[allow(clippy::vec_box)]
+    static MAPS: std::cell::RefCell<Vec<Box<DepMap>>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// A child counter for the calling thread's task: a spare one if the thread has one.
+fn new_node() -> Arc<Node> {
+    NODES.try_with(|n| n.borrow_mut().pop()).ok().flatten().unwrap_or_default()
+}
+
+/// A dependency map for the calling thread's task: a spare one if the thread has one.
+fn new_map() -> Box<DepMap> {
+    MAPS.try_with(|m| m.borrow_mut().pop()).ok().flatten().unwrap_or_default()
+}
+
+/// A task's context ended: its map's idle handles go to the thread's spares
+/// ([`DepMap::retire`]), and its map and child counter too when nothing else holds them
+/// (recursive code: one of each per task that creates children, allocated and freed again
+/// each time, was a third of deptree's calls to malloc and free). Inline for the common
+/// case of neither (a task run at once that created no child).
+#[inline]
+fn end_task(node: Option<Arc<Node>>, deps: Option<Box<DepMap>>) {
+    if node.is_some() || deps.is_some() {
+        end_task_slow(node, deps);
+    }
+}
+
+#[inline(never)]
+fn end_task_slow(node: Option<Arc<Node>>, deps: Option<Box<DepMap>>) {
+    if let Some(mut d) = deps {
+        d.retire();
+        if d.map.capacity() <= MAP_KEEP_CAPACITY {
+            d.sweep_at = 0;
+            let _ = MAPS.try_with(|m| {
+                let mut m = m.borrow_mut();
+                if m.len() < SPARE_OBJECTS {
+                    m.push(d);
+                }
+            });
+        }
+    }
+    if let Some(mut n) = node
+        && Arc::get_mut(&mut n).is_some()
+    {
+        // No child holds it: each took its reference after counting itself in and gives it
+        // back after counting itself out, so the count is back to 0.
+        let _ = NODES.try_with(|s| {
+            let mut s = s.borrow_mut();
+            if s.len() < SPARE_OBJECTS {
+                s.push(n);
+            }
+        });
+    }
 }
 
 impl DepMap {
@@ -878,10 +945,8 @@ fn run_inline(c: *mut Ctx, body: Body, data: *mut c_void, final_: bool) {
         let t = &mut (*c).task;
         t.id = id;
         t.final_ = fin;
-        drop(std::mem::replace(&mut t.node, node));
-        if let Some(mut d) = std::mem::replace(&mut t.deps, deps) {
-            d.retire();
-        }
+        let ended = (std::mem::replace(&mut t.node, node), std::mem::replace(&mut t.deps, deps));
+        end_task(ended.0, ended.1);
     }
 }
 
@@ -940,13 +1005,11 @@ fn run_body(c: *mut Ctx, t: &TaskBox, data: *mut c_void) {
     // SAFETY: the compiler-outlined task body with its data.
     unsafe { (t.body)(data) };
     // SAFETY: as above.
-    let mut ended = unsafe {
+    let ended = unsafe {
         (*c).icv = icv;
         std::mem::replace(&mut (*c).task, saved)
     };
-    if let Some(mut d) = ended.deps.take() {
-        d.retire();
-    }
+    end_task(ended.node, ended.deps);
 }
 
 fn body_done(t: Arc<TaskBox>) {
@@ -1074,7 +1137,7 @@ unsafe fn decode_depend(depend: *mut *mut c_void) -> Deps {
 /// The core task builder for `deps`, in the sibling scope of the calling thread's task.
 fn builder(c: *mut Ctx, rt: &Runtime, deps: &[(usize, AccessMode)]) -> TaskBuilder {
     // SAFETY: the calling thread's context; only this thread touches its task's map.
-    let map = unsafe { (*c).task.deps.get_or_insert_with(Default::default) };
+    let map = unsafe { (*c).task.deps.get_or_insert_with(new_map) };
     let mut b = TaskBuilder::empty();
     for &(addr, mode) in deps {
         let h = map.handle(rt, addr);
@@ -1406,7 +1469,7 @@ unsafe fn new_task(c: *mut Ctx, s: &Spawn, final_: bool, priority: i32, detach: 
         }
     };
     let parent = if counted {
-        let n = cx.task.node.get_or_insert_with(Default::default);
+        let n = cx.task.node.get_or_insert_with(new_node);
         n.children.fetch_add(1, Ordering::Relaxed);
         Some(n.clone())
     } else {
@@ -2020,5 +2083,32 @@ mod tests {
         assert_eq!((levels[0], levels[1000]), (0, PRIO_LEVELS - 1));
         let q = PrioQueues::new(i32::MAX);
         assert_eq!(q.level(i32::MAX), PRIO_LEVELS - 1);
+    }
+
+    fn spares() -> (usize, usize) {
+        (NODES.with(|n| n.borrow().len()), MAPS.with(|m| m.borrow().len()))
+    }
+
+    /// An ended task's child counter is kept for the next task only when no child holds it
+    /// any more, its map only while small, and a thread keeps a bounded number of each.
+    #[test]
+    fn ended_tasks_leave_their_counter_and_map_only_when_free() {
+        let node = new_node();
+        let child = node.clone();
+        end_task(Some(node), Some(new_map()));
+        assert_eq!(spares(), (0, 1), "a counter a child still holds was kept");
+        end_task(Some(child), None);
+        assert_eq!(spares(), (1, 1));
+        let (node, map) = (new_node(), new_map());
+        assert_eq!(spares(), (0, 0), "the spares were not taken");
+        end_task(Some(node), Some(map));
+        let mut big: Box<DepMap> = Box::default();
+        big.map.reserve(4 * MAP_KEEP_CAPACITY);
+        end_task(None, Some(big));
+        assert_eq!(spares(), (1, 1), "a large map was kept");
+        for _ in 0..2 * SPARE_OBJECTS {
+            end_task(Some(Arc::default()), Some(Box::default()));
+        }
+        assert_eq!(spares(), (SPARE_OBJECTS, SPARE_OBJECTS));
     }
 }
