@@ -89,23 +89,30 @@ pub(crate) fn live(v: &[Weak<TaskInner>]) -> impl Iterator<Item = TaskRef> + '_ 
 /// The trees of some accesses, each locked once, in tree-id order: the order every
 /// submission (and predecessor lookup) takes them in, so two cannot deadlock.
 pub(crate) struct LockedTrees<'a> {
-    ids: SmallVec<[u64; 3]>,
-    guards: SmallVec<[MutexGuard<'a, TreeState>; 3]>,
+    /// Each tree's id with its guard.
+    guards: SmallVec<[(u64, MutexGuard<'a, TreeState>); 3]>,
 }
 
 impl<'a> LockedTrees<'a> {
     pub(crate) fn new(handles: impl Iterator<Item = &'a DataHandle>) -> LockedTrees<'a> {
         // Borrowed from the handles: no reference counting.
         let mut trees: SmallVec<[&'a Tree; 3]> = handles.map(|h| &*h.0.tree).collect();
-        trees.sort_by_key(|t| t.id);
-        trees.dedup_by_key(|t| t.id);
-        LockedTrees { ids: trees.iter().map(|t| t.id).collect(), guards: trees.iter().map(|t| t.lock()).collect() }
+        if trees.len() > 1 {
+            trees.sort_unstable_by_key(|t| t.id);
+            trees.dedup_by_key(|t| t.id);
+        }
+        let mut guards = SmallVec::new();
+        for t in trees {
+            guards.push((t.id, t.lock()));
+        }
+        LockedTrees { guards }
     }
 
     /// The locked state of `h`'s tree (`h` is one of the accesses' handles).
     pub(crate) fn of(&mut self, h: &DataHandle) -> &mut TreeState {
-        let i = self.ids.iter().position(|&id| id == h.0.tree.id).expect("invariant: tree locked");
-        &mut self.guards[i]
+        let id = h.0.tree.id;
+        let (_, g) = self.guards.iter_mut().find(|(i, _)| *i == id).expect("invariant: tree locked");
+        g
     }
 }
 
