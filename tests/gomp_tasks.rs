@@ -141,7 +141,8 @@ fn a_waiting_thread_runs_only_tasks_the_scheduling_constraint_allows() {
 }
 
 /// The first task a finishing task releases runs next on that task's thread, ahead of
-/// older ready tasks; the rest keep the order they became ready in.
+/// older ready tasks (also of the thread's own, when it waits for the task); the rest keep
+/// the order they became ready in.
 #[test]
 fn a_released_task_runs_next_on_the_releasing_thread() {
     run("successor");
