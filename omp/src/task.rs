@@ -220,6 +220,7 @@ fn end_task_slow(node: Option<Arc<Node>>, deps: Option<Box<DepMap>>) {
     {
         // No child holds it: each took its reference after counting itself in and gives it
         // back after counting itself out, so the count is back to 0.
+        debug_assert_eq!(n.children.load(Ordering::Relaxed), 0);
         let _ = NODES.try_with(|s| {
             let mut s = s.borrow_mut();
             if s.len() < SPARE_OBJECTS {
