@@ -1455,7 +1455,24 @@ fn pool() -> &'static ArrayQueue<Arc<TaskBox>> {
     POOL.get_or_init(|| ArrayQueue::new(POOL_CAPACITY))
 }
 
-/// Give a finished task's box back to [`POOL`] if it is a pooled one and nobody else holds it.
+/// The most finished boxes a thread keeps for its own next tasks ([`BOXES`]) before it
+/// gives them to [`POOL`].
+const LOCAL_BOXES: usize = 64;
+
+thread_local! {
+    /// Finished boxes this thread keeps: [`POOL`]'s two ends are shared by every thread, and
+    /// at 2 threads taking and giving back there was 6.5% of recursive code's time with
+    /// depend clauses (each thread mostly finishes the tasks it made).
+    static BOXES: std::cell::RefCell<Vec<Arc<TaskBox>>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// A finished box for a new task: the thread's own first, else one from [`POOL`].
+fn take_box() -> Option<Arc<TaskBox>> {
+    BOXES.try_with(|b| b.borrow_mut().pop()).ok().flatten().or_else(|| pool().pop())
+}
+
+/// Give a finished task's box back (the thread's own, else [`POOL`]) if it is a pooled one
+/// and nobody else holds it.
 fn recycle(mut t: Arc<TaskBox>) {
     if !t.pooled {
         return;
@@ -1463,8 +1480,19 @@ fn recycle(mut t: Arc<TaskBox>) {
     let Some(b) = Arc::get_mut(&mut t) else { return };
     // (`finish` took its core task's token.)
     b.parent = None;
-    // Full: freed here.
-    let _ = pool().push(t);
+    let over = BOXES.try_with(|l| {
+        let mut l = l.borrow_mut();
+        if l.len() < LOCAL_BOXES {
+            l.push(t);
+            None
+        } else {
+            Some(t)
+        }
+    });
+    if let Ok(Some(t)) = over {
+        // Full: freed here.
+        let _ = pool().push(t);
+    }
 }
 
 /// A task object with its data copied; `counted`: queued (counted in team, group, parent);
@@ -1484,7 +1512,7 @@ unsafe fn new_task(c: *mut Ctx, s: &Spawn, final_: bool, priority: i32, detach: 
     });
     // Detached tasks are not pooled: their box's address is the event handle.
     let pooled = counted && !detach && (deps || layout.is_some());
-    let mut reused = if pooled { pool().pop() } else { None };
+    let mut reused = if pooled { take_box() } else { None };
     let (old_heap, spent) = match reused.as_mut().and_then(Arc::get_mut) {
         Some(b) => (b.heap.take(), b.spent.get_mut().take()),
         None => (None, None),
