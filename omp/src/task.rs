@@ -403,9 +403,10 @@ pub struct TaskBox {
     ext: UnsafeCell<Option<External>>,
     /// A pooled box's last core task, completed: the next task with depend clauses that
     /// reuses the box builds its core task there (`TaskBuilder::reuse`), so that it
-    /// allocates nothing (the pool's bound, [`POOL_CAPACITY`], bounds the completed tasks and
-    /// handle references so kept). Written by the finishing thread before the box goes back
-    /// to the pool, taken by the creating thread that popped it.
+    /// allocates nothing (the pools' bounds, [`POOL_CAPACITY`] and [`LOCAL_BOXES`] a thread,
+    /// bound the completed tasks so kept). Written by the finishing thread before the box
+    /// goes back (to its own cache or to the pool, whose push publishes it), taken by the
+    /// creating thread that took the box.
     spent: UnsafeCell<Option<Spent>>,
     detach: AtomicU32,
     has_detach: bool,
