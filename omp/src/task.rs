@@ -179,14 +179,40 @@ thread_local! {
     static MAPS: std::cell::RefCell<Vec<Box<DepMap>>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
+/// A thread's list of spare objects ([`SPARE`], [`NODES`], [`MAPS`], [`BOXES`]).
+type Spares<T> = std::thread::LocalKey<std::cell::RefCell<Vec<T>>>;
+
+/// One of the calling thread's spares in `list`, if it has one.
+#[inline]
+fn take_spare<T: 'static>(list: &'static Spares<T>) -> Option<T> {
+    list.try_with(|l| l.borrow_mut().pop()).ok().flatten()
+}
+
+/// Keep `v` among the calling thread's spares in `list` if it holds fewer than `max`; else
+/// `v` comes back (dropped instead while the thread exits).
+#[inline]
+fn put_spare<T: 'static>(list: &'static Spares<T>, v: T, max: usize) -> Option<T> {
+    list.try_with(|l| {
+        let mut l = l.borrow_mut();
+        if l.len() < max {
+            l.push(v);
+            None
+        } else {
+            Some(v)
+        }
+    })
+    .ok()
+    .flatten()
+}
+
 /// A child counter for the calling thread's task: a spare one if the thread has one.
 fn new_node() -> Arc<Node> {
-    NODES.try_with(|n| n.borrow_mut().pop()).ok().flatten().unwrap_or_default()
+    take_spare(&NODES).unwrap_or_default()
 }
 
 /// A dependency map for the calling thread's task: a spare one if the thread has one.
 fn new_map() -> Box<DepMap> {
-    MAPS.try_with(|m| m.borrow_mut().pop()).ok().flatten().unwrap_or_default()
+    take_spare(&MAPS).unwrap_or_default()
 }
 
 /// A task's context ended: its map's idle handles go to the thread's spares
@@ -207,12 +233,8 @@ fn end_task_slow(node: Option<Arc<Node>>, deps: Option<Box<DepMap>>) {
         d.retire();
         if d.map.capacity() <= MAP_KEEP_CAPACITY {
             d.sweep_at = 0;
-            let _ = MAPS.try_with(|m| {
-                let mut m = m.borrow_mut();
-                if m.len() < SPARE_OBJECTS {
-                    m.push(d);
-                }
-            });
+            // (Freed if the thread has enough.)
+            let _ = put_spare(&MAPS, d, SPARE_OBJECTS);
         }
     }
     if let Some(mut n) = node
@@ -221,12 +243,7 @@ fn end_task_slow(node: Option<Arc<Node>>, deps: Option<Box<DepMap>>) {
         // No child holds it: each took its reference after counting itself in and gives it
         // back after counting itself out, so the count is back to 0.
         debug_assert_eq!(n.children.load(Ordering::Relaxed), 0);
-        let _ = NODES.try_with(|s| {
-            let mut s = s.borrow_mut();
-            if s.len() < SPARE_OBJECTS {
-                s.push(n);
-            }
-        });
+        let _ = put_spare(&NODES, n, SPARE_OBJECTS);
     }
 }
 
@@ -259,7 +276,7 @@ impl DepMap {
             self.sweep();
         }
         self.map.entry(addr).or_insert_with(|| {
-            if let Some(h) = SPARE.try_with(|s| s.borrow_mut().pop()).ok().flatten() {
+            if let Some(h) = take_spare(&SPARE) {
                 return h;
             }
             rt.alloc(Shape::Bytes { size: 1 }).unwrap_or_else(|e| {
@@ -1469,7 +1486,7 @@ thread_local! {
 
 /// A finished box for a new task: the thread's own first, else one from [`POOL`].
 fn take_box() -> Option<Arc<TaskBox>> {
-    BOXES.try_with(|b| b.borrow_mut().pop()).ok().flatten().or_else(|| pool().pop())
+    take_spare(&BOXES).or_else(|| pool().pop())
 }
 
 /// Give a finished task's box back (the thread's own, else [`POOL`]) if it is a pooled one
@@ -1481,16 +1498,7 @@ fn recycle(mut t: Arc<TaskBox>) {
     let Some(b) = Arc::get_mut(&mut t) else { return };
     // (`finish` took its core task's token.)
     b.parent = None;
-    let over = BOXES.try_with(|l| {
-        let mut l = l.borrow_mut();
-        if l.len() < LOCAL_BOXES {
-            l.push(t);
-            None
-        } else {
-            Some(t)
-        }
-    });
-    if let Ok(Some(t)) = over {
+    if let Some(t) = put_spare(&BOXES, t, LOCAL_BOXES) {
         // Full: freed here.
         let _ = pool().push(t);
     }
