@@ -480,17 +480,17 @@ impl weft_core::ExternalWork for TaskBox {
         if let Some(c) = team::cur_if_any() {
             // SAFETY: the calling thread's context.
             let (cteam, tid) = unsafe { ((*c).team, (*c).tid) };
-            let keep = match RELEASING.with(|r| r.get()) {
-                Release::None => true,
-                Release::First => team.tasks.own_len(tid) == 0 || WAITING.with(|w| w.get().keeps(&self)),
-                Release::Later => false,
-            };
-            if std::ptr::eq(cteam, team) && keep {
-                RELEASING.with(|r| {
-                    if r.get() == Release::First {
-                        r.set(Release::Later);
-                    }
-                });
+            let release = RELEASING.with(|r| r.get());
+            let keep = std::ptr::eq(cteam, team)
+                && match release {
+                    Release::None => true,
+                    Release::First => team.tasks.own_len(tid) == 0 || WAITING.with(|w| w.get().keeps(&self)),
+                    Release::Later => false,
+                };
+            if keep {
+                if release == Release::First {
+                    RELEASING.with(|r| r.set(Release::Later));
+                }
                 team.tasks.push(tid, self);
                 team.nudge();
                 return;
