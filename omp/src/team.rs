@@ -572,6 +572,7 @@ unsafe fn run_member(team: *const Team, tid: u32) {
         unsafe { body(t.data) };
     }
     t.barrier();
+    task::end_implicit(&mut c.task);
     CUR.with(|x| x.set(prev));
     // Release: our last access to the team; the primary frees it after seeing all of them.
     t.left.fetch_add(1, Ordering::Release);
@@ -785,6 +786,7 @@ pub fn join() {
     }
     // Every thread entered the same constructs as thread 0, unless the region was cancelled.
     t.dirty = if t.cancelled.load(Ordering::Relaxed) { RING } else { (c.ws_gen as usize).min(RING) };
+    task::end_implicit(&mut c.task);
     // SAFETY: no member references the team any more.
     unsafe { *t.primary.get() = None };
     let old = TEAM_CACHE.with(|c| c.replace(team));
