@@ -41,6 +41,11 @@ fn run(name: &str) {
 
 /// [`run`] with `env` set as well.
 fn run_with(name: &str, env: &[(&str, &str)]) {
+    run_in(name, env, false);
+}
+
+/// [`run_with`], on one CPU if `one_cpu` (skipped without taskset).
+fn run_in(name: &str, env: &[(&str, &str)], one_cpu: bool) {
     let lib = match std::env::var_os("GOMP_TASKS_RUNTIME") {
         Some(other) => PathBuf::from(other),
         None => common::lib_dir().join("libweft.so"),
@@ -61,7 +66,15 @@ fn run_with(name: &str, env: &[(&str, &str)]) {
         .output()
         .expect("run gcc");
     assert!(cc.status.success(), "gcc failed on {name}.c:\n{}", String::from_utf8_lossy(&cc.stderr));
-    let mut cmd = Command::new(&exe);
+    let mut cmd = if one_cpu {
+        let Some(cmd) = common::on_one_cpu(&exe) else {
+            println!("skipped: taskset (util-linux) not found");
+            return;
+        };
+        cmd
+    } else {
+        Command::new(&exe)
+    };
     cmd.env("LD_LIBRARY_PATH", &stand_in)
         .env("OMP_CANCELLATION", "true")
         .env("OMP_MAX_TASK_PRIORITY", "7")
@@ -154,4 +167,14 @@ fn a_released_task_runs_next_on_the_releasing_thread() {
 #[test]
 fn a_blind_wait_finds_a_child_queued_while_it_spins() {
     run_with("blind_wait", &[("OMP_WAIT_POLICY", "active")]);
+}
+
+/// More threads than processors (3 threads on one CPU): waiting threads yield their processor
+/// rather than spinning it away; dependencies, taskgroups, detached tasks and recursion give
+/// the same results.
+#[test]
+fn tasks_on_more_threads_than_processors() {
+    for name in ["depend", "depend_sets", "taskgroup", "detach", "fib", "taskloop"] {
+        run_in(name, &[("OMP_NUM_THREADS", "3")], true);
+    }
 }

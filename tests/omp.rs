@@ -43,7 +43,11 @@ fn compile(cc: &str, name: &str) -> PathBuf {
 }
 
 fn run(exe: &Path, env: &[(&str, &str)], preload: bool) -> Output {
-    let mut cmd = Command::new(exe);
+    run_cmd(Command::new(exe), exe, env, preload)
+}
+
+/// [`run`] as `cmd` (`exe` or a command that runs it).
+fn run_cmd(mut cmd: Command, exe: &Path, env: &[(&str, &str)], preload: bool) -> Output {
     if preload {
         cmd.env("LD_PRELOAD", lib());
     } else {
@@ -58,12 +62,26 @@ fn run(exe: &Path, env: &[(&str, &str)], preload: bool) -> Output {
 
 /// Compile `tests/omp/<name>.c`, run it, and check it passed; returns stderr.
 fn check(name: &str, env: &[(&str, &str)], preload: bool) -> Option<String> {
+    check_with(name, env, preload, false)
+}
+
+/// [`check`], on one CPU if `one_cpu` (skipped without taskset).
+fn check_with(name: &str, env: &[(&str, &str)], preload: bool, one_cpu: bool) -> Option<String> {
     let Some(cc) = common::compiler() else {
         println!("skipped: no C compiler (gcc or $CC)");
         return None;
     };
     let exe = compile(&cc, name);
-    let out = run(&exe, env, preload);
+    let cmd = if one_cpu {
+        let Some(cmd) = common::on_one_cpu(&exe) else {
+            println!("skipped: taskset (util-linux) not found");
+            return None;
+        };
+        cmd
+    } else {
+        Command::new(&exe)
+    };
+    let out = run_cmd(cmd, &exe, env, preload);
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(out.status.success(), "{name} failed ({}):\nstdout:\n{stdout}\nstderr:\n{stderr}", out.status);
@@ -91,6 +109,20 @@ fn barriers_critical_atomic_locks_single() {
     check("sync", &[], false);
     // Sleeping instead of spinning gives the same results.
     check("sync", &[("OMP_WAIT_POLICY", "passive")], false);
+}
+
+/// More threads than processors (3 threads on one CPU): a waiting thread yields its processor
+/// to the threads it waits for rather than spinning it away, or sleeps; regions, barriers,
+/// locks, ordered loops and worksharing give the same results under each wait policy.
+#[test]
+fn more_threads_than_processors() {
+    for policy in [None, Some("active"), Some("passive")] {
+        let mut env = vec![("OMP_NUM_THREADS", "3"), ("OMP_SCHEDULE", "dynamic,2")];
+        env.extend(policy.map(|p| ("OMP_WAIT_POLICY", p)));
+        for name in ["parallel", "sync", "loops"] {
+            check_with(name, &env, false, true);
+        }
+    }
 }
 
 #[test]

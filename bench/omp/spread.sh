@@ -3,7 +3,9 @@
 # syncbench per runtime (GNU libgomp, LLVM libomp, Weft), interleaved, then for each
 # construct the median over the runs with the smallest and largest run, in nanoseconds, and
 # Weft's median over the faster peer's median.
-#   bench/omp/spread.sh [INNER]     env: ROUNDS (9), ONLY (constructs, e.g. "CRITICAL LOCK")
+#   bench/omp/spread.sh [INNER]     env: ROUNDS (9), ONLY (constructs, e.g. "CRITICAL LOCK"),
+#                                        OMP_NUM_THREADS (2; more than the processors
+#                                        measures an oversubscribed machine)
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT"
@@ -13,7 +15,7 @@ WORK="$TARGET/omp-bench"; mkdir -p "$WORK/standin"
 ln -sf "$TARGET/release/libweft.so" "$WORK/standin/libgomp.so.1"
 gcc -fopenmp -O2 bench/omp/syncbench.c -o "$WORK/syncbench"
 LIBOMP=${LIBOMP:-/usr/lib/x86_64-linux-gnu/libomp.so.5}
-export OMP_NUM_THREADS=2 WEFT_NOPENCL=0 WEFT_NCUDA=0
+export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2} WEFT_NOPENCL=0 WEFT_NCUDA=0
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 for _ in $(seq "${ROUNDS:-9}"); do
@@ -22,7 +24,7 @@ for _ in $(seq "${ROUNDS:-9}"); do
   LD_LIBRARY_PATH="$WORK/standin" "$WORK/syncbench" "$@" | sed 's/^/weft /' >> "$out"
 done
 python3 - "$out" <<'PY'
-import collections, statistics, sys
+import collections, os, statistics, sys
 runs = collections.defaultdict(list)
 for line in open(sys.argv[1]):
     rt, name, v = line.split()
@@ -37,5 +39,5 @@ for n in names:
         cols.append("%7.1f [%6.1f-%7.1f]" % (med[rt], v[0], v[-1]))
     faster = max(min(med["libgomp"], med["libomp"]), 5.0)
     print("%-13s %24s %24s %24s %6.2fx" % (n, *cols, max(med["weft"], 5.0) / faster))
-print("(nanoseconds per construct: median over %d runs of each run's median, [smallest-largest run]; ratio = weft / faster peer, values under 5 ns counted as 5 ns)" % len(runs[(names[0], "weft")]))
+print("(nanoseconds per construct at %s threads: median over %d runs of each run's median, [smallest-largest run]; ratio = weft / faster peer, values under 5 ns counted as 5 ns)" % (os.environ["OMP_NUM_THREADS"], len(runs[(names[0], "weft")])))
 PY

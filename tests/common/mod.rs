@@ -70,3 +70,17 @@ pub fn output_within(cmd: &mut Command, secs: u64, what: &str) -> std::process::
     }
     child.wait_with_output().expect("collect the output")
 }
+
+/// `exe` run by `taskset` on one CPU this process may use (the first it is allowed), for runs
+/// with more threads than processors on any machine; None if taskset is missing.
+pub fn on_one_cpu(exe: &Path) -> Option<Command> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let list = status.lines().find_map(|l| l.strip_prefix("Cpus_allowed_list:"))?.trim();
+    let first: String = list.chars().take_while(char::is_ascii_digit).collect();
+    let ok = Command::new("taskset").arg("-V").stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok_and(|s| s.success());
+    (ok && !first.is_empty()).then(|| {
+        let mut cmd = Command::new("taskset");
+        cmd.args(["-c", &first]).arg(exe);
+        cmd
+    })
+}
