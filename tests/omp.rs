@@ -125,6 +125,13 @@ fn more_threads_than_processors() {
     }
 }
 
+/// A team with more threads than processors runs unbound, as libgomp's does: a worker bound
+/// to a processor that another program's busy thread shares holds up its team.
+#[test]
+fn oversubscribed_teams_run_unbound() {
+    check("oversubscribed", &[], false);
+}
+
 #[test]
 fn cancellation() {
     check("cancel", &[("OMP_CANCELLATION", "true")], false);

@@ -548,7 +548,7 @@ fn dock(s: &'static Slot) {
 fn dock_job(i: usize) {
     dock(slot(i));
     // The worker goes back to core: undo any binding to an OpenMP place.
-    crate::places::restore();
+    crate::places::leave();
 }
 
 /// Run one member's share of a region.
@@ -566,7 +566,7 @@ unsafe fn run_member(team: *const Team, tid: u32) {
         c.ws_cur_gen = 0;
     }
     CUR.with(|x| x.set(&mut c));
-    crate::places::enter_member(t.places.get(tid as usize));
+    crate::places::enter_member(t.places.get(tid as usize), sys::oversubscribed());
     if let Some(body) = t.body {
         // SAFETY: the compiler-outlined body with its data, as GOMP_parallel received them.
         unsafe { body(t.data) };
