@@ -119,63 +119,18 @@ pub fn spin_until_tasks(done: impl FnMut() -> bool) -> bool {
     spin_until_with(done, false)
 }
 
-/// A yield after which the thread got its processor back this late gave it to a thread that
-/// kept it for a time slice: a busy thread of another program, likely, rather than one of
-/// this program's, which would soon have waited or arrived.
-const YIELD_SLOW: std::time::Duration = std::time::Duration::from_micros(500);
-
-/// How long a thread sleeps at once, not yielding, after a slow yield ([`yields_ok`]).
-const NO_YIELD_FOR: std::time::Duration = std::time::Duration::from_millis(100);
-
-thread_local! {
-    /// Until when this thread does not yield while oversubscribed ([`yields_ok`]).
-    static NO_YIELD_UNTIL: std::cell::Cell<Option<Instant>> = const { std::cell::Cell::new(None) };
-}
-
-/// Whether yielding the processor helps this thread's waits now. A yield hands the processor
-/// to any thread ready on it, and a busy thread of another program keeps it for its whole
-/// time slice, where a sleeper's wake-up would preempt it: libgomp's for-14.c at 3 threads
-/// on 2 cores beside a busy loop took 5.4 s when every wait yielded, against libgomp's
-/// 0.04. So after a yield that lost the processor that long, the thread's waits sleep at
-/// once for [`NO_YIELD_FOR`], then try yielding again: the cost is bounded to a few percent.
-fn yields_ok() -> bool {
-    NO_YIELD_UNTIL.with(|u| u.get().is_none_or(|t| Instant::now() >= t))
-}
-
-/// Yield the processor; false if that took so long that yielding is off for a while.
-fn yield_timed() -> bool {
-    let t = Instant::now();
-    std::thread::yield_now();
-    let back = Instant::now();
-    if back.duration_since(t) <= YIELD_SLOW {
-        return true;
-    }
-    NO_YIELD_UNTIL.with(|u| u.set(Some(back + NO_YIELD_FOR)));
-    false
-}
-
 /// The wait of [`spin_until_with`] while oversubscribed: yield the processor between looks
-/// (to the thread waited for, if it shares this processor), for the spin budget, unless
-/// yields are off ([`yields_ok`]). Under `OMP_WAIT_POLICY=active`, yield for as long as it
-/// takes.
+/// (to the thread waited for, if it shares this processor), for the spin budget.
 #[cold]
 fn yield_until(mut done: impl FnMut() -> bool) -> bool {
     let limit = SPIN_NS.load(Ordering::Relaxed);
-    if limit == u64::MAX {
-        while !done() {
-            std::thread::yield_now();
-        }
-        return true;
-    }
-    if !yields_ok() {
-        return done();
-    }
     let start = Instant::now();
     loop {
         if done() {
             return true;
         }
-        if !yield_timed() || start.elapsed().as_nanos() as u64 >= limit {
+        std::thread::yield_now();
+        if limit != u64::MAX && start.elapsed().as_nanos() as u64 >= limit {
             return done();
         }
     }
@@ -237,9 +192,6 @@ fn spin_until_with(mut done: impl FnMut() -> bool, adaptive: bool) -> bool {
     }
 }
 
-/// How long [`spin_then_yield`] sleeps between looks while yields are off.
-const JOIN_NAP: std::time::Duration = std::time::Duration::from_micros(20);
-
 /// Wait until `done()` holds for a condition whose setter never sleeps nor wakes anyone and
 /// is about to set it (a member leaving its team): spin a burst, then yield the processor
 /// between looks, in case the setter was preempted (soon while oversubscribed).
@@ -250,9 +202,8 @@ pub fn spin_then_yield(mut done: impl FnMut() -> bool) {
         if k < burst {
             k += 1;
             std::hint::spin_loop();
-        } else if !(yields_ok() && yield_timed()) {
-            // Nobody wakes this wait: it sleeps a little instead.
-            std::thread::sleep(JOIN_NAP);
+        } else {
+            std::thread::yield_now();
         }
     }
 }
