@@ -650,7 +650,7 @@ fn unbind() {
 /// (`oversubscribed`): then it may run anywhere, as the program's own threads do. Bound, a
 /// worker whose processor another program's busy thread shares waits for it a time slice
 /// at a time, and the whole team with it (libgomp's for-14.c at 3 threads on 2 cores beside
-/// a busy loop: 5.4 s bound, 0.03 s unbound, libgomp 0.04).
+/// a busy loop: 5.4 s bound, 0.1-0.2 s unbound, libgomp 0.03).
 #[inline]
 pub fn enter_member(a: Option<&Assign>, oversubscribed: bool) {
     match a {
