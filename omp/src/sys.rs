@@ -119,18 +119,26 @@ pub fn spin_until_tasks(done: impl FnMut() -> bool) -> bool {
     spin_until_with(done, false)
 }
 
+/// The longest a waiter yields while the threads are oversubscribed, whatever the wait
+/// policy: the default spin budget. As libgomp, whose waits sleep after 1000 pauses then
+/// under `OMP_WAIT_POLICY=active`: yielding without end, a thread hands its processor to
+/// another program's busy thread for a time slice at every yield (libgomp's for-15.c at 4
+/// threads on 2 cores beside a busy loop, active policy: 3.8 s, libgomp 0.32).
+const YIELD_MAX_NS: u64 = 300_000;
+
 /// The wait of [`spin_until_with`] while oversubscribed: yield the processor between looks
-/// (to the thread waited for, if it shares this processor), for the spin budget.
+/// (to the thread waited for, if it shares this processor), for the spin budget, at most
+/// [`YIELD_MAX_NS`].
 #[cold]
 fn yield_until(mut done: impl FnMut() -> bool) -> bool {
-    let limit = SPIN_NS.load(Ordering::Relaxed);
+    let limit = SPIN_NS.load(Ordering::Relaxed).min(YIELD_MAX_NS);
     let start = Instant::now();
     loop {
         if done() {
             return true;
         }
         std::thread::yield_now();
-        if limit != u64::MAX && start.elapsed().as_nanos() as u64 >= limit {
+        if start.elapsed().as_nanos() as u64 >= limit {
             return done();
         }
     }
