@@ -66,15 +66,7 @@ fn run_in(name: &str, env: &[(&str, &str)], one_cpu: bool) {
         .output()
         .expect("run gcc");
     assert!(cc.status.success(), "gcc failed on {name}.c:\n{}", String::from_utf8_lossy(&cc.stderr));
-    let mut cmd = if one_cpu {
-        let Some(cmd) = common::on_one_cpu(&exe) else {
-            println!("skipped: taskset (util-linux) not found");
-            return;
-        };
-        cmd
-    } else {
-        Command::new(&exe)
-    };
+    let Some(mut cmd) = common::command(&exe, one_cpu) else { return };
     cmd.env("LD_LIBRARY_PATH", &stand_in)
         .env("OMP_CANCELLATION", "true")
         .env("OMP_MAX_TASK_PRIORITY", "7")

@@ -72,15 +72,7 @@ fn check_with(name: &str, env: &[(&str, &str)], preload: bool, one_cpu: bool) ->
         return None;
     };
     let exe = compile(&cc, name);
-    let cmd = if one_cpu {
-        let Some(cmd) = common::on_one_cpu(&exe) else {
-            println!("skipped: taskset (util-linux) not found");
-            return None;
-        };
-        cmd
-    } else {
-        Command::new(&exe)
-    };
+    let cmd = common::command(&exe, one_cpu)?;
     let out = run_cmd(cmd, &exe, env, preload);
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();

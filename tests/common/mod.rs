@@ -71,6 +71,19 @@ pub fn output_within(cmd: &mut Command, secs: u64, what: &str) -> std::process::
     child.wait_with_output().expect("collect the output")
 }
 
+/// The command that runs `exe`: by itself, or on one CPU if `one_cpu` ([`on_one_cpu`]);
+/// None, with the reason printed as a skip, if taskset is missing.
+pub fn command(exe: &Path, one_cpu: bool) -> Option<Command> {
+    if !one_cpu {
+        return Some(Command::new(exe));
+    }
+    let cmd = on_one_cpu(exe);
+    if cmd.is_none() {
+        println!("skipped: taskset (util-linux) not found");
+    }
+    cmd
+}
+
 /// `exe` run by `taskset` on one CPU this process may use (the first it is allowed), for runs
 /// with more threads than processors on any machine; None if taskset is missing.
 pub fn on_one_cpu(exe: &Path) -> Option<Command> {
