@@ -530,16 +530,28 @@ thread_local! {
     static WAITING: std::cell::Cell<Scope> = const { std::cell::Cell::new(Scope::Any) };
 }
 
-/// Run `f` (a completion) with [`RELEASING`] set; cleared however `f` ends.
-fn releasing<R>(f: impl FnOnce() -> R) -> R {
-    struct Clear;
-    impl Drop for Clear {
-        fn drop(&mut self) {
-            RELEASING.with(|r| r.set(Release::None));
-        }
+/// A thread-local cell set for a scope: the value it had comes back when this drops, however
+/// the scope ends (a panic caught at the C boundary must not leave the thread's state set).
+struct SetFor<T: Copy + 'static> {
+    cell: &'static std::thread::LocalKey<std::cell::Cell<T>>,
+    old: T,
+}
+
+impl<T: Copy + 'static> SetFor<T> {
+    fn new(cell: &'static std::thread::LocalKey<std::cell::Cell<T>>, v: T) -> SetFor<T> {
+        SetFor { cell, old: cell.replace(v) }
     }
-    RELEASING.with(|r| r.set(Release::First));
-    let _clear = Clear;
+}
+
+impl<T: Copy + 'static> Drop for SetFor<T> {
+    fn drop(&mut self) {
+        self.cell.set(self.old);
+    }
+}
+
+/// Run `f` (a completion) with [`RELEASING`] set; put back however `f` ends.
+fn releasing<R>(f: impl FnOnce() -> R) -> R {
+    let _releasing = SetFor::new(&RELEASING, Release::First);
     f()
 }
 
@@ -935,7 +947,7 @@ fn run_one_in(c: *mut Ctx, scope: Scope) -> bool {
 fn wait_until(c: *mut Ctx, scope: Scope, done: impl Fn() -> bool) {
     // SAFETY: the calling thread's context.
     let tasks = unsafe { &(*c).team().tasks };
-    let outer = WAITING.replace(scope);
+    let _waiting = SetFor::new(&WAITING, scope);
     while !done() {
         if run_one_in(c, scope) {
             continue;
@@ -967,7 +979,6 @@ fn wait_until(c: *mut Ctx, scope: Scope, done: impl Fn() -> bool) {
         }
         tasks.sleepers.fetch_sub(1, Ordering::SeqCst);
     }
-    WAITING.set(outer);
 }
 
 /// Every task of the team complete (a barrier's last arriver, a team of one).
