@@ -195,7 +195,8 @@ fn spin_until_with(mut done: impl FnMut() -> bool, adaptive: bool) -> bool {
                 std::thread::yield_now();
             }
         } else if limit == u64::MAX && i.is_multiple_of(1024) && oversubscribed() {
-            std::thread::yield_now();
+            // Oversubscribed since the wait began: the same bounded yielding as from the start.
+            return yield_until(done);
         }
     }
 }
