@@ -1,5 +1,6 @@
-//! Hashing of addresses for the front ends' lookup tables (the ICD's handle registry,
-//! OpenMP's depend and reduction maps).
+//! Hashing: of addresses for the front ends' lookup tables (the ICD's handle registry,
+//! OpenMP's depend and reduction maps), and a stable hash for keys written to files
+//! ([`Fnv`]).
 //!
 //! **Owns**: [`AddrHasher`]. Keys are addresses (handles Weft allocated, the program's own
 //! variables), not attacker-chosen input, and std's SipHash costs more than the rest of a
@@ -31,11 +32,53 @@ impl std::hash::Hasher for AddrHasher {
     }
 }
 
+/// FNV-1a, 64 bits: a hash that stays the same across processes, builds and Rust versions
+/// (std's `DefaultHasher` promises neither), for keys written to files: performance-model
+/// footprints, the ICD's program source hashes, the bus model's machine key.
+#[derive(Clone, Copy)]
+pub struct Fnv(u64);
+
+impl Default for Fnv {
+    fn default() -> Fnv {
+        Fnv(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl Fnv {
+    pub fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+    /// Little-endian bytes of `v`: the same value hashes the same on every machine.
+    pub fn write_u64(&mut self, v: u64) {
+        self.write(&v.to_le_bytes());
+    }
+    pub fn finish(&self) -> u64 {
+        self.0
+    }
+    /// The hash of `bytes` alone.
+    pub fn hash(bytes: &[u8]) -> u64 {
+        let mut h = Fnv::default();
+        h.write(bytes);
+        h.finish()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::collections::HashSet;
     use std::hash::BuildHasher;
+
+    /// The published FNV-1a test vectors: the hash is the standard one, so files written
+    /// by one build are read the same by the next.
+    #[test]
+    fn fnv_matches_the_reference_vectors() {
+        assert_eq!(Fnv::hash(b""), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(Fnv::hash(b"a"), 0xaf63_dc4c_8601_ec8c);
+        assert_eq!(Fnv::hash(b"foobar"), 0x8594_4171_f739_67e8);
+    }
 
     /// Addresses 64 bytes apart (aligned allocations) land in distinct low and high bits.
     #[test]

@@ -130,6 +130,9 @@ struct Slot {
     /// A thread parked until this completes or something else wakes it
     /// ([`Completion::unpark_on_complete`]).
     parked: Option<std::thread::Thread>,
+    /// When it completed: a device's task duration for the performance models is measured
+    /// from it (the driver that retires the task may look much later).
+    at: Option<std::time::Instant>,
 }
 
 impl Completion {
@@ -148,6 +151,7 @@ impl Completion {
         let mut s = self.0.state.lock().unwrap_or_else(|e| e.into_inner());
         let outcome = if r.is_ok() { SUCCEEDED } else { FAILED };
         s.result = Some(r);
+        s.at = Some(std::time::Instant::now());
         // Release, under the lock, after the result: a reader that sees the outcome without
         // the lock also sees what the operation wrote before it completed (and one that then
         // takes the lock, the result).
@@ -162,6 +166,11 @@ impl Completion {
         if let Some(t) = parked {
             t.unpark();
         }
+    }
+
+    /// When the operation completed (`None` while it has not).
+    pub fn completed_at(&self) -> Option<std::time::Instant> {
+        self.0.state.lock().unwrap_or_else(|e| e.into_inner()).at
     }
 
     pub fn is_complete(&self) -> bool {
