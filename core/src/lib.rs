@@ -26,6 +26,7 @@ pub mod data;
 pub mod error;
 pub mod hash;
 pub mod memory;
+pub mod perfmodel;
 pub mod runtime;
 pub mod sched;
 pub(crate) mod sync;

@@ -15,7 +15,7 @@ mod history;
 mod regression;
 mod store;
 
-pub use store::{Calibrate, ModelHandle, Prediction};
+pub use store::{Calibrate, EntryInfo, ModelHandle, Prediction};
 pub(crate) use store::{models_in, save_all};
 
 use crate::data::Shape;

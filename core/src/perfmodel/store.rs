@@ -1,9 +1,34 @@
 //! The process's models: one [`ModelHandle`] per (directory, model name), loaded from its
-//! file on first use and saved (merged with what other processes saved) on demand.
-//! STUB: replaced by the full implementation.
+//! file on first use and saved, merged with what other processes saved, on demand.
+//!
+//! **Owns**: the process-global registry ([`models_in`], [`save_all`]), the calibration
+//! modes ([`Calibrate`]), predictions ([`ModelHandle::predict`]), and the load/merge/save
+//! cycle of a model file.
+//! **Does not own**: the format and the lock (`file`), the statistics (`history`,
+//! `regression`), deciding when to save (the runtime calls [`save_all`] at shutdown and at
+//! exit), timing tasks.
+//!
+//! Invariants of a handle's state: `total` is what the file held at the last load or save
+//! merged with `fresh`; `fresh` holds exactly the samples this process recorded since then,
+//! and is what a save adds to the file (re-read under the lock), so no sample is counted
+//! twice however many processes save. The registry is global because models outlive
+//! runtimes (the OpenMP and OpenCL front ends start and stop runtimes in one process) and
+//! are saved at exit.
 
+use super::file::{self, ReadError};
+use super::history::{ArchHistory, CALIBRATION_MIN, ModelData};
+use super::regression::fit_nl;
+use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard, TryLockError};
+use std::time::{Duration, Instant};
+
+/// How long [`ModelHandle::save`] waits for another process's save of the same file.
+const SAVE_PATIENCE: Duration = Duration::from_secs(10);
+/// How long [`save_all`] waits, in all, for locks (it runs at exit, where a lock may be held
+/// by a thread that will never run again).
+const EXIT_PATIENCE: Duration = Duration::from_secs(2);
 
 /// `WEFT_CALIBRATE`: what the runtime does with its models.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -26,49 +51,789 @@ pub enum Prediction {
     Uncalibrated,
 }
 
+/// One (architecture, footprint) entry of a model, for statistics and display.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EntryInfo {
+    pub arch: String,
+    pub footprint: u32,
+    /// Mean task size `n` of its samples.
+    pub size: f64,
+    pub count: u64,
+    /// Mean of all samples, µs.
+    pub mean: f64,
+    /// Population standard deviation of all samples, µs.
+    pub stddev: f64,
+    pub min: f64,
+    pub max: f64,
+    /// What predictions use once calibrated: the median of the newest 32 samples, µs.
+    pub estimate: f64,
+}
+
+struct State {
+    /// The file's content at the last load or save, merged with `fresh`.
+    total: ModelData,
+    /// Samples recorded by this process since the last load or save.
+    fresh: ModelData,
+    /// `Calibrate::Reset` until the first successful save: that save replaces the file.
+    replace: bool,
+}
+
 /// One performance model of this process.
 pub struct ModelHandle {
     name: String,
     path: Option<PathBuf>,
-    samples: Mutex<Vec<(String, u32, f64, f64)>>,
+    calibrate: Calibrate,
+    /// Read by every `predict` of every worker, written by `record`: a read-write lock.
+    state: RwLock<State>,
+    /// Serialises saves of this handle (between processes the file lock does).
+    saving: Mutex<()>,
+    /// Warnings printed about the file: at most one per handle.
+    warnings: AtomicU32,
 }
 
 impl ModelHandle {
+    /// Model `name` backed by `path` (`None`: memory only), read now unless `calibrate` is
+    /// [`Calibrate::Reset`]; prints the warning about an unusable file, if any.
+    pub(crate) fn open(name: &str, path: Option<PathBuf>, calibrate: Calibrate) -> ModelHandle {
+        let (h, warning) = ModelHandle::load(name, path, calibrate);
+        if let Some(w) = warning {
+            eprintln!("{w}");
+        }
+        h
+    }
+
+    /// [`ModelHandle::open`], returning the warning instead of printing it (counted as
+    /// printed: a later save will not warn again).
+    fn load(name: &str, path: Option<PathBuf>, calibrate: Calibrate) -> (ModelHandle, Option<String>) {
+        let mut warning = None;
+        let total = match (&path, calibrate) {
+            (Some(p), Calibrate::Use | Calibrate::Keep) => match file::read(p, name) {
+                Ok(d) => d.unwrap_or_default(),
+                Err(ReadError::Corrupt(why)) => {
+                    warning = Some(file::warning(p, &why));
+                    ModelData::default()
+                }
+                Err(ReadError::Io(e)) => {
+                    warning = Some(file::warning(p, &e.to_string()));
+                    ModelData::default()
+                }
+            },
+            _ => ModelData::default(),
+        };
+        let h = ModelHandle {
+            name: name.to_string(),
+            path,
+            calibrate,
+            state: RwLock::new(State { total, fresh: ModelData::default(), replace: calibrate == Calibrate::Reset }),
+            saving: Mutex::new(()),
+            warnings: AtomicU32::new(u32::from(warning.is_some())),
+        };
+        (h, warning)
+    }
+
     pub fn name(&self) -> &str {
         &self.name
     }
+
+    /// The model's file; `None` for a model kept in memory only.
     pub fn path(&self) -> Option<&Path> {
         self.path.as_deref()
     }
-    pub fn predict(&self, arch: &str, footprint: u32, _size: f64) -> Prediction {
-        let s = self.samples.lock().unwrap();
-        let v: Vec<f64> = s.iter().filter(|x| x.0 == arch && x.1 == footprint).map(|x| x.3).collect();
-        if v.len() < 10 { Prediction::Uncalibrated } else { Prediction::Calibrated(v.iter().sum::<f64>() / v.len() as f64) }
+
+    pub fn calibrate(&self) -> Calibrate {
+        self.calibrate
     }
-    pub fn wants_sample(&self, _arch: &str, _footprint: u32) -> bool {
-        true
+
+    fn read(&self) -> RwLockReadGuard<'_, State> {
+        // Poisoning: no code holding this lock panics short of a bug; the state is whole
+        // between statements, so a poisoned lock's data is still usable.
+        self.state.read().unwrap_or_else(PoisonError::into_inner)
     }
+
+    fn write(&self) -> RwLockWriteGuard<'_, State> {
+        self.state.write().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Expected duration of a task of this footprint and size on `arch`: the robust
+    /// estimate of its entry once calibrated, else the architecture's power law if usable.
+    /// Allocates nothing.
+    pub fn predict(&self, arch: &str, footprint: u32, size: f64) -> Prediction {
+        let s = self.read();
+        let Some(h) = s.total.arch(arch) else { return Prediction::Uncalibrated };
+        if let Some(e) = h.entries.get(&footprint)
+            && e.calibrated()
+        {
+            return Prediction::Calibrated(e.estimate());
+        }
+        match h.regression.fit() {
+            Some((a, b)) if size > 0.0 && size.is_finite() => {
+                let t = a * size.powf(b);
+                if t.is_finite() { Prediction::Calibrated(t) } else { Prediction::Uncalibrated }
+            }
+            _ => Prediction::Uncalibrated,
+        }
+    }
+
+    /// Whether [`ModelHandle::record`] would keep a sample of this entry now (so that the
+    /// runtime times only tasks whose timing is used).
+    pub fn wants_sample(&self, arch: &str, footprint: u32) -> bool {
+        wants(self.calibrate, self.read().total.arch(arch), footprint)
+    }
+
+    /// Records one measured duration, µs. Under [`Calibrate::Use`] a sample of an entry
+    /// that is already calibrated is dropped (StarPU's default: calibrated entries are
+    /// frozen) and does not reach the regression either.
     pub fn record(&self, arch: &str, footprint: u32, size: f64, us: f64) {
-        self.samples.lock().unwrap().push((arch.to_string(), footprint, size, us));
+        let mut s = self.write();
+        if !wants(self.calibrate, s.total.arch(arch), footprint) {
+            return;
+        }
+        s.total.arch_mut(arch).record(footprint, size, us);
+        s.fresh.arch_mut(arch).record(footprint, size, us);
     }
-    pub fn save(&self) -> std::io::Result<()> {
-        Ok(())
+
+    /// Every entry, architecture by architecture, footprints in increasing order.
+    pub fn entries(&self) -> Vec<EntryInfo> {
+        let s = self.read();
+        let mut v = Vec::new();
+        for (arch, h) in &s.total.archs {
+            for (fp, e) in &h.entries {
+                v.push(EntryInfo {
+                    arch: arch.clone(),
+                    footprint: *fp,
+                    size: e.size,
+                    count: e.count,
+                    mean: e.mean,
+                    stddev: e.stddev(),
+                    min: e.min,
+                    max: e.max,
+                    estimate: e.estimate(),
+                });
+            }
+        }
+        v
+    }
+
+    /// `(a, b)` of the power law `t = a·n^b` of `arch`, once usable (10 samples, smallest
+    /// size below 90% of the largest).
+    pub fn regression(&self, arch: &str) -> Option<(f64, f64)> {
+        self.read().total.arch(arch)?.regression.fit()
+    }
+
+    /// `(a, b, c)` of `t = a·n^b + c` fitted now through the entries of `arch` (each
+    /// entry's mean size and robust estimate); `None` with fewer than 3 distinct sizes.
+    pub fn nl_regression(&self, arch: &str) -> Option<(f64, f64, f64)> {
+        let points: Vec<(f64, f64)> = {
+            let s = self.read();
+            s.total.arch(arch)?.entries.values().map(|e| (e.size, e.estimate())).collect()
+        };
+        fit_nl(&points)
+    }
+
+    /// Writes the samples recorded since the last load or save into the file, merged with
+    /// what it holds now (other processes may have saved since); a no-op without a path,
+    /// or with nothing recorded since (unless a [`Calibrate::Reset`] file awaits replacing).
+    /// Waits up to 10 s for another process saving the same model.
+    pub fn save(&self) -> io::Result<()> {
+        self.save_until(None, Instant::now() + SAVE_PATIENCE)
+    }
+
+    /// [`ModelHandle::save`] waiting for the file lock until `deadline`, and for this
+    /// handle's own locks until `locks_deadline` (`None`: as long as it takes).
+    fn save_until(&self, locks_deadline: Option<Instant>, deadline: Instant) -> io::Result<()> {
+        let Some(path) = &self.path else { return Ok(()) };
+        let _saving = acquire(locks_deadline, || match self.saving.try_lock() {
+            Ok(g) => Some(g),
+            Err(TryLockError::Poisoned(p)) => Some(p.into_inner()),
+            Err(TryLockError::WouldBlock) => None,
+        })
+        .ok_or_else(busy)?;
+        let (taken, replace) = {
+            let mut s = self.write_until(locks_deadline).ok_or_else(busy)?;
+            if s.fresh.is_empty() && !s.replace {
+                // Nothing to add: no I/O at all (a model used, not calibrated, may live in
+                // a directory this process cannot write).
+                return Ok(());
+            }
+            (std::mem::take(&mut s.fresh), s.replace)
+        };
+        match self.merge_into_file(path, &taken, replace, deadline) {
+            Ok(mut merged) => {
+                // Failing to get the lock back here (at exit) loses nothing: the file has
+                // `taken`, `fresh` no longer does, and `total` still counts it once.
+                if let Some(mut s) = self.write_until(locks_deadline) {
+                    merged.merge(&s.fresh);
+                    s.total = merged;
+                    s.replace = false;
+                }
+                Ok(())
+            }
+            Err(e) => {
+                // Put the samples back before those recorded meanwhile, for the next save.
+                if let Some(mut s) = self.write_until(locks_deadline) {
+                    let newer = std::mem::replace(&mut s.fresh, taken);
+                    s.fresh.merge(&newer);
+                }
+                Err(e)
+            }
+        }
+    }
+
+    fn write_until(&self, deadline: Option<Instant>) -> Option<RwLockWriteGuard<'_, State>> {
+        acquire(deadline, || match self.state.try_write() {
+            Ok(g) => Some(g),
+            Err(TryLockError::Poisoned(p)) => Some(p.into_inner()),
+            Err(TryLockError::WouldBlock) => None,
+        })
+    }
+
+    /// Under the file lock: the file's current content (nothing if `replace`, or if it is
+    /// unusable) merged with `taken`, written back; returns what was written.
+    fn merge_into_file(&self, path: &Path, taken: &ModelData, replace: bool, deadline: Instant) -> io::Result<ModelData> {
+        if let Some(dir) = path.parent()
+            && !dir.as_os_str().is_empty()
+        {
+            std::fs::create_dir_all(dir)?;
+        }
+        let _lock = file::lock(path, deadline)?;
+        let mut merged = if replace {
+            ModelData::default()
+        } else {
+            match file::read(path, &self.name) {
+                Ok(d) => d.unwrap_or_default(),
+                Err(ReadError::Corrupt(why)) => {
+                    self.warn(file::warning(path, &why));
+                    ModelData::default()
+                }
+                // Unreadable now but maybe not later: do not overwrite what we cannot see.
+                Err(ReadError::Io(e)) => return Err(e),
+            }
+        };
+        merged.merge(taken);
+        file::write_atomic(path, &file::render(&self.name, &merged))?;
+        Ok(merged)
+    }
+
+    /// Prints `msg` unless this handle has already warned about its file.
+    fn warn(&self, msg: String) {
+        // Relaxed: only the count matters, nothing is published through it.
+        if self.warnings.compare_exchange(0, 1, Ordering::Relaxed, Ordering::Relaxed).is_ok() {
+            eprintln!("{msg}");
+        }
     }
 }
 
+/// Whether a sample of `footprint` on an architecture holding `h` is kept in mode `c`.
+fn wants(c: Calibrate, h: Option<&ArchHistory>, footprint: u32) -> bool {
+    match c {
+        Calibrate::Keep | Calibrate::Reset => true,
+        Calibrate::Use => h.and_then(|h| h.entries.get(&footprint)).is_none_or(|e| e.count < CALIBRATION_MIN),
+    }
+}
+
+fn busy() -> io::Error {
+    io::Error::new(io::ErrorKind::TimedOut, "performance model busy in this process")
+}
+
+/// Calls `try_once` until it gives a guard, sleeping between tries, up to `deadline`
+/// (`None`: no limit).
+fn acquire<G>(deadline: Option<Instant>, mut try_once: impl FnMut() -> Option<G>) -> Option<G> {
+    loop {
+        if let Some(g) = try_once() {
+            return Some(g);
+        }
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// Every model of the process, keyed by (name, path).
 static MODELS: Mutex<Vec<Arc<ModelHandle>>> = Mutex::new(Vec::new());
 
-/// The model `name` kept in `dir` (`None`: in memory only), loaded on first use.
-pub(crate) fn models_in(dir: Option<&Path>, name: &str, _calibrate: Calibrate) -> Arc<ModelHandle> {
-    let path = dir.map(|d| d.join(format!("{name}.model")));
-    let mut m = MODELS.lock().unwrap();
+fn registry() -> MutexGuard<'static, Vec<Arc<ModelHandle>>> {
+    MODELS.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The model `name` kept in `dir` (`None`: in memory only), as file
+/// `dir/<sanitized name>.model`, read on the first call for it. Later calls return the same
+/// handle whatever their `calibrate` (the first call's mode holds).
+pub(crate) fn models_in(dir: Option<&Path>, name: &str, calibrate: Calibrate) -> Arc<ModelHandle> {
+    let path = dir.map(|d| d.join(file::file_name(name)));
+    let mut m = registry();
     if let Some(h) = m.iter().find(|h| h.name == name && h.path == path) {
         return h.clone();
     }
-    let h = Arc::new(ModelHandle { name: name.to_string(), path, samples: Mutex::new(Vec::new()) });
+    let h = Arc::new(ModelHandle::open(name, path, calibrate));
     m.push(h.clone());
     h
 }
 
-/// Save every model that has a file.
-pub(crate) fn save_all() {}
+/// Saves every model of the process that has a file, printing a line for each that fails.
+/// Never panics and gives up on locks after about 2 s in all: it runs at exit, where a
+/// thread stopped mid-save or mid-record may hold one forever.
+pub(crate) fn save_all() {
+    let deadline = Instant::now() + EXIT_PATIENCE;
+    let models: Vec<Arc<ModelHandle>> = match acquire(Some(deadline), || match MODELS.try_lock() {
+        Ok(g) => Some(g),
+        Err(TryLockError::Poisoned(p)) => Some(p.into_inner()),
+        Err(TryLockError::WouldBlock) => None,
+    }) {
+        Some(m) => m.iter().filter(|h| h.path.is_some()).cloned().collect(),
+        None => {
+            eprintln!("weft: performance models not saved: their registry stayed locked");
+            return;
+        }
+    };
+    for h in models {
+        if let Err(e) = h.save_until(Some(deadline), deadline)
+            && let Some(p) = h.path()
+        {
+            eprintln!("weft: could not save performance model {}: {e}", p.display());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicU64;
+
+    /// A fresh directory under the system's temporary directory, removed on drop.
+    struct TempDir(PathBuf);
+
+    impl TempDir {
+        fn new(tag: &str) -> TempDir {
+            static N: AtomicU64 = AtomicU64::new(0);
+            let p = std::env::temp_dir().join(format!("weft-perfmodel-{}-{tag}-{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed)));
+            let _ = std::fs::remove_dir_all(&p);
+            TempDir(p)
+        }
+        fn model(&self, name: &str) -> PathBuf {
+            self.0.join(file::file_name(name))
+        }
+    }
+
+    impl Drop for TempDir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    fn open(path: &Path, c: Calibrate) -> ModelHandle {
+        let (h, w) = ModelHandle::load("m", Some(path.to_path_buf()), c);
+        assert_eq!(w, None, "unexpected warning");
+        h
+    }
+
+    fn total(h: &ModelHandle) -> ModelData {
+        h.read().total.clone()
+    }
+
+    fn count(h: &ModelHandle, arch: &str, fp: u32) -> u64 {
+        h.entries().iter().find(|e| e.arch == arch && e.footprint == fp).map_or(0, |e| e.count)
+    }
+
+    /// Two architectures (one with spaces, colons and quotes), several footprints: saved and
+    /// loaded back by a fresh handle, every field is identical.
+    #[test]
+    fn round_trip_through_a_file() {
+        let d = TempDir::new("roundtrip");
+        let path = d.model("m");
+        let h = open(&path, Calibrate::Keep);
+        let archs = ["cpu", "opencl:NVIDIA \"H200\": sm_90 \\ x"];
+        for (k, arch) in archs.iter().enumerate() {
+            for fp in [1u32, 0x8000_0000, 0xffff_ffff, 42] {
+                for i in 0..(5 + 11 * k + fp as usize % 7) {
+                    h.record(arch, fp, (fp % 1000 + 1) as f64 * 64.0, 10.0 / 3.0 + (i * i) as f64 * 0.7 + k as f64);
+                }
+            }
+        }
+        h.save().unwrap();
+        let back = open(&path, Calibrate::Use);
+        assert_eq!(total(&back), total(&h));
+        assert_eq!(back.entries(), h.entries());
+        assert_eq!(back.entries().len(), 8);
+        for arch in archs {
+            assert_eq!(back.regression(arch), h.regression(arch));
+            assert_eq!(back.predict(arch, 42, 1.0e5), h.predict(arch, 42, 1.0e5));
+        }
+        assert!(back.read().fresh.is_empty(), "nothing recorded since load");
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.starts_with("weft-perfmodel 1\nmodel \"m\"\n"), "{text}");
+    }
+
+    /// Saving twice adds nothing the second time; a second handle's samples add to the
+    /// first's (counts add, nothing counted twice).
+    #[test]
+    fn saves_merge_without_double_counting() {
+        let d = TempDir::new("merge");
+        let path = d.model("m");
+        let a = open(&path, Calibrate::Keep);
+        let b = open(&path, Calibrate::Keep);
+        for _ in 0..7 {
+            a.record("cpu", 1, 8.0, 5.0);
+        }
+        a.save().unwrap();
+        a.save().unwrap();
+        for _ in 0..4 {
+            b.record("cpu", 1, 8.0, 6.0);
+            b.record("cuda:X", 2, 8.0, 1.0);
+        }
+        b.save().unwrap();
+        assert_eq!(count(&b, "cpu", 1), 11, "b's total has a's samples after its save");
+        a.record("cpu", 1, 8.0, 5.0);
+        a.save().unwrap();
+        let c = open(&path, Calibrate::Use);
+        assert_eq!(count(&c, "cpu", 1), 12);
+        assert_eq!(count(&c, "cuda:X", 2), 4);
+        assert_eq!(c.read().total.arch("cpu").unwrap().regression.count, 12);
+        let e = c.entries().into_iter().find(|e| e.arch == "cpu").unwrap();
+        assert_eq!((e.min, e.max), (5.0, 6.0));
+        assert!((e.mean - (8.0 * 5.0 + 4.0 * 6.0) / 12.0).abs() < 1e-12);
+    }
+
+    /// A corrupt file: one warning naming it, treated as empty, rewritten valid by the next
+    /// save, which does not warn again.
+    #[test]
+    fn corrupt_file_warns_once_and_is_rewritten() {
+        let d = TempDir::new("corrupt");
+        let path = d.model("m");
+        std::fs::create_dir_all(&d.0).unwrap();
+        for junk in ["garbage\n\0\u{1}", "weft-perfmodel 1\nmodel \"m\"\narch \"cpu\"\nregression 1 NaN", "\u{feff}{\"json\":1}"] {
+            std::fs::write(&path, junk).unwrap();
+            let (h, w) = ModelHandle::load("m", Some(path.clone()), Calibrate::Use);
+            let w = w.expect("a warning");
+            assert!(w.starts_with(&format!("weft: ignoring performance model file {}: ", path.display())), "{w}");
+            assert!(h.entries().is_empty());
+            for _ in 0..3 {
+                h.record("cpu", 9, 1.0, 2.0);
+            }
+            h.save().unwrap();
+            assert_eq!(h.warnings.load(Ordering::Relaxed), 1, "the save warned again");
+            let back = open(&path, Calibrate::Use);
+            assert_eq!(count(&back, "cpu", 9), 3);
+        }
+        // Invalid UTF-8 too.
+        std::fs::write(&path, [0xffu8, 0xfe, 0x00]).unwrap();
+        assert!(ModelHandle::load("m", Some(path.clone()), Calibrate::Use).1.is_some());
+        // A file that went bad after the load: the save warns (once), then replaces it.
+        let h = open(&path.with_file_name("other.model"), Calibrate::Keep);
+        std::fs::write(h.path().unwrap(), "weft-perfmodel 1\nmodel \"m\"\n").unwrap();
+        h.record("cpu", 1, 1.0, 1.0);
+        h.save().unwrap();
+        assert_eq!(h.warnings.load(Ordering::Relaxed), 1);
+        h.record("cpu", 1, 1.0, 1.0);
+        h.save().unwrap();
+        assert_eq!(h.warnings.load(Ordering::Relaxed), 1);
+        assert_eq!(count(&open(h.path().unwrap(), Calibrate::Use), "cpu", 1), 2);
+    }
+
+    /// A missing file (and directory) is simply empty; the save creates both.
+    #[test]
+    fn missing_file_is_empty_and_save_creates_it() {
+        let d = TempDir::new("missing");
+        let path = d.0.join("deeper").join("m.model");
+        let h = open(&path, Calibrate::Use);
+        assert!(h.entries().is_empty());
+        h.record("null", 3, 1.0, 1.0);
+        h.save().unwrap();
+        assert_eq!(count(&open(&path, Calibrate::Use), "null", 3), 1);
+    }
+
+    /// 9 samples: uncalibrated; the 10th calibrates the entry.
+    #[test]
+    fn calibrated_after_ten_samples() {
+        let h = ModelHandle::open("m", None, Calibrate::Use);
+        for i in 0..9 {
+            h.record("cpu", 5, 100.0, 20.0 + i as f64);
+        }
+        assert_eq!(h.predict("cpu", 5, 100.0), Prediction::Uncalibrated);
+        assert!(h.wants_sample("cpu", 5));
+        h.record("cpu", 5, 100.0, 29.0);
+        assert_eq!(h.predict("cpu", 5, 100.0), Prediction::Calibrated(24.5));
+        assert_eq!(h.predict("cuda:x", 5, 100.0), Prediction::Uncalibrated, "per architecture");
+        assert_eq!(h.predict("cpu", 6, 100.0), Prediction::Uncalibrated, "one size: no usable regression");
+    }
+
+    /// One spike among 20 ordinary samples: the prediction stays at the ordinary value.
+    #[test]
+    fn a_spike_does_not_move_the_prediction() {
+        let h = ModelHandle::open("m", None, Calibrate::Keep);
+        for _ in 0..20 {
+            h.record("cuda:GPU 0", 1, 1e6, 100.0);
+        }
+        h.record("cuda:GPU 0", 1, 1e6, 100_000.0);
+        let Prediction::Calibrated(t) = h.predict("cuda:GPU 0", 1, 1e6) else { panic!("calibrated") };
+        assert!((t - 100.0).abs() <= 5.0, "{t}");
+        assert_eq!(h.entries()[0].max, 100_000.0);
+    }
+
+    /// Sizes 1e3..1e6 with t = 2·n^0.9, one sample each: no entry is calibrated, the power
+    /// law predicts an unseen size within 5%; a calibrated entry wins over the law.
+    #[test]
+    fn regression_predicts_unseen_sizes() {
+        let h = ModelHandle::open("m", None, Calibrate::Use);
+        let mut n = 1e3;
+        let mut fp = 0;
+        while n <= 1e6 {
+            if fp < 10 {
+                assert_eq!(h.predict("cpu", 999, 3e4), Prediction::Uncalibrated, "only {fp} samples");
+            }
+            h.record("cpu", fp, n, 2.0 * f64::powf(n, 0.9));
+            n *= 1.5;
+            fp += 1;
+        }
+        let want = 2.0 * f64::powf(3.3e5, 0.9);
+        let Prediction::Calibrated(t) = h.predict("cpu", 999, 3.3e5) else { panic!("regression usable") };
+        assert!((t - want).abs() <= 0.05 * want, "{t} vs {want}");
+        let (a, b) = h.regression("cpu").unwrap();
+        assert!((a - 2.0).abs() < 1e-6 && (b - 0.9).abs() < 1e-9);
+        for _ in 0..10 {
+            h.record("cpu", 999, 3.3e5, 7.0);
+        }
+        assert_eq!(h.predict("cpu", 999, 3.3e5), Prediction::Calibrated(7.0));
+    }
+
+    /// The non-linear model through the handle's entries recovers a, b and c.
+    #[test]
+    fn nl_regression_through_the_handle() {
+        let h = ModelHandle::open("m", None, Calibrate::Keep);
+        let (a, b, c) = (0.02, 1.3, 35.0);
+        for k in 0..12u32 {
+            let n = 1024.0 * 2f64.powi(k as i32);
+            for _ in 0..3 {
+                h.record("cpu", k, n, a * n.powf(b) + c);
+            }
+        }
+        let (fa, fb, fc) = h.nl_regression("cpu").unwrap();
+        assert!((fa - a).abs() < 0.01 * a && (fb - b).abs() < 0.01 * b && (fc - c).abs() < 0.01 * c, "{fa} {fb} {fc}");
+        assert_eq!(h.nl_regression("opencl:none"), None);
+    }
+
+    /// Use: calibrated entries are frozen (samples dropped, regression untouched); Keep:
+    /// every sample counts.
+    #[test]
+    fn use_freezes_calibrated_entries_keep_does_not() {
+        let hu = ModelHandle::open("m", None, Calibrate::Use);
+        let hk = ModelHandle::open("m", None, Calibrate::Keep);
+        for h in [&hu, &hk] {
+            for i in 0..15 {
+                h.record("cpu", 1, 10.0 + i as f64, 50.0);
+            }
+        }
+        assert!(!hu.wants_sample("cpu", 1));
+        assert!(hu.wants_sample("cpu", 2) && hu.wants_sample("gpu", 1));
+        assert!(hk.wants_sample("cpu", 1));
+        assert_eq!(count(&hu, "cpu", 1), 10);
+        assert_eq!(hu.read().total.arch("cpu").unwrap().regression.count, 10);
+        assert_eq!(count(&hk, "cpu", 1), 15);
+        assert_eq!(hk.read().total.arch("cpu").unwrap().regression.count, 15);
+    }
+
+    /// Use also freezes entries calibrated by the file it loaded.
+    #[test]
+    fn use_freezes_entries_calibrated_on_disk() {
+        let d = TempDir::new("use");
+        let path = d.model("m");
+        let k = open(&path, Calibrate::Keep);
+        for _ in 0..10 {
+            k.record("cpu", 1, 1.0, 1.0);
+        }
+        k.save().unwrap();
+        let u = open(&path, Calibrate::Use);
+        assert!(!u.wants_sample("cpu", 1));
+        u.record("cpu", 1, 1.0, 1.0);
+        assert_eq!(count(&u, "cpu", 1), 10);
+        assert!(u.read().fresh.is_empty());
+    }
+
+    /// Reset ignores the file at load, records everything, and its first save replaces
+    /// the file (later saves merge again).
+    #[test]
+    fn reset_replaces_the_file() {
+        let d = TempDir::new("reset");
+        let path = d.model("m");
+        let k = open(&path, Calibrate::Keep);
+        for _ in 0..12 {
+            k.record("cpu", 1, 1.0, 1.0);
+            k.record("cpu", 2, 2.0, 2.0);
+        }
+        k.save().unwrap();
+        let r = open(&path, Calibrate::Reset);
+        assert!(r.entries().is_empty(), "file ignored at load");
+        assert_eq!(r.predict("cpu", 1, 1.0), Prediction::Uncalibrated);
+        for _ in 0..12 {
+            r.record("cpu", 1, 1.0, 3.0);
+        }
+        assert!(r.wants_sample("cpu", 1), "Reset keeps measuring");
+        assert_eq!(count(&r, "cpu", 1), 12);
+        r.save().unwrap();
+        let after = open(&path, Calibrate::Use);
+        assert_eq!(count(&after, "cpu", 1), 12);
+        assert_eq!(count(&after, "cpu", 2), 0, "the old file's entries are gone");
+        // A second Reset save merges with what others saved since.
+        let other = open(&path, Calibrate::Keep);
+        other.record("cpu", 2, 2.0, 2.0);
+        other.save().unwrap();
+        r.record("cpu", 1, 1.0, 3.0);
+        r.save().unwrap();
+        let last = open(&path, Calibrate::Use);
+        assert_eq!((count(&last, "cpu", 1), count(&last, "cpu", 2)), (13, 1));
+    }
+
+    /// A save with nothing new touches nothing (not even the directory), except the first
+    /// save of a Reset model, which empties the file.
+    #[test]
+    fn save_without_new_samples_does_no_io() {
+        let d = TempDir::new("noop");
+        let path = d.0.join("sub").join("m.model");
+        let h = open(&path, Calibrate::Keep);
+        h.save().unwrap();
+        assert!(!d.0.exists(), "the save created the directory");
+        h.record("cpu", 1, 1.0, 1.0);
+        h.save().unwrap();
+        let before = std::fs::read_to_string(&path).unwrap();
+        std::fs::write(&path, "junk").unwrap();
+        h.save().unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "junk");
+        let r = open(&path, Calibrate::Reset);
+        r.save().unwrap();
+        let after = std::fs::read_to_string(&path).unwrap();
+        assert!(after.starts_with("weft-perfmodel 1\n") && after != before);
+        assert!(open(&path, Calibrate::Use).entries().is_empty());
+    }
+
+    /// A model without a path saves nothing and succeeds.
+    #[test]
+    fn memory_only_model_saves_nothing() {
+        let h = ModelHandle::open("m", None, Calibrate::Keep);
+        h.record("cpu", 1, 1.0, 1.0);
+        assert!(h.path().is_none());
+        h.save().unwrap();
+        assert_eq!(count(&h, "cpu", 1), 1);
+    }
+
+    /// The registry gives one handle per (dir, name), under a sanitized file name, and
+    /// `save_all` saves it.
+    #[test]
+    fn registry_and_save_all() {
+        let d = TempDir::new("registry");
+        let name = "cl-1a2b3c4d5e6f7788-sgemm kernel/v2";
+        let h = models_in(Some(&d.0), name, Calibrate::Keep);
+        assert!(Arc::ptr_eq(&h, &models_in(Some(&d.0), name, Calibrate::Use)));
+        assert!(!Arc::ptr_eq(&h, &models_in(None, name, Calibrate::Keep)));
+        let p = h.path().unwrap().to_path_buf();
+        assert_eq!(p.parent(), Some(d.0.as_path()));
+        assert!(p.file_name().unwrap().to_str().unwrap().starts_with("cl-1a2b3c4d5e6f7788-sgemm_kernel_v2-"));
+        h.record("cpu", 4, 1.0, 1.0);
+        save_all();
+        let (back, w) = ModelHandle::load(name, Some(p), Calibrate::Use);
+        assert_eq!(w, None);
+        assert_eq!(count(&back, "cpu", 4), 1);
+    }
+
+    /// Threads of one process saving one model at once, through one shared handle and
+    /// through separate handles (separate lock descriptions, as separate processes would
+    /// have), leave a file with every sample.
+    #[test]
+    fn threads_saving_concurrently_lose_nothing() {
+        let d = TempDir::new("threads");
+        let path = d.model("m");
+        let shared = Arc::new(open(&path, Calibrate::Keep));
+        const THREADS: usize = 4;
+        const ROUNDS: usize = 5;
+        const PER_ROUND: usize = 6;
+        std::thread::scope(|s| {
+            for t in 0..THREADS {
+                let shared = &shared;
+                let path = &path;
+                s.spawn(move || {
+                    let own = open(path, Calibrate::Keep);
+                    for r in 0..ROUNDS {
+                        for i in 0..PER_ROUND {
+                            shared.record("cpu", 0, 100.0, 1.0 + i as f64);
+                            own.record("cpu", 0, 200.0, 2.0 + i as f64);
+                            own.record("opencl:dev", t as u32, 300.0, 3.0);
+                        }
+                        if r % 2 == t % 2 {
+                            shared.save().unwrap()
+                        } else {
+                            own.save().unwrap()
+                        }
+                        own.save().unwrap();
+                    }
+                });
+            }
+        });
+        shared.save().unwrap();
+        let back = open(&path, Calibrate::Use);
+        let n = (THREADS * ROUNDS * PER_ROUND) as u64;
+        assert_eq!(count(&back, "cpu", 0), 2 * n);
+        for t in 0..THREADS as u32 {
+            assert_eq!(count(&back, "opencl:dev", t), n / THREADS as u64);
+        }
+        assert_eq!(back.read().total.arch("cpu").unwrap().regression.count, 2 * n);
+    }
+
+    const CHILD_ENV: &str = "WEFT_PERFMODEL_TEST_WRITER";
+    const CHILDREN: usize = 3;
+    const CHILD_ROUNDS: usize = 8;
+    const CHILD_PER_ROUND: usize = 25;
+
+    /// Several processes calibrating one model and saving it repeatedly at the same time
+    /// leave one valid file holding every process's samples. The test binary re-runs
+    /// itself, this test only, as each writer.
+    #[test]
+    fn processes_saving_concurrently_lose_nothing() {
+        if let Ok(spec) = std::env::var(CHILD_ENV) {
+            let (id, path) = spec.split_once(':').expect("id:path");
+            let id: u32 = id.parse().unwrap();
+            let h = open(Path::new(path), Calibrate::Keep);
+            for r in 0..CHILD_ROUNDS {
+                for i in 0..CHILD_PER_ROUND {
+                    h.record("cuda:NVIDIA H200", 7, 4096.0, 10.0 + (i + r) as f64);
+                    h.record("cpu", 100 + id, 1024.0 * (id + 1) as f64, 3.0);
+                }
+                h.save().unwrap();
+            }
+            return;
+        }
+        let d = TempDir::new("processes");
+        std::fs::create_dir_all(&d.0).unwrap();
+        let path = d.model("m");
+        let exe = std::env::current_exe().unwrap();
+        let test = format!("{}::processes_saving_concurrently_lose_nothing", module_path!().split_once("::").unwrap().1);
+        let children: Vec<_> = (0..CHILDREN)
+            .map(|id| {
+                std::process::Command::new(&exe)
+                    .args(["--exact", &test, "--nocapture", "--test-threads=1"])
+                    .env(CHILD_ENV, format!("{id}:{}", path.display()))
+                    .stdout(std::process::Stdio::piped())
+                    .stderr(std::process::Stdio::piped())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        for c in children {
+            let out = c.wait_with_output().unwrap();
+            let log = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+            assert!(out.status.success(), "writer failed:\n{log}");
+            assert!(log.contains("1 passed"), "the writer did not run the test:\n{log}");
+            assert!(!log.contains("weft: "), "a writer warned:\n{log}");
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        let data = file::parse(&text, "m").expect("a valid file");
+        let k = (CHILD_ROUNDS * CHILD_PER_ROUND) as u64;
+        let gpu = data.arch("cuda:NVIDIA H200").expect("shared architecture");
+        assert_eq!(gpu.entries[&7].count, CHILDREN as u64 * k);
+        assert_eq!(gpu.regression.count, CHILDREN as u64 * k);
+        let cpu = data.arch("cpu").unwrap();
+        for id in 0..CHILDREN as u32 {
+            assert_eq!(cpu.entries[&(100 + id)].count, k, "writer {id}");
+        }
+        assert_eq!(cpu.regression.count, CHILDREN as u64 * k);
+        assert!(cpu.regression.fit().is_some(), "the writers' sizes differ");
+    }
+}
