@@ -230,6 +230,12 @@ typedef struct weft_codelet {
    * The access mode of each buffer, used by `weft_task_set_handle`.
    */
   weft_access_mode modes[WEFT_NMAXBUFS];
+  /**
+   * Name of the codelet's performance model (StarPU's `model->symbol`), NUL-terminated,
+   * or NULL for none. Tasks of codelets naming one model share its measurements, kept in
+   * `$WEFT_HOME/models/<name>.model`; the model-driven policies place tasks by it.
+   */
+  const char *model;
 } weft_codelet;
 
 /**

@@ -113,7 +113,9 @@ fn a_runtime_never_shut_down_reports_its_statistics_at_exit() {
         return;
     };
     let exe = compile(&cc, "tests/c/stats_at_exit.c", "stats_at_exit");
-    let out = run_with(&exe, &[("WEFT_STATS", "1")]);
+    let home = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("c_api_home_{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&home);
+    let out = run_with(&exe, &[("WEFT_STATS", "1"), ("WEFT_HOME", home.to_str().expect("a UTF-8 path"))]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "exit {}: {stderr}", out.status);
     assert!(stderr.contains("weft: statistics at exit"), "{stderr}");
@@ -127,6 +129,10 @@ fn a_runtime_never_shut_down_reports_its_statistics_at_exit() {
         })
         .sum();
     assert_eq!(tasks, 10, "{stderr}");
+    // The codelet's model, measured on the CPU workers, was saved at exit.
+    let model = std::fs::read_to_string(home.join("models/c_api_nothing.model")).unwrap_or_else(|e| panic!("model file: {e}"));
+    assert!(model.contains("c_api_nothing") && model.contains("cpu"), "{model}");
+    let _ = std::fs::remove_dir_all(&home);
     // Without WEFT_STATS nothing is printed.
     let quiet = run(&exe);
     assert!(quiet.status.success() && quiet.stderr.is_empty(), "{}", String::from_utf8_lossy(&quiet.stderr));

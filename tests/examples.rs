@@ -37,7 +37,8 @@ fn pocl_devices() {
 fn runtime(ncpu: usize, nopencl: usize) -> Runtime {
     pocl_devices();
     let base = Config::from_env().expect("config");
-    Runtime::new(Config { ncpu: Some(ncpu), nopencl: Some(nopencl), nnull: 0, ..base }).expect("runtime")
+    // PoCL's devices are of type CPU: beside CPU workers they take the examples' kernels only when asked.
+    Runtime::new(Config { ncpu: Some(ncpu), nopencl: Some(nopencl), nnull: 0, opencl_on_cpus: true, ..base }).expect("runtime")
 }
 
 /// Run `example` at each `(n, tile)` on a fresh runtime of `ncpu` CPU workers and up to

@@ -3,12 +3,17 @@
 //! | variable | meaning | default |
 //! |---|---|---|
 //! | `WEFT_NCPU` | number of CPU workers | one per core, minus one per device driver |
-//! | `WEFT_SCHED` | scheduling policy: eager, prio, random, ws, lws | `lws` |
+//! | `WEFT_SCHED` | scheduling policy: eager, prio, random, ws, lws, dm, dmda, dmdas, heteroprio (`heft`: dmda) | `dmdas` where workers are of more than one kind, else `lws` |
+//! | `WEFT_SCHED_ALPHA`, `WEFT_SCHED_BETA` | weights of expected compute time and transfer time in dm-family placement | 1, 1 |
+//! | `WEFT_CALIBRATE` | performance models: `0` use them (measure uncalibrated entries only), `1` keep measuring, `2` discard and start over | 0 |
+//! | `WEFT_BUS_CALIBRATE` | `1`: measure the bus model again instead of reading it from `$WEFT_HOME/bus` | 0 |
+//! | `WEFT_OPENCL_ON_CPUS` | `1`: OpenCL devices of type CPU also run codelets that have a CPU implementation (they share the CPU workers' cores) | 0 |
+//! | `WEFT_NULL_SLOWDOWN` | null devices run their tasks this many times slower (tests of model-driven placement) | 1 |
 //! | `WEFT_NOPENCL` | OpenCL devices to use (each a memory node with a driver worker) | all |
 //! | `WEFT_LIMIT_OPENCL_MEM` | memory limit of each OpenCL device, MiB | none |
 //! | `WEFT_NCUDA` | CUDA GPUs to use (each a memory node with a driver worker) | all |
 //! | `WEFT_LIMIT_CUDA_MEM` | memory limit of each CUDA GPU, MiB | 15/16 of the GPU's memory |
-//! | `WEFT_HOME` | where built kernels are cached (`$WEFT_HOME/kernels`) | `~/.cache/weft` |
+//! | `WEFT_HOME` | where built kernels (`$WEFT_HOME/kernels`), performance models (`models`) and the bus model (`bus`) are kept | `~/.cache/weft` |
 //! | `WEFT_NNULL` | simulated (null) devices, each a memory node with a driver worker | 0 |
 //! | `WEFT_LIMIT_NULL_MEM` | memory limit of each null device, MiB | none |
 //! | `WEFT_LIMIT_CPU_MEM` | limit on runtime allocations in host memory, MiB | none |
@@ -39,6 +44,22 @@ pub struct Config {
     pub cuda_mem_limit: Option<usize>,
     /// Directory of the on-disk kernel cache (`None`: memory only).
     pub kernel_cache: Option<std::path::PathBuf>,
+    /// `$WEFT_HOME`: performance models live in `models/`, the bus model in `bus/`
+    /// (`None`: in memory only, measured anew by each runtime).
+    pub home: Option<std::path::PathBuf>,
+    pub calibrate: crate::perfmodel::Calibrate,
+    /// Measure the bus model again even if `home` has one for this machine.
+    pub bus_calibrate: bool,
+    /// dm-family placement weighs expected compute time by `alpha` and transfer time by `beta`.
+    pub sched_alpha: f64,
+    pub sched_beta: f64,
+    /// OpenCL devices of type CPU run codelets that also have a CPU implementation (else
+    /// only those that do not, as the OpenCL front end's kernels): such a device computes
+    /// on the cores the CPU workers use.
+    pub opencl_on_cpus: bool,
+    /// Null devices take this many times as long as their implementation ran (≥ 1): a
+    /// slow device for tests of model-driven placement.
+    pub null_slowdown: f64,
     /// Per null-device memory limit in bytes.
     pub null_mem_limit: Option<usize>,
     /// Limit on runtime-allocated host memory in bytes.
@@ -57,13 +78,20 @@ impl Default for Config {
     fn default() -> Self {
         Config {
             ncpu: None,
-            sched: PolicyKind::Lws,
+            sched: PolicyKind::Auto,
             nnull: 0,
             nopencl: Some(0),
             opencl_mem_limit: None,
             ncuda: Some(0),
             cuda_mem_limit: None,
             kernel_cache: None,
+            home: None,
+            calibrate: crate::perfmodel::Calibrate::Use,
+            bus_calibrate: false,
+            sched_alpha: 1.0,
+            sched_beta: 1.0,
+            opencl_on_cpus: false,
+            null_slowdown: 1.0,
             null_mem_limit: None,
             cpu_mem_limit: None,
             bind: true,
@@ -99,12 +127,43 @@ impl Config {
 
     pub(crate) fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Config> {
         let mut c = Config { nopencl: None, ncuda: None, ..Config::default() };
-        c.kernel_cache = match get("WEFT_HOME") {
-            Some(h) => Some(std::path::PathBuf::from(h).join("kernels")),
+        c.home = match get("WEFT_HOME") {
+            Some(h) => Some(std::path::PathBuf::from(h)),
             None => get("XDG_CACHE_HOME")
-                .map(|x| std::path::PathBuf::from(x).join("weft/kernels"))
-                .or_else(|| get("HOME").map(|h| std::path::PathBuf::from(h).join(".cache/weft/kernels"))),
+                .map(|x| std::path::PathBuf::from(x).join("weft"))
+                .or_else(|| get("HOME").map(|h| std::path::PathBuf::from(h).join(".cache/weft"))),
         };
+        c.kernel_cache = c.home.as_ref().map(|h| h.join("kernels"));
+        if let Some(v) = get("WEFT_CALIBRATE") {
+            c.calibrate = match v.as_str() {
+                "0" => crate::perfmodel::Calibrate::Use,
+                "1" => crate::perfmodel::Calibrate::Keep,
+                "2" => crate::perfmodel::Calibrate::Reset,
+                _ => return Err(Error::Config(format!("WEFT_CALIBRATE={v:?}: expected 0, 1 or 2"))),
+            };
+        }
+        if let Some(v) = get("WEFT_BUS_CALIBRATE") {
+            c.bus_calibrate = parse_bool("WEFT_BUS_CALIBRATE", &v)?;
+        }
+        for (name, slot) in [("WEFT_SCHED_ALPHA", &mut c.sched_alpha), ("WEFT_SCHED_BETA", &mut c.sched_beta)] {
+            if let Some(v) = get(name) {
+                let x: f64 = parse_num(name, &v)?;
+                if !(x.is_finite() && x >= 0.0) {
+                    return Err(Error::Config(format!("{name}={v:?}: expected a number >= 0")));
+                }
+                *slot = x;
+            }
+        }
+        if let Some(v) = get("WEFT_OPENCL_ON_CPUS") {
+            c.opencl_on_cpus = parse_bool("WEFT_OPENCL_ON_CPUS", &v)?;
+        }
+        if let Some(v) = get("WEFT_NULL_SLOWDOWN") {
+            let x: f64 = parse_num("WEFT_NULL_SLOWDOWN", &v)?;
+            if !(x.is_finite() && x >= 1.0) {
+                return Err(Error::Config(format!("WEFT_NULL_SLOWDOWN={v:?}: expected a number >= 1")));
+            }
+            c.null_slowdown = x;
+        }
         if let Some(v) = get("WEFT_NCPU") {
             let n: usize = parse_num("WEFT_NCPU", &v)?;
             c.ncpu = Some(n);
@@ -207,5 +266,30 @@ mod tests {
         assert!(e.contains("WEFT_SCHED") && e.contains("eager"), "{e}");
         let e = cfg(&[("WEFT_BIND", "maybe")]).unwrap_err().to_string();
         assert!(e.contains("WEFT_BIND"), "{e}");
+        for (var, bad) in [("WEFT_CALIBRATE", "3"), ("WEFT_SCHED_ALPHA", "-1"), ("WEFT_SCHED_BETA", "x"), ("WEFT_NULL_SLOWDOWN", "0.5")] {
+            let e = cfg(&[(var, bad)]).unwrap_err().to_string();
+            assert!(e.contains(var), "{e}");
+        }
+    }
+
+    #[test]
+    fn model_variables_are_read() {
+        let c = cfg(&[
+            ("WEFT_CALIBRATE", "2"),
+            ("WEFT_BUS_CALIBRATE", "1"),
+            ("WEFT_SCHED_ALPHA", "0.5"),
+            ("WEFT_SCHED_BETA", "2"),
+            ("WEFT_OPENCL_ON_CPUS", "1"),
+            ("WEFT_NULL_SLOWDOWN", "4"),
+            ("WEFT_HOME", "/tmp/wh"),
+            ("WEFT_SCHED", "heft"),
+        ])
+        .unwrap();
+        assert_eq!(c.calibrate, crate::perfmodel::Calibrate::Reset);
+        assert!(c.bus_calibrate && c.opencl_on_cpus);
+        assert_eq!((c.sched_alpha, c.sched_beta, c.null_slowdown), (0.5, 2.0, 4.0));
+        assert_eq!(c.home.as_deref(), Some(std::path::Path::new("/tmp/wh")));
+        assert_eq!(c.kernel_cache.as_deref(), Some(std::path::Path::new("/tmp/wh/kernels")));
+        assert_eq!(c.sched, PolicyKind::Dmda);
     }
 }

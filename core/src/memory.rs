@@ -35,7 +35,12 @@ pub struct MemoryNode {
     pub(crate) resident: Mutex<HashMap<TreeKey, Weak<crate::data::Tree>>>,
     pub(crate) evictions: AtomicUsize,
     pub(crate) bytes_in: AtomicUsize,
+    /// Bytes received from each node (the last slot counts every node from it on).
+    bytes_from: [AtomicU64; MAX_FROM],
 }
+
+/// Source nodes counted apart in `MemoryNode::bytes_from`.
+const MAX_FROM: usize = 16;
 
 /// A monotonic clock for least-recently-used ordering.
 pub(crate) static TICK: AtomicU64 = AtomicU64::new(1);
@@ -57,7 +62,24 @@ impl MemoryNode {
             resident: Mutex::new(HashMap::new()),
             evictions: AtomicUsize::new(0),
             bytes_in: AtomicUsize::new(0),
+            bytes_from: std::array::from_fn(|_| AtomicU64::new(0)),
         }
+    }
+
+    /// `bytes` arrived from node `src`.
+    pub(crate) fn received(&self, src: usize, bytes: usize) {
+        self.bytes_in.fetch_add(bytes, Ordering::Relaxed);
+        self.bytes_from[src.min(MAX_FROM - 1)].fetch_add(bytes as u64, Ordering::Relaxed);
+    }
+
+    /// Bytes received from node `src` so far (nodes from 15 on are counted together).
+    pub fn bytes_from(&self, src: usize) -> u64 {
+        self.bytes_from[src.min(MAX_FROM - 1)].load(Ordering::Relaxed)
+    }
+
+    /// Bytes received from other nodes so far.
+    pub fn bytes_in(&self) -> usize {
+        self.bytes_in.load(Ordering::Relaxed)
     }
 
     pub fn used(&self) -> usize {

@@ -14,7 +14,7 @@ use crate::data::registry::Registry;
 use crate::data::{DataHandle, View};
 use crate::error::{Error, Result};
 use crate::memory::MemoryNode;
-use crate::sched::{self, Policy, SchedCtx, Target, WorkerDesc};
+use crate::sched::{self, Policy, PolicyKind, SchedCtx, Target, WorkerDesc};
 use crate::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use crate::sync::{Arc, Condvar, Mutex, lock};
 use crate::task::tags::{BindError, Tags};
@@ -42,6 +42,26 @@ pub(crate) struct WorkerStats {
     /// Device drivers: task starts put off while their data came home from another device.
     pub deferred: AtomicU64,
     pub busy: AtomicBool,
+    /// Time spent running tasks and jobs (a device: running its tasks), ns.
+    pub busy_ns: AtomicU64,
+    /// A device driver: when its last retired task completed, ns since the runtime started
+    /// (a device runs its tasks in order, so the next one started no earlier).
+    pub last_done_ns: AtomicU64,
+}
+
+/// Predictions against measurements, per (model, worker kind), for `WEFT_STATS`.
+#[derive(Default, Clone)]
+pub(crate) struct PerfStat {
+    pub model: String,
+    pub arch: String,
+    /// Tasks measured, and of those, predicted by a calibrated model.
+    pub measured: u64,
+    pub predicted: u64,
+    pub sum_measured: f64,
+    /// Over the predicted tasks only.
+    pub sum_pred: f64,
+    pub sum_pred_measured: f64,
+    pub sum_abs_err: f64,
 }
 
 /// Commute accesses: a task runs only while no other task holds one of its handles in
@@ -70,6 +90,14 @@ pub(crate) struct RuntimeInner {
     pub registry: Registry,
     pub arbiter: Mutex<Arbiter>,
     pub stats: Vec<CachePadded<WorkerStats>>,
+    pub(crate) perf_stats: Mutex<Vec<PerfStat>>,
+    /// The bus model and model settings, when the policy places by models.
+    pub(crate) models: Option<Arc<crate::sched::ModelCtx>>,
+    /// When the runtime started: the clock of `WorkerStats`' times.
+    pub(crate) epoch: std::time::Instant,
+    /// Tasks with a CPU implementation leave OpenCL out of their mask: every OpenCL worker
+    /// shares the CPU workers' cores (`WorkerInfo::shares_cores`).
+    strip_opencl: bool,
     inflight: CachePadded<AtomicUsize>,
     waiting: AtomicUsize,
     wait_lock: Mutex<()>,
@@ -134,7 +162,18 @@ impl Runtime {
         let ncuda = cuda_devices.len();
         #[cfg(not(feature = "cuda"))]
         let ncuda = 0;
-        let ndrivers = config.nnull + nopencl + ncuda;
+        // OpenCL devices of type CPU (PoCL's) compute on the cores the CPU workers use:
+        // unless asked (`opencl_on_cpus`) they run only tasks without a CPU implementation,
+        // and take no core from the CPU workers (they are idle whenever those are busy).
+        #[cfg(feature = "opencl")]
+        let on_cpu = |d: &weft_vendors::opencl::OpenClDevice| {
+            d.device_type() & weft_vendors::opencl::sys::CL_DEVICE_TYPE_CPU != 0 && !config.opencl_on_cpus
+        };
+        #[cfg(feature = "opencl")]
+        let nshared = opencl_devices.iter().filter(|d| on_cpu(d)).count();
+        #[cfg(not(feature = "opencl"))]
+        let nshared = 0;
+        let ndrivers = config.nnull + nopencl + ncuda - nshared;
         // One CPU worker fewer per device driver thread, as StarPU does, unless WEFT_NCPU says.
         let ncpu = config.ncpu.unwrap_or_else(|| topology.npus().saturating_sub(ndrivers).max(1));
 
@@ -150,6 +189,8 @@ impl Runtime {
                 pu: Some(topology.pus[i % topology.npus()]),
                 name: format!("cpu{i}"),
                 spins: false,
+                perf_arch: "cpu".into(),
+                shares_cores: false,
             });
         }
         for d in 0..config.nnull {
@@ -158,7 +199,16 @@ impl Runtime {
             nodes.push(Arc::new(MemoryNode::new(node, dev.clone() as Arc<dyn Device>, config.null_mem_limit)));
             null_devices.push(dev);
             let id = workers.len();
-            workers.push(WorkerInfo { id, arch: Arch::Null, node, pu: None, name: format!("null{d}"), spins: false });
+            workers.push(WorkerInfo {
+                id,
+                arch: Arch::Null,
+                node,
+                pu: None,
+                name: format!("null{d}"),
+                spins: false,
+                perf_arch: "null".into(),
+                shares_cores: false,
+            });
         }
         #[cfg(feature = "opencl")]
         let mut drivers: Vec<Option<crate::worker::driver::OpenClDriver>> = workers.iter().map(|_| None).collect();
@@ -168,7 +218,9 @@ impl Runtime {
             nodes.push(Arc::new(MemoryNode::new(node, dev.clone() as Arc<dyn Device>, config.opencl_mem_limit)));
             let id = workers.len();
             let spins = dev.polls();
-            workers.push(WorkerInfo { id, arch: Arch::OpenCl, node, pu: None, name: format!("opencl{d}"), spins });
+            let perf_arch = format!("opencl:{}", dev.name());
+            let shares_cores = on_cpu(&dev) && ncpu > 0;
+            workers.push(WorkerInfo { id, arch: Arch::OpenCl, node, pu: None, name: format!("opencl{d}"), spins, perf_arch, shares_cores });
             drivers.push(Some(crate::worker::driver::OpenClDriver::new(dev)));
         }
         #[cfg(feature = "cuda")]
@@ -181,7 +233,17 @@ impl Runtime {
             let limit = config.cuda_mem_limit.or_else(|| dev.memory_size().map(|m| m - m / 16));
             nodes.push(Arc::new(MemoryNode::new(node, dev.clone() as Arc<dyn Device>, limit)));
             let id = workers.len();
-            workers.push(WorkerInfo { id, arch: Arch::Cuda, node, pu: None, name: format!("cuda{d}"), spins: true });
+            let perf_arch = format!("cuda:{}", dev.name());
+            workers.push(WorkerInfo {
+                id,
+                arch: Arch::Cuda,
+                node,
+                pu: None,
+                name: format!("cuda{d}"),
+                spins: true,
+                perf_arch,
+                shares_cores: false,
+            });
             cuda_drivers.push(Some(crate::worker::driver_cuda::CudaDriver::new(dev)));
         }
         // Every worker has a slot in each driver table.
@@ -192,20 +254,54 @@ impl Runtime {
         if nworkers == 0 {
             return Err(Error::Config("WEFT_NCPU=0 and no device: no worker could run a task".into()));
         }
+        let kind = config.sched.resolve(present_archs);
+        let models = kind.uses_models().then(|| {
+            let bus = crate::perfmodel::bus::BusModel::load_or_measure(
+                &nodes,
+                config.home.as_ref().map(|h| h.join("bus")).as_deref(),
+                config.bus_calibrate,
+            );
+            Arc::new(crate::sched::ModelCtx {
+                bus,
+                dir: config.home.as_ref().map(|h| h.join("models")),
+                calibrate: config.calibrate,
+                alpha: config.sched_alpha,
+                beta: config.sched_beta,
+                epoch: std::time::Instant::now(),
+                prefetch: (kind != PolicyKind::Heteroprio && nodes.len() > 1).then(|| crate::sched::prefetch::Prefetcher::new(&nodes)),
+            })
+        });
         let ctx = SchedCtx {
             workers: workers
                 .iter()
-                .map(|w| WorkerDesc { id: w.id, arch: w.arch, node: w.node, pu: w.pu.map(|_| w.id % topology.npus()), speed: 1.0 })
+                .map(|w| WorkerDesc {
+                    id: w.id,
+                    arch: w.arch,
+                    node: w.node,
+                    pu: w.pu.map(|_| w.id % topology.npus()),
+                    speed: 1.0,
+                    perf_arch: w.perf_arch.clone(),
+                    shares_cores: w.shares_cores,
+                })
                 .collect(),
             topology: topology.clone(),
+            models: models.clone(),
         };
-        let policy = sched::create(config.sched, ctx);
+        // Tasks with a CPU implementation leave out OpenCL when every OpenCL worker shares
+        // the CPU workers' cores (else the policies check `shares_cores` per worker).
+        let ocl: Vec<&WorkerInfo> = workers.iter().filter(|w| w.arch == Arch::OpenCl).collect();
+        let strip_opencl = !ocl.is_empty() && ocl.iter().all(|w| w.shares_cores);
+        let policy = sched::create(kind, ctx);
         #[cfg(feature = "opencl")]
         let config_cache = config.kernel_cache.clone();
         let inner = Arc::new(RuntimeInner {
             id: NEXT_RUNTIME.fetch_add(1, Ordering::Relaxed),
             sleep: Sleep::new(workers.iter().map(|w| w.arch).collect()),
             stats: workers.iter().map(|_| CachePadded::new(WorkerStats::default())).collect(),
+            perf_stats: Mutex::new(Vec::new()),
+            models,
+            epoch: std::time::Instant::now(),
+            strip_opencl,
             config,
             topology,
             nodes: nodes.into(),
@@ -368,34 +464,81 @@ impl Runtime {
         self.inner.registry.exact(addr).or_else(|| self.inner.registry.containing(addr))
     }
 
-    /// A per-worker and per-node summary (what `WEFT_STATS=1` prints at shutdown).
+    /// A per-worker and per-node summary (what `WEFT_STATS=1` prints at shutdown): tasks,
+    /// jobs, busy and idle time per worker; per model and kind of worker, the mean
+    /// predicted and measured durations; bytes moved per pair of memory nodes.
     pub fn stats_report(&self) -> String {
-        let mut s = String::new();
-        for (w, st) in self.inner.workers.iter().zip(&self.inner.stats) {
+        let inner = &self.inner;
+        let wall = inner.epoch.elapsed().as_secs_f64();
+        let mut s = format!("policy {}, {:.3} s since start\n", inner.policy.name(), wall);
+        for (w, st) in inner.workers.iter().zip(&inner.stats) {
+            let busy = st.busy_ns.load(Ordering::Relaxed) as f64 / 1e9;
             s += &format!(
-                "worker {:>2} {:<8} node {} tasks {:>8} jobs {:>8} deferred {:>6}\n",
+                "worker {:>2} {:<8} node {} tasks {:>8} jobs {:>8} deferred {:>6} busy {:>8.3} s idle {:>8.3} s\n",
                 w.id,
                 w.name,
                 w.node,
                 st.tasks.load(Ordering::Relaxed),
                 st.jobs.load(Ordering::Relaxed),
-                st.deferred.load(Ordering::Relaxed)
+                st.deferred.load(Ordering::Relaxed),
+                busy,
+                (wall - busy).max(0.0),
             );
         }
-        for n in self.inner.nodes.iter() {
+        for p in lock(&inner.perf_stats).iter() {
+            let mean = |sum: f64, n: u64| if n == 0 { 0.0 } else { sum / n as f64 };
+            s += &format!(
+                "model {} on {}: {} measured, mean {:.1} us; {} predicted: mean predicted {:.1} us, measured {:.1} us, mean abs error {:.1}%\n",
+                p.model,
+                p.arch,
+                p.measured,
+                mean(p.sum_measured, p.measured),
+                p.predicted,
+                mean(p.sum_pred, p.predicted),
+                mean(p.sum_pred_measured, p.predicted),
+                100.0 * mean(p.sum_abs_err, p.predicted),
+            );
+        }
+        for n in inner.nodes.iter() {
             s += &format!(
                 "node {} {:<5} used {} B, received {} B, evictions {}\n",
                 n.id,
                 n.device.name(),
                 n.used(),
-                n.bytes_in.load(Ordering::Relaxed),
+                n.bytes_in(),
                 n.evictions()
             );
         }
-        for d in &self.inner.null_devices {
+        for dst in inner.nodes.iter() {
+            for src in inner.nodes.iter().filter(|src| src.id != dst.id) {
+                let b = dst.bytes_from(src.id);
+                if b > 0 {
+                    s += &format!("bytes node {} -> node {}: {}\n", src.id, dst.id, b);
+                }
+            }
+        }
+        for d in &inner.null_devices {
             s += &format!("device {}: {} B copied, {} B allocated\n", d.name(), d.copied(), d.allocated());
         }
+        if let Some(m) = &inner.models {
+            if let Some(p) = &m.prefetch {
+                s += &format!("prefetched {} B ahead of their tasks\n", p.bytes.load(Ordering::Relaxed));
+            }
+            s += &m.bus.report();
+        }
         s
+    }
+
+    /// The performance model of `codelet` as this runtime keeps it (its file under
+    /// `$WEFT_HOME/models`), if the codelet has one.
+    pub fn model(&self, codelet: &crate::task::Codelet) -> Option<Arc<crate::perfmodel::ModelHandle>> {
+        let dir = self.inner.config.home.as_ref().map(|h| h.join("models"));
+        codelet.model_handle(dir.as_deref(), self.inner.config.calibrate)
+    }
+
+    /// Bytes moved from memory node `src` to node `dst` so far.
+    pub fn bytes_moved(&self, src: usize, dst: usize) -> u64 {
+        self.inner.nodes.get(dst).map_or(0, |n| n.bytes_from(src))
     }
 
     /// Run `f(arg)` on CPU worker `w`, before the tasks it has not started yet: how front ends
@@ -459,6 +602,7 @@ impl Drop for Runtime {
         if self.inner.config.stats {
             eprint!("{}", self.stats_report());
         }
+        crate::perfmodel::save_all();
         self.inner.shutdown.store(true, Ordering::SeqCst);
         self.inner.sleep.wake_all();
         for t in self.threads.drain(..) {
@@ -491,6 +635,8 @@ impl RuntimeInner {
             state: Mutex::new(TaskState { done: false, waiters: 0, result: None, successors: SmallVec::new(), launched_on: None }),
             cv: Condvar::new(),
             poison: OnceLock::new(),
+            perf_key: b.perf_key.take().map(OnceLock::from).unwrap_or_default(),
+            predicted: crate::sync::atomic::AtomicU64::new(0),
         };
         // A completed task nobody else refers to (no successor, handle list or waiter): its
         // memory, with no allocation (and no free on the thread that completed it).
@@ -518,6 +664,9 @@ impl RuntimeInner {
             (Some(c), None) => (TaskKind::Codelet(c.clone()), b.validate(self.present_archs)?),
             (None, None) => (TaskKind::Empty, b.validate(self.present_archs)?),
         };
+        if self.strip_opencl && b.worker.is_none() && mask & Arch::Cpu.bit() != 0 {
+            mask &= !Arch::OpenCl.bit();
+        }
         if b.accesses.iter().any(|a| a.mode == AccessMode::Redux) {
             // REDUX contributions live in host memory: only host-code workers take part.
             mask &= !(Arch::OpenCl.bit() | Arch::Cuda.bit());
@@ -759,6 +908,8 @@ impl RuntimeInner {
     pub(crate) fn execute(&self, w: usize, t: TaskRef) {
         let stats = &self.stats[w];
         stats.busy.store(true, Ordering::Relaxed);
+        // Two clock reads per task are a tenth of a tiny task's cost: only when asked.
+        let start = self.config.stats.then(std::time::Instant::now);
         let result = match t.poison.get() {
             Some(e) => Err((**e).clone()),
             None => match &t.kind {
@@ -771,8 +922,55 @@ impl RuntimeInner {
             },
         };
         stats.tasks.fetch_add(1, Ordering::Relaxed);
+        if let Some(s) = start {
+            stats.busy_ns.fetch_add(s.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        }
+        if t.worker.is_none() {
+            self.policy.done(w, &t);
+        }
         self.complete(&t, result, Some(w));
         stats.busy.store(false, Ordering::Relaxed);
+    }
+
+    /// The model of `t`'s codelet, if it has one and wants a sample of `t` on worker `w`.
+    pub(crate) fn sampling(&self, w: usize, t: &TaskInner) -> Option<Arc<crate::perfmodel::ModelHandle>> {
+        let TaskKind::Codelet(c) = &t.kind else { return None };
+        let dir = self.config.home.as_ref().map(|h| h.join("models"));
+        let m = c.model_handle(dir.as_deref(), self.config.calibrate)?;
+        let (fp, _) = t.perf_key();
+        // Wanted for the model, or for the statistics of its predictions.
+        (self.config.stats || m.wants_sample(&self.workers[w].perf_arch, fp)).then_some(m)
+    }
+
+    /// `t` took `us` µs on worker `w`: feed its model and the statistics.
+    pub(crate) fn measured(&self, w: usize, t: &TaskInner, m: &crate::perfmodel::ModelHandle, us: f64) {
+        let arch = &self.workers[w].perf_arch;
+        let (fp, size) = t.perf_key();
+        let pred = match m.predict(arch, fp, size) {
+            crate::perfmodel::Prediction::Calibrated(p) => Some(p),
+            crate::perfmodel::Prediction::Uncalibrated => None,
+        };
+        m.record(arch, fp, size, us);
+        if !self.config.stats {
+            return;
+        }
+        let mut ps = lock(&self.perf_stats);
+        let i = match ps.iter().position(|p| p.model == m.name() && p.arch == *arch) {
+            Some(i) => i,
+            None => {
+                ps.push(PerfStat { model: m.name().to_string(), arch: arch.clone(), ..PerfStat::default() });
+                ps.len() - 1
+            }
+        };
+        let p = &mut ps[i];
+        p.measured += 1;
+        p.sum_measured += us;
+        if let Some(pred) = pred {
+            p.predicted += 1;
+            p.sum_pred += pred;
+            p.sum_pred_measured += us;
+            p.sum_abs_err += (pred - us).abs() / us.max(1e-3);
+        }
     }
 
     fn run_codelet(&self, w: usize, t: &TaskRef, c: &crate::task::Codelet) -> Result<(), TaskError> {
@@ -794,7 +992,21 @@ impl RuntimeInner {
             Err(e) => Err(TaskError::Data(e.to_string())),
             Ok(()) => {
                 let ctx = TaskContext { views: &views, args: &t.args, worker: w, arch: info.arch };
-                call_implementation(f, &ctx, c.name())
+                let model = self.sampling(w, t);
+                let slow = info.arch == Arch::Null && self.config.null_slowdown > 1.0;
+                let start = (model.is_some() || slow).then(std::time::Instant::now);
+                let r = call_implementation(f, &ctx, c.name());
+                if let Some(start) = start {
+                    if slow {
+                        std::thread::sleep(start.elapsed().mul_f64(self.config.null_slowdown - 1.0));
+                    }
+                    if let Some(m) = model
+                        && r.is_ok()
+                    {
+                        self.measured(w, t, &m, start.elapsed().as_secs_f64() * 1e6);
+                    }
+                }
+                r
             }
         };
         self.release_all(w, t, views.len(), scratch);

@@ -18,6 +18,8 @@ fn runtime(ncpu: usize, limit: Option<usize>, dir: &std::path::Path) -> Option<R
         kernel_cache: Some(dir.to_path_buf()),
         sched: PolicyKind::Eager,
         spin_us: 5,
+        // PoCL's devices are of type CPU: let them run what has a CPU implementation too.
+        opencl_on_cpus: true,
         ..Config::default()
     })
     .unwrap();

@@ -39,6 +39,8 @@ fn data_hops_between_asynchronous_devices_are_deferred_not_waited_for(dir: &std:
         nopencl: Some(2),
         ncuda: Some(0),
         kernel_cache: Some(dir.to_path_buf()),
+        // PoCL's devices are of type CPU: let them run what has a CPU implementation too.
+        opencl_on_cpus: true,
         ..Config::default()
     }) {
         Ok(rt) => rt,

@@ -116,6 +116,32 @@ fn ws_conforms() {
 fn lws_conforms() {
     conformance(PolicyKind::Lws);
 }
+#[test]
+fn dm_conforms() {
+    conformance(PolicyKind::Dm);
+}
+#[test]
+fn dmda_conforms() {
+    conformance(PolicyKind::Dmda);
+}
+#[test]
+fn dmdas_conforms() {
+    conformance(PolicyKind::Dmdas);
+}
+#[test]
+fn heteroprio_conforms() {
+    conformance(PolicyKind::Heteroprio);
+}
+
+/// The default policy is work stealing on CPU workers alone and a model-driven one where
+/// workers are of several kinds.
+#[test]
+fn the_default_policy_depends_on_the_kinds_of_workers() {
+    let cpu = Runtime::new(Config { ncpu: Some(2), spin_us: 5, ..Config::default() }).unwrap();
+    assert_eq!(cpu.policy_name(), "lws");
+    let mixed = Runtime::new(Config { ncpu: Some(1), nnull: 1, spin_us: 5, ..Config::default() }).unwrap();
+    assert_eq!(mixed.policy_name(), "dmdas");
+}
 
 #[test]
 fn prio_runs_higher_priorities_first() {

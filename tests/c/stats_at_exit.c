@@ -1,6 +1,7 @@
 /* A program that starts the runtime and never shuts it down (as programs run through the
  * OpenMP or OpenCL front ends do): with WEFT_STATS=1 the runtime's statistics are printed
- * when the process exits. Submits 10 tasks, waits for them, returns from main. */
+ * when the process exits, and the performance model its codelet names is saved then.
+ * Submits 10 tasks, waits for them, returns from main. */
 #include <stdio.h>
 #include <weft.h>
 
@@ -11,7 +12,7 @@ static int nothing(void *buffers[], void *cl_arg)
     return 0;
 }
 
-static struct weft_codelet cl = { .name = "nothing", .cpu_func = nothing, .nbuffers = 0 };
+static struct weft_codelet cl = { .name = "nothing", .cpu_func = nothing, .nbuffers = 0, .model = "c_api_nothing" };
 
 int main(void)
 {

@@ -99,6 +99,10 @@ pub struct weft_codelet {
     pub nbuffers: c_int,
     /// The access mode of each buffer, used by `weft_task_set_handle`.
     pub modes: [weft_access_mode_int; WEFT_NMAXBUFS],
+    /// Name of the codelet's performance model (StarPU's `model->symbol`), NUL-terminated,
+    /// or NULL for none. Tasks of codelets naming one model share its measurements, kept in
+    /// `$WEFT_HOME/models/<name>.model`; the model-driven policies place tasks by it.
+    pub model: *const c_char,
 }
 
 /// A C access mode as a core one.
@@ -130,6 +134,7 @@ struct Snapshot {
     func: usize,
     nbuffers: c_int,
     name: Box<[u8]>,
+    model: Option<Box<[u8]>>,
 }
 
 /// Bound on cached codelets (codelets allocated per task would otherwise grow it forever).
@@ -154,7 +159,8 @@ fn codelet_name(raw: &weft_codelet) -> &[u8] {
 /// Read the C codelet at `cl` and get its core codelet.
 ///
 /// # Safety
-/// `cl` is a valid, readable `struct weft_codelet` whose `name` is NULL or NUL-terminated.
+/// `cl` is a valid, readable `struct weft_codelet` whose `name` and `model` are NULL or
+/// NUL-terminated.
 unsafe fn codelet_of(st: &State, cl: *const weft_codelet) -> CResult<(Arc<Codelet>, weft_codelet)> {
     // SAFETY: contract; a copy, so that the C side changing it later cannot matter.
     let raw = unsafe { cl.read() };
@@ -175,11 +181,14 @@ unsafe fn codelet_of(st: &State, cl: *const weft_codelet) -> CResult<(Arc<Codele
             raw.nbuffers
         )));
     }
+    // SAFETY: a non-NULL model name is a NUL-terminated string (weft_codelet's contract).
+    let model = (!raw.model.is_null()).then(|| unsafe { CStr::from_ptr(raw.model) }.to_bytes());
     let mut cache = lock(&st.codelets);
     if let Some((snap, c)) = cache.map.get(&(cl as usize))
         && snap.func == f as usize
         && snap.nbuffers == raw.nbuffers
         && *snap.name == *name
+        && snap.model.as_deref() == model
     {
         return Ok((c.clone(), raw));
     }
@@ -187,11 +196,14 @@ unsafe fn codelet_of(st: &State, cl: *const weft_codelet) -> CResult<(Arc<Codele
     if let Ok(n) = usize::try_from(raw.nbuffers) {
         b = b.nbuffers(n);
     }
+    if let Some(m) = model {
+        b = b.model(crate::perfmodel::PerfModel::new(String::from_utf8_lossy(m).into_owned()));
+    }
     let c = b.build();
     if cache.map.len() >= CACHE_MAX {
         cache.map.clear();
     }
-    let snap = Snapshot { func: f as usize, nbuffers: raw.nbuffers, name: name.into() };
+    let snap = Snapshot { func: f as usize, nbuffers: raw.nbuffers, name: name.into(), model: model.map(Into::into) };
     cache.map.insert(cl as usize, (snap, c.clone()));
     Ok((c, raw))
 }

@@ -27,7 +27,6 @@ use crate::task::AccessMode;
 use weft_vendors::Endpoint;
 
 /// What a device driver's acquisition gave.
-#[cfg_attr(not(any(feature = "opencl", feature = "cuda")), allow(dead_code))] // only device drivers use it
 pub(crate) enum Acquired {
     Ready(weft_vendors::Buffer),
     /// The data is on its way home from another device: ask again once this completed.
@@ -86,7 +85,7 @@ impl TreeState {
         // until the copy completes, and dependencies keep tasks from writing `dst` meanwhile.
         let done = unsafe { dev.copy(s, d, rect) }?;
         done.wait()?;
-        tree.nodes[dst].bytes_in.fetch_add(rect.bytes(), Ordering::Relaxed);
+        tree.nodes[dst].received(src, rect.bytes());
         Ok(())
     }
 
@@ -152,7 +151,6 @@ impl TreeState {
     /// return that copy's completion without waiting (nothing pinned): the device driver
     /// asks again once it completed, and meanwhile runs other tasks. The second hop (home to
     /// this device) is then a single copy, which the driver's window overlaps with kernels.
-    #[cfg_attr(not(any(feature = "opencl", feature = "cuda")), allow(dead_code))] // only device drivers use it
     pub(crate) fn acquire_buffer(&mut self, tree: &Arc<Tree>, idx: usize, node: usize, mode: AccessMode) -> Result<Acquired> {
         debug_assert!(node != 0, "home replicas are reached by address");
         if let Some(pending) = self.acquire_replica(tree, idx, node, mode, false)? {
@@ -176,7 +174,7 @@ impl TreeState {
         r?;
         e.replicas[0].state = ReplicaState::Shared;
         normalize(e);
-        tree.nodes[0].bytes_in.fetch_add(p.bytes, Ordering::Relaxed);
+        tree.nodes[0].received(p.src, p.bytes);
         Ok(None)
     }
 

@@ -25,7 +25,8 @@ impl Policy for Eager {
         Target::Any(m)
     }
     fn pop(&self, worker: usize, _wake: &dyn Fn(Target)) -> Option<TaskRef> {
-        self.q.pop(self.ctx.workers[worker].arch)
+        let w = &self.ctx.workers[worker];
+        self.q.pop(w.arch, w.shares_cores)
     }
     fn is_empty(&self) -> bool {
         self.q.is_empty()

@@ -55,15 +55,14 @@ impl Policy for Prio {
         if self.len.load(Ordering::Relaxed) == 0 {
             return None;
         }
-        let bit = self.ctx.workers[worker].arch.bit();
         let mut h = lock(&self.heap);
-        let t = if h.peek().is_some_and(|i| i.2.arch_mask & bit != 0) {
+        let t = if h.peek().is_some_and(|i| self.ctx.can_run(&i.2, worker)) {
             h.pop().map(|i| i.2)
         } else {
             // Highest-priority task this worker can run, keeping the others in place.
             let mut items = std::mem::take(&mut *h).into_vec();
             items.sort_by(|a, b| b.cmp(a));
-            let pos = items.iter().position(|i| i.2.arch_mask & bit != 0);
+            let pos = items.iter().position(|i| self.ctx.can_run(&i.2, worker));
             let t = pos.map(|p| items.remove(p).2);
             *h = BinaryHeap::from(items);
             t

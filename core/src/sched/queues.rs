@@ -29,12 +29,15 @@ impl MaskQueues {
         self.queues[m].push(t);
     }
     /// A task runnable by `arch`: tasks only it can run first, then shared ones.
-    pub fn pop(&self, arch: Arch) -> Option<TaskRef> {
+    /// `no_cpu`: only tasks without a CPU implementation (a device sharing the CPU
+    /// workers' cores, `WorkerDesc::shares_cores`).
+    pub fn pop(&self, arch: Arch, no_cpu: bool) -> Option<TaskRef> {
         let bit = arch.bit() as usize;
         if let Some(t) = steal(&self.queues[bit]) {
             return Some(t);
         }
-        (1..self.queues.len()).filter(|m| m & bit != 0 && *m != bit).find_map(|m| steal(&self.queues[m]))
+        let cpu = if no_cpu { Arch::Cpu.bit() as usize } else { 0 };
+        (1..self.queues.len()).filter(|m| m & bit != 0 && *m != bit && m & cpu == 0).find_map(|m| steal(&self.queues[m]))
     }
     pub fn is_empty(&self) -> bool {
         self.queues.iter().all(|q| q.is_empty())
@@ -56,10 +59,10 @@ mod tests {
         q.push(task(3, all));
         q.push(task(4, Arch::Cpu.bit()));
         // Tasks only the arch can run first, then shared ones.
-        assert_eq!(q.pop(Arch::Cuda).map(|t| t.id), Some(2));
-        assert!(q.pop(Arch::OpenCl).is_some_and(|t| t.id == 3));
-        assert_eq!(q.pop(Arch::Cpu).map(|t| t.id), Some(4));
-        assert_eq!(q.pop(Arch::Cuda).map(|t| t.id), Some(1));
-        assert!(q.pop(Arch::Cuda).is_none() && q.pop(Arch::Null).is_none() && q.is_empty());
+        assert_eq!(q.pop(Arch::Cuda, false).map(|t| t.id), Some(2));
+        assert!(q.pop(Arch::OpenCl, false).is_some_and(|t| t.id == 3));
+        assert_eq!(q.pop(Arch::Cpu, false).map(|t| t.id), Some(4));
+        assert_eq!(q.pop(Arch::Cuda, false).map(|t| t.id), Some(1));
+        assert!(q.pop(Arch::Cuda, false).is_none() && q.pop(Arch::Null, false).is_none() && q.is_empty());
     }
 }

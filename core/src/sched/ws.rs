@@ -54,7 +54,7 @@ impl Policy for Ws {
         if let Some(t) = steal(&self.local[worker]) {
             return Some(t);
         }
-        if let Some(t) = self.shared.pop(self.ctx.workers[worker].arch) {
+        if let Some(t) = self.shared.pop(self.ctx.workers[worker].arch, self.ctx.workers[worker].shares_cores) {
             return Some(t);
         }
         for &v in &self.victims[worker] {
@@ -92,14 +92,15 @@ mod tests {
     use std::cell::RefCell;
 
     fn desc(id: usize, arch: Arch) -> WorkerDesc {
-        WorkerDesc { id, arch, node: 0, pu: None, speed: 1.0 }
+        WorkerDesc { id, arch, node: 0, pu: None, speed: 1.0, perf_arch: arch.name().into(), shares_cores: false }
     }
 
     /// A thief that steals a task it cannot run hands it back and wakes a worker that can:
     /// the task's owner may have found its own queue empty meanwhile and gone to sleep.
     #[test]
     fn a_task_handed_back_wakes_a_worker_that_can_run_it() {
-        let ws = Ws::new(SchedCtx { workers: vec![desc(0, Arch::Cpu), desc(1, Arch::Null)], topology: Topology::detect() }, false);
+        let ws =
+            Ws::new(SchedCtx { workers: vec![desc(0, Arch::Cpu), desc(1, Arch::Null)], topology: Topology::detect(), models: None }, false);
         // The CPU worker made a CPU-only task ready: its own queue, nobody woken.
         assert_eq!(ws.push(task(7, Arch::Cpu.bit()), Some(0)), Target::Any(Arch::Cpu.bit()));
         let woken = RefCell::new(Vec::new());

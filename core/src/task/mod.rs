@@ -233,6 +233,10 @@ pub struct Codelet {
     pub(crate) cuda: Option<CudaCode>,
     pub(crate) nbuffers: Option<usize>,
     pub(crate) modes: Option<Vec<AccessMode>>,
+    pub(crate) model: Option<crate::perfmodel::PerfModel>,
+    /// The model's handle in the process's registry, once looked up (for one directory:
+    /// a runtime with another `WEFT_HOME` looks it up each time).
+    pub(crate) model_handle: OnceLock<Arc<crate::perfmodel::ModelHandle>>,
 }
 
 impl std::fmt::Debug for Codelet {
@@ -253,11 +257,30 @@ impl Codelet {
                 cuda: None,
                 nbuffers: None,
                 modes: None,
+                model: None,
+                model_handle: OnceLock::new(),
             },
         }
     }
     pub fn name(&self) -> &str {
         &self.name
+    }
+    /// Its performance model, if it has one.
+    pub fn model(&self) -> Option<&crate::perfmodel::PerfModel> {
+        self.model.as_ref()
+    }
+    /// The model's handle for files in `dir` (`$WEFT_HOME/models`; `None`: in memory).
+    pub(crate) fn model_handle(
+        &self,
+        dir: Option<&std::path::Path>,
+        calibrate: crate::perfmodel::Calibrate,
+    ) -> Option<Arc<crate::perfmodel::ModelHandle>> {
+        let m = self.model.as_ref()?;
+        let h = self.model_handle.get_or_init(|| crate::perfmodel::models_in(dir, &m.name, calibrate));
+        if h.path().and_then(|p| p.parent()) == dir {
+            return Some(h.clone());
+        }
+        Some(crate::perfmodel::models_in(dir, &m.name, calibrate))
     }
     pub(crate) fn arch_mask(&self) -> u8 {
         let host = [Arch::Cpu, Arch::Null].iter().filter(|a| self.impls[**a as usize].is_some()).fold(0, |m, a| m | a.bit());
@@ -331,6 +354,13 @@ impl CodeletBuilder {
     #[cfg(feature = "cuda")]
     pub fn cuda_fn(mut self, f: impl Fn(&CudaTaskContext<'_>) -> std::result::Result<(), String> + Send + Sync + 'static) -> Self {
         self.c.cuda = Some(CudaCode::Fn(Arc::new(f)));
+        self
+    }
+    /// A performance model (StarPU's `starpu_perfmodel`): the runtime measures every task
+    /// of the codelet on each kind of worker, and the model-driven policies place tasks by
+    /// what it predicts. Codelets sharing a model name share its measurements.
+    pub fn model(mut self, m: crate::perfmodel::PerfModel) -> Self {
+        self.c.model = Some(m);
         self
     }
     /// Declare how many buffers each task of this codelet accesses (checked at submission).
@@ -502,9 +532,28 @@ pub(crate) struct TaskInner {
     pub cv: Condvar,
     /// The failure of a dependency, if any: the task is cancelled instead of run.
     pub poison: OnceLock<Box<TaskError>>,
+    /// (footprint, size) in its codelet's performance model: given by the submitter
+    /// ([`TaskBuilder::footprint`]) or computed from its data shapes on first use.
+    pub perf_key: OnceLock<(u32, f64)>,
+    /// What the policy that placed it expected it to take, µs (`f64` bits; 0: nothing).
+    pub predicted: AtomicU64,
 }
 
 impl TaskInner {
+    /// (footprint, size) of this task in its codelet's model.
+    pub fn perf_key(&self) -> (u32, f64) {
+        *self.perf_key.get_or_init(|| {
+            let shapes: SmallVec<[crate::data::Shape; 4]> = self.accesses.iter().map(|a| a.handle.shape()).collect();
+            match &self.kind {
+                TaskKind::Codelet(c) => match &c.model {
+                    Some(m) => m.key(&shapes, &self.args),
+                    None => (crate::perfmodel::footprint(&shapes), shapes.iter().map(|s| s.size() as f64).sum()),
+                },
+                _ => (0, 0.0),
+            }
+        })
+    }
+
     pub fn name(&self) -> &str {
         match &self.kind {
             TaskKind::Codelet(c) => &c.name,
@@ -601,6 +650,8 @@ pub struct TaskBuilder {
     pub(crate) worker: Option<usize>,
     /// A completed task whose memory the new one may take ([`TaskBuilder::reuse`]).
     pub(crate) reuse: Option<Spent>,
+    /// (footprint, size) in the codelet's model, if the submitter gives them.
+    pub(crate) perf_key: Option<(u32, f64)>,
 }
 
 /// A completed external task, kept by the front end so that a later task can take its
@@ -648,7 +699,20 @@ impl TaskBuilder {
             callback: None,
             worker: None,
             reuse: None,
+            perf_key: None,
         }
+    }
+    /// The task's footprint and size in its codelet's performance model, instead of what
+    /// the model computes from the data shapes: a front end whose tasks of one codelet
+    /// differ by more than their data (an OpenCL kernel's global work size) says so here.
+    pub fn footprint(mut self, footprint: u32, size: f64) -> Self {
+        self.set_footprint(footprint, size);
+        self
+    }
+    /// [`TaskBuilder::footprint`] in place.
+    pub fn set_footprint(&mut self, footprint: u32, size: f64) -> &mut Self {
+        self.perf_key = Some((footprint, size));
+        self
     }
     /// Build the task in `spent`'s memory if nothing else refers to that completed task any
     /// more (else in new memory, and `spent` goes).

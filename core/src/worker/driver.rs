@@ -67,6 +67,9 @@ pub(crate) struct InFlight {
     n: usize,
     scratch: SmallVec<[Buffer; 1]>,
     pub done: Completion,
+    /// When it was launched, and its model if it wants this task's duration.
+    launched: std::time::Instant,
+    model: Option<std::sync::Arc<crate::perfmodel::ModelHandle>>,
 }
 
 /// What starting a task on a device gave.
@@ -128,6 +131,9 @@ impl RuntimeInner {
     /// `batch`: an OpenCL launch may join the device's open batch (see `close_batch`).
     pub(crate) fn start_on_device(&self, w: usize, t: &TaskRef, c: &Codelet, retry: bool, batch: bool) -> Start {
         let node = self.workers[w].node;
+        // A measured launch needs its own completion: a batch's completes with its last.
+        let model = self.sampling(w, t);
+        let batch = batch && model.is_none();
         let mut bufs: SmallVec<[Buffer; 3]> = SmallVec::new();
         let mut scratch: SmallVec<[Buffer; 1]> = SmallVec::new();
         let acquired = if retry {
@@ -149,8 +155,9 @@ impl RuntimeInner {
             }
             Ok(None) => self.launch_on(w, t, c, &bufs, batch),
         };
+        let launched_at = std::time::Instant::now();
         match launched {
-            Ok(done) => Start::Flying(InFlight { t: t.clone(), node, n: bufs.len(), scratch, done }),
+            Ok(done) => Start::Flying(InFlight { t: t.clone(), node, n: bufs.len(), scratch, done, launched: launched_at, model }),
             Err(e) => {
                 self.release_on_device(node, t, bufs.len(), scratch);
                 Start::Finished(Err(e))
@@ -263,13 +270,31 @@ impl RuntimeInner {
     #[cfg(any(feature = "opencl", feature = "cuda"))]
     pub(crate) fn finish_in_flight(&self, w: usize, f: InFlight) {
         let t = f.t.clone();
+        let (launched, model, done) = (f.launched, f.model.clone(), f.done.clone());
         let r = self.retire(f);
+        if r.is_ok()
+            && (model.is_some() || self.config.stats)
+            && let Some(at) = done.completed_at()
+        {
+            // The device ran it after the task before it, which completed at `last_done`.
+            use std::sync::atomic::Ordering::Relaxed;
+            let ns = |i: std::time::Instant| i.saturating_duration_since(self.epoch).as_nanos() as u64;
+            let end = ns(at);
+            let start = ns(launched).max(self.stats[w].last_done_ns.fetch_max(end, Relaxed)).min(end);
+            self.stats[w].busy_ns.fetch_add(end - start, Relaxed);
+            if let Some(m) = model {
+                self.measured(w, &t, &m, (end - start) as f64 / 1e3);
+            }
+        }
         self.finish_on_driver(w, &t, r);
     }
 
     #[cfg(any(feature = "opencl", feature = "cuda"))]
     fn finish_on_driver(&self, w: usize, t: &TaskRef, r: Result<(), TaskError>) {
         self.stats[w].tasks.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        if t.worker.is_none() {
+            self.policy.done(w, t);
+        }
         self.complete(t, r, Some(w));
     }
 

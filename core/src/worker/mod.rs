@@ -30,6 +30,12 @@ pub struct WorkerInfo {
     /// Its device computes off this machine's cores (a GPU): threads waiting for its work
     /// spin a while before they sleep (`Config::wait_spin_us`).
     pub spins: bool,
+    /// Its key in performance models: workers with the same key share measurements
+    /// ("cpu", "null", "opencl:<device name>", "cuda:<device name>").
+    pub perf_arch: String,
+    /// An OpenCL device of type CPU beside CPU workers (without `Config::opencl_on_cpus`):
+    /// it computes on their cores, so it runs only tasks that have no CPU implementation.
+    pub shares_cores: bool,
 }
 
 thread_local! {

@@ -1,0 +1,149 @@
+//! `dm`: each ready task goes to the worker where it is expected to finish first: the
+//! worker's queued work (the predictions of the tasks it holds), plus the task's predicted
+//! duration there. Also the engine of `dmda` (which adds the expected transfer time,
+//! weighted by `WEFT_SCHED_BETA`) and `dmdas` (queues sorted by priority).
+//!
+//! Each worker has its own queue and takes only from it: a placement is a decision, not a
+//! hint (StarPU's dm family does the same). A task whose model has fewer than 10 samples
+//! on some kind of worker that could run it goes to such a worker (the one with the least
+//! queued work), so that every kind gets measured; a task without a model goes where the
+//! least work is queued.
+//!
+//! A worker's expected end is `max(busy_until, now) + queued`: `queued` sums the
+//! predictions of its queued tasks; `busy_until` is pushed forward by each task it takes
+//! (a device runs its tasks in flight one after another) and reset to now when it has
+//! none running.
+
+use super::perf::{self, Expect};
+use super::{ModelCtx, Policy, SchedCtx, Target};
+use crate::sync::atomic::{AtomicUsize, Ordering};
+use crate::sync::{Arc, Mutex, lock};
+use crate::task::TaskRef;
+use crossbeam_utils::CachePadded;
+use std::collections::VecDeque;
+
+#[derive(Default)]
+struct Queue {
+    /// Tasks with the prediction counted for them; sorted by decreasing priority (FIFO
+    /// among equals) when the policy sorts.
+    tasks: VecDeque<(TaskRef, f64)>,
+    /// Sum of the queued tasks' predictions, µs.
+    queued: f64,
+    /// When the tasks it has taken are expected to be done, µs on the model clock.
+    busy_until: f64,
+    /// Tasks taken and not done yet.
+    running: usize,
+}
+
+impl Queue {
+    fn expected_end(&self, now: f64) -> f64 {
+        self.busy_until.max(now) + self.queued
+    }
+}
+
+pub(crate) struct Dm {
+    name: &'static str,
+    ctx: SchedCtx,
+    m: Arc<ModelCtx>,
+    /// Weight of the expected transfer time (0 for `dm`).
+    beta: f64,
+    /// Queues sorted by priority (`dmdas`).
+    sorted: bool,
+    queues: Vec<CachePadded<Mutex<Queue>>>,
+    len: AtomicUsize,
+}
+
+/// `dm` on `ctx`.
+pub(crate) fn new(ctx: SchedCtx) -> Dm {
+    Dm::new("dm", ctx, false, false)
+}
+
+impl Dm {
+    pub(crate) fn new(name: &'static str, ctx: SchedCtx, transfers: bool, sorted: bool) -> Dm {
+        let m = ctx.models.clone().expect("invariant: model-driven policies get the model context");
+        let beta = if transfers { m.beta } else { 0.0 };
+        let queues = ctx.workers.iter().map(|_| CachePadded::new(Mutex::new(Queue::default()))).collect();
+        Dm { name, ctx, m, beta, sorted, queues, len: AtomicUsize::new(0) }
+    }
+
+    /// The worker `task` should go to, and the duration expected there (0: unknown).
+    fn place(&self, task: &TaskRef) -> (usize, f64) {
+        let now = self.m.now();
+        let inputs = if self.beta > 0.0 { perf::inputs(task) } else { Default::default() };
+        // (score, queued tasks, worker, prediction) of the best calibrated choice, and of the
+        // least loaded worker whose kind still needs measuring.
+        let mut best: Option<(f64, usize, usize, f64)> = None;
+        let mut calibrate: Option<(f64, usize, usize)> = None;
+        for w in self.ctx.workers.iter().filter(|w| self.ctx.can_run(task, w.id)) {
+            let (end, ntasks) = {
+                let q = lock(&self.queues[w.id]);
+                (q.expected_end(now), q.tasks.len() + q.running)
+            };
+            let e = perf::expect(&self.m, task, w);
+            if e == Expect::Uncalibrated {
+                if calibrate.is_none_or(|(e0, n0, _)| (end, ntasks) < (e0, n0)) {
+                    calibrate = Some((end, ntasks, w.id));
+                }
+                continue;
+            }
+            let transfer = if self.beta > 0.0 { perf::transfer_us(&self.m, &inputs, w.node) } else { 0.0 };
+            let score = self.m.alpha * (end + e.us()) + self.beta * transfer;
+            if best.is_none_or(|(s0, n0, _, _)| (score, ntasks) < (s0, n0)) {
+                best = Some((score, ntasks, w.id, e.us()));
+            }
+        }
+        match (calibrate, best) {
+            (Some((_, _, w)), _) => (w, 0.0),
+            (None, Some((_, _, w, p))) => (w, p),
+            (None, None) => unreachable!("submission checked that some worker can run the task"),
+        }
+    }
+}
+
+impl Policy for Dm {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+    fn push(&self, task: TaskRef, _from: Option<usize>) -> Target {
+        let (w, p) = self.place(&task);
+        task.predicted.store(p.to_bits(), Ordering::Relaxed);
+        let mut q = lock(&self.queues[w]);
+        q.queued += p;
+        let at = if self.sorted {
+            // After every task of the same or higher priority: FIFO among equals.
+            q.tasks.partition_point(|(t, _)| t.priority >= task.priority)
+        } else {
+            q.tasks.len()
+        };
+        if let Some(pf) = &self.m.prefetch {
+            pf.request(self.ctx.workers[w].node, &task);
+        }
+        q.tasks.insert(at, (task, p));
+        drop(q);
+        self.len.fetch_add(1, Ordering::Relaxed);
+        Target::Worker(w)
+    }
+    fn pop(&self, worker: usize, _wake: &dyn Fn(Target)) -> Option<TaskRef> {
+        let mut q = lock(&self.queues[worker]);
+        let (t, p) = q.tasks.pop_front()?;
+        self.len.fetch_sub(1, Ordering::Relaxed);
+        q.queued = (q.queued - p).max(0.0);
+        if q.tasks.is_empty() {
+            // Rounding must not leave phantom work behind.
+            q.queued = 0.0;
+        }
+        q.busy_until = q.busy_until.max(self.m.now()) + p;
+        q.running += 1;
+        Some(t)
+    }
+    fn is_empty(&self) -> bool {
+        self.len.load(Ordering::Relaxed) == 0
+    }
+    fn done(&self, worker: usize, _task: &TaskRef) {
+        let mut q = lock(&self.queues[worker]);
+        q.running = q.running.saturating_sub(1);
+        if q.running == 0 {
+            q.busy_until = self.m.now();
+        }
+    }
+}

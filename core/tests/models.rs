@@ -1,0 +1,226 @@
+//! Performance models seen from the runtime: tasks are measured on every kind of worker,
+//! model-driven policies force the runs that calibrate a model, place tasks by what it
+//! predicts, and models persist under `$WEFT_HOME/models`.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use weft_core::perfmodel::{PerfModel, Prediction};
+use weft_core::*;
+
+/// Spin for `us` µs: work whose duration the models can learn.
+fn work(us: u64) {
+    let t = Instant::now();
+    while t.elapsed() < Duration::from_micros(us) {
+        std::hint::spin_loop();
+    }
+}
+
+fn codelet(name: &str, us: u64) -> Arc<Codelet> {
+    Codelet::builder(name)
+        .cpu_and_null(move |_| {
+            work(us);
+            Ok(())
+        })
+        .model(PerfModel::new(name))
+        .build()
+}
+
+/// A model name no other test (or earlier run) has used: models are kept per process.
+fn unique(base: &str) -> String {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static N: AtomicUsize = AtomicUsize::new(0);
+    format!("{base}-{}-{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed))
+}
+
+fn runtime(sched: PolicyKind, slowdown: f64) -> Runtime {
+    Runtime::new(Config { ncpu: Some(1), nnull: 1, sched, null_slowdown: slowdown, spin_us: 5, ..Config::default() }).unwrap()
+}
+
+/// Tasks submitted `width` at a time, each burst waited for; how many ran on the null device.
+fn bursts(rt: &Runtime, cl: &Arc<Codelet>, n: usize, width: usize) -> u64 {
+    for _ in 0..n {
+        let hs: Vec<TaskHandle> = (0..width).map(|_| rt.submit(TaskBuilder::new(cl)).unwrap()).collect();
+        for h in hs {
+            h.wait().unwrap();
+        }
+    }
+    let null = rt.workers().iter().find(|w| w.arch == Arch::Null).unwrap().id;
+    rt.tasks_per_worker()[null]
+}
+
+/// A device eight times slower than the CPU worker, tasks two at a time: `eager` hands the
+/// idle device one of most pairs, `dmda` only the runs that calibrate its model (the CPU
+/// worker finishes both sooner than the device one).
+#[test]
+fn dmda_sends_a_slowed_device_fewer_tasks_than_eager() {
+    let eager = runtime(PolicyKind::Eager, 8.0);
+    let on_null_eager = bursts(&eager, &codelet(&unique("slow-eager"), 200), 60, 2);
+    let dmda = runtime(PolicyKind::Dmda, 8.0);
+    let on_null_dmda = bursts(&dmda, &codelet(&unique("slow-dmda"), 200), 60, 2);
+    assert!(
+        on_null_dmda < 20 && on_null_dmda * 2 < on_null_eager,
+        "null device ran {on_null_dmda} tasks under dmda, {on_null_eager} under eager"
+    );
+}
+
+/// A fresh model is uncalibrated everywhere: the model-driven policies run its tasks on
+/// every kind of worker until each has its 10 samples, though the CPU worker is faster.
+#[test]
+fn forced_calibration_reaches_every_architecture() {
+    for sched in [PolicyKind::Dm, PolicyKind::Dmda, PolicyKind::Dmdas, PolicyKind::Heteroprio] {
+        let rt = runtime(sched, 4.0);
+        let cl = codelet(&unique("calibrate"), 50);
+        bursts(&rt, &cl, 20, 3);
+        let m = rt.model(&cl).unwrap();
+        let (fp, size) = (perfmodel::footprint(&[]), 0.0);
+        for arch in ["cpu", "null"] {
+            assert!(matches!(m.predict(arch, fp, size), Prediction::Calibrated(_)), "{sched:?}: {arch} not calibrated");
+        }
+        // And the model learnt which is faster.
+        let (Prediction::Calibrated(cpu), Prediction::Calibrated(null)) = (m.predict("cpu", fp, size), m.predict("null", fp, size)) else {
+            unreachable!()
+        };
+        assert!(null > 2.0 * cpu, "{sched:?}: null {null} us, cpu {cpu} us");
+    }
+}
+
+/// Tasks of a codelet without a model still run everywhere under the model-driven
+/// policies, placed by queued work.
+#[test]
+fn tasks_without_models_spread_under_model_policies() {
+    for sched in [PolicyKind::Dm, PolicyKind::Dmda, PolicyKind::Dmdas, PolicyKind::Heteroprio] {
+        let rt = Runtime::new(Config { ncpu: Some(2), sched, spin_us: 5, ..Config::default() }).unwrap();
+        let cl = Codelet::builder("plain").cpu(|_| {
+            work(20);
+            Ok(())
+        });
+        let cl = cl.build();
+        for _ in 0..400 {
+            rt.submit(TaskBuilder::new(&cl)).unwrap();
+        }
+        rt.wait_for_all().unwrap();
+        assert!(rt.tasks_per_worker().iter().all(|&n| n > 0), "{sched:?}: {:?}", rt.tasks_per_worker());
+    }
+}
+
+/// `dmdas` takes the most urgent of the tasks queued on a worker first.
+#[test]
+fn dmdas_runs_higher_priorities_first() {
+    let rt = Runtime::new(Config { ncpu: Some(1), sched: PolicyKind::Dmdas, spin_us: 5, ..Config::default() }).unwrap();
+    let order = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let o = order.clone();
+    let rec = Codelet::builder("record")
+        .cpu(move |ctx| {
+            o.lock().unwrap().push(ctx.arg::<i32>());
+            Ok(())
+        })
+        .build();
+    let gate = rt.submit(TaskBuilder::empty().after_tag(7)).unwrap();
+    for p in [0, 5, -3, 2, 5, 1] {
+        rt.submit(TaskBuilder::new(&rec).arg(p).priority(p).after(&gate)).unwrap();
+    }
+    // Released together by the gate's completion, on the worker that completes it.
+    rt.tag_notify(7).unwrap();
+    rt.wait_for_all().unwrap();
+    let got = order.lock().unwrap().clone();
+    assert_eq!(got, vec![5, 5, 2, 1, 0, -3]);
+}
+
+/// Measurements survive the runtime: saved at shutdown under `$WEFT_HOME/models`, where a
+/// runtime of another process finds them.
+#[test]
+fn models_are_saved_under_weft_home() {
+    let home = std::env::temp_dir().join(unique("weft-home"));
+    let name = unique("saved");
+    {
+        let rt = Runtime::new(Config { ncpu: Some(1), home: Some(home.clone()), sched: PolicyKind::Dm, spin_us: 5, ..Config::default() })
+            .unwrap();
+        let cl = codelet(&name, 10);
+        for _ in 0..12 {
+            rt.submit(TaskBuilder::new(&cl)).unwrap().wait().unwrap();
+        }
+    }
+    let files: Vec<_> = std::fs::read_dir(home.join("models")).unwrap().map(|e| e.unwrap().path()).collect();
+    let file = files
+        .iter()
+        .find(|p| p.to_string_lossy().contains(&name) && p.extension().is_some_and(|e| e == "model"))
+        .unwrap_or_else(|| panic!("no model file in {files:?}"));
+    let text = std::fs::read_to_string(file).unwrap();
+    assert!(text.contains(&name) && text.contains("cpu"), "{text}");
+    let _ = std::fs::remove_dir_all(&home);
+}
+
+/// `WEFT_STATS` reports per worker busy and idle time, per model the predicted and measured
+/// means, and bytes moved per pair of memory nodes.
+#[test]
+fn statistics_report_time_models_and_bytes_per_pair() {
+    let rt =
+        Runtime::new(Config { ncpu: Some(1), nnull: 1, sched: PolicyKind::Dmda, stats: true, spin_us: 5, ..Config::default() }).unwrap();
+    let name = unique("stats");
+    let cl = Codelet::builder(&name)
+        .cpu_and_null(|ctx| {
+            ctx.vector_mut::<u8>(0)[0] += 1;
+            work(30);
+            Ok(())
+        })
+        .model(PerfModel::new(&name))
+        .build();
+    let v = rt.register_vector(vec![0u8; 4096]).unwrap();
+    for _ in 0..40 {
+        rt.submit(TaskBuilder::new(&cl).access(&v, AccessMode::RW)).unwrap();
+    }
+    rt.wait_for_all().unwrap();
+    let r = rt.stats_report();
+    assert!(r.contains("busy") && r.contains("idle"), "{r}");
+    assert!(r.contains(&format!("model {name} on cpu")) && r.contains(&format!("model {name} on null")), "{r}");
+    assert!(r.contains("bytes node 0 -> node 1"), "{r}");
+    assert!(rt.bytes_moved(0, 1) >= 4096);
+    assert_eq!(v.into_vec::<u8>().unwrap()[0], 40);
+    // The vector came home from the device: when a CPU task followed one there, or now.
+    assert!(rt.bytes_moved(1, 0) >= 4096);
+}
+
+/// A task placed on a busy device has its input copied there while it waits, before the
+/// device's driver takes it.
+#[test]
+fn a_placed_tasks_inputs_are_prefetched_while_it_waits() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    for sched in [PolicyKind::Dm, PolicyKind::Dmda, PolicyKind::Dmdas] {
+        let rt = Runtime::new(Config { ncpu: Some(1), nnull: 1, sched, spin_us: 5, ..Config::default() }).unwrap();
+        let (go, started) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicBool::new(false)));
+        let (g, s) = (go.clone(), started.clone());
+        // Only the device can run these.
+        let blocker = Codelet::builder("blocker")
+            .null(move |_| {
+                s.store(true, Ordering::SeqCst);
+                while !g.load(Ordering::SeqCst) {
+                    std::thread::yield_now();
+                }
+                Ok(())
+            })
+            .build();
+        let sum = Codelet::builder("sum")
+            .null(|ctx| {
+                let v = ctx.vector::<u32>(0);
+                assert_eq!(v.iter().sum::<u32>(), 1024);
+                Ok(())
+            })
+            .build();
+        let v = rt.register_vector(vec![1u32; 1024]).unwrap();
+        rt.submit(TaskBuilder::new(&blocker)).unwrap();
+        while !started.load(Ordering::SeqCst) {
+            std::thread::yield_now();
+        }
+        let t = rt.submit(TaskBuilder::new(&sum).access(&v, AccessMode::R)).unwrap();
+        // The device is busy: its input reaches node 1 anyway.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while v.replica_states()[1] == ReplicaState::Invalid && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let states = v.replica_states();
+        go.store(true, Ordering::SeqCst);
+        t.wait().unwrap();
+        assert_ne!(states[1], ReplicaState::Invalid, "{sched:?}: not prefetched: {states:?}");
+        drop(v);
+    }
+}
