@@ -144,8 +144,22 @@ fn clinfo_shows_the_weft_platform_and_its_devices_without_errors() {
 fn a_c_program_runs_kernels_buffers_and_events_on_every_weft_device() {
     let v = vendors_or_skip!();
     let Some(exe) = compile("basic") else { return };
-    let stdout = run_all_ok(&exe, &v, "basic basic", &[], "basic");
+    let home = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("icd_home_{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&home);
+    let stdout = run_all_ok(&exe, &v, "basic basic", &[("WEFT_HOME", home.to_str().expect("a UTF-8 path"))], "basic");
     assert!(stdout.contains("Weft platform: 3 devices"), "{stdout}");
+    // Every kernel got a performance model of its own, measured on the devices and saved
+    // at exit: `cl-<hash of source and options>-<kernel>.model`.
+    let models: Vec<String> = std::fs::read_dir(home.join("models"))
+        .map(|d| d.filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+        .unwrap_or_default();
+    let saxpy = models
+        .iter()
+        .find(|m| m.starts_with("cl-") && m.ends_with("-saxpy.model"))
+        .unwrap_or_else(|| panic!("no saxpy model in {models:?}"));
+    let text = std::fs::read_to_string(home.join("models").join(saxpy)).unwrap_or_default();
+    assert!(text.contains("opencl:"), "{text}");
+    let _ = std::fs::remove_dir_all(&home);
     for d in 0..3 {
         // (This line also names the device.)
         assert!(stdout.contains(&format!("device {d} (")) && stdout.contains("saxpy ok"), "device {d}: saxpy ok:\n{stdout}");

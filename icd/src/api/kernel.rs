@@ -144,14 +144,21 @@ fn create_kernel(program: Handle, name: &str) -> ClResult<Handle> {
     let &first = built.first().ok_or(CL_INVALID_PROGRAM_EXECUTABLE)?;
     let nreal = p.context.platform.real.len();
     let mut pools: Vec<Mutex<Vec<Pooled>>> = (0..nreal).map(|_| Mutex::new(Vec::new())).collect();
-    let (kinds, template) = {
+    let (kinds, template, model) = {
         let st = p.state.lock().unwrap_or_else(|e| e.into_inner());
+        // One performance model per kernel of a given source and build options, shared by
+        // every process that runs it.
+        let mut h = weft_core::hash::Fnv::default();
+        h.write(p.source.as_bytes());
+        h.write(&[0]);
+        h.write(st.options.as_bytes());
+        let model = format!("cl-{:016x}-{name}", h.finish());
         let vp = st.builds[first].as_ref().and_then(|b| b.program.as_ref()).ok_or(CL_INVALID_PROGRAM_EXECUTABLE)?;
         // CL_INVALID_KERNEL_NAME if kernel_name is not found in program.
         let k = VendorKernel::new(vp, name).map_err(|e| if e.0 == CL_INVALID_VALUE { CL_INVALID_KERNEL_NAME } else { e.0 })?;
         let n = k.num_args().map_err(|e| e.0)?;
         let kinds = (0..n).map(|i| arg_kind(&k, i)).collect::<Vec<_>>();
-        (kinds, k)
+        (kinds, k, model)
     };
     pools[first].get_mut().unwrap_or_else(|e| e.into_inner()).push(Pooled::new(template));
     p.kernels.fetch_add(1, Ordering::AcqRel);
@@ -162,7 +169,7 @@ fn create_kernel(program: Handle, name: &str) -> ClResult<Handle> {
         kinds,
         pools,
         svm_ptrs: Mutex::new(Vec::new()),
-        codelet: launch_codelet(name),
+        codelet: launch_codelet(name, model),
     });
     Ok(publish(&k))
 }
@@ -525,13 +532,37 @@ impl TaskPayload for Launch {
 }
 
 /// The codelet every launch of kernel `name` uses: its OpenCL implementation runs the
-/// launch described by the task's payload ([`Launch`]).
-fn launch_codelet(name: &str) -> Arc<Codelet> {
+/// launch described by the task's payload ([`Launch`]). Its performance model is `model`;
+/// each launch gives its footprint (`footprint`).
+fn launch_codelet(name: &str, model: String) -> Arc<Codelet> {
     let imp = OpenClImpl::custom(|l: &OpenClLaunch<'_>| {
         let p = l.payload.and_then(|p| (p as &dyn std::any::Any).downcast_ref::<Launch>()).ok_or("a kernel task without its launch")?;
         run_launch(p, l)
     });
-    Codelet::builder(name).opencl_impl(imp).build()
+    Codelet::builder(name).opencl_impl(imp).model(weft_core::perfmodel::PerfModel::new(model)).build()
+}
+
+/// A launch's footprint and size in its kernel's performance model: what its cost depends
+/// on is the work size and the buffers' sizes (the argument values are not hashed: a
+/// kernel whose cost follows a scalar argument shares one entry across values). The size
+/// is the bytes of its buffers (StarPU's default), or its work items when it has none.
+fn footprint(global: &[usize], local: Option<&[usize]>, buffers: impl Iterator<Item = usize>) -> (u32, f64) {
+    let mut h = weft_core::hash::Fnv::default();
+    for &d in global {
+        h.write_u64(d as u64);
+    }
+    h.write_u64(u64::MAX);
+    for &d in local.unwrap_or(&[]) {
+        h.write_u64(d as u64);
+    }
+    let mut bytes = 0.0;
+    for b in buffers {
+        h.write_u64(u64::MAX - 1);
+        h.write_u64(b as u64);
+        bytes += b as f64;
+    }
+    let items: f64 = global.iter().map(|&d| d as f64).product();
+    (weft_core::perfmodel::fold(h.finish()), if bytes > 0.0 { bytes } else { items })
 }
 
 fn launch(
@@ -628,6 +659,8 @@ fn launch(
     for (m, ro) in &mems {
         b.add_access(m.handle(), if *ro { AccessMode::R } else { AccessMode::RW });
     }
+    let (fp, size) = footprint(&global, local.as_deref(), mems.iter().map(|(m, _)| m.size));
+    b.set_footprint(fp, size);
     if let DeviceKind::Real(i) = qq.device {
         b.set_worker(plat.real[i].0);
     } else if qq.in_order() && !allowed.is_empty() {
