@@ -93,6 +93,8 @@ pub(crate) struct RuntimeInner {
     pub(crate) perf_stats: Mutex<Vec<PerfStat>>,
     /// The bus model and model settings, when the policy places by models.
     pub(crate) models: Option<Arc<crate::sched::ModelCtx>>,
+    /// `$WEFT_HOME/models`: where codelets' performance models are kept.
+    pub(crate) model_dir: Option<std::path::PathBuf>,
     /// When the runtime started: the clock of `WorkerStats`' times.
     pub(crate) epoch: std::time::Instant,
     /// Tasks with a CPU implementation leave OpenCL out of their mask: every OpenCL worker
@@ -254,7 +256,11 @@ impl Runtime {
         if nworkers == 0 {
             return Err(Error::Config("WEFT_NCPU=0 and no device: no worker could run a task".into()));
         }
-        let kind = config.sched.resolve(present_archs);
+        // Devices that only take what CPU workers cannot run do not make the machine
+        // heterogeneous for the choice of the default policy.
+        let kinds = workers.iter().filter(|w| !w.shares_cores).fold(0, |m, w| m | w.arch.bit());
+        let model_dir = config.home.as_ref().map(|h| h.join("models"));
+        let kind = config.sched.resolve(kinds);
         let models = kind.uses_models().then(|| {
             let bus = crate::perfmodel::bus::BusModel::load_or_measure(
                 &nodes,
@@ -263,7 +269,7 @@ impl Runtime {
             );
             Arc::new(crate::sched::ModelCtx {
                 bus,
-                dir: config.home.as_ref().map(|h| h.join("models")),
+                dir: model_dir.clone(),
                 calibrate: config.calibrate,
                 alpha: config.sched_alpha,
                 beta: config.sched_beta,
@@ -300,6 +306,7 @@ impl Runtime {
             stats: workers.iter().map(|_| CachePadded::new(WorkerStats::default())).collect(),
             perf_stats: Mutex::new(Vec::new()),
             models,
+            model_dir,
             epoch: std::time::Instant::now(),
             strip_opencl,
             config,
@@ -532,8 +539,7 @@ impl Runtime {
     /// The performance model of `codelet` as this runtime keeps it (its file under
     /// `$WEFT_HOME/models`), if the codelet has one.
     pub fn model(&self, codelet: &crate::task::Codelet) -> Option<Arc<crate::perfmodel::ModelHandle>> {
-        let dir = self.inner.config.home.as_ref().map(|h| h.join("models"));
-        codelet.model_handle(dir.as_deref(), self.inner.config.calibrate)
+        codelet.model_handle(self.inner.model_dir.as_deref(), self.inner.config.calibrate)
     }
 
     /// Bytes moved from memory node `src` to node `dst` so far.
@@ -935,8 +941,7 @@ impl RuntimeInner {
     /// The model of `t`'s codelet, if it has one and wants a sample of `t` on worker `w`.
     pub(crate) fn sampling(&self, w: usize, t: &TaskInner) -> Option<Arc<crate::perfmodel::ModelHandle>> {
         let TaskKind::Codelet(c) = &t.kind else { return None };
-        let dir = self.config.home.as_ref().map(|h| h.join("models"));
-        let m = c.model_handle(dir.as_deref(), self.config.calibrate)?;
+        let m = c.model_handle(self.model_dir.as_deref(), self.config.calibrate)?;
         let (fp, _) = t.perf_key();
         // Wanted for the model, or for the statistics of its predictions.
         (self.config.stats || m.wants_sample(&self.workers[w].perf_arch, fp)).then_some(m)
