@@ -37,7 +37,7 @@ pub mod worker;
 pub use config::Config;
 pub use data::{AcquireGuard, DataHandle, Filter, ReplicaState, Shape, Strides, View};
 pub use error::{Error, Result};
-pub use runtime::Runtime;
+pub use runtime::{Counter, Runtime};
 pub use sched::PolicyKind;
 #[cfg(feature = "opencl")]
 pub use task::OpenClLaunch;

@@ -36,8 +36,12 @@ static NEXT_RUNTIME: AtomicU64 = AtomicU64::new(1);
 
 #[derive(Default)]
 pub(crate) struct WorkerStats {
+    /// Tasks run: core's, and those whose work a front end ran itself on this thread
+    /// ([`Counter::task`]: OpenMP explicit tasks).
     pub tasks: AtomicU64,
-    /// Jobs run (`post_job`: e.g. an OpenMP team member's share of a parallel region).
+    /// Jobs run (`post_job`, counted when they start), and the further units of work a
+    /// job reported ([`Counter::job`]: an OpenMP docking job runs a team member's
+    /// share of region after region).
     pub jobs: AtomicU64,
     /// Device drivers: task starts put off while their data came home from another device.
     pub deferred: AtomicU64,
@@ -62,6 +66,30 @@ pub(crate) struct PerfStat {
     pub sum_pred: f64,
     pub sum_pred_measured: f64,
     pub sum_abs_err: f64,
+}
+
+/// Where a thread's work counts in the statistics ([`Runtime::counter`]): work a front end
+/// runs itself, outside core's scheduling, counted where it runs. One relaxed increment each.
+#[derive(Clone, Copy)]
+pub struct Counter<'a>(&'a WorkerStats);
+
+impl Counter<'_> {
+    /// One task whose work the thread ran itself: an external task's body, or a front end's
+    /// own task (an OpenMP explicit task). Counted where the work ran, not where the task
+    /// was completed (a detached OpenMP task completes where its event is fulfilled).
+    #[inline]
+    pub fn task(self) {
+        self.0.tasks.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// One unit of a job's kind of work beyond the jobs posted to the thread (those count
+    /// themselves when they start): an OpenMP team member's share of a parallel region
+    /// served by a docking job that already ran one, or one run by a thread that is not a
+    /// worker (an OpenMP primary thread, an OpenMP thread of the front end's own).
+    #[inline]
+    pub fn job(self) {
+        self.0.jobs.fetch_add(1, Ordering::Relaxed);
+    }
 }
 
 /// Commute accesses: a task runs only while no other task holds one of its handles in
@@ -100,6 +128,9 @@ pub(crate) struct RuntimeInner {
     /// Tasks with a CPU implementation leave OpenCL out of their mask: every OpenCL worker
     /// shares the CPU workers' cores (`WorkerInfo::shares_cores`).
     strip_opencl: bool,
+    /// What threads that are not workers of this runtime ran ([`Runtime::counter`]: an
+    /// OpenMP program's initial thread, its OpenMP threads).
+    pub other: CachePadded<WorkerStats>,
     inflight: CachePadded<AtomicUsize>,
     waiting: AtomicUsize,
     wait_lock: Mutex<()>,
@@ -309,6 +340,7 @@ impl Runtime {
             model_dir,
             epoch: std::time::Instant::now(),
             strip_opencl,
+            other: CachePadded::new(WorkerStats::default()),
             config,
             topology,
             nodes: nodes.into(),
@@ -506,6 +538,10 @@ impl Runtime {
                 100.0 * mean(p.sum_abs_err, p.predicted),
             );
         }
+        let other = (inner.other.tasks.load(Ordering::Relaxed), inner.other.jobs.load(Ordering::Relaxed));
+        if other != (0, 0) {
+            s += &format!("{:<26}tasks {:>8} jobs {:>8}\n", "other threads", other.0, other.1);
+        }
         for n in inner.nodes.iter() {
             s += &format!(
                 "node {} {:<5} used {} B, received {} B, evictions {}\n",
@@ -575,6 +611,27 @@ impl Runtime {
     /// The worker the calling thread is, if it is one of this runtime's.
     pub fn current_worker(&self) -> Option<usize> {
         worker::current(self.inner.id)
+    }
+
+    /// Where the calling thread's work counts in the statistics (`WEFT_STATS`): its worker's
+    /// line, or, for a thread that is not a worker of this runtime, the "other threads" line.
+    /// A front end that counts often (an OpenMP task at a time) looks it up once per thread
+    /// and keeps it; it is meant for the calling thread only.
+    pub fn counter(&self) -> Counter<'_> {
+        Counter(match worker::current(self.inner.id) {
+            Some(w) => &self.inner.stats[w],
+            None => &self.inner.other,
+        })
+    }
+
+    /// [`Counter::task`] on the calling thread's [`Runtime::counter`].
+    pub fn count_task(&self) {
+        self.counter().task();
+    }
+
+    /// [`Counter::job`] on the calling thread's [`Runtime::counter`].
+    pub fn count_job(&self) {
+        self.counter().job();
     }
 
     /// Run one ready task on the calling worker, if the calling thread is a worker of this
@@ -1159,7 +1216,7 @@ impl RuntimeInner {
     }
 
     fn progress(&self) -> u64 {
-        self.stats.iter().map(|s| s.tasks.load(Ordering::Relaxed)).sum()
+        self.stats.iter().chain([&self.other]).map(|s| s.tasks.load(Ordering::Relaxed)).sum()
     }
 
     /// Whether the remaining tasks can never run: they wait on tags nobody carries and
@@ -1185,8 +1242,7 @@ impl RuntimeInner {
             return false;
         }
         self.stats[w].busy.store(true, Ordering::Relaxed);
-        let ran = self.jobs.run_one(w);
-        self.stats[w].jobs.fetch_add(u64::from(ran), Ordering::Relaxed);
+        let ran = self.jobs.run_one(w, &self.stats[w].jobs);
         self.stats[w].busy.store(false, Ordering::Relaxed);
         ran
     }

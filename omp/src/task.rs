@@ -922,6 +922,24 @@ fn runtime() -> Option<&'static Arc<Runtime>> {
     team::runtime()
 }
 
+/// Count a task body the calling thread is about to run, for the statistics (`WEFT_STATS`):
+/// on its core worker's line, or "other threads". Every explicit task counts where its body
+/// runs (once; not a cancelled one), whether core ordered it (depend clauses: an external
+/// task, whose completion may come from elsewhere, e.g. a detach event) or not. Tasks run
+/// before the runtime started (orphaned ones, in a program that has not forked yet) are not
+/// counted: there are no statistics yet.
+#[inline]
+fn count_task(c: *mut Ctx) {
+    // SAFETY: the calling thread's context; no reference to it is held across this call.
+    let cx = unsafe { &mut *c };
+    if cx.counter.is_none() {
+        cx.counter = team::started_runtime().map(|rt| rt.counter());
+    }
+    if let Some(k) = cx.counter {
+        k.task();
+    }
+}
+
 // ---------------------------------------------------------------------------------------
 // Running and finishing.
 
@@ -1016,6 +1034,7 @@ fn run_inline(c: *mut Ctx, body: Body, data: *mut c_void, final_: bool) {
         t.id = &frame as *const u8 as usize;
         t.final_ = final_;
         let icv = (*c).icv;
+        count_task(c);
         body(data);
         (*c).icv = icv;
         let t = &mut (*c).task;
@@ -1078,6 +1097,7 @@ fn run_body(c: *mut Ctx, t: &TaskBox, data: *mut c_void) {
     // SAFETY: the calling thread's context; no reference to it is held across the body
     // (which re-enters the runtime).
     let (saved, icv) = unsafe { (std::mem::replace(&mut (*c).task, mine), std::mem::replace(&mut (*c).icv, t.icv)) };
+    count_task(c);
     // SAFETY: the compiler-outlined task body with its data.
     unsafe { (t.body)(data) };
     // SAFETY: as above.

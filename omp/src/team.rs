@@ -114,6 +114,9 @@ pub struct Ctx {
     pub ordered_pending: bool,
     /// The task this thread runs: its implicit task, or an explicit one (task.rs).
     pub task: task::Cur,
+    /// Where this thread's task bodies count in the statistics (`WEFT_STATS`), looked up
+    /// once (None until the runtime has started: a root context may come first).
+    pub counter: Option<weft_core::Counter<'static>>,
 }
 
 impl Ctx {
@@ -131,6 +134,7 @@ impl Ctx {
             ordered_pending: false,
             // SAFETY: the team outlives its contexts.
             task: task::Cur::implicit(unsafe { (*team).group }),
+            counter: started_runtime().map(|rt| rt.counter()),
         }
     }
 
@@ -511,7 +515,7 @@ fn spawn_slot() -> &'static Slot {
             while s.state.load(Ordering::Acquire) == DETACHED {
                 sys::futex_wait(&s.state, DETACHED);
             }
-            dock(s);
+            dock(s, false);
         }
     });
     if let Err(e) = r {
@@ -522,7 +526,9 @@ fn spawn_slot() -> &'static Slot {
 }
 
 /// A member's life: run assignments until detached. Returns when the slot goes DETACHED.
-fn dock(s: &'static Slot) {
+/// Each share run counts as a job in the statistics (`WEFT_STATS`), except the first one when
+/// `counted` (a core worker's docking job: core counted it when it started the job).
+fn dock(s: &'static Slot, mut counted: bool) {
     loop {
         // Acquire: pairs with the primary's swap to ASSIGNED after writing the assignment.
         if s.state.load(Ordering::Acquire) != ASSIGNED {
@@ -537,6 +543,11 @@ fn dock(s: &'static Slot) {
         let team = s.team.load(Ordering::Relaxed);
         let tid = s.tid.load(Ordering::Relaxed);
         s.state.store(RUNNING, Ordering::Relaxed);
+        if !std::mem::take(&mut counted)
+            && let Some(rt) = runtime()
+        {
+            rt.count_job();
+        }
         // SAFETY: the primary keeps the team alive until we increment `left` (run_member's
         // last access).
         unsafe { run_member(team, tid) };
@@ -546,7 +557,7 @@ fn dock(s: &'static Slot) {
 }
 
 fn dock_job(i: usize) {
-    dock(slot(i));
+    dock(slot(i), true);
     // The worker goes back to core: undo any binding to an OpenMP place.
     crate::places::leave();
 }
@@ -659,6 +670,11 @@ pub fn fork_with(
     }
     if n > 1 {
         recruit(t);
+    }
+    // The primary's share (thread 0's implicit task) counts as a job of the thread running
+    // it: the initial thread's on the statistics' "other threads" line.
+    if let Some(rt) = runtime() {
+        rt.count_job();
     }
     let mut c = Ctx::new(team, 0, icv);
     if t.ring[0].preinit() {
@@ -801,6 +817,11 @@ pub fn join() {
 /// The shared runtime the teams borrow workers from (None: it did not start).
 pub fn runtime() -> Option<&'static Arc<Runtime>> {
     pool().rt.as_ref()
+}
+
+/// [`runtime`], without starting it (None: not started yet, or it did not start).
+pub fn started_runtime() -> Option<&'static Arc<Runtime>> {
+    POOL.get()?.rt.as_ref()
 }
 
 /// A whole region: fork, run thread 0's share, join.

@@ -9,7 +9,7 @@
 //! **Owns**: the per-worker mailboxes. **Does not own**: which workers a front end recruits
 //! (it decides), waking (the worker's `Sleep` bit, as for pinned tasks).
 
-use crate::sync::atomic::{AtomicUsize, Ordering};
+use crate::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use crate::sync::{Arc, Mutex, lock};
 use crossbeam_utils::CachePadded;
 use std::collections::VecDeque;
@@ -45,14 +45,17 @@ impl Mailboxes {
         self.0[w].queued.load(Ordering::SeqCst) != 0
     }
 
-    /// Run one job posted to `w`, if there is one. Returns whether one ran.
-    pub fn run_one(&self, w: usize) -> bool {
+    /// Run one job posted to `w`, if there is one, counting it in `started` first (a job may
+    /// run until the process exits: an OpenMP member's docking job serves region after
+    /// region). Returns whether one ran.
+    pub fn run_one(&self, w: usize, started: &AtomicU64) -> bool {
         let m = &self.0[w];
         if m.queued.load(Ordering::Acquire) == 0 {
             return false;
         }
         let Some(job) = lock(&m.jobs).pop_front() else { return false };
         m.queued.fetch_sub(1, Ordering::Release);
+        started.fetch_add(1, Ordering::Relaxed);
         // A panicking job would leave the front end's threads waiting for it forever: the
         // front ends' jobs run C code and their own bookkeeping, which must not panic.
         if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (job.f)(job.arg))).is_err() {
