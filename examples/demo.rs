@@ -6,6 +6,10 @@
 //! OpenCL C kernel, and with `WEFT_NNULL=1` a simulated device too: tiles travel between
 //! memory nodes, and the result is still checked.
 
+mod common;
+
+use faer::linalg::matmul::matmul;
+use faer::{Accum, Par};
 use std::time::Instant;
 use weft_core::{AccessMode, Codelet, Filter, OpenClImpl, Runtime, Shape, TaskBuilder};
 
@@ -22,20 +26,10 @@ __kernel void gemm(__global const double *a, __global const double *b, __global 
 }
 "#;
 
-/// C[i,j] += sum_k A[i,k] B[k,j] on column-major tiles, four output columns at a time.
+/// C[i,j] += sum_k A[i,k] B[k,j] on column-major tiles, with faer (single-threaded).
 fn gemm_tile(ctx: &weft_core::TaskContext<'_>) -> Result<(), String> {
-    let a = ctx.buffer(0).matrix::<f64>();
-    let b = ctx.buffer(1).matrix::<f64>();
-    let mut c = ctx.buffer(2).matrix_mut::<f64>();
-    for j in 0..c.ny {
-        let cj = c.col_mut(j);
-        for k in 0..a.ny {
-            let bkj = b.get(k, j);
-            for (ci, ai) in cj.iter_mut().zip(a.col(k)) {
-                *ci += ai * bkj;
-            }
-        }
-    }
+    let (a, b) = (common::mat::<f64>(ctx.buffer(0)), common::mat::<f64>(ctx.buffer(1)));
+    matmul(common::mat_mut::<f64>(ctx.buffer(2)), Accum::Add, a, b, 1.0, Par::Seq);
     Ok(())
 }
 

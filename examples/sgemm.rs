@@ -1,5 +1,5 @@
-//! Tiled SGEMM `C = A·B` (f32) on every worker of the machine: CPU workers run a
-//! register-blocked host kernel (`common::gemm`), OpenCL devices the `float8`
+//! Tiled SGEMM `C = A·B` (f32) on every worker of the machine: CPU workers run faer's
+//! GEMM in place on the tiles (single-threaded), OpenCL devices the `float8`
 //! register-blocked kernel of `bench/src/bin/sgemm_opencl.rs`, CUDA GPUs cuBLAS.
 //!
 //! `cargo run --release --example sgemm -- [n] [tile]` (defaults: n = 1024, tile = 256; `n`
@@ -18,7 +18,9 @@
 
 mod common;
 
-use common::{Op, Rng, gemm};
+use common::Rng;
+use faer::linalg::matmul::matmul;
+use faer::{Accum, Par};
 use std::time::Instant;
 use weft_core::{AccessMode, Codelet, Filter, OpenClImpl, Runtime, TaskBuilder};
 
@@ -46,20 +48,24 @@ const CB: usize = 4;
 /// OpenCL kernels receive as `int, int, int, float`.
 type Args = [u32; 4];
 
-/// The CPU implementation: the same product with the host kernel.
+/// The CPU implementation: the same product with faer. `beta` is 0 (the tile is only
+/// written) or 1.
 fn sgemm_cpu(ctx: &weft_core::TaskContext<'_>) -> Result<(), String> {
     let [_, _, _, beta] = ctx.arg::<Args>();
-    let beta = f32::from_bits(beta);
-    let (a, m, k) = common::load::<f32>(ctx.buffer(0));
-    let (b, _, n) = common::load::<f32>(ctx.buffer(1));
-    common::update::<f32, _>(ctx.buffer(2), beta != 0.0, |c, _, _| gemm::<f32, 16>(m, n, k, 1.0, &a, m, Op::n(&b, k), beta, c, m));
+    let accum = match f32::from_bits(beta) {
+        0.0 => Accum::Replace,
+        1.0 => Accum::Add,
+        b => return Err(format!("beta = {b}: only 0 and 1 are implemented on CPUs")),
+    };
+    let (a, b) = (common::mat::<f32>(ctx.buffer(0)), common::mat::<f32>(ctx.buffer(1)));
+    matmul(common::mat_mut::<f32>(ctx.buffer(2)), accum, a, b, 1.0, Par::Seq);
     Ok(())
 }
 
 /// The CUDA implementation: cuBLAS.
 fn sgemm_cuda(ctx: &weft_core::CudaTaskContext<'_>) -> Result<(), String> {
     let [_, _, _, beta] = ctx.arg::<Args>();
-    common::cublas::sgemm(ctx, false, 1.0, f32::from_bits(beta))
+    common::cublas::gemm(ctx, [0, 1, 2], false, 1.0, f32::from_bits(beta))
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {

@@ -1,6 +1,7 @@
-//! Runs the `sgemm` and `cholesky` examples at small sizes: on two CPU workers, then on two
-//! CPU workers and two PoCL devices (`POCL_DEVICES="basic basic"`, skipped when no OpenCL
-//! device is found). Each run must report a correct result (the examples check theirs).
+//! Runs the `sgemm` and `cholesky` (f64 and f32) examples at small sizes: on two CPU
+//! workers, then on two CPU workers and two PoCL devices (`POCL_DEVICES="basic basic"`,
+//! skipped when no OpenCL device is found). Each run must report a correct result (the
+//! examples check theirs).
 //!
 //! The examples are compiled into this test as modules and their `run` called with
 //! runtimes configured here, so `cargo test --test examples` needs no example binaries
@@ -71,13 +72,21 @@ fn sgemm_cpu_and_opencl() {
 
 #[test]
 fn cholesky_cpu() {
-    check("cholesky", cholesky::run, &[(192, 48), (100, 20)], 2, 0);
+    check("cholesky", cholesky::run::<f64>, &[(192, 48), (100, 20)], 2, 0);
 }
 
 /// Tiles of 48: the blocked OpenCL kernels; of 20: the simple ones. Then on the OpenCL
 /// devices alone, so that every OpenCL kernel (POTRF and TRSM too) surely runs.
 #[test]
 fn cholesky_cpu_and_opencl() {
-    check("cholesky", cholesky::run, &[(192, 48), (100, 20)], 2, 2);
-    check("cholesky", cholesky::run, &[(192, 48), (100, 20)], 0, 2);
+    check("cholesky", cholesky::run::<f64>, &[(192, 48), (100, 20)], 2, 2);
+    check("cholesky", cholesky::run::<f64>, &[(192, 48), (100, 20)], 0, 2);
+}
+
+/// Single precision: faer's `f32` kernels, and the OpenCL program built with `-DREAL=float`.
+#[test]
+fn cholesky_f32() {
+    check("cholesky f32", cholesky::run::<f32>, &[(192, 48), (100, 20)], 2, 0);
+    check("cholesky f32", cholesky::run::<f32>, &[(192, 48), (100, 20)], 2, 2);
+    check("cholesky f32", cholesky::run::<f32>, &[(192, 48), (100, 20)], 0, 2);
 }

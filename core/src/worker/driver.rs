@@ -147,15 +147,20 @@ impl RuntimeInner {
                 r => r,
             }
         };
+        let mut launched_at = std::time::Instant::now();
         let launched = match acquired {
             Err(e) => Err(TaskError::Data(e.to_string())),
             Ok(Some(copy)) => {
                 self.release_on_device(node, t, bufs.len(), scratch);
                 return Start::Deferred(copy);
             }
-            Ok(None) => self.launch_on(w, t, c, &bufs, batch),
+            Ok(None) => {
+                // Before the launch: a device that runs kernels in the thread that enqueues
+                // or flushes them (PoCL's basic) has completed it when the call returns.
+                launched_at = std::time::Instant::now();
+                self.launch_on(w, t, c, &bufs, batch)
+            }
         };
-        let launched_at = std::time::Instant::now();
         match launched {
             Ok(done) => Start::Flying(InFlight { t: t.clone(), node, n: bufs.len(), scratch, done, launched: launched_at, model }),
             Err(e) => {
