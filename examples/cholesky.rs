@@ -32,6 +32,7 @@ use faer::linalg::matmul::triangular::{self, BlockStructure};
 use faer::linalg::triangular_solve::solve_lower_triangular_in_place;
 use faer::{Accum, Mat, Par};
 use std::time::Instant;
+use weft_core::perfmodel::PerfModel;
 use weft_core::{AccessMode, Codelet, Filter, OpenClImpl, Runtime, Shape, TaskBuilder, TaskContext};
 
 /// `C −= A·Bᵀ` (GEMM) and `C −= A·Aᵀ` (SYRK, both triangles) on packed column-major
@@ -208,24 +209,28 @@ pub fn run<T: Real>(rt: &Runtime, n: usize, nb: usize) -> Result<(), Box<dyn std
         .opencl_impl(potrf_cl)
         .cuda_fn(common::cublas::potrf_lower::<T>)
         .modes(&[AccessMode::RW])
+        .model(PerfModel::new("cholesky_potrf"))
         .build();
     let trsm = Codelet::builder("trsm")
         .cpu(trsm_cpu::<T>)
         .opencl_impl(trsm_cl)
         .cuda_fn(common::cublas::trsm_right_lower_t::<T>)
         .modes(&[AccessMode::R, AccessMode::RW])
+        .model(PerfModel::new("cholesky_trsm"))
         .build();
     let syrk = Codelet::builder("syrk")
         .cpu(syrk_cpu::<T>)
         .opencl_impl(syrk_cl)
         .cuda_fn(move |ctx| common::cublas::gemm(ctx, [0, 0, 1], true, minus_one, one))
         .modes(&[AccessMode::R, AccessMode::RW])
+        .model(PerfModel::new("cholesky_syrk"))
         .build();
     let gemm = Codelet::builder("gemm")
         .cpu(gemm_cpu::<T>)
         .opencl_impl(gemm_cl)
         .cuda_fn(move |ctx| common::cublas::gemm(ctx, [0, 1, 2], true, minus_one, one))
         .modes(&[AccessMode::R, AccessMode::R, AccessMode::RW])
+        .model(PerfModel::new("cholesky_gemm"))
         .build();
 
     let b = nb as u32;

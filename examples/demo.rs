@@ -11,6 +11,7 @@ mod common;
 use faer::linalg::matmul::matmul;
 use faer::{Accum, Par};
 use std::time::Instant;
+use weft_core::perfmodel::PerfModel;
 use weft_core::{AccessMode, Codelet, Filter, OpenClImpl, Runtime, Shape, TaskBuilder};
 
 /// The same tile product in OpenCL C: one work-item per element of C. Tiles are packed on
@@ -68,7 +69,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         Shape::Matrix { nx, ny, .. } => vec![nx, ny],
         _ => vec![1],
     });
-    let gemm = Codelet::builder("gemm").cpu_and_null(gemm_tile).opencl_impl(gemm_cl).nbuffers(3).build();
+    let gemm = Codelet::builder("gemm").cpu_and_null(gemm_tile).opencl_impl(gemm_cl).nbuffers(3).model(PerfModel::new("demo_gemm")).build();
 
     let start = Instant::now();
     for i in 0..t {

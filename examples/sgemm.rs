@@ -22,6 +22,7 @@ use common::Rng;
 use faer::linalg::matmul::matmul;
 use faer::{Accum, Par};
 use std::time::Instant;
+use weft_core::perfmodel::PerfModel;
 use weft_core::{AccessMode, Codelet, Filter, OpenClImpl, Runtime, TaskBuilder};
 
 /// Column-major tiles, packed (leading dimension = rows): `A` is `m×k`, `B` `k×n`, `C`
@@ -114,7 +115,8 @@ pub fn run(rt: &Runtime, n: usize, tile: usize) -> Result<(), Box<dyn std::error
         let [m, n, _] = shapes[2].dims();
         if blocked { vec![m / RB, n / CB] } else { vec![m, n] }
     });
-    let codelet = Codelet::builder("sgemm").cpu(sgemm_cpu).opencl_impl(cl).cuda_fn(sgemm_cuda).nbuffers(3).build();
+    let codelet =
+        Codelet::builder("sgemm").cpu(sgemm_cpu).opencl_impl(cl).cuda_fn(sgemm_cuda).nbuffers(3).model(PerfModel::new("sgemm")).build();
 
     let start = Instant::now();
     for j in 0..t {

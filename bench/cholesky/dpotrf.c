@@ -1,0 +1,75 @@
+/* LAPACK's dpotrf on the matrix examples/cholesky factors: the peer of Weft's f64
+ * Cholesky in bench/cholesky/run.sh.
+ *
+ *   gcc -O2 bench/cholesky/dpotrf.c -o dpotrf -lopenblas
+ *   OPENBLAS_NUM_THREADS=2 ./dpotrf [n]        (default 2048)
+ *
+ * The matrix is the example's: random symmetric from the same xorshift stream, plus n·I
+ * (positive definite), column-major. One untimed factorisation of a copy first (OpenBLAS
+ * starts its threads, the pages are touched), then the clock covers one dpotrf ("L").
+ * Prints `dpotrf n=N: S s (G GFLOP/s)` with n³/3 flops, as the example and StarPU do. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* Fortran LAPACK (in libopenblas); the trailing argument is the hidden length of `uplo`. */
+void dpotrf_(const char *uplo, const int *n, double *a, const int *lda, int *info, size_t uplo_len);
+
+static uint64_t state;
+
+/* examples/common's Rng::next_f64: xorshift, 53 bits, in [-1, 1). */
+static double next_f64(void) {
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    return ((double)(state >> 11) / (double)(1ULL << 53)) * 2.0 - 1.0;
+}
+
+static double now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+static int factor(double *a, int n) {
+    int info = 0;
+    dpotrf_("L", &n, a, &n, &info, 1);
+    return info;
+}
+
+int main(int argc, char **argv) {
+    int n = argc > 1 ? atoi(argv[1]) : 2048;
+    if (n <= 0) {
+        fprintf(stderr, "usage: dpotrf [n]\n");
+        return 2;
+    }
+    size_t nn = (size_t)n * n;
+    double *a0 = malloc(nn * sizeof *a0), *a = malloc(nn * sizeof *a);
+    if (!a0 || !a) {
+        fprintf(stderr, "dpotrf: out of memory\n");
+        return 1;
+    }
+    state = 0x9e3779b97f4a7c15ULL | 1;
+    for (int j = 0; j < n; j++)
+        for (int i = j; i < n; i++) {
+            double x = next_f64() + (i == j ? n : 0.0);
+            a0[i + (size_t)j * n] = x;
+            a0[j + (size_t)i * n] = x;
+        }
+    memcpy(a, a0, nn * sizeof *a);
+    int info = factor(a, n);
+    memcpy(a, a0, nn * sizeof *a);
+    double t0 = now();
+    info |= factor(a, n);
+    double secs = now() - t0;
+    if (info != 0) {
+        fprintf(stderr, "dpotrf: info = %d\n", info);
+        return 1;
+    }
+    printf("dpotrf n=%d: %.6f s (%.2f GFLOP/s)\n", n, secs, (double)n * n * n / 3.0 / secs / 1e9);
+    free(a);
+    free(a0);
+    return 0;
+}
