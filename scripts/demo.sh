@@ -16,10 +16,18 @@ mkdir -p "$demo/vendors" "$demo/omp"
 echo "== 1. Every CPU core (no devices) =="
 WEFT_NOPENCL=0 WEFT_NCUDA=0 cargo run -q --release --example demo
 echo
-echo "== 2. CPU cores and two OpenCL devices (PoCL, POCL_DEVICES='basic basic'), one OpenCL C kernel =="
-echo "   (one CPU worker fewer per device driver; no performance model yet, so placement is greedy;
-   the first run pays PoCL's kernel compile, later runs load it from the disk cache)"
+echo "== 2. The same with the two OpenCL devices PoCL offers (POCL_DEVICES='basic basic'), as Weft finds them =="
+echo "   (PoCL computes on the CPU workers' cores: by default its devices take only kernels that have"
+echo "   no CPU implementation, such as an OpenCL program's, and every core stays a CPU worker)"
 POCL_DEVICES="basic basic" WEFT_NCUDA=0 cargo run -q --release --example demo -- 384 4
+echo
+echo "== 2b. Asked to (WEFT_OPENCL_ON_CPUS=1): one CPU worker beside one PoCL device, each on a core =="
+echo "   (policy dmdas: each tile goes where the performance models expect it to finish first; the"
+echo "   first run measures both kinds of worker, kept in \$WEFT_HOME/models for the next runs)"
+for run in first second; do
+    echo "-- $run run"
+    POCL_DEVICES=basic WEFT_OPENCL_ON_CPUS=1 WEFT_NCPU=1 WEFT_NCUDA=0 cargo run -q --release --example demo -- 384 4
+done
 echo
 echo "== 3. With a simulated device (WEFT_NNULL=1): tiles move between separate memory nodes =="
 WEFT_NOPENCL=0 WEFT_NCUDA=0 WEFT_NNULL=1 cargo run -q --release --example demo -- 512 4

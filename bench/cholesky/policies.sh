@@ -15,6 +15,9 @@
 #   SIZES="2048/256 4096/512"      n/tile pairs
 #   POLICIES="eager ws lws dmda dmdas"
 #   ROUNDS=3             rounds; medians are reported
+#   CALIBRATION=3        untimed dmdas runs per size and setup first, which calibrate the
+#                        performance models (kept in a WEFT_HOME of the script's own,
+#                        target/bench-policies-home, emptied first)
 #   F32=1                single precision (the example's --f32)
 set -euo pipefail
 
@@ -34,8 +37,11 @@ setup_envs=("$SETUP" "WEFT_NCPU=1 WEFT_NOPENCL=0" "WEFT_NCPU=0 POCL_DEVICES=basi
 echo "building examples/cholesky (release)..." >&2
 cargo build --release -q --example cholesky
 BIN=${CARGO_TARGET_DIR:-$root/target}/release/examples/cholesky
-unset WEFT_SCHED WEFT_NCPU WEFT_NOPENCL WEFT_NNULL POCL_DEVICES
+unset WEFT_SCHED WEFT_NCPU WEFT_NOPENCL WEFT_NNULL POCL_DEVICES WEFT_CALIBRATE
 export WEFT_NCUDA=0
+export WEFT_HOME=${CARGO_TARGET_DIR:-$root/target}/bench-policies-home
+rm -rf "$WEFT_HOME/models"
+CALIBRATION=${CALIBRATION:-3}
 
 # One run: setup index, policy, n, tile. Sets `gflops` (a number, NA or n/a) and `nodes`
 # (the WEFT_STATS lines of the memory nodes).
@@ -56,7 +62,7 @@ run() {
         echo "cholesky $3 $4 (${setup_names[$1]}, $2) failed:" >&2
         tail -3 <<< "$out" >&2
     fi
-    nodes=$(grep -E '^(node|bytes)' <<< "$out" || true)
+    nodes=$(grep -E '^(node|bytes|prefetched)' <<< "$out" || true)
 }
 
 median() {
@@ -76,6 +82,12 @@ echo
 # OpenCL programs are built on a device's first use (then cached under WEFT_HOME): once
 # per setup at a small size, untimed.
 for i in "${!setup_names[@]}"; do run "$i" lws 512 128; done
+# The model-driven policies' first runs at a size measure every kind of worker there.
+for size in "${SIZES[@]}"; do
+    for i in "${!setup_names[@]}"; do
+        for ((c = 0; c < CALIBRATION; c++)); do run "$i" dmdas "${size%/*}" "${size#*/}"; done
+    done
+done
 declare -A res stats
 for ((r = 1; r <= ROUNDS; r++)); do
     echo "round $r/$ROUNDS..." >&2
