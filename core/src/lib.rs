@@ -20,6 +20,7 @@
 #![deny(unsafe_code)]
 #![warn(unsafe_op_in_unsafe_fn)]
 
+pub(crate) mod backend;
 pub mod capi;
 pub mod config;
 pub mod data;

@@ -142,18 +142,8 @@ pub(crate) struct RuntimeInner {
     pub(crate) pinned: Vec<crossbeam_deque::Injector<TaskRef>>,
     /// Per worker: jobs posted to it (`Runtime::post_job`).
     pub(crate) jobs: crate::worker::jobs::Mailboxes,
-    /// Programs built for OpenCL devices (memory and disk cache).
-    #[cfg(feature = "opencl")]
-    pub(crate) programs: weft_vendors::opencl::ProgramCache,
-    /// Per worker: its OpenCL driver state, for OpenCL workers.
-    #[cfg(feature = "opencl")]
-    pub(crate) drivers: Vec<Option<crate::worker::driver::OpenClDriver>>,
-    /// Modules built for CUDA GPUs (PTX by source, modules per context; memory only).
-    #[cfg(feature = "cuda")]
-    pub(crate) cuda_kernels: weft_vendors::cuda::KernelCache,
-    /// Per worker: its CUDA driver state, for CUDA workers.
-    #[cfg(feature = "cuda")]
-    pub(crate) cuda_drivers: Vec<Option<crate::worker::driver_cuda::CudaDriver>>,
+    /// Per worker: the backend of its device, for device driver workers (`crate::backend`).
+    pub(crate) backends: Vec<Option<Box<dyn crate::backend::KernelBackend>>>,
 }
 
 /// A Weft runtime. Dropping it waits for submitted tasks and stops the workers.
@@ -177,36 +167,11 @@ impl Runtime {
             threads: topology.npus().min(8),
             placement: Some(std::sync::Arc::new(topology.clone())),
         });
-        #[cfg(feature = "opencl")]
-        let opencl_devices: Vec<Arc<weft_vendors::opencl::OpenClDevice>> = match config.nopencl {
-            Some(0) => Vec::new(),
-            n => weft_vendors::opencl::devices().into_iter().take(n.unwrap_or(usize::MAX)).map(Arc::new).collect(),
-        };
-        #[cfg(feature = "opencl")]
-        let nopencl = opencl_devices.len();
-        #[cfg(not(feature = "opencl"))]
-        let nopencl = 0;
-        #[cfg(feature = "cuda")]
-        let cuda_devices: Vec<Arc<weft_vendors::cuda::CudaDevice>> = match config.ncuda {
-            Some(0) => Vec::new(),
-            n => weft_vendors::cuda::devices().into_iter().take(n.unwrap_or(usize::MAX)).map(Arc::new).collect(),
-        };
-        #[cfg(feature = "cuda")]
-        let ncuda = cuda_devices.len();
-        #[cfg(not(feature = "cuda"))]
-        let ncuda = 0;
-        // OpenCL devices of type CPU (PoCL's) compute on the cores the CPU workers use:
-        // unless asked (`opencl_on_cpus`) they run only tasks without a CPU implementation,
-        // and take no core from the CPU workers (they are idle whenever those are busy).
-        #[cfg(feature = "opencl")]
-        let on_cpu = |d: &weft_vendors::opencl::OpenClDevice| {
-            d.device_type() & weft_vendors::opencl::sys::CL_DEVICE_TYPE_CPU != 0 && !config.opencl_on_cpus
-        };
-        #[cfg(feature = "opencl")]
-        let nshared = opencl_devices.iter().filter(|d| on_cpu(d)).count();
-        #[cfg(not(feature = "opencl"))]
-        let nshared = 0;
-        let ndrivers = config.nnull + nopencl + ncuda - nshared;
+        // Every device of every backend, each to be driven by a worker of its own.
+        let devices = crate::backend::discover(&config);
+        // Devices that compute on the CPU workers' cores (PoCL's) take no core from them.
+        let nshared = devices.iter().filter(|d| d.on_cpus()).count();
+        let ndrivers = config.nnull + devices.len() - nshared;
         // One CPU worker fewer per device driver thread, as StarPU does, unless WEFT_NCPU says.
         let ncpu = config.ncpu.unwrap_or_else(|| topology.npus().saturating_sub(ndrivers).max(1));
 
@@ -243,45 +208,23 @@ impl Runtime {
                 shares_cores: false,
             });
         }
-        #[cfg(feature = "opencl")]
-        let mut drivers: Vec<Option<crate::worker::driver::OpenClDriver>> = workers.iter().map(|_| None).collect();
-        #[cfg(feature = "opencl")]
-        for (d, dev) in opencl_devices.into_iter().enumerate() {
+        let mut backends: Vec<Option<Box<dyn crate::backend::KernelBackend>>> = workers.iter().map(|_| None).collect();
+        for dev in devices {
             let node = nodes.len();
-            nodes.push(Arc::new(MemoryNode::new(node, dev.clone() as Arc<dyn Device>, config.opencl_mem_limit)));
+            nodes.push(Arc::new(MemoryNode::new(node, dev.device(), dev.mem_limit())));
             let id = workers.len();
-            let spins = dev.polls();
-            let perf_arch = format!("opencl:{}", dev.name());
-            let shares_cores = on_cpu(&dev) && ncpu > 0;
-            workers.push(WorkerInfo { id, arch: Arch::OpenCl, node, pu: None, name: format!("opencl{d}"), spins, perf_arch, shares_cores });
-            drivers.push(Some(crate::worker::driver::OpenClDriver::new(dev)));
-        }
-        #[cfg(feature = "cuda")]
-        let mut cuda_drivers: Vec<Option<crate::worker::driver_cuda::CudaDriver>> = workers.iter().map(|_| None).collect();
-        #[cfg(feature = "cuda")]
-        for (d, dev) in cuda_devices.into_iter().enumerate() {
-            let node = nodes.len();
-            // Without a limit, leave 1/16 of the GPU to what the runtime does not count
-            // (context, modules, cuBLAS workspaces): a failing cuMemAlloc does not evict.
-            let limit = config.cuda_mem_limit.or_else(|| dev.memory_size().map(|m| m - m / 16));
-            nodes.push(Arc::new(MemoryNode::new(node, dev.clone() as Arc<dyn Device>, limit)));
-            let id = workers.len();
-            let perf_arch = format!("cuda:{}", dev.name());
             workers.push(WorkerInfo {
                 id,
-                arch: Arch::Cuda,
+                arch: dev.arch(),
                 node,
                 pu: None,
-                name: format!("cuda{d}"),
-                spins: true,
-                perf_arch,
-                shares_cores: false,
+                name: dev.name(),
+                spins: dev.spins(),
+                perf_arch: dev.perf_arch(),
+                shares_cores: dev.on_cpus() && ncpu > 0,
             });
-            cuda_drivers.push(Some(crate::worker::driver_cuda::CudaDriver::new(dev)));
+            backends.push(Some(dev));
         }
-        // Every worker has a slot in each driver table.
-        #[cfg(feature = "opencl")]
-        drivers.resize_with(workers.len(), || None);
         let present_archs = workers.iter().fold(0, |m, w| m | w.arch.bit());
         let nworkers = workers.len();
         if nworkers == 0 {
@@ -329,8 +272,6 @@ impl Runtime {
         let ocl: Vec<&WorkerInfo> = workers.iter().filter(|w| w.arch == Arch::OpenCl).collect();
         let strip_opencl = !ocl.is_empty() && ocl.iter().all(|w| w.shares_cores);
         let policy = sched::create(kind, ctx);
-        #[cfg(feature = "opencl")]
-        let config_cache = config.kernel_cache.clone();
         let inner = Arc::new(RuntimeInner {
             id: NEXT_RUNTIME.fetch_add(1, Ordering::Relaxed),
             sleep: Sleep::new(workers.iter().map(|w| w.arch).collect()),
@@ -360,14 +301,7 @@ impl Runtime {
             next_handle: AtomicU64::new(1),
             pinned: (0..nworkers).map(|_| crossbeam_deque::Injector::new()).collect(),
             jobs: crate::worker::jobs::Mailboxes::new(nworkers),
-            #[cfg(feature = "opencl")]
-            programs: weft_vendors::opencl::ProgramCache::new(config_cache),
-            #[cfg(feature = "opencl")]
-            drivers,
-            #[cfg(feature = "cuda")]
-            cuda_kernels: weft_vendors::cuda::KernelCache::new(),
-            #[cfg(feature = "cuda")]
-            cuda_drivers,
+            backends,
         });
         let mut threads = Vec::new();
         for w in 0..inner.workers.len() {
@@ -605,7 +539,10 @@ impl Runtime {
     /// The OpenCL devices the runtime drives, with their driver workers (for `on_worker`).
     #[cfg(feature = "opencl")]
     pub fn opencl_devices(&self) -> Vec<(usize, Arc<weft_vendors::opencl::OpenClDevice>)> {
-        self.inner.drivers.iter().enumerate().filter_map(|(w, d)| d.as_ref().map(|d| (w, d.dev.clone()))).collect()
+        let opencl = |b: &Option<Box<dyn crate::backend::KernelBackend>>| {
+            b.as_ref().and_then(|b| b.as_any().downcast_ref::<crate::backend::opencl::OpenClBackend>()).map(|b| b.dev.clone())
+        };
+        self.inner.backends.iter().enumerate().filter_map(|(w, b)| opencl(b).map(|d| (w, d))).collect()
     }
 
     /// The worker the calling thread is, if it is one of this runtime's.
@@ -976,8 +913,7 @@ impl RuntimeInner {
         let result = match t.poison.get() {
             Some(e) => Err((**e).clone()),
             None => match &t.kind {
-                #[cfg(any(feature = "opencl", feature = "cuda"))]
-                TaskKind::Codelet(c) if matches!(self.workers[w].arch, Arch::OpenCl | Arch::Cuda) => self.run_on_device(w, &t, c),
+                TaskKind::Codelet(c) if self.backends[w].is_some() => self.run_on_device(w, &t, c),
                 TaskKind::Codelet(c) => self.run_codelet(w, &t, c),
                 TaskKind::Reduction => self.run_reduction(w, &t),
                 TaskKind::Empty => Ok(()),
@@ -1258,7 +1194,6 @@ impl RuntimeInner {
     }
 
     /// A task pinned to worker `w` (`TaskBuilder::on_worker`), if one is queued.
-    #[cfg(any(feature = "opencl", feature = "cuda"))]
     pub(crate) fn pop_pinned(&self, w: usize) -> Option<TaskRef> {
         if self.pinned[w].is_empty() { None } else { crate::sched::steal_one(&self.pinned[w]) }
     }

@@ -3,7 +3,7 @@
 //! **Owns**: the two kinds of CUDA implementation ([`CudaImpl`], a CUDA C kernel built
 //! with NVRTC; [`CudaFn`], host code that enqueues GPU work itself) and
 //! [`CudaTaskContext`].
-//! **Does not own**: building, launching and waiting (`worker::driver_cuda`), the device
+//! **Does not own**: building, launching and waiting (`backend::cuda`), the device
 //! and its streams (`weft_vendors::cuda`).
 
 use crate::data::Shape;

@@ -224,7 +224,6 @@ static NEXT_CODELET: AtomicU64 = AtomicU64::new(1);
 /// One computation with an implementation per kind of worker.
 pub struct Codelet {
     /// Unique per codelet (device drivers cache built kernels by it).
-    #[cfg_attr(not(any(feature = "opencl", feature = "cuda")), allow(dead_code))]
     pub(crate) id: u64,
     pub(crate) name: String,
     pub(crate) impls: [Option<ImplFn>; 2],

@@ -1,38 +1,28 @@
-//! Device drivers: running a task's kernel on the device its worker drives (OpenCL here;
-//! CUDA in `driver_cuda`, which shares the buffer acquisition and argument splitting).
+//! Device drivers: running codelet tasks on the device a driver worker drives, through its
+//! [`KernelBackend`] (`crate::backend`), whatever the backend.
 //!
-//! **Owns**: per-driver state (the device, the kernels built for it), turning a task into
-//! a kernel launch (buffers acquired on the device's memory node, the argument blob split
-//! into by-value arguments, the work size), and waiting for the launch.
+//! **Owns**: turning a task into a launch on the driver's device (buffers acquired on the
+//! device's memory node, the launch handed to the backend), the window of tasks in flight
+//! ([`InFlight`], [`Start`]) and their retirement (waiting, unpinning, completing, measuring
+//! their durations), and the early release of successors pinned to the driver.
 //! **Does not own**: coherence (`data::coherence` makes the replicas valid and pins them),
-//! building programs (`weft_vendors::opencl`, with its cache).
+//! building and launching kernels (the backend: `backend::opencl`, `backend::cuda`).
 //!
 //! A driver keeps up to [`DEPTH`] tasks in flight ([`DEEP`] for tasks pinned to it;
 //! `worker::run_driver`): it prepares and
 //! launches the next task (its transfers included) while the device still runs the previous
-//! one, and retires tasks (waits, unpins, completes) in launch order. Its OpenCL launches
-//! may join the device's open batch (no vendor event, callback or flush each; see
-//! `OpenClDevice::launch_batched`): the driver closes the batch before it waits for a task
-//! in flight (only then can a batched task be pending), so no batch stays open unwaited.
-#![allow(unsafe_code)] // setting kernel arguments and launching (the vendor API's contract)
+//! one, and retires tasks (waits, unpins, completes) in launch order. Its launches may join
+//! the device's open batch (OpenCL: no vendor event, callback or flush each; see
+//! `OpenClDevice::launch_batched`): the driver closes the batch
+//! (`KernelBackend::close_batch`) before it waits for a task in flight (only then can a
+//! batched task be pending), so no batch stays open unwaited.
 
+use crate::backend::{DeviceLaunch, KernelBackend};
 use crate::data::coherence::Acquired;
 use crate::runtime::RuntimeInner;
-#[cfg(feature = "opencl")]
-use crate::sync::{Mutex, lock};
-#[cfg(feature = "opencl")]
-use crate::task::OpenClImpl;
-use crate::task::{AccessMode, TaskRef};
-#[cfg(any(feature = "opencl", feature = "cuda"))]
-use crate::task::{Codelet, TaskError};
+use crate::task::{AccessMode, Codelet, TaskError, TaskRef};
 use smallvec::SmallVec;
-#[cfg(feature = "opencl")]
-use std::collections::HashMap;
-#[cfg(feature = "opencl")]
-use std::sync::Arc;
-use weft_vendors::Buffer;
-#[cfg(any(feature = "opencl", feature = "cuda"))]
-use weft_vendors::Completion;
+use weft_vendors::{Buffer, Completion};
 
 /// How many tasks a device driver keeps started at once (`crate::DRIVER_WINDOW`).
 pub(crate) const DEPTH: usize = crate::DRIVER_WINDOW;
@@ -41,25 +31,8 @@ pub(crate) const DEPTH: usize = crate::DRIVER_WINDOW;
 /// [`DEPTH`] tiny kernels at a time runs dry and sleeps between them (PoCL direct with 8
 /// commands outstanding: 4.5 us per tiny kernel, with 1000: 2 us).
 pub(crate) const DEEP: usize = crate::DRIVER_WINDOW_PINNED;
-#[cfg(feature = "opencl")]
-use weft_vendors::opencl::{Kernel, OpenClDevice};
-
-#[cfg(feature = "opencl")]
-pub(crate) struct OpenClDriver {
-    pub dev: Arc<OpenClDevice>,
-    /// Kernels built for this device, by codelet id. Only this driver's worker uses them.
-    pub kernels: Mutex<HashMap<u64, Kernel>>,
-}
-
-#[cfg(feature = "opencl")]
-impl OpenClDriver {
-    pub fn new(dev: Arc<OpenClDevice>) -> OpenClDriver {
-        OpenClDriver { dev, kernels: Mutex::new(HashMap::new()) }
-    }
-}
 
 /// A task whose device work is started and not yet retired: it holds pins on its replicas.
-#[cfg(any(feature = "opencl", feature = "cuda"))]
 pub(crate) struct InFlight {
     pub t: TaskRef,
     node: usize,
@@ -73,7 +46,6 @@ pub(crate) struct InFlight {
 }
 
 /// What starting a task on a device gave.
-#[cfg(any(feature = "opencl", feature = "cuda"))]
 pub(crate) enum Start {
     Flying(InFlight),
     /// Failed before reaching the device (data or launch error).
@@ -85,7 +57,6 @@ pub(crate) enum Start {
     Deferred(Completion),
 }
 
-#[cfg(any(feature = "opencl", feature = "cuda"))]
 fn codelet_name(t: &TaskRef) -> String {
     match &t.kind {
         crate::task::TaskKind::Codelet(c) => c.name.clone(),
@@ -93,41 +64,11 @@ fn codelet_name(t: &TaskRef) -> String {
     }
 }
 
-/// Split the argument blob into the kernel's by-value arguments.
-pub(crate) fn split_args<'a>(args: &'a [u8], sizes: &[usize]) -> Result<SmallVec<[&'a [u8]; 4]>, String> {
-    if sizes.is_empty() {
-        return Ok(if args.is_empty() { SmallVec::new() } else { SmallVec::from_slice(&[args]) });
-    }
-    let total: usize = sizes.iter().sum();
-    if total != args.len() {
-        return Err(format!("the argument blob has {} bytes but the kernel's by-value arguments take {total}", args.len()));
-    }
-    let mut out = SmallVec::new();
-    let mut at = 0;
-    for &n in sizes {
-        out.push(&args[at..at + n]);
-        at += n;
-    }
-    Ok(out)
-}
-
-/// The default work size: the dimensions of buffer 0, without trailing ones.
-#[cfg_attr(not(feature = "opencl"), allow(dead_code))]
-pub(crate) fn default_global(shapes: &[crate::data::Shape]) -> Vec<usize> {
-    let Some(s) = shapes.first() else { return vec![1] };
-    let mut d = s.dims().to_vec();
-    while d.len() > 1 && d[d.len() - 1] == 1 {
-        d.pop();
-    }
-    d
-}
-
 impl RuntimeInner {
     /// Start `t` (a codelet task) on device driver worker `w`: acquire its buffers on the
     /// device's node and launch its implementation there, without waiting for the device.
     /// `retry`: wait out a full node whose replicas are in use (else report `Busy`, so that a
     /// driver with tasks in flight retires them first: they hold the pins).
-    #[cfg(any(feature = "opencl", feature = "cuda"))]
     /// `batch`: an OpenCL launch may join the device's open batch (see `close_batch`).
     pub(crate) fn start_on_device(&self, w: usize, t: &TaskRef, c: &Codelet, retry: bool, batch: bool) -> Start {
         let node = self.workers[w].node;
@@ -170,26 +111,17 @@ impl RuntimeInner {
         }
     }
 
-    #[cfg(any(feature = "opencl", feature = "cuda"))]
     fn launch_on(&self, w: usize, t: &TaskRef, c: &Codelet, bufs: &[Buffer], batch: bool) -> Result<Completion, TaskError> {
-        #[cfg(not(feature = "opencl"))]
-        let _ = batch;
-        match self.workers[w].arch {
-            #[cfg(feature = "opencl")]
-            crate::task::Arch::OpenCl => {
-                let imp = c.opencl.as_ref().expect("invariant: scheduled on an OpenCL worker only with an OpenCL implementation");
-                let drv = self.drivers[w].as_ref().expect("invariant: OpenCL workers have a driver");
-                self.launch(w, drv, c, imp, t, bufs, batch)
-            }
-            #[cfg(feature = "cuda")]
-            crate::task::Arch::Cuda => self.start_cuda(w, t, c, bufs),
-            a => unreachable!("start_on_device on a {a:?} worker"),
-        }
+        self.backend(w).launch(&DeviceLaunch { worker: w, task: t, codelet: c, buffers: bufs, batch })
+    }
+
+    /// Driver worker `w`'s backend.
+    fn backend(&self, w: usize) -> &dyn KernelBackend {
+        self.backends[w].as_deref().expect("invariant: device driver workers have a backend")
     }
 
     /// Start `t` on driver worker `w`, adding it to the tasks in flight; a task that does not
     /// reach the device (failed preparation, poisoned, not a codelet) completes here.
-    #[cfg(any(feature = "opencl", feature = "cuda"))]
     pub(crate) fn start_task_on_driver(
         &self,
         w: usize,
@@ -230,7 +162,6 @@ impl RuntimeInner {
     /// it. Release them now (and let later ones skip the dependency, `add_successor`). They
     /// are no longer cancelled if `t` fails: like the commands after a failed one in an
     /// OpenCL in-order queue, they run.
-    #[cfg(any(feature = "opencl", feature = "cuda"))]
     ///
     /// `next`: the driver's own list of released tasks, which it starts before looking at its
     /// queues again (no push to and steal from the shared queue per task).
@@ -260,19 +191,13 @@ impl RuntimeInner {
         }
     }
 
-    /// Close driver `w`'s open batch of launches (`OpenClDevice::launch_batched`): before
+    /// Close driver `w`'s open batch of launches (`KernelBackend::close_batch`): before
     /// waiting for any task in flight, which may be one of them.
     pub(crate) fn close_batch(&self, w: usize) {
-        #[cfg(feature = "opencl")]
-        if let Some(Some(d)) = self.drivers.get(w) {
-            d.dev.close_batch();
-        }
-        #[cfg(not(feature = "opencl"))]
-        let _ = w;
+        self.backend(w).close_batch();
     }
 
     /// Retire a task in flight and complete it.
-    #[cfg(any(feature = "opencl", feature = "cuda"))]
     pub(crate) fn finish_in_flight(&self, w: usize, f: InFlight) {
         let t = f.t.clone();
         let (launched, model, done) = (f.launched, f.model.clone(), f.done.clone());
@@ -294,7 +219,6 @@ impl RuntimeInner {
         self.finish_on_driver(w, &t, r);
     }
 
-    #[cfg(any(feature = "opencl", feature = "cuda"))]
     fn finish_on_driver(&self, w: usize, t: &TaskRef, r: Result<(), TaskError>) {
         self.stats[w].tasks.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         if t.worker.is_none() {
@@ -304,7 +228,6 @@ impl RuntimeInner {
     }
 
     /// Wait for a started task's device work, then unpin its buffers.
-    #[cfg(any(feature = "opencl", feature = "cuda"))]
     pub(crate) fn retire(&self, f: InFlight) -> Result<(), TaskError> {
         let r = f.done.wait().map_err(|e| TaskError::Failed { task: codelet_name(&f.t), msg: e.to_string() });
         self.release_on_device(f.node, &f.t, f.n, f.scratch);
@@ -312,7 +235,6 @@ impl RuntimeInner {
     }
 
     /// Run `t` on device worker `w` and wait for it (the non-pipelined path).
-    #[cfg(any(feature = "opencl", feature = "cuda"))]
     pub(crate) fn run_on_device(&self, w: usize, t: &TaskRef, c: &Codelet) -> Result<(), TaskError> {
         loop {
             match self.start_on_device(w, t, c, true, false) {
@@ -347,61 +269,6 @@ impl RuntimeInner {
         );
         (*bufs, *scratch) = state;
         r
-    }
-
-    #[cfg(feature = "opencl")]
-    #[allow(clippy::too_many_arguments)]
-    fn launch(
-        &self,
-        w: usize,
-        drv: &OpenClDriver,
-        c: &Codelet,
-        imp: &OpenClImpl,
-        t: &TaskRef,
-        bufs: &[Buffer],
-        batch: bool,
-    ) -> Result<Completion, TaskError> {
-        let fail = |msg: String| TaskError::Failed { task: c.name.clone(), msg };
-        if let Some(f) = &imp.launch {
-            let l = crate::task::OpenClLaunch {
-                device: &drv.dev,
-                worker: w,
-                buffers: bufs,
-                args: &t.args,
-                payload: t.payload.as_deref(),
-                batch,
-            };
-            let done = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&l))) {
-                Ok(r) => r.map_err(fail)?,
-                Err(_) => return Err(fail("the launch function panicked".into())),
-            };
-            return Ok(done);
-        }
-        let values = split_args(&t.args, &imp.arg_sizes).map_err(fail)?;
-        let shapes: SmallVec<[crate::data::Shape; 3]> = t.accesses.iter().map(|a| a.handle.shape()).collect();
-        let global = match &imp.global {
-            Some(f) => f(&shapes, &t.args),
-            None => default_global(&shapes),
-        };
-        let mut kernels = lock(&drv.kernels);
-        let kernel = match kernels.entry(c.id) {
-            std::collections::hash_map::Entry::Occupied(o) => o.into_mut(),
-            std::collections::hash_map::Entry::Vacant(v) => {
-                let k = drv
-                    .dev
-                    .build_program(&self.programs, &imp.source, &imp.options)
-                    .and_then(|p| drv.dev.create_kernel(&p, &imp.kernel))
-                    .map_err(|e| fail(e.to_string()))?;
-                v.insert(k)
-            }
-        };
-        // SAFETY: every buffer is a replica acquired (allocated, valid, pinned) on this
-        // device's node for the task's access mode, and stays so until release_on_device,
-        // which `retire` calls after the launch's completion fired. Arguments are captured
-        // at enqueue: setting them for the next task does not touch this launch.
-        unsafe { kernel.set_task_args(bufs, &values) }.map_err(|e| fail(format!("setting kernel arguments: {e}")))?;
-        // SAFETY: as above: the arguments stay live and unaliased until the launch completes.
-        unsafe { drv.dev.launch(kernel, &global, imp.local.as_deref()) }.map_err(|e| fail(e.to_string()))
     }
 
     /// Acquire `t`'s buffers on device node `node`, in access order; `Some(copy)` when one of
@@ -442,28 +309,5 @@ impl RuntimeInner {
         for b in scratch {
             self.nodes[node].release(b);
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::data::Shape;
-
-    #[test]
-    fn argument_blobs_split_by_declared_sizes() {
-        let blob = [1u8, 2, 3, 4, 5, 6];
-        assert_eq!(split_args(&blob, &[4, 2]).unwrap().as_slice(), &[&blob[..4], &blob[4..]]);
-        assert_eq!(split_args(&blob, &[]).unwrap().as_slice(), &[&blob[..]]);
-        assert!(split_args(&[], &[]).unwrap().is_empty());
-        assert!(split_args(&blob, &[4]).unwrap_err().contains("6 bytes"));
-    }
-
-    #[test]
-    fn default_work_size_follows_buffer_zero() {
-        assert_eq!(default_global(&[Shape::Vector { nx: 10, elem: 4 }]), vec![10]);
-        assert_eq!(default_global(&[Shape::Matrix { nx: 3, ny: 5, elem: 4 }]), vec![3, 5]);
-        assert_eq!(default_global(&[Shape::Block { nx: 2, ny: 1, nz: 4, elem: 4 }]), vec![2, 1, 4]);
-        assert_eq!(default_global(&[]), vec![1]);
     }
 }

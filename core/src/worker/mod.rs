@@ -4,10 +4,7 @@
 //! and the "current worker" thread-local (the one thread-local of the runtime).
 //! **Does not own**: what a task does (`runtime::execute`), which task runs (`sched`).
 
-#[cfg(any(feature = "opencl", feature = "cuda"))]
 pub(crate) mod driver;
-#[cfg(feature = "cuda")]
-pub(crate) mod driver_cuda;
 pub(crate) mod jobs;
 pub(crate) mod sleep;
 
@@ -71,8 +68,7 @@ pub(crate) fn run(rt: Arc<RuntimeInner>, w: usize) {
         BOUND.with(|b| b.set(Some(pu)));
     }
     let spin = Duration::from_micros(rt.config.spin_us);
-    #[cfg(any(feature = "opencl", feature = "cuda"))]
-    if matches!(info.arch, Arch::OpenCl | Arch::Cuda) {
+    if rt.backends[w].is_some() {
         run_driver(&rt, w, spin);
         CURRENT.with(|c| c.set(None));
         return;
@@ -142,7 +138,6 @@ fn idle(rt: &RuntimeInner, w: usize, spin: Duration) -> Found {
 /// protocol: announce, look once more, park) until `oldest` completes or a push wakes it.
 /// Returns the task found on the last look, if any. Spurious wake-ups only cost a lap of
 /// the driver's loop.
-#[cfg(any(feature = "opencl", feature = "cuda"))]
 fn sleep_while_in_flight(rt: &RuntimeInner, w: usize, oldest: &weft_vendors::Completion) -> Option<crate::task::TaskRef> {
     rt.sleep.announce(w);
     // Pinned tasks first, as `pop` takes them; the driver's loop looked at both queues before.
@@ -160,7 +155,6 @@ fn sleep_while_in_flight(rt: &RuntimeInner, w: usize, oldest: &weft_vendors::Com
 /// A GPU's driver with room for more work and a task in flight: spin, yielding the core,
 /// until `oldest` or a deferred task's copy completes or a task arrives (returned), for at
 /// most `Config::wait_spin_us`.
-#[cfg(any(feature = "opencl", feature = "cuda"))]
 fn spin_while_in_flight(
     rt: &RuntimeInner,
     w: usize,
@@ -183,7 +177,6 @@ fn spin_while_in_flight(
 
 /// A device driver's loop: up to `driver::DEPTH` tasks started at once (`driver::DEEP` pinned
 /// ones), retired in order.
-#[cfg(any(feature = "opencl", feature = "cuda"))]
 fn run_driver(rt: &RuntimeInner, w: usize, spin: Duration) {
     use driver::{DEEP, DEPTH, InFlight};
     use std::collections::VecDeque;
