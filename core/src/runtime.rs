@@ -209,15 +209,21 @@ impl Runtime {
             });
         }
         let mut backends: Vec<Option<Box<dyn crate::backend::KernelBackend>>> = workers.iter().map(|_| None).collect();
+        // A device that computes on a core of its own (an OpenCL CPU device asked to run
+        // codelets beside the CPU workers) has its driver, which runs or feeds its kernels,
+        // bound to the cores after the CPU workers': left to migrate, it landed on a CPU
+        // worker's core at times and the two took turns.
+        let mut own_cores = topology.pus.iter().copied().skip(ncpu);
         for dev in devices {
             let node = nodes.len();
             nodes.push(Arc::new(MemoryNode::new(node, dev.device(), dev.mem_limit())));
             let id = workers.len();
+            let pu = (dev.host_cores() && !dev.on_cpus()).then(|| own_cores.next()).flatten();
             workers.push(WorkerInfo {
                 id,
                 arch: dev.arch(),
                 node,
-                pu: None,
+                pu,
                 name: dev.name(),
                 spins: dev.spins(),
                 perf_arch: dev.perf_arch(),

@@ -104,6 +104,11 @@ pub(crate) trait KernelBackend: Send + Sync {
     fn on_cpus(&self) -> bool {
         false
     }
+    /// The device computes on this machine's cores (an OpenCL device of type CPU), whether
+    /// or not it shares them with the CPU workers.
+    fn host_cores(&self) -> bool {
+        false
+    }
     /// The device's memory, for its memory node.
     fn device(&self) -> Arc<dyn Device>;
     /// The memory node's limit in bytes (`None`: the device's size).

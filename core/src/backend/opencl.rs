@@ -24,6 +24,8 @@ pub(crate) struct OpenClBackend {
     kernels: Kernels<Kernel>,
     /// Programs built for the runtime's OpenCL devices (memory and disk cache).
     programs: Arc<ProgramCache>,
+    /// A device of type CPU: it computes on the machine's cores.
+    host_cores: bool,
     on_cpus: bool,
     mem_limit: Option<usize>,
 }
@@ -43,12 +45,14 @@ pub(crate) fn devices(config: &Config) -> Vec<Box<dyn KernelBackend>> {
             // unless asked (`opencl_on_cpus`) they run only tasks without a CPU
             // implementation, and take no core from the CPU workers (they are idle whenever
             // those are busy).
-            let on_cpus = dev.device_type() & weft_vendors::opencl::sys::CL_DEVICE_TYPE_CPU != 0 && !config.opencl_on_cpus;
+            let host_cores = dev.device_type() & weft_vendors::opencl::sys::CL_DEVICE_TYPE_CPU != 0;
+            let on_cpus = host_cores && !config.opencl_on_cpus;
             Box::new(OpenClBackend {
                 dev: Arc::new(dev),
                 index,
                 kernels: Kernels::new(),
                 programs: programs.clone(),
+                host_cores,
                 on_cpus,
                 mem_limit: config.opencl_mem_limit,
             }) as Box<dyn KernelBackend>
@@ -75,6 +79,10 @@ impl KernelBackend for OpenClBackend {
 
     fn on_cpus(&self) -> bool {
         self.on_cpus
+    }
+
+    fn host_cores(&self) -> bool {
+        self.host_cores
     }
 
     fn device(&self) -> Arc<dyn Device> {
