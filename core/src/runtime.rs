@@ -46,7 +46,9 @@ pub(crate) struct WorkerStats {
     /// Device drivers: task starts put off while their data came home from another device.
     pub deferred: AtomicU64,
     pub busy: AtomicBool,
-    /// Time spent running tasks and jobs (a device: running its tasks), ns.
+    /// Time spent in tasks (whole `execute` calls, data acquisition included; a device:
+    /// its tasks' kernels, one after another), ns. Measured only under `WEFT_STATS`;
+    /// jobs are not timed.
     pub busy_ns: AtomicU64,
     /// A device driver: when its last retired task completed, ns since the runtime started
     /// (a device runs its tasks in order, so the next one started no earlier).
