@@ -34,7 +34,6 @@ pub struct MemoryNode {
     /// Replicas allocated on this node: (tree id, entry index) → tree.
     pub(crate) resident: Mutex<HashMap<TreeKey, Weak<crate::data::Tree>>>,
     pub(crate) evictions: AtomicUsize,
-    pub(crate) bytes_in: AtomicUsize,
     /// Bytes received from each node (the last slot counts every node from it on).
     bytes_from: [AtomicU64; MAX_FROM],
 }
@@ -61,14 +60,12 @@ impl MemoryNode {
             cached: AtomicUsize::new(0),
             resident: Mutex::new(HashMap::new()),
             evictions: AtomicUsize::new(0),
-            bytes_in: AtomicUsize::new(0),
             bytes_from: std::array::from_fn(|_| AtomicU64::new(0)),
         }
     }
 
     /// `bytes` arrived from node `src`.
     pub(crate) fn received(&self, src: usize, bytes: usize) {
-        self.bytes_in.fetch_add(bytes, Ordering::Relaxed);
         self.bytes_from[src.min(MAX_FROM - 1)].fetch_add(bytes as u64, Ordering::Relaxed);
     }
 
@@ -78,8 +75,8 @@ impl MemoryNode {
     }
 
     /// Bytes received from other nodes so far.
-    pub fn bytes_in(&self) -> usize {
-        self.bytes_in.load(Ordering::Relaxed)
+    pub fn bytes_in(&self) -> u64 {
+        self.bytes_from.iter().map(|b| b.load(Ordering::Relaxed)).sum()
     }
 
     pub fn used(&self) -> usize {

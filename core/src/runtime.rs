@@ -242,6 +242,8 @@ impl Runtime {
         // heterogeneous for the choice of the default policy.
         let kinds = workers.iter().filter(|w| !w.shares_cores).fold(0, |m, w| m | w.arch.bit());
         let model_dir = config.home.as_ref().map(|h| h.join("models"));
+        // One clock for the statistics, the measured durations and the policies' expected ends.
+        let epoch = std::time::Instant::now();
         let kind = config.sched.resolve(kinds);
         let models = kind.uses_models().then(|| {
             let bus = crate::perfmodel::bus::BusModel::load_or_measure(
@@ -255,7 +257,7 @@ impl Runtime {
                 calibrate: config.calibrate,
                 alpha: config.sched_alpha,
                 beta: config.sched_beta,
-                epoch: std::time::Instant::now(),
+                epoch,
                 prefetch: (kind != PolicyKind::Heteroprio && nodes.len() > 1).then(|| crate::sched::prefetch::Prefetcher::new(&nodes)),
             })
         });
@@ -287,7 +289,7 @@ impl Runtime {
             perf_stats: Mutex::new(Vec::new()),
             models,
             model_dir,
-            epoch: std::time::Instant::now(),
+            epoch,
             strip_opencl,
             other: CachePadded::new(WorkerStats::default()),
             config,
@@ -644,7 +646,6 @@ impl RuntimeInner {
             cv: Condvar::new(),
             poison: OnceLock::new(),
             perf_key: b.perf_key.take().map(OnceLock::from).unwrap_or_default(),
-            predicted: crate::sync::atomic::AtomicU64::new(0),
         };
         // A completed task nobody else refers to (no successor, handle list or waiter): its
         // memory, with no allocation (and no free on the thread that completed it).

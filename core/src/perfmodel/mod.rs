@@ -68,10 +68,20 @@ impl PerfModel {
         };
         let n = match &self.size {
             Some(f) => f(shapes, args),
-            None => shapes.iter().map(|s| s.size() as f64).sum(),
+            None => size(shapes),
         };
         (fp, n)
     }
+}
+
+/// (footprint, size) of a task with these shapes when its codelet says nothing.
+pub fn default_key(shapes: &[Shape]) -> (u32, f64) {
+    (footprint(shapes), size(shapes))
+}
+
+/// The default size: bytes of the task's data (StarPU's default `size_base`).
+fn size(shapes: &[Shape]) -> f64 {
+    shapes.iter().map(|s| s.size() as f64).sum()
 }
 
 /// The default footprint: FNV-1a over each shape's dimensions and element size, folded to

@@ -106,7 +106,6 @@ impl Policy for Dm {
     }
     fn push(&self, task: TaskRef, _from: Option<usize>) -> Target {
         let (w, p) = self.place(&task);
-        task.predicted.store(p.to_bits(), Ordering::Relaxed);
         let mut q = lock(&self.queues[w]);
         q.queued += p;
         let at = if self.sorted {

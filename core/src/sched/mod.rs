@@ -229,7 +229,6 @@ pub(crate) mod tests {
             cv: Condvar::new(),
             poison: OnceLock::new(),
             perf_key: OnceLock::new(),
-            predicted: crate::sync::atomic::AtomicU64::new(0),
         })
     }
 }

@@ -534,8 +534,6 @@ pub(crate) struct TaskInner {
     /// (footprint, size) in its codelet's performance model: given by the submitter
     /// ([`TaskBuilder::footprint`]) or computed from its data shapes on first use.
     pub perf_key: OnceLock<(u32, f64)>,
-    /// What the policy that placed it expected it to take, µs (`f64` bits; 0: nothing).
-    pub predicted: AtomicU64,
 }
 
 impl TaskInner {
@@ -546,7 +544,7 @@ impl TaskInner {
             match &self.kind {
                 TaskKind::Codelet(c) => match &c.model {
                     Some(m) => m.key(&shapes, &self.args),
-                    None => (crate::perfmodel::footprint(&shapes), shapes.iter().map(|s| s.size() as f64).sum()),
+                    None => crate::perfmodel::default_key(&shapes),
                 },
                 _ => (0, 0.0),
             }
