@@ -40,8 +40,9 @@ pub(crate) struct InFlight {
     n: usize,
     scratch: SmallVec<[Buffer; 1]>,
     pub done: Completion,
-    /// When it was launched, and its model if it wants this task's duration.
-    launched: std::time::Instant,
+    /// When it was launched, if its duration is measured (its model wants a sample, or
+    /// `WEFT_STATS`), and its model if it wants one.
+    launched: Option<std::time::Instant>,
     model: Option<std::sync::Arc<crate::perfmodel::ModelHandle>>,
 }
 
@@ -88,7 +89,6 @@ impl RuntimeInner {
                 r => r,
             }
         };
-        let mut launched_at = std::time::Instant::now();
         let launched = match acquired {
             Err(e) => Err(TaskError::Data(e.to_string())),
             Ok(Some(copy)) => {
@@ -98,12 +98,12 @@ impl RuntimeInner {
             Ok(None) => {
                 // Before the launch: a device that runs kernels in the thread that enqueues
                 // or flushes them (PoCL's basic) has completed it when the call returns.
-                launched_at = std::time::Instant::now();
-                self.launch_on(w, t, c, &bufs, batch)
+                let at = (model.is_some() || self.config.stats).then(std::time::Instant::now);
+                self.launch_on(w, t, c, &bufs, batch).map(|done| (done, at))
             }
         };
         match launched {
-            Ok(done) => Start::Flying(InFlight { t: t.clone(), node, n: bufs.len(), scratch, done, launched: launched_at, model }),
+            Ok((done, launched)) => Start::Flying(InFlight { t: t.clone(), node, n: bufs.len(), scratch, done, launched, model }),
             Err(e) => {
                 self.release_on_device(node, t, bufs.len(), scratch);
                 Start::Finished(Err(e))
@@ -202,18 +202,20 @@ impl RuntimeInner {
         let t = f.t.clone();
         let (launched, model, done) = (f.launched, f.model.clone(), f.done.clone());
         let r = self.retire(f);
-        if r.is_ok()
-            && (model.is_some() || self.config.stats)
-            && let Some(at) = done.completed_at()
-        {
-            // The device ran it after the task before it, which completed at `last_done`.
+        // Every retired task moves `last_done`, measured or not: the device ran the next
+        // one after it, and a measured task launched behind an unmeasured one must not be
+        // charged its time.
+        if let Some(at) = done.completed_at() {
             use std::sync::atomic::Ordering::Relaxed;
             let ns = |i: std::time::Instant| i.saturating_duration_since(self.epoch).as_nanos() as u64;
             let end = ns(at);
-            let start = ns(launched).max(self.stats[w].last_done_ns.fetch_max(end, Relaxed)).min(end);
-            self.stats[w].busy_ns.fetch_add(end - start, Relaxed);
-            if let Some(m) = model {
-                self.measured(w, &t, &m, (end - start) as f64 / 1e3);
+            let last_done = self.stats[w].last_done_ns.fetch_max(end, Relaxed);
+            if let Some(launched) = launched.filter(|_| r.is_ok()) {
+                let start = ns(launched).max(last_done).min(end);
+                self.stats[w].busy_ns.fetch_add(end - start, Relaxed);
+                if let Some(m) = model {
+                    self.measured(w, &t, &m, (end - start) as f64 / 1e3);
+                }
             }
         }
         self.finish_on_driver(w, &t, r);
