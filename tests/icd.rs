@@ -88,11 +88,17 @@ fn run_all_ok(exe: &Path, vendors: &Path, devices: &str, env: &[(&str, &str)], w
 
 /// Compile `tests/icd/<name>.c` against the ICD loader; None (skip) without gcc or loader.
 fn compile(name: &str) -> Option<PathBuf> {
+    compile_with(name, &[])
+}
+
+/// [`compile`] with extra compiler flags.
+fn compile_with(name: &str, flags: &[&str]) -> Option<PathBuf> {
     let cc = std::env::var("CC").unwrap_or_else(|_| "gcc".into());
     let exe = common::unique_exe(&Path::new(env!("CARGO_TARGET_TMPDIR")).join("icd"), name);
     let out = Command::new(&cc)
         .current_dir(ROOT)
         .args(["-std=c11", "-O1", "-Wall", "-Wextra", "-Werror", "-pthread"])
+        .args(flags)
         .arg(format!("tests/icd/{name}.c"))
         .arg("-o")
         .arg(&exe)
@@ -202,6 +208,26 @@ fn in_order_streams_of_tiny_kernels_keep_order_events_and_coherence() {
     for (devices, env, what) in pthread_rounds.chain(polling) {
         let stdout = run_all_ok(&exe, &v, devices, env, &what);
         assert!(stdout.contains("device 1: in-order stream ok"), "{what}:\n{stdout}");
+    }
+}
+
+/// `CL_MEM_USE_HOST_PTR` memory freed right after the last release (see
+/// `tests/icd/host_ptr.c`), under AddressSanitizer: Weft writes the newest data there before
+/// that release returns (or before the last pending command shows complete) and never
+/// touches it afterwards; a non-blocking read's destination likewise. On two `basic`
+/// devices (data moves between devices and home) and on PoCL's threaded device.
+#[test]
+fn use_host_ptr_memory_is_never_written_after_the_program_may_free_it() {
+    let v = vendors_or_skip!();
+    let Some(exe) = compile_with("host_ptr", &["-fsanitize=address", "-fno-omit-frame-pointer"]) else { return };
+    // Leaks of PoCL's and the loader's are not this test's business; Rust installs its own
+    // alternate signal stack on its threads, which ASan would otherwise unmap as its own.
+    let env = [("ASAN_OPTIONS", "detect_leaks=0:use_sigaltstack=0")];
+    for (devices, n) in [("basic basic", 3), ("pthread", 2)] {
+        let stdout = run_all_ok(&exe, &v, devices, &env, devices);
+        for d in 0..n {
+            assert!(stdout.contains(&format!("device {d}: host_ptr ok")), "{devices}: device {d}:\n{stdout}");
+        }
     }
 }
 

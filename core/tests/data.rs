@@ -289,3 +289,53 @@ fn dropping_handles_and_finished_tasks_frees_their_replicas() {
     }
     assert_eq!(rt.memory_nodes()[1].resident_count(), 0);
 }
+
+/// `detach_home` gives registered memory back: the newest data (written on a device) lands
+/// there, and later tasks, evictions and unregistration never touch it again; called from
+/// the completion callback of the last task, the data is home before that task's waiters
+/// wake.
+#[test]
+fn a_detached_home_gets_the_newest_data_and_is_never_touched_again() {
+    let inc_dev = Codelet::builder("inc-dev")
+        .null(|ctx| {
+            ctx.vector_mut::<u32>(0).iter_mut().for_each(|x| *x += 1);
+            Ok(())
+        })
+        .build();
+    let shape = Shape::Vector { nx: 64, elem: 4 };
+    for in_callback in [false, true] {
+        let rt = with_null(1, None);
+        let mut mem = vec![1u32; 64];
+        // SAFETY: `mem` outlives every use the runtime makes of it (checked below: none after
+        // detach_home) and holds 64 u32.
+        let h = unsafe { rt.register_raw(mem.as_mut_ptr().cast(), shape, shape.packed()) }.unwrap();
+        let mut b = TaskBuilder::new(&inc_dev).access(&h, AccessMode::RW);
+        let seen = Arc::new(std::sync::Mutex::new(None));
+        if in_callback {
+            let (h2, seen2, addr) = (h.clone(), seen.clone(), mem.as_ptr() as usize);
+            b = b.callback(move |r| {
+                r.unwrap();
+                h2.detach_home().unwrap();
+                // SAFETY: `mem` is alive until the test waits for this task.
+                *seen2.lock().unwrap() = Some(unsafe { *(addr as *const u32) });
+            });
+        }
+        rt.submit(b).unwrap().wait().unwrap();
+        if !in_callback {
+            h.detach_home().unwrap();
+        }
+        assert_eq!(mem, vec![2u32; 64], "the newest data is home after detach_home");
+        if in_callback {
+            assert_eq!(*seen.lock().unwrap(), Some(2), "home written before the callback returned");
+        }
+        // The program may free its memory now: scribble over it; Weft must keep its own copy
+        // and never write here again.
+        mem.iter_mut().for_each(|x| *x = 0xdead);
+        rt.submit(TaskBuilder::new(&inc_dev).access(&h, AccessMode::RW)).unwrap();
+        rt.wait_for_all().unwrap();
+        assert_eq!(h.read_to_vec::<u32>().unwrap(), vec![3u32; 64], "the data moved to Weft's memory");
+        h.detach_home().unwrap();
+        h.unregister().unwrap();
+        assert_eq!(mem, vec![0xdead; 64], "registered memory touched after detach_home");
+    }
+}

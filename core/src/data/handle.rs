@@ -385,6 +385,47 @@ impl DataHandle {
         self.unregister_inner().map(|_| ())
     }
 
+    /// Give registered memory back to its owner without unregistering: write the newest
+    /// data there now, then move the handle's home into memory the runtime allocates (with
+    /// the same layout, holding the same bytes), so that nothing the runtime does later (a
+    /// task, an eviction, unregistration) reads or writes the registered memory again. A
+    /// front end calls it when its program may free that memory (an OpenCL
+    /// `CL_MEM_USE_HOST_PTR` buffer after its last release). A no-op when the home is not
+    /// registered C memory (or was given back already).
+    ///
+    /// Waits for no task, so it may run inside a task's completion callback: the caller
+    /// knows that no task uses the handle's data now (every task submitted on it has
+    /// completed or is completing, its data released); `Error::Unsupported` if a replica is
+    /// still in use, and the home stays.
+    pub fn detach_home(&self) -> Result<()> {
+        let h = &self.0;
+        if h.idx != 0 {
+            return Err(Error::Unsupported("detach the root handle's home".into()));
+        }
+        let mut st = h.tree.lock();
+        let Home::User { ptr } = st.home else { return Ok(()) };
+        if st.unregistered {
+            return Ok(());
+        }
+        if st.entries.iter().any(|e| e.replicas.iter().any(|r| r.pins > 0)) {
+            return Err(Error::Unsupported(format!("detaching the home of handle #{} while a task uses it", h.id)));
+        }
+        let all: Vec<usize> = (0..st.entries.len()).filter(|&i| st.entries[i].alive).collect();
+        st.flush_home(&h.tree, &all)?;
+        let span = st.entries[0].shape.span(st.entries[0].home_strides);
+        let buf = h.tree.nodes[0].alloc_raw(span)?;
+        let to = h.tree.nodes[0].device.host_ptr(buf).expect("invariant: host memory is addressable");
+        // SAFETY: the registered memory holds `span` bytes (registration's contract) and is
+        // valid until this call returns (the caller's); `to` is a fresh allocation of `span`
+        // bytes; no task uses either (pins checked above under the tree lock).
+        unsafe { std::ptr::copy_nonoverlapping(ptr as *const u8, to, span) };
+        st.home = Home::Runtime { buf: Some(buf) };
+        if let Some(a) = st.entries[0].host_addr.take() {
+            h.rt.registry.remove(a);
+        }
+        Ok(())
+    }
+
     /// Unregister a handle made by `register_vector`/`register_matrix`/… and get its data back.
     pub fn into_vec<T: Pod + Send>(self) -> Result<Vec<T>> {
         match self.unregister_inner()? {

@@ -728,6 +728,10 @@ impl TaskBuilder {
         self.accesses.push(Access::new(h.clone(), mode));
         self
     }
+    /// The handles the task accesses so far, in access order.
+    pub fn handles(&self) -> impl Iterator<Item = &DataHandle> {
+        self.accesses.iter().map(|a| &a.handle)
+    }
     /// Access `h` with the codelet's declared mode for the next buffer (see `Codelet::modes`).
     pub fn handle(self, h: &DataHandle) -> Self {
         let i = self.accesses.len();

@@ -7,16 +7,27 @@
 //! data home) before the home allocation is freed; both happen on a thread of their own
 //! once nothing references the buffer, because the last reference may be dropped inside
 //! a task, where core refuses to wait.
+//!
+//! **The application's memory is given back before it may be freed.** A program frees a
+//! `CL_MEM_USE_HOST_PTR` region as soon as its last release of the object (sub-buffers
+//! included) has returned and the commands it enqueued on it have completed. So Weft
+//! writes the object's newest data into that region, and then moves the handle's home
+//! into memory of its own ([`DataHandle::detach_home`]), at the later of those two moments:
+//! inside that last release when no command on it is pending, else inside the completion
+//! of the last pending command, before its event (or `clFinish`) shows it complete. After
+//! that nothing of Weft's reads or writes the region ([`HostClaim`]).
 
 use super::cl::*;
 use super::context::Context;
 use super::icd::{self, Obj, new_obj, publish};
 use super::{ClResult, info_ptr, info_val, ret_code, ret_obj, write_info};
 use std::alloc::Layout;
+use std::collections::HashMap;
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use std::sync::{Arc, LazyLock, Mutex};
 use weft_core::data::{DataHandle, Shape};
+use weft_core::task::TaskBuilder;
 
 pub type MemNotify = unsafe extern "C" fn(Handle, *mut c_void);
 
@@ -71,8 +82,106 @@ pub struct Mem {
     pub offset: usize,
     /// For an image: its format, shape and home layout (see `image.rs`); `None` for buffers.
     pub image: Option<super::image::ImageInfo>,
+    /// A root object over the application's memory (`CL_MEM_USE_HOST_PTR`): when it is
+    /// given back. Sub-buffers count in their root's.
+    claim: Option<Arc<HostClaim>>,
 }
 crate::cl_object!(Mem, CL_INVALID_MEM_OBJECT);
+
+/// When the application's memory under a `CL_MEM_USE_HOST_PTR` object is given back (see
+/// the module doc): once no API reference to the object or its sub-buffers is left and no
+/// command on it is pending, whichever comes last.
+pub(super) struct HostClaim {
+    handle: DataHandle,
+    st: Mutex<ClaimState>,
+}
+
+struct ClaimState {
+    /// Commands on the object submitted and not yet completed.
+    pending: usize,
+    /// API references to the object and its sub-buffers, as objects: the root counts one
+    /// until its count reaches 0, each live sub-buffer one.
+    app_refs: usize,
+    given_back: bool,
+}
+
+/// The claims of live objects, by data handle id: a command finds those of its buffers.
+static CLAIMS: LazyLock<Mutex<HashMap<u64, Arc<HostClaim>>>> = LazyLock::new(Default::default);
+/// `CLAIMS.len()`, read without the lock: a command of a program with no such object
+/// pays one load.
+static NCLAIMS: AtomicUsize = AtomicUsize::new(0);
+
+/// The claims of a command's buffers, each counting the command as pending.
+pub(super) type Claims = smallvec::SmallVec<[Arc<HostClaim>; 1]>;
+
+impl HostClaim {
+    fn new(handle: &DataHandle) -> Arc<HostClaim> {
+        let c = Arc::new(HostClaim { handle: handle.clone(), st: Mutex::new(ClaimState { pending: 0, app_refs: 1, given_back: false }) });
+        lock_claims().insert(handle.id(), c.clone());
+        NCLAIMS.fetch_add(1, Ordering::Release);
+        c
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, ClaimState> {
+        self.st.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// One more object (a sub-buffer) the application holds.
+    fn app_retain(&self) {
+        self.state().app_refs += 1;
+    }
+
+    /// The application released the last API reference of the root or of a sub-buffer.
+    fn app_release(&self) {
+        let mut st = self.state();
+        st.app_refs -= 1;
+        self.give_back_if_done(st);
+    }
+
+    fn give_back_if_done(&self, mut st: std::sync::MutexGuard<'_, ClaimState>) {
+        if st.app_refs > 0 || st.pending > 0 || st.given_back {
+            return;
+        }
+        st.given_back = true;
+        // Under the claim's lock: a command submitted meanwhile (through a kernel argument
+        // the program left set) waits here rather than find the home half moved.
+        if let Err(e) = self.handle.detach_home() {
+            eprintln!("weft: giving a CL_MEM_USE_HOST_PTR region back: {e}");
+        }
+    }
+}
+
+fn lock_claims() -> std::sync::MutexGuard<'static, HashMap<u64, Arc<HostClaim>>> {
+    CLAIMS.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The claims on the data `b` accesses, each counting one more pending command: the
+/// command must call [`claims_done`] when it completes, before its event shows it.
+pub(super) fn claims_of(b: &TaskBuilder) -> Claims {
+    let mut out = Claims::new();
+    if NCLAIMS.load(Ordering::Acquire) == 0 {
+        return out;
+    }
+    let map = lock_claims();
+    for h in b.handles() {
+        if let Some(c) = map.get(&h.id())
+            && !out.iter().any(|x| Arc::ptr_eq(x, c))
+        {
+            c.state().pending += 1;
+            out.push(c.clone());
+        }
+    }
+    out
+}
+
+/// A command counted by [`claims_of`] completed (or was never submitted).
+pub(super) fn claims_done(claims: &Claims) {
+    for c in claims {
+        let mut st = c.state();
+        st.pending -= 1;
+        c.give_back_if_done(st);
+    }
+}
 
 impl Mem {
     /// A new root memory object (buffer or image) over `base`, published.
@@ -87,12 +196,14 @@ impl Mem {
         owned: Option<HostAlloc>,
         image: Option<super::image::ImageInfo>,
     ) -> Handle {
+        let claim = (flags & CL_MEM_USE_HOST_PTR != 0).then(|| HostClaim::new(&handle));
         let m = new_obj(Mem {
             context,
             flags,
             size,
             host_ptr,
             base,
+            claim,
             handle: Some(handle),
             owned,
             map_count: AtomicU32::new(0),
@@ -132,6 +243,11 @@ impl Drop for Mem {
         let owned = self.owned.take();
         let destructors = std::mem::take(&mut *self.destructors.lock().unwrap_or_else(|e| e.into_inner()));
         let raw = *self.raw.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(c) = self.claim.take()
+            && lock_claims().remove(&c.handle.id()).is_some()
+        {
+            NCLAIMS.fetch_sub(1, Ordering::Release);
+        }
         // A buffer over SVM memory: SVM commands wait for its data to be home (svm.rs).
         let svm_release = if self.host_ptr != 0 && self.parent.is_none() {
             super::svm::releasing(self.host_ptr, self.host_ptr + self.size)
@@ -317,7 +433,11 @@ pub unsafe extern "C" fn clCreateSubBuffer(
                 parent: Some(parent.clone()),
                 offset: origin,
                 image: None,
+                claim: None,
             });
+            if let Some(c) = &parent.claim {
+                c.app_retain();
+            }
             let h = publish(&m);
             *m.raw.lock().unwrap_or_else(|e| e.into_inner()) = h as usize;
             Ok(h)
@@ -330,7 +450,14 @@ pub extern "C" fn clRetainMemObject(mem: Handle) -> cl_int {
 }
 
 pub extern "C" fn clReleaseMemObject(mem: Handle) -> cl_int {
-    ret_code(|| icd::release::<Mem>(mem).map(drop))
+    ret_code(|| {
+        if let Some(m) = icd::release::<Mem>(mem)?
+            && let Some(c) = &root(&m).claim
+        {
+            c.app_release();
+        }
+        Ok(())
+    })
 }
 
 /// # Safety

@@ -111,9 +111,18 @@ pub fn enqueue(
     by: Completes,
 ) -> ClResult<()> {
     add_after_events(b, waits);
+    // The claims on application memory are settled before the command shows complete: the
+    // callback runs before the payload's completion (core's order).
+    let claims = super::memory::claims_of(b);
+    let unsubmitted = (!claims.is_empty()).then(|| claims.clone());
     if by == Completes::Callback {
         let st = state.clone().expect("a command completed by a callback has a state");
-        b.set_callback(move |r| st.complete(code_of(&r)));
+        b.set_callback(move |r| {
+            super::memory::claims_done(&claims);
+            st.complete(code_of(&r))
+        });
+    } else if !claims.is_empty() {
+        b.set_callback(move |_| super::memory::claims_done(&claims));
     }
     let mut qs = q.state.lock().unwrap_or_else(|e| e.into_inner());
     // Drop finished commands: from the front (commands mostly finish in order), and all of
@@ -139,6 +148,9 @@ pub fn enqueue(
     }
     let t = q.context.platform.rt.submit_from(b).map_err(|e| {
         eprintln!("weft: submitting an OpenCL command failed: {e}");
+        if let Some(c) = &unsubmitted {
+            super::memory::claims_done(c);
+        }
         CL_OUT_OF_RESOURCES
     })?;
     if let Some(state) = &state {
