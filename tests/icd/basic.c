@@ -34,6 +34,11 @@ static void run_on(cl_platform_id platform, cl_device_id dev, int index) {
     cl_platform_id p2;
     CHECK(clGetDeviceInfo(dev, CL_DEVICE_PLATFORM, sizeof p2, &p2, NULL));
     EXPECT(p2 == platform);
+    /* One device type, never DEFAULT (the unified device takes its devices' type). */
+    cl_device_type type;
+    CHECK(clGetDeviceInfo(dev, CL_DEVICE_TYPE, sizeof type, &type, NULL));
+    EXPECT(type == CL_DEVICE_TYPE_CPU || type == CL_DEVICE_TYPE_GPU || type == CL_DEVICE_TYPE_ACCELERATOR ||
+           type == CL_DEVICE_TYPE_CUSTOM);
     cl_int err;
     cl_context ctx = clCreateContext(NULL, 1, &dev, NULL, NULL, &err);
     CHECK(err);

@@ -202,11 +202,20 @@ pub unsafe extern "C" fn clGetPlatformInfo(
     })
 }
 
-/// The device type bits of `kind`.
+/// The device type of `kind`: one type, never `DEFAULT` (the CTS and the spec's
+/// `CL_DEVICE_TYPE` ask for one). The unified device takes its most capable real device's
+/// (GPU, then accelerator, then custom, then CPU): a program asking for GPUs finds it
+/// among them, and one asking for the default device gets it anyway (`clGetDeviceIDs`).
 fn device_type(p: &Platform, kind: DeviceKind) -> cl_bitfield {
     let real = |i: usize| p.real[i].1.device_type() & !CL_DEVICE_TYPE_DEFAULT;
     match kind {
-        DeviceKind::Unified => p.reals(kind).into_iter().fold(CL_DEVICE_TYPE_DEFAULT, |t, i| t | real(i)),
+        DeviceKind::Unified => {
+            let all = p.reals(kind).into_iter().fold(0, |t, i| t | real(i));
+            [CL_DEVICE_TYPE_GPU, CL_DEVICE_TYPE_ACCELERATOR, CL_DEVICE_TYPE_CUSTOM, CL_DEVICE_TYPE_CPU]
+                .into_iter()
+                .find(|t| all & t != 0)
+                .unwrap_or(CL_DEVICE_TYPE_CPU)
+        }
         DeviceKind::Real(i) => real(i),
     }
 }
