@@ -478,11 +478,19 @@ pub unsafe extern "C" fn clEnqueueNDRangeKernel(
         }
         // SAFETY: the caller's contract.
         let (offset, global, local) = unsafe { (sizes(dim, offset)?, sizes(dim, global)?, sizes(dim, local)?) };
-        // CL_INVALID_GLOBAL_WORK_SIZE if global_work_size is NULL, or if any of the values
-        // specified in global_work_size[0], ...global_work_size[work_dim - 1] are 0.
+        // CL_INVALID_GLOBAL_WORK_SIZE if global_work_size is NULL.
         let global = global.ok_or(CL_INVALID_GLOBAL_WORK_SIZE)?;
+        // Since OpenCL 2.1 a zero in global_work_size is no error: "the kernel command will
+        // trivially succeed after its event dependencies are satisfied and subsequently
+        // update its completion event". Arguments must still be set.
         if global.contains(&0) {
-            return Err(CL_INVALID_GLOBAL_WORK_SIZE);
+            if k.args.lock().unwrap_or_else(|e| e.into_inner()).iter().any(Option::is_none) {
+                return Err(CL_INVALID_KERNEL_ARGS);
+            }
+            let e = super::queue::submit(&qq, &waits, CL_COMMAND_NDRANGE_KERNEL, EventState::new_queued(), TaskBuilder::empty(), false)?;
+            // SAFETY: the caller's contract.
+            unsafe { super::event::hand_out(&e, event) };
+            return Ok(());
         }
         if let Some(l) = &local {
             // CL_INVALID_WORK_GROUP_SIZE if local_work_size is specified and number of work-items
