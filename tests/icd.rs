@@ -231,6 +231,16 @@ fn use_host_ptr_memory_is_never_written_after_the_program_may_free_it() {
     }
 }
 
+/// OpenCL 3.0 property queries the CTS's api suite makes (see `tests/icd/queries.c`):
+/// memory and queue property lists as given, device-queue queries on a host queue.
+#[test]
+fn property_queries_return_the_lists_as_given() {
+    let v = vendors_or_skip!();
+    let Some(exe) = compile("queries") else { return };
+    let stdout = run_all_ok(&exe, &v, "basic basic", &[], "queries");
+    each_device_reports(&stdout, &["queries ok"]);
+}
+
 /// Separate compilation (see `tests/icd/compile_link.c`): clCompileProgram with a header
 /// compiles with the vendor's compiler (a compile error is reported there, with its log),
 /// and clLinkProgram links the compiled objects with the vendor's linker, so two objects'

@@ -322,7 +322,7 @@ entry_points! {
     clSetDefaultDeviceCommandQueue => stubs::clSetDefaultDeviceCommandQueue,
     clSetProgramReleaseCallback => stubs::clSetProgramReleaseCallback,
     clSetProgramSpecializationConstant => stubs::clSetProgramSpecializationConstant,
-    clCreateBufferWithProperties => stubs::clCreateBufferWithProperties,
+    clCreateBufferWithProperties => memory::clCreateBufferWithProperties,
     clCreateImageWithProperties => image::clCreateImageWithProperties,
     clSetContextDestructorCallback => context::clSetContextDestructorCallback,
 }

@@ -499,11 +499,8 @@ pub unsafe extern "C" fn clCreateImageWithProperties(
     // SAFETY: the caller's contract.
     unsafe {
         ret_obj(errcode_ret, || {
-            // CL_INVALID_PROPERTY if a property name in properties is not a supported property name.
-            if !properties.is_null() && properties.read_unaligned() != 0 {
-                return Err(CL_INVALID_PROPERTY);
-            }
-            create_image(context, flags, format, desc, host_ptr)
+            let props = super::memory::no_properties(properties)?;
+            super::memory::set_properties(create_image(context, flags, format, desc, host_ptr)?, props)
         })
     }
 }

@@ -85,6 +85,9 @@ pub struct Mem {
     /// A root object over the application's memory (`CL_MEM_USE_HOST_PTR`): when it is
     /// given back. Sub-buffers count in their root's.
     claim: Option<Arc<HostClaim>>,
+    /// The properties list given to `clCreate{Buffer,Image}WithProperties`, when not null
+    /// (`CL_MEM_PROPERTIES` returns it as given).
+    pub properties: std::sync::OnceLock<Vec<u64>>,
 }
 crate::cl_object!(Mem, CL_INVALID_MEM_OBJECT);
 
@@ -204,6 +207,7 @@ impl Mem {
             host_ptr,
             base,
             claim,
+            properties: std::sync::OnceLock::new(),
             handle: Some(handle),
             owned,
             map_count: AtomicU32::new(0),
@@ -434,6 +438,7 @@ pub unsafe extern "C" fn clCreateSubBuffer(
                 offset: origin,
                 image: None,
                 claim: None,
+                properties: std::sync::OnceLock::new(),
             });
             if let Some(c) = &parent.claim {
                 c.app_retain();
@@ -441,6 +446,50 @@ pub unsafe extern "C" fn clCreateSubBuffer(
             let h = publish(&m);
             *m.raw.lock().unwrap_or_else(|e| e.into_inner()) = h as usize;
             Ok(h)
+        })
+    }
+}
+
+/// The properties of `clCreate{Buffer,Image}WithProperties`: Weft supports none, so a list
+/// is its terminator alone; `Ok(None)` for a null list.
+///
+/// # Safety
+/// `properties` null or a 0-terminated list.
+pub(super) unsafe fn no_properties(properties: *const u64) -> ClResult<Option<Vec<u64>>> {
+    if properties.is_null() {
+        return Ok(None);
+    }
+    // SAFETY: the caller's contract.
+    // CL_INVALID_PROPERTY if a property name in properties is not a supported property name.
+    if unsafe { properties.read_unaligned() } != 0 {
+        return Err(CL_INVALID_PROPERTY);
+    }
+    Ok(Some(vec![0]))
+}
+
+/// Record `props` (from [`no_properties`]) on the new object `h`.
+pub(super) fn set_properties(h: Handle, props: Option<Vec<u64>>) -> ClResult<Handle> {
+    if let Some(p) = props {
+        let _ = icd::get::<Mem>(h)?.properties.set(p);
+    }
+    Ok(h)
+}
+
+/// # Safety
+/// As `clCreateBuffer`; `properties` is null or a 0-terminated list.
+pub unsafe extern "C" fn clCreateBufferWithProperties(
+    context: Handle,
+    properties: *const u64,
+    flags: cl_bitfield,
+    size: usize,
+    host_ptr: *mut c_void,
+    errcode_ret: *mut cl_int,
+) -> Handle {
+    // SAFETY: the caller's contract.
+    unsafe {
+        ret_obj(errcode_ret, || {
+            let props = no_properties(properties)?;
+            set_properties(create_buffer(context, flags, size, host_ptr)?, props)
         })
     }
 }
@@ -489,8 +538,8 @@ pub unsafe extern "C" fn clGetMemObjectInfo(mem: Handle, param: cl_uint, size: u
             CL_MEM_OFFSET => info_val(m.offset),
             // CL_MEM_USES_SVM_POINTER
             0x1109 => info_val::<cl_bool>((m.host_ptr != 0 && super::svm::in_svm(m.host_ptr, m.host_ptr + m.size)) as cl_bool),
-            // CL_MEM_PROPERTIES: none were given.
-            0x110A => Vec::new(),
+            // CL_MEM_PROPERTIES: as given, or nothing when none were.
+            0x110A => m.properties.get().map_or_else(Vec::new, |p| p.iter().flat_map(|v| v.to_ne_bytes()).collect()),
             _ => return Err(CL_INVALID_VALUE),
         };
         // SAFETY: the caller's contract.

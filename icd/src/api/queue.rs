@@ -45,6 +45,10 @@ pub struct Queue {
     /// kernels on (queues are spread round robin): its commands run one at a time anyway,
     /// and kernels pinned to one driver are launched back to back, not one completion apart.
     pub spread: usize,
+    /// The list given to `clCreateCommandQueueWithProperties`, as given (with its
+    /// terminator), for `CL_QUEUE_PROPERTIES_ARRAY`; `None` for a null list or
+    /// `clCreateCommandQueue`.
+    pub properties_array: Option<Vec<u64>>,
 }
 crate::cl_object!(Queue, CL_INVALID_COMMAND_QUEUE);
 
@@ -175,7 +179,7 @@ pub fn finish(q: &Queue) -> ClResult<()> {
     Ok(())
 }
 
-fn create_queue(context: Handle, device: Handle, properties: cl_bitfield) -> ClResult<Handle> {
+fn create_queue(context: Handle, device: Handle, properties: cl_bitfield, properties_array: Option<Vec<u64>>) -> ClResult<Handle> {
     let c = icd::get::<Context>(context)?;
     let d = c.platform.device(device)?;
     // CL_INVALID_DEVICE if device is not a valid device or is not associated with context.
@@ -188,7 +192,7 @@ fn create_queue(context: Handle, device: Handle, properties: cl_bitfield) -> ClR
     }
     static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let spread = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let q = new_obj(Queue { context: c.clone(), device: d.kind, properties, state: Mutex::default(), spread });
+    let q = new_obj(Queue { context: c.clone(), device: d.kind, properties, state: Mutex::default(), spread, properties_array });
     Ok(publish(&q))
 }
 
@@ -201,7 +205,7 @@ pub unsafe extern "C" fn clCreateCommandQueue(
     errcode_ret: *mut cl_int,
 ) -> Handle {
     // SAFETY: the caller's contract.
-    unsafe { ret_obj(errcode_ret, || create_queue(context, device, properties)) }
+    unsafe { ret_obj(errcode_ret, || create_queue(context, device, properties, None)) }
 }
 
 /// # Safety
@@ -233,7 +237,8 @@ pub unsafe extern "C" fn clCreateCommandQueueWithProperties(
                     return Err(CL_INVALID_VALUE);
                 }
             }
-            create_queue(context, device, props)
+            let array = (!properties.is_null()).then(|| (0..=i).map(|j| properties.add(j).read_unaligned()).collect());
+            create_queue(context, device, props, array)
         })
     }
 }
@@ -259,6 +264,13 @@ pub unsafe extern "C" fn clGetCommandQueueInfo(q: Handle, param: cl_uint, size: 
             CL_QUEUE_DEVICE => info_ptr(qq.context.platform.handle(qq.device)),
             CL_QUEUE_REFERENCE_COUNT => info_val(icd::refcount::<Queue>(q)),
             CL_QUEUE_PROPERTIES => info_val(qq.properties),
+            // CL_QUEUE_PROPERTIES_ARRAY: as given, or nothing.
+            0x1098 => qq.properties_array.as_ref().map_or_else(Vec::new, |p| p.iter().flat_map(|v| v.to_ne_bytes()).collect()),
+            // CL_QUEUE_SIZE is a device queue's: "CL_INVALID_COMMAND_QUEUE if command_queue is
+            // not a valid command-queue for param_name" (Weft has no device queues).
+            CL_QUEUE_SIZE => return Err(CL_INVALID_COMMAND_QUEUE),
+            // CL_QUEUE_DEVICE_DEFAULT: the device's default device queue; none.
+            0x1095 => info_ptr(std::ptr::null()),
             _ => return Err(CL_INVALID_VALUE),
         };
         // SAFETY: the caller's contract.

@@ -10,7 +10,6 @@
 #![allow(clippy::too_many_arguments)]
 
 use super::cl::*;
-use std::ffi::c_void;
 use std::ptr::null_mut;
 
 macro_rules! stub_code {
@@ -93,28 +92,4 @@ stub_obj! {
     clCreateProgramWithBuiltInKernels(U, U, U, U) => CL_INVALID_VALUE;
     clCreateProgramWithIL(U, U, U) => CL_INVALID_OPERATION;
     clCreatePipe(U, U, U, U, U) => CL_INVALID_OPERATION;
-}
-
-/// `clCreateBufferWithProperties`: no properties are supported; with none, `clCreateBuffer`.
-///
-/// # Safety
-/// As `clCreateBuffer`; `properties` is null or a 0-terminated list.
-pub unsafe extern "C" fn clCreateBufferWithProperties(
-    context: Handle,
-    properties: *const u64,
-    flags: cl_bitfield,
-    size: usize,
-    host_ptr: *mut c_void,
-    errcode_ret: *mut cl_int,
-) -> Handle {
-    // SAFETY: the caller's contract (a 0-terminated list or null).
-    if !properties.is_null() && unsafe { properties.read_unaligned() } != 0 {
-        if !errcode_ret.is_null() {
-            // SAFETY: the caller's contract.
-            unsafe { errcode_ret.write_unaligned(CL_INVALID_PROPERTY) };
-        }
-        return null_mut();
-    }
-    // SAFETY: forwarded contract.
-    unsafe { super::memory::clCreateBuffer(context, flags, size, host_ptr, errcode_ret) }
 }
