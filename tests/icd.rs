@@ -254,6 +254,19 @@ fn compile_and_link_use_the_vendors_compiler_and_linker_on_every_device() {
     each_device_reports(&stdout, &["compile/link ok"]);
 }
 
+/// clCompileProgram's header names and the directory they are written to (see
+/// `tests/icd/headers.c`): names leaving it are CL_INVALID_VALUE, subdirectories work, links
+/// planted under predictable names redirect nothing, and the directory is gone after the
+/// build, failed or not.
+#[test]
+fn compile_headers_stay_in_a_private_directory_removed_after_the_build() {
+    let v = vendors_or_skip!();
+    let Some(exe) = compile("headers") else { return };
+    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR")).join("icd");
+    let stdout = run_all_ok(&exe, &v, "basic basic", &[("TMPDIR", tmp.to_str().expect("a UTF-8 path"))], "headers");
+    each_device_reports(&stdout, &["headers ok"]);
+}
+
 /// Random call sequences with one fault each (see `tests/icd/bad_input.c`): the exact
 /// CL_INVALID_* codes, no crash, no hang, and the reference data intact. Seeds and steps
 /// from `WEFT_ICD_FUZZ_SEEDS` (e.g. `1-200`) and `WEFT_ICD_FUZZ_STEPS`.

@@ -13,7 +13,7 @@
 //! | `WEFT_LIMIT_OPENCL_MEM` | memory limit of each OpenCL device, MiB | none |
 //! | `WEFT_NCUDA` | CUDA GPUs to use (each a memory node with a driver worker) | all |
 //! | `WEFT_LIMIT_CUDA_MEM` | memory limit of each CUDA GPU, MiB | 15/16 of the GPU's memory |
-//! | `WEFT_HOME` | where built kernels (`$WEFT_HOME/kernels`), performance models (`models`) and the bus model (`bus`) are kept | `~/.cache/weft` |
+//! | `WEFT_HOME` | where built kernels (`$WEFT_HOME/kernels`), performance models (`models`) and the bus model (`bus`) are kept; directories created 0700, and anything another user owns or could write ignored (`weft_vendors::fsutil`) | `~/.cache/weft` |
 //! | `WEFT_NNULL` | simulated (null) devices, each a memory node with a driver worker | 0 |
 //! | `WEFT_LIMIT_NULL_MEM` | memory limit of each null device, MiB | none |
 //! | `WEFT_LIMIT_CPU_MEM` | limit on runtime allocations in host memory, MiB | none |

@@ -17,10 +17,15 @@
 //! * [`cuda`] (Cargo feature `cuda`, on by default): every NVIDIA GPU through the CUDA
 //!   driver API (cudarc), with NVRTC kernels and cuBLAS, loaded at run time (no
 //!   link-time dependency on `libcuda`, `libnvrtc` or `libcublas`).
+//!
+//! Also [`fsutil`]: how every crate of Weft reads and writes its own files (the kernel cache
+//! here, core's model files, the ICD's header directory). It sits in this crate, the bottom
+//! of the dependency chain, because the kernel cache is here.
 #![warn(unsafe_op_in_unsafe_fn)]
 
 #[cfg(feature = "cuda")]
 pub mod cuda;
+pub mod fsutil;
 pub mod host;
 pub mod null;
 #[cfg(feature = "opencl")]

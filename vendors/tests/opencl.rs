@@ -37,6 +37,7 @@ fn main() {
         ("vector_add_kernel", vector_add_kernel),
         ("build_failure_carries_the_log", build_failure_carries_the_log),
         ("disk_cache_is_hit_on_second_build", disk_cache_is_hit_on_second_build),
+        ("disk_cache_never_loads_what_others_could_write", disk_cache_never_loads_what_others_could_write),
         ("device_to_device_through_host", device_to_device_through_host),
         ("one_driver_thread_per_device", one_driver_thread_per_device),
         ("two_threads_share_one_device", two_threads_share_one_device),
@@ -386,6 +387,64 @@ fn disk_cache_is_hit_on_second_build() -> Result<(), Failed> {
     assert_eq!((third.stats().source_builds, third.stats().disk_hits), (1, 0));
     run_vadd(dev, &p)?;
     std::fs::remove_dir_all(&dir)?;
+    Ok(())
+}
+
+/// A cached binary that another user could have written (a world- or group-writable file,
+/// or any file in a directory others can write) is never loaded: the program is built from
+/// source. The file is then replaced by one only the owner can write; the directory is left
+/// alone (nothing is written into it). The owner check itself cannot be exercised without
+/// a second user; `weft_vendors::fsutil`'s unit tests cover the rule.
+fn disk_cache_never_loads_what_others_could_write() -> Result<(), Failed> {
+    use std::os::unix::fs::PermissionsExt;
+    let Some(devs) = need_devices(1) else { return Ok(()) };
+    let dev = &devs[0];
+    let dir = tmpdir("kcache-trust").join("kernels");
+    let source = format!("// disk cache trust test\n{VADD}");
+    let first = ProgramCache::new(Some(dir.clone()));
+    drop(dev.build_program(&first, &source, "")?);
+    if first.stats().disk_writes == 0 {
+        println!("skipped: {} offers no program binaries", dev.name());
+        return Ok(());
+    }
+    let file = first.file_for(dev.identity(), "", &source).expect("a cache with a directory names files");
+    let mode = |p: &std::path::Path| std::fs::metadata(p).map(|m| m.permissions().mode() & 0o7777);
+    assert_eq!(mode(&dir)?, 0o700, "the cache directory is created private");
+    assert_eq!(mode(&file)?, 0o600);
+    let fresh_build = |what: &str| -> Result<opencl::CacheStats, Failed> {
+        let c = ProgramCache::new(Some(dir.clone()));
+        let p = dev.build_program(&c, &source, "")?;
+        run_vadd(dev, &p)?;
+        let s = c.stats();
+        assert_eq!((s.source_builds, s.disk_hits), (1, 0), "{what}: built from source, not loaded");
+        Ok(s)
+    };
+
+    for m in [0o666, 0o620] {
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(m))?;
+        let s = fresh_build(&format!("a file of mode {m:o}"))?;
+        assert_eq!(s.disk_writes, 1);
+        assert_eq!(mode(&file)?, 0o600, "the rebuilt binary replaces the file others could write");
+    }
+    // A symbolic link in place of the file is not followed.
+    let elsewhere = dir.with_file_name("elsewhere.clbin");
+    std::fs::rename(&file, &elsewhere)?;
+    std::os::unix::fs::symlink(&elsewhere, &file)?;
+    fresh_build("a symbolic link")?;
+    assert!(!std::fs::symlink_metadata(&file)?.file_type().is_symlink(), "the link is replaced by a file");
+
+    // The untouched file loads again, but not from a directory others can write.
+    let c = ProgramCache::new(Some(dir.clone()));
+    drop(dev.build_program(&c, &source, "")?);
+    assert_eq!(c.stats().disk_hits, 1, "a private file in a private directory is used");
+    let written = std::fs::read(&file)?;
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777))?;
+    let s = fresh_build("a world-writable directory")?;
+    assert_eq!(s.disk_writes, 0, "nothing is written into a directory others can write");
+    assert_eq!(std::fs::read(&file)?, written);
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o770))?;
+    fresh_build("a group-writable directory")?;
+    std::fs::remove_dir_all(dir.parent().expect("tmpdir/kernels"))?;
     Ok(())
 }
 

@@ -11,6 +11,10 @@
 //! at start-up, before any data exists, and reads `WEFT_BUS_CALIBRATE`), where `$WEFT_HOME`
 //! is, or contention: like StarPU's, the model assumes an idle bus.
 //!
+//! The file follows [`weft_vendors::fsutil`]'s trust rule: `bus/` is created 0700, and a
+//! directory or file that another user owns or could write is not read (one warning, and
+//! the links are measured again); such a directory is not written to either.
+//!
 //! Units: latency in µs, bandwidth in MB/s (10^6 bytes per second), so `bytes / bandwidth`
 //! is already µs.
 #![allow(unsafe_code)] // issuing the measurement copies (`Device::copy`), with their SAFETY argument
@@ -21,6 +25,7 @@ use crate::sync::Arc;
 use std::fmt::Write as _;
 use std::path::Path;
 use std::time::{Duration, Instant};
+use weft_vendors::fsutil::{self, PrivateDir};
 use weft_vendors::{Buffer, Device, DeviceKind, Endpoint, Rect};
 
 /// One direction of one host<->device link.
@@ -117,19 +122,31 @@ impl BusModel {
         if nodes.len() <= 1 {
             return measure(nodes, Plan::QUICK).0;
         }
-        let path = dir.join(format!("{:016x}.bus", machine_key(nodes)));
+        let name = format!("{:016x}.bus", machine_key(nodes));
+        let path = dir.join(&name);
+        // Whether the one warning about an untrusted directory or file was printed.
+        let mut warned = false;
         if !force {
-            match std::fs::read_to_string(&path) {
-                Ok(text) => match parse(&text, nodes) {
+            let read = PrivateDir::open(dir).and_then(|d| d.read(&name));
+            match read.map(|b| b.map(String::from_utf8)) {
+                Ok(Some(Ok(text))) => match parse(&text, nodes) {
                     Ok(model) => return model,
                     Err(why) => eprintln!("weft: ignoring bus model file {}: {why}", path.display()),
                 },
+                Ok(Some(Err(_))) => eprintln!("weft: ignoring bus model file {}: not UTF-8 text", path.display()),
+                Ok(None) => {}
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => eprintln!("weft: ignoring bus model file {}: {e}", path.display()),
+                Err(e) => {
+                    warned = fsutil::is_untrusted(&e);
+                    eprintln!("weft: ignoring bus model file {}: {e}", path.display());
+                }
             }
         }
         let (model, complete) = measure(nodes, Plan::FULL);
-        if complete && let Err(e) = write_atomically(dir, &path, &model.to_file_text()) {
+        if complete
+            && let Err(e) = PrivateDir::create(dir).and_then(|d| d.write_atomic(&name, model.to_file_text().as_bytes()))
+            && !(warned && fsutil::is_untrusted(&e))
+        {
             eprintln!("weft: cannot write bus model file {}: {e}", path.display());
         }
         model
@@ -296,23 +313,6 @@ fn parse(text: &str, nodes: &[Arc<MemoryNode>]) -> Result<BusModel, String> {
         (model.up[d], model.down[d]) = (u, w);
     }
     Ok(model)
-}
-
-/// Write `text` to `path` through a temporary file in `dir` and a rename, so that a
-/// concurrent reader (another process starting) sees the old file or the new, never half.
-/// The temporary name is unique to this process and call: two runtimes starting at once
-/// must not rename each other's half-written file.
-fn write_atomically(dir: &Path, path: &Path, text: &str) -> std::io::Result<()> {
-    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-    std::fs::create_dir_all(dir)?;
-    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("bus");
-    let k = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let tmp = dir.join(format!(".{name}.{}.{k}.tmp", std::process::id()));
-    let r = std::fs::write(&tmp, text).and_then(|()| std::fs::rename(&tmp, path));
-    if r.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    r
 }
 
 /// Measure every host<->device link; whether every one was measured (a failed device keeps
@@ -648,6 +648,34 @@ mod tests {
         // Same count, other names (null0 where null1 was): refused too.
         let swapped = vec![two[0].clone(), two[2].clone(), two[1].clone()];
         assert!(parse(&text, &swapped).is_err());
+    }
+
+    /// A bus file others could have written is measured over and replaced by a private one;
+    /// a directory others can write is neither read nor written.
+    #[test]
+    fn cache_others_can_write_is_measured_over() {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o7777;
+        let dir = TempDir::new("trust");
+        let bus = dir.0.join("bus");
+        let nodes = nodes(1);
+        let path = file_of(&bus, &nodes);
+        BusModel::load_or_measure(&nodes, Some(&bus), false);
+        assert_eq!((mode(&bus), mode(&path)), (0o700, 0o600), "created private");
+        tamper(&path, 0, 1, "4242.5");
+        assert_eq!(BusModel::load_or_measure(&nodes, Some(&bus), false).bandwidth_mb_s(0, 1), 4242.5);
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o646)).unwrap();
+        let m = BusModel::load_or_measure(&nodes, Some(&bus), false);
+        assert_ne!(m.bandwidth_mb_s(0, 1), 4242.5, "a file others could write was used");
+        assert_measured(&m, 1);
+        assert_eq!(mode(&path), 0o600, "replaced by a private file");
+
+        tamper(&path, 0, 1, "4242.5");
+        std::fs::set_permissions(&bus, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let before = std::fs::read_to_string(&path).unwrap();
+        let m = BusModel::load_or_measure(&nodes, Some(&bus), false);
+        assert_ne!(m.bandwidth_mb_s(0, 1), 4242.5, "a file in a directory others can write was used");
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), before, "written into a directory others can write");
     }
 
     #[test]

@@ -1,28 +1,31 @@
-//! A model's file: its name on disk, its text format, reading it back, replacing it
-//! atomically, and the lock that serialises processes saving it.
+//! A model's file: its name on disk, its text format, reading it back, and the lock that
+//! serialises processes saving it.
 //!
 //! **Owns**: the format `weft-perfmodel 1` (see `docs/perfmodel.md`, which shows it), the
-//! checks that decide a file is corrupt, the file-name sanitizer, the temporary-file +
-//! rename write and the `<file>.lock` lock.
+//! checks that decide a file is corrupt, the file-name sanitizer and the `<file>.lock` lock.
 //! **Does not own**: when to load, merge or save (`store`), what the numbers mean
-//! (`history`, `regression`).
+//! (`history`, `regression`), the trust rule and the atomic (temporary file + rename)
+//! write (`weft_vendors::fsutil`).
 //!
 //! Invariants: [`render`] then [`parse`] gives back exactly the same [`ModelData`] (floats
 //! are written with `{:?}`, the shortest text that parses back to the same bits; strings
 //! are quoted and escaped); [`parse`] accepts nothing that breaks the invariants listed
 //! in `history` and `regression`, so a loaded model never holds a NaN or a negative count.
 //! The lock file is never renamed or removed: a lock on the model file itself would be
-//! lost when the rename replaces it.
+//! lost when the rename replaces it. Every file is reached through a
+//! [`PrivateDir`](weft_vendors::fsutil::PrivateDir), so it follows that module's trust rule
+//! (the effective user's, not group- or world-writable, no symbolic link followed): a model
+//! file others could have written is ignored as a corrupt one is, and replaced at the next save.
 
 use super::history::{ArchHistory, Entry, ModelData, RECENT};
 use super::regression::PowerLaw;
 use std::collections::btree_map;
 use std::fmt::Write as _;
-use std::fs::{self, File, OpenOptions, TryLockError};
-use std::io::{self, Write as _};
+use std::fs::{File, TryLockError};
+use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
+use weft_vendors::fsutil::{self, PrivateDir};
 
 /// First line of every model file: format name and version.
 pub(crate) const HEADER: &str = "weft-perfmodel 1";
@@ -58,17 +61,39 @@ pub(crate) fn warning(path: &Path, why: &str) -> String {
 pub(crate) enum ReadError {
     /// The file exists but could not be read.
     Io(io::Error),
-    /// The file was read but is not a valid model file for this model.
+    /// The file was read but is not a valid model file for this model, or it (or its
+    /// directory) fails the trust rule: either way it is ignored and may be replaced.
     Corrupt(String),
 }
 
-/// Model `name` as file `path` holds it; `Ok(None)` if there is no file.
+impl From<io::Error> for ReadError {
+    fn from(e: io::Error) -> ReadError {
+        if fsutil::is_untrusted(&e) { ReadError::Corrupt(e.to_string()) } else { ReadError::Io(e) }
+    }
+}
+
+/// `path`'s directory and file name (a model path always has both: `dir/<file_name>`).
+pub(crate) fn split(path: &Path) -> io::Result<(&Path, &str)> {
+    let name = path.file_name().and_then(|n| n.to_str());
+    match (path.parent(), name) {
+        (Some(dir), Some(name)) => Ok((if dir.as_os_str().is_empty() { Path::new(".") } else { dir }, name)),
+        _ => Err(io::Error::new(io::ErrorKind::InvalidInput, format!("{} names no file", path.display()))),
+    }
+}
+
+/// Model `name` as file `path` holds it; `Ok(None)` if there is no file (nor directory).
 pub(crate) fn read(path: &Path, name: &str) -> Result<Option<ModelData>, ReadError> {
-    let bytes = match fs::read(path) {
-        Ok(b) => b,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(ReadError::Io(e)),
-    };
+    let (dir, file) = split(path)?;
+    match PrivateDir::open(dir) {
+        Ok(d) => read_in(&d, file, name),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Model `name` as file `file` of `dir` holds it; `Ok(None)` if there is no file.
+pub(crate) fn read_in(dir: &PrivateDir, file: &str, name: &str) -> Result<Option<ModelData>, ReadError> {
+    let Some(bytes) = dir.read(file)? else { return Ok(None) };
     let text = String::from_utf8(bytes).map_err(|_| ReadError::Corrupt("not UTF-8 text".into()))?;
     parse(&text, name).map(Some).map_err(ReadError::Corrupt)
 }
@@ -294,40 +319,21 @@ pub(crate) struct FileLock {
     _file: File,
 }
 
-/// Takes the lock of model file `path`, retrying until `deadline` (a process stuck while
-/// holding it must not stop this one from exiting).
-pub(crate) fn lock(path: &Path, deadline: Instant) -> io::Result<FileLock> {
-    let file = OpenOptions::new().create(true).truncate(false).write(true).open(lock_path(path))?;
+/// Takes the lock of model file `file` of `dir`, retrying until `deadline` (a process
+/// stuck while holding it must not stop this one from exiting).
+pub(crate) fn lock(dir: &PrivateDir, file: &str, deadline: Instant) -> io::Result<FileLock> {
+    let path = lock_path(&dir.path().join(file));
+    let file = dir.open_rw(&format!("{file}.lock"))?;
     loop {
         match file.try_lock() {
             Ok(()) => return Ok(FileLock { _file: file }),
             Err(TryLockError::WouldBlock) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(2)),
             Err(TryLockError::WouldBlock) => {
-                return Err(io::Error::new(io::ErrorKind::TimedOut, format!("{} stayed locked", lock_path(path).display())));
+                return Err(io::Error::new(io::ErrorKind::TimedOut, format!("{} stayed locked", path.display())));
             }
             Err(TryLockError::Error(e)) => return Err(e),
         }
     }
-}
-
-/// Replaces `path` with `text`: written to a temporary file in the same directory, synced,
-/// then renamed over, so that a reader sees the old file or the new one, never half.
-pub(crate) fn write_atomic(path: &Path, text: &str) -> io::Result<()> {
-    static SEQ: AtomicU64 = AtomicU64::new(0);
-    let mut tmp = path.as_os_str().to_owned();
-    // Relaxed: the counter only has to differ between this process's threads.
-    tmp.push(format!(".tmp{}-{}", std::process::id(), SEQ.fetch_add(1, Ordering::Relaxed)));
-    let tmp = PathBuf::from(tmp);
-    let result = (|| {
-        let mut f = File::create(&tmp)?;
-        f.write_all(text.as_bytes())?;
-        f.sync_all()?;
-        fs::rename(&tmp, path)
-    })();
-    if result.is_err() {
-        let _ = fs::remove_file(&tmp);
-    }
-    result
 }
 
 #[cfg(test)]

@@ -23,6 +23,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard, TryLockError};
 use std::time::{Duration, Instant};
+use weft_vendors::fsutil::{self, PrivateDir};
 
 /// How long [`ModelHandle::save`] waits for another process's save of the same file.
 const SAVE_PATIENCE: Duration = Duration::from_secs(10);
@@ -289,17 +290,20 @@ impl ModelHandle {
 
     /// Under the file lock: the file's current content (nothing if `replace`, or if it is
     /// unusable) merged with `taken`, written back; returns what was written.
+    /// The directory is created 0700 if missing; one others could write is not used (the
+    /// handle's one warning says so, and the save fails).
     fn merge_into_file(&self, path: &Path, taken: &ModelData, replace: bool, deadline: Instant) -> io::Result<ModelData> {
-        if let Some(dir) = path.parent()
-            && !dir.as_os_str().is_empty()
-        {
-            std::fs::create_dir_all(dir)?;
-        }
-        let _lock = file::lock(path, deadline)?;
+        let (dir, name) = file::split(path)?;
+        let dir = PrivateDir::create(dir).inspect_err(|e| {
+            if fsutil::is_untrusted(e) {
+                self.warn(file::warning(path, &e.to_string()));
+            }
+        })?;
+        let _lock = file::lock(&dir, name, deadline)?;
         let mut merged = if replace {
             ModelData::default()
         } else {
-            match file::read(path, &self.name) {
+            match file::read_in(&dir, name, &self.name) {
                 Ok(d) => d.unwrap_or_default(),
                 Err(ReadError::Corrupt(why)) => {
                     self.warn(file::warning(path, &why));
@@ -310,7 +314,7 @@ impl ModelHandle {
             }
         };
         merged.merge(taken);
-        file::write_atomic(path, &file::render(&self.name, &merged))?;
+        dir.write_atomic(name, file::render(&self.name, &merged).as_bytes())?;
         Ok(merged)
     }
 
@@ -370,7 +374,8 @@ pub(crate) fn models_in(dir: Option<&Path>, name: &str, calibrate: Calibrate) ->
     h
 }
 
-/// Saves every model of the process that has a file, printing a line for each that fails.
+/// Saves every model of the process that has a file, printing a line for each that fails
+/// (but for a directory that fails the trust rule: the handle warned about it already).
 /// Never panics and gives up on locks after about 2 s in all: it runs at exit, where a
 /// thread stopped mid-save or mid-record may hold one forever.
 pub(crate) fn save_all() {
@@ -387,7 +392,9 @@ pub(crate) fn save_all() {
         }
     };
     for h in models {
+        // An untrusted directory was reported by the handle's one warning already.
         if let Err(e) = h.save_until(Some(deadline), deadline)
+            && !fsutil::is_untrusted(&e)
             && let Some(p) = h.path()
         {
             eprintln!("weft: could not save performance model {}: {e}", p.display());
@@ -528,6 +535,55 @@ mod tests {
         h.save().unwrap();
         assert_eq!(h.warnings.load(Ordering::Relaxed), 1);
         assert_eq!(count(&open(h.path().unwrap(), Calibrate::Use), "cpu", 1), 2);
+    }
+
+    /// A model file others could have written is ignored with one warning, as a corrupt one
+    /// is, and replaced by the next save with a file only the owner can write; a directory
+    /// others can write is neither read nor written (one warning, and the save fails).
+    #[test]
+    fn files_and_directories_others_can_write_are_not_trusted() {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o7777;
+        let d = TempDir::new("trust");
+        let path = d.model("m");
+        let h = open(&path, Calibrate::Keep);
+        h.record("cpu", 1, 1.0, 1.0);
+        h.save().unwrap();
+        assert_eq!((mode(&d.0), mode(&path)), (0o700, 0o600), "created private");
+        for m in [0o666, 0o664] {
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(m)).unwrap();
+            let (h, w) = ModelHandle::load("m", Some(path.clone()), Calibrate::Keep);
+            let w = w.expect("a warning");
+            assert!(w.contains("writable by other users"), "{w}");
+            assert!(h.entries().is_empty(), "mode {m:o}: the file was used");
+            h.record("cpu", 2, 1.0, 1.0);
+            h.save().unwrap();
+            assert_eq!(h.warnings.load(Ordering::Relaxed), 1, "the save warned again");
+            assert_eq!(mode(&path), 0o600, "replaced by a private file");
+            assert_eq!(count(&open(&path, Calibrate::Use), "cpu", 2), 1, "the file others could write was dropped");
+        }
+        // A symbolic link in the file's place is not followed, and is replaced.
+        let elsewhere = d.0.join("elsewhere");
+        std::fs::rename(&path, &elsewhere).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, &path).unwrap();
+        let (h, w) = ModelHandle::load("m", Some(path.clone()), Calibrate::Keep);
+        assert!(w.expect("a warning").contains("symbolic link"));
+        h.record("cpu", 3, 1.0, 1.0);
+        h.save().unwrap();
+        assert!(!std::fs::symlink_metadata(&path).unwrap().file_type().is_symlink());
+        assert_eq!(count(&open(&elsewhere, Calibrate::Use), "cpu", 3), 0, "written through the link");
+
+        std::fs::set_permissions(&d.0, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let before = std::fs::read(&path).unwrap();
+        let (h, w) = ModelHandle::load("m", Some(path.clone()), Calibrate::Keep);
+        assert!(w.expect("a warning").contains("writable by other users"));
+        assert!(h.entries().is_empty());
+        h.record("cpu", 4, 1.0, 1.0);
+        let e = h.save().unwrap_err();
+        assert!(fsutil::is_untrusted(&e), "{e}");
+        assert_eq!(h.warnings.load(Ordering::Relaxed), 1, "one warning in all");
+        assert_eq!(std::fs::read(&path).unwrap(), before, "nothing written");
+        std::fs::set_permissions(&d.0, std::fs::Permissions::from_mode(0o700)).unwrap();
     }
 
     /// A missing file (and directory) is simply empty; the save creates both.

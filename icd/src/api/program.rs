@@ -14,6 +14,7 @@ use super::{ClResult, c_str, info_ptr, info_str, info_val, info_vals, ret_code, 
 use std::ffi::{c_char, c_void};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use weft_vendors::fsutil;
 use weft_vendors::opencl::{OpenClDevice, Program as VendorProgram};
 
 /// What starts a Weft program binary.
@@ -364,7 +365,14 @@ unsafe fn headers_of(n: cl_uint, headers: *const Handle, names: *const *const c_
         let hp = icd::get::<Program>(h)?;
         // SAFETY: the caller's contract.
         let name = unsafe { c_str(name) }.ok_or(CL_INVALID_VALUE)?.to_string_lossy().into_owned();
-        if name.contains("..") || name.starts_with('/') {
+        // The spec lists no error for an include name's content: its CL_INVALID_VALUE
+        // clauses cover NULL and count mismatches, and CL_COMPILE_PROGRAM_FAILURE is "a
+        // failure to compile the program source", which sets a build status and log per
+        // device. A name Weft cannot write below its header directory (empty, absolute, or
+        // with a `..` component: `header_dir`) is refused here, before any compile and with
+        // the program untouched, so it is a bad argument value: CL_INVALID_VALUE, the
+        // spec's code for an invalid parameter value, and what a caller checking arguments expects.
+        if !fsutil::is_relative_below(&name) {
             return Err(CL_INVALID_VALUE);
         }
         out.push((name, hp.source.clone()));
@@ -372,19 +380,33 @@ unsafe fn headers_of(n: cl_uint, headers: *const Handle, names: *const *const c_
     Ok(out)
 }
 
-/// Write headers into a fresh directory (for `-I`).
-fn header_dir(headers: &[(String, String)]) -> ClResult<Option<std::path::PathBuf>> {
+/// Write headers into a fresh directory (for `-I`), removed when the returned value is
+/// dropped: after the build, whether it succeeded or not.
+///
+/// Another user of the machine must not be able to redirect these writes or change a
+/// header before the build reads it, so the directory is created by `mkdir` under a random
+/// name in the temporary directory, mode 0700 (tempfile; `mkdir` fails rather than reuse a
+/// directory someone else made), checked again once open (owner, mode), and each header is
+/// created below it with `O_EXCL | O_NOFOLLOW`, its subdirectories (`inc/a.h`) with
+/// `mkdirat` and opened without following links (`fsutil::PrivateDir::create_new`). Names
+/// were checked by `headers_of`; where two are the same the first is kept, as the spec says
+/// of `header_include_names`.
+fn header_dir(headers: &[(String, String)]) -> ClResult<Option<tempfile::TempDir>> {
+    use std::os::unix::fs::PermissionsExt;
     if headers.is_empty() {
         return Ok(None);
     }
-    static NEXT: AtomicUsize = AtomicUsize::new(0);
-    let dir = std::env::temp_dir().join(format!("weft-cl-headers-{}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed)));
+    // Any failure to make the directory or write a header is the host's (no space, no
+    // usable TMPDIR): CL_OUT_OF_HOST_MEMORY, as for other host allocations.
+    let dir = tempfile::Builder::new()
+        .prefix("weft-cl-headers-")
+        .permissions(std::fs::Permissions::from_mode(fsutil::DIR_MODE))
+        .tempdir()
+        .map_err(|_| CL_OUT_OF_HOST_MEMORY)?;
+    let private = fsutil::PrivateDir::open(dir.path()).map_err(|_| CL_OUT_OF_HOST_MEMORY)?;
     for (name, source) in headers {
-        let path = dir.join(name);
-        if path.parent().is_some_and(|d| std::fs::create_dir_all(d).is_err()) || std::fs::write(&path, source).is_err() {
-            let _ = std::fs::remove_dir_all(&dir);
-            return Err(CL_OUT_OF_HOST_MEMORY);
-        }
+        debug_assert!(fsutil::is_relative_below(name), "headers_of checked {name:?}");
+        private.create_new(name, source.as_bytes()).map_err(|_| CL_OUT_OF_HOST_MEMORY)?;
     }
     Ok(Some(dir))
 }
@@ -500,13 +522,10 @@ pub unsafe extern "C" fn clLinkProgram(
                     }
                     let keep = if library { String::new() } else { opts.clone() };
                     // No headers written, no link: the program goes as after a failed build.
+                    // The directory goes when `dir` is dropped, at the end of this closure.
                     header_dir(&headers).and_then(|dir| {
-                        let include = dir.as_ref().map(|d| format!(" -I{}", d.display())).unwrap_or_default();
-                        let r = p.build(&devs, &format!("{}{include} {}", defines.join(" "), keep.replace("-enable-link-options", "")), "");
-                        if let Some(d) = dir {
-                            let _ = std::fs::remove_dir_all(d);
-                        }
-                        r
+                        let include = dir.as_ref().map(|d| format!(" -I{}", d.path().display())).unwrap_or_default();
+                        p.build(&devs, &format!("{}{include} {}", defines.join(" "), keep.replace("-enable-link-options", "")), "")
                     })
                 }
             };
@@ -705,4 +724,30 @@ pub unsafe extern "C" fn clGetProgramBuildInfo(
         // SAFETY: the caller's contract.
         unsafe { write_info(&bytes, size, value, size_ret) }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn header_dir_is_private_randomly_named_and_removed_on_drop() {
+        let hs = |v: &[(&str, &str)]| v.iter().map(|(n, s)| (n.to_string(), s.to_string())).collect::<Vec<_>>();
+        assert!(header_dir(&[]).unwrap().is_none());
+        let a = header_dir(&hs(&[("inc/sub/a.h", "int a;"), ("b.h", "first"), ("b.h", "second")])).unwrap().unwrap();
+        let b = header_dir(&hs(&[("x.h", "")])).unwrap().unwrap();
+        assert_ne!(a.path(), b.path());
+        let name = a.path().file_name().unwrap().to_str().unwrap();
+        assert!(name.starts_with("weft-cl-headers-"), "{name}");
+        assert!(!name.starts_with(&format!("weft-cl-headers-{}-", std::process::id())), "a predictable name: {name}");
+        let mode = |p: &std::path::Path| std::fs::symlink_metadata(p).unwrap().permissions().mode() & 0o7777;
+        assert_eq!(mode(a.path()), 0o700);
+        assert_eq!(mode(&a.path().join("inc/sub")), 0o700);
+        assert_eq!(std::fs::read_to_string(a.path().join("inc/sub/a.h")).unwrap(), "int a;");
+        assert_eq!(std::fs::read_to_string(a.path().join("b.h")).unwrap(), "first", "the first of two names is kept");
+        let path = a.path().to_owned();
+        drop(a);
+        assert!(!path.exists());
+    }
 }

@@ -15,6 +15,13 @@
 //! A file that does not load or build is rebuilt from source and overwritten. Files are
 //! written to a temporary name and renamed, so concurrent writers never tear one.
 //!
+//! A binary is code this process will run, so the cache follows [`crate::fsutil`]'s trust
+//! rule: the directory (created 0700) and each file (written 0600) must be the effective
+//! user's and neither group- nor world-writable, and files are opened without following
+//! symbolic links. A file or directory that fails the rule is never loaded: the cache
+//! prints one warning, builds from source, and replaces the file (in a trusted directory)
+//! or keeps the program in memory only (in an untrusted one).
+//!
 //! File format (`*.clbin`): `WEFTCLBIN1\n`, then three length-prefixed byte strings
 //! (identity, options, source) and the binary, each prefix a little-endian `u64`.
 
@@ -24,10 +31,11 @@ use super::memory::raw_mem;
 use super::result::ClError;
 use super::safe::{Kernel, Program};
 use crate::Buffer;
+use crate::fsutil::{self, PrivateDir};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 const MAGIC: &[u8] = b"WEFTCLBIN1\n";
 
@@ -61,6 +69,8 @@ pub struct ProgramCache {
     memory_hits: AtomicU64,
     disk_hits: AtomicU64,
     disk_writes: AtomicU64,
+    /// Whether the warning about an untrusted directory or file was printed (once per cache).
+    warned: AtomicBool,
 }
 
 impl std::fmt::Debug for ProgramCache {
@@ -70,7 +80,8 @@ impl std::fmt::Debug for ProgramCache {
 }
 
 impl ProgramCache {
-    /// A cache keeping binaries in `dir` (created when first written), or in memory only.
+    /// A cache keeping binaries in `dir` (created, mode 0700, when first written), or in
+    /// memory only.
     pub fn new(dir: Option<PathBuf>) -> ProgramCache {
         ProgramCache {
             dir,
@@ -79,6 +90,7 @@ impl ProgramCache {
             memory_hits: AtomicU64::new(0),
             disk_hits: AtomicU64::new(0),
             disk_writes: AtomicU64::new(0),
+            warned: AtomicBool::new(false),
         }
     }
 
@@ -108,13 +120,27 @@ impl ProgramCache {
 
     /// The file a program for (`identity`, `options`, `source`) is kept in.
     pub fn file_for(&self, identity: &str, options: &str, source: &str) -> Option<PathBuf> {
-        let mut h = Fnv1a::new();
-        for part in [identity, options, source] {
-            h.write(&(part.len() as u64).to_le_bytes());
-            h.write(part.as_bytes());
-        }
-        self.dir.as_ref().map(|d| d.join(format!("{:016x}.clbin", h.0)))
+        self.dir.as_ref().map(|d| d.join(file_name(identity, options, source)))
     }
+
+    /// Prints the warning about `e` (an untrusted directory or file) unless this cache has
+    /// printed one already; other errors only cost a rebuild and are not reported.
+    fn warn_untrusted(&self, e: &std::io::Error) {
+        // Relaxed: only which thread prints matters, nothing is published through the flag.
+        if fsutil::is_untrusted(e) && !self.warned.swap(true, Ordering::Relaxed) {
+            eprintln!("weft: ignoring the OpenCL kernel cache: {e}; building from source");
+        }
+    }
+}
+
+/// The name of the file a program for (`identity`, `options`, `source`) is kept in.
+fn file_name(identity: &str, options: &str, source: &str) -> String {
+    let mut h = Fnv1a::new();
+    for part in [identity, options, source] {
+        h.write(&(part.len() as u64).to_le_bytes());
+        h.write(part.as_bytes());
+    }
+    format!("{:016x}.clbin", h.0)
 }
 
 /// 64-bit FNV-1a: stable across Rust versions, unlike `DefaultHasher`.
@@ -175,8 +201,8 @@ impl OpenClDevice {
         }
         // Built without holding the lock: compiling takes long, and two threads building
         // the same program at once only waste work (the second insert wins).
-        let file = cache.file_for(self.identity(), options, source);
-        let program = match file.as_deref().and_then(|f| self.load_binary(f, options, source)) {
+        let name = file_name(self.identity(), options, source);
+        let program = match cache.dir.as_deref().and_then(|d| self.load_binary(cache, d, &name, options, source)) {
             Some(p) => {
                 cache.disk_hits.fetch_add(1, Ordering::Relaxed);
                 p
@@ -184,7 +210,7 @@ impl OpenClDevice {
             None => {
                 let p = self.build_from_source(source, options)?;
                 cache.source_builds.fetch_add(1, Ordering::Relaxed);
-                if file.as_deref().is_some_and(|f| self.store_binary(&p, f, options, source)) {
+                if cache.dir.as_deref().is_some_and(|d| self.store_binary(cache, &p, d, &name, options, source)) {
                     cache.disk_writes.fetch_add(1, Ordering::Relaxed);
                 }
                 p
@@ -206,29 +232,28 @@ impl OpenClDevice {
         Ok(p)
     }
 
-    fn load_binary(&self, file: &Path, options: &str, source: &str) -> Option<Program> {
-        let bytes = std::fs::read(file).ok()?;
+    /// The program in file `name` of `dir`, if that is a trusted file holding a binary
+    /// for these options and source that the vendor loads and builds.
+    fn load_binary(&self, cache: &ProgramCache, dir: &Path, name: &str, options: &str, source: &str) -> Option<Program> {
+        let read = PrivateDir::open(dir).and_then(|d| d.read(name));
+        let bytes = read.inspect_err(|e| cache.warn_untrusted(e)).ok()??;
         let bin = decode(&bytes, [self.identity().as_bytes(), options.as_bytes(), source.as_bytes()])?;
         let p = Program::from_binary(&self.context, self.id, bin).ok()?;
         p.build(self.id, options).ok()?;
         Some(p)
     }
 
-    /// Write `p`'s binary; false if the vendor gives none or the write fails (a cache
-    /// that cannot be written only costs rebuilds).
-    fn store_binary(&self, p: &Program, file: &Path, options: &str, source: &str) -> bool {
+    /// Write `p`'s binary to file `name` of `dir` (created 0700 if missing); false if the
+    /// vendor gives none, the directory is untrusted or the write fails (a cache that cannot
+    /// be written only costs rebuilds).
+    fn store_binary(&self, cache: &ProgramCache, p: &Program, dir: &Path, name: &str, options: &str, source: &str) -> bool {
         let Ok(bin) = p.binary() else { return false };
         if bin.is_empty() {
             return false;
         }
         let data = encode([self.identity().as_bytes(), options.as_bytes(), source.as_bytes(), &bin]);
-        let Some(dir) = file.parent() else { return false };
-        let tmp = file.with_extension(format!("tmp{}.{:?}", std::process::id(), std::thread::current().id()).replace(['(', ')'], ""));
-        let ok = std::fs::create_dir_all(dir).is_ok() && std::fs::write(&tmp, data).is_ok() && std::fs::rename(&tmp, file).is_ok();
-        if !ok {
-            let _ = std::fs::remove_file(&tmp);
-        }
-        ok
+        let written = PrivateDir::create(dir).and_then(|d| d.write_atomic(name, &data));
+        written.inspect_err(|e| cache.warn_untrusted(e)).is_ok()
     }
 
     fn name_and_platform(&self) -> String {
