@@ -111,7 +111,9 @@ fn compile_with(name: &str, flags: &[&str]) -> Option<PathBuf> {
         }
         Ok(o) if !o.status.success() => {
             let err = String::from_utf8_lossy(&o.stderr);
-            if err.contains("CL/cl.h") || err.contains("-lOpenCL") {
+            // Only a missing header or library skips: an error in the program itself names
+            // CL/cl.h too (its notes point at declarations there) and must fail.
+            if err.contains("CL/cl.h: No such file") || err.contains("cannot find -lOpenCL") {
                 println!("skipped: no OpenCL headers or loader (Debian: opencl-headers ocl-icd-opencl-dev):\n{err}");
                 return None;
             }

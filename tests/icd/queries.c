@@ -2,7 +2,9 @@
  * CL_MEM_PROPERTIES (nothing for clCreateBuffer or a null list, the list as given
  * otherwise; an unknown property is CL_INVALID_PROPERTY), CL_QUEUE_PROPERTIES_ARRAY
  * likewise, CL_QUEUE_SIZE on a host queue (CL_INVALID_COMMAND_QUEUE) and
- * CL_QUEUE_DEVICE_DEFAULT (none). Prints "device N: queries ok" and "all ok" last. */
+ * CL_QUEUE_DEVICE_DEFAULT (none); and a program rebuilt right after its kernel's release,
+ * while a launch of that kernel still waits (only the application's kernel objects
+ * block a rebuild). Prints "device N: queries ok" and "all ok" last. */
 #define CL_TARGET_OPENCL_VERSION 300
 #include <CL/cl.h>
 #include <stdio.h>
@@ -31,7 +33,7 @@ static void one_device(cl_device_id dev) {
     EXPECT(clCreateBufferWithProperties(ctx, bogus, CL_MEM_READ_WRITE, 64, NULL, &err) == NULL);
     EXPECT(err == CL_INVALID_PROPERTY);
 
-    cl_command_queue q0 = clCreateCommandQueue(ctx, dev, 0, &err);
+    cl_command_queue q0 = clCreateCommandQueueWithProperties(ctx, dev, NULL, &err);
     CHECK(err);
     CHECK(clGetCommandQueueInfo(q0, CL_QUEUE_PROPERTIES_ARRAY, 0, NULL, &sz));
     EXPECT(sz == 0);
@@ -46,6 +48,26 @@ static void one_device(cl_device_id dev) {
     cl_command_queue dq = (cl_command_queue)1;
     CHECK(clGetCommandQueueInfo(q1, CL_QUEUE_DEVICE_DEFAULT, sizeof dq, &dq, NULL));
     EXPECT(dq == NULL);
+
+    /* Rebuild right after releasing the kernel, its launch still waiting. */
+    const char *src = "__kernel void inc(__global int *a) { a[get_global_id(0)] += 1; }\n";
+    cl_program prog = clCreateProgramWithSource(ctx, 1, &src, NULL, &err);
+    CHECK(err);
+    CHECK(clBuildProgram(prog, 1, &dev, NULL, NULL, NULL));
+    cl_kernel k = clCreateKernel(prog, "inc", &err);
+    CHECK(err);
+    EXPECT_CODE(CL_INVALID_OPERATION, clBuildProgram(prog, 1, &dev, NULL, NULL, NULL));
+    CHECK(clSetKernelArg(k, 0, sizeof plain, &plain));
+    size_t g = 16;
+    cl_event gate = clCreateUserEvent(ctx, &err);
+    CHECK(err);
+    CHECK(clEnqueueNDRangeKernel(q0, k, 1, NULL, &g, NULL, 1, &gate, NULL));
+    CHECK(clReleaseKernel(k));
+    CHECK(clBuildProgram(prog, 1, &dev, "-DREBUILT", NULL, NULL));
+    CHECK(clSetUserEventStatus(gate, CL_COMPLETE));
+    CHECK(clFinish(q0));
+    CHECK(clReleaseEvent(gate));
+    CHECK(clReleaseProgram(prog));
 
     CHECK(clReleaseCommandQueue(q0));
     CHECK(clReleaseCommandQueue(q1));

@@ -77,12 +77,6 @@ pub struct Kernel {
 }
 crate::cl_object!(Kernel, CL_INVALID_KERNEL);
 
-impl Drop for Kernel {
-    fn drop(&mut self) {
-        self.program.kernels.fetch_sub(1, Ordering::AcqRel);
-    }
-}
-
 /// [`Pooled::mems`] of an argument set to an SVM pointer (no `cl_mem` is 1).
 const SVM_ARG: usize = 1;
 
@@ -248,7 +242,15 @@ pub extern "C" fn clRetainKernel(kernel: Handle) -> cl_int {
 }
 
 pub extern "C" fn clReleaseKernel(kernel: Handle) -> cl_int {
-    ret_code(|| icd::release::<Kernel>(kernel).map(drop))
+    ret_code(|| {
+        // The program counts the kernels the application holds (clBuildProgram refuses to
+        // rebuild under them), not Weft's own references: a launch still running keeps its
+        // kernel alive without keeping the program from a rebuild.
+        if let Some(k) = icd::release::<Kernel>(kernel)? {
+            k.program.kernels.fetch_sub(1, Ordering::AcqRel);
+        }
+        Ok(())
+    })
 }
 
 fn set_arg(k: &Kernel, index: cl_uint, size: usize, value: *const c_void) -> ClResult<()> {

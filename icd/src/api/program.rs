@@ -55,7 +55,7 @@ pub struct Program {
     pub devices: Vec<DeviceKind>,
     pub source: String,
     pub state: Mutex<ProgramState>,
-    /// Kernels created from it and still alive.
+    /// Kernel objects created from it that the application still holds (API references).
     pub kernels: AtomicUsize,
 }
 crate::cl_object!(Program, CL_INVALID_PROGRAM);
