@@ -6,8 +6,7 @@
 //! `GOMP_TASKS_RUNTIME=/usr/lib/x86_64-linux-gnu/libgomp.so.1 cargo test --test gomp_tasks`
 //! runs them on another runtime instead (checking the tests themselves).
 //!
-//! Until libweft.so serves `GOMP_task`, each test prints
-//! `skipped: …libweft.so does not serve GOMP_task yet (issue 6)`; a missing gcc is a skip too.
+//! A runtime without `GOMP_task` fails every test; a missing gcc or nm is a skip.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -25,9 +24,11 @@ fn skip_reason(lib: &Path) -> Option<String> {
     match nm {
         Ok(o) if o.status.success() => {
             let syms = String::from_utf8_lossy(&o.stdout);
-            if !syms.lines().any(|l| l.split_whitespace().last().is_some_and(|s| s == "GOMP_task" || s.starts_with("GOMP_task@"))) {
-                return Some(format!("{} does not serve GOMP_task yet (issue 6)", lib.display()));
-            }
+            assert!(
+                syms.lines().any(|l| l.split_whitespace().last().is_some_and(|s| s == "GOMP_task" || s.starts_with("GOMP_task@"))),
+                "{} does not export GOMP_task",
+                lib.display()
+            );
             None
         }
         _ => Some("nm (binutils) not found".into()),
