@@ -1,9 +1,9 @@
 /* Images and samplers through the ICD loader, on every Weft device: supported formats,
- * clCreateImage (1-D array, 2-D, 3-D) and the 1.1 forms, clGetImageInfo, write/read,
- * copy, fill, image<->buffer copies, map, a kernel reading an image through a sampler, a
- * kernel writing an image read on another device, and bad inputs (each must return its
- * CL_INVALID_* code). Prints one line per device; exits non-zero on the first failure.
- * Run by tests/icd.rs. */
+ * clCreateImage (1-D array, 2-D, 3-D) and the 1.1 forms, clGetImageInfo (every query
+ * pyopencl reads, with PoCL's answers), write/read, copy, fill, image<->buffer copies,
+ * map, a kernel reading an image through a sampler, a kernel writing an image read on
+ * another device, and bad inputs (each must return its CL_INVALID_* code). Prints one
+ * line per device; exits non-zero on the first failure. Run by tests/icd.rs. */
 #define CL_TARGET_OPENCL_VERSION 120
 #define CL_USE_DEPRECATED_OPENCL_1_1_APIS
 #include <CL/cl.h>
@@ -84,6 +84,36 @@ static void run_on(cl_device_id dev, cl_device_id other, int index) {
     cl_mem_object_type mt;
     CHECK(clGetMemObjectInfo(img, CL_MEM_TYPE, sizeof mt, &mt, NULL));
     EXPECT(mt == CL_MEM_OBJECT_IMAGE2D);
+    /* The rest of what pyopencl's test_get_info reads of a 2-D image, with PoCL's answers
+     * (sizes included: pyopencl decodes each by its type). */
+    size_t got_size;
+    CHECK(clGetImageInfo(img, CL_IMAGE_HEIGHT, sizeof v, &v, &got_size));
+    EXPECT(v == H && got_size == sizeof v);
+    CHECK(clGetImageInfo(img, CL_IMAGE_DEPTH, sizeof v, &v, NULL));
+    EXPECT(v == 0);
+    CHECK(clGetImageInfo(img, CL_IMAGE_ARRAY_SIZE, sizeof v, &v, NULL));
+    EXPECT(v == 0);
+    CHECK(clGetImageInfo(img, CL_IMAGE_SLICE_PITCH, sizeof v, &v, NULL));
+    EXPECT(v == 0);
+    cl_mem none = img;
+    CHECK(clGetImageInfo(img, CL_IMAGE_BUFFER, sizeof none, &none, &got_size));
+    EXPECT(none == NULL && got_size == sizeof none);
+    cl_uint levels = 7;
+    CHECK(clGetImageInfo(img, CL_IMAGE_NUM_MIP_LEVELS, sizeof levels, &levels, &got_size));
+    EXPECT(levels == 0 && got_size == sizeof levels);
+    levels = 7;
+    CHECK(clGetImageInfo(img, CL_IMAGE_NUM_SAMPLES, sizeof levels, &levels, &got_size));
+    EXPECT(levels == 0 && got_size == sizeof levels);
+    none = img;
+    CHECK(clGetMemObjectInfo(img, CL_MEM_ASSOCIATED_MEMOBJECT, sizeof none, &none, &got_size));
+    EXPECT(none == NULL && got_size == sizeof none);
+    CHECK(clGetMemObjectInfo(img, CL_MEM_OFFSET, sizeof v, &v, NULL));
+    EXPECT(v == 0);
+    CHECK(clGetMemObjectInfo(img, CL_MEM_SIZE, sizeof v, &v, NULL));
+    EXPECT(v == W * H * 4);
+    cl_bool svm = CL_TRUE;
+    CHECK(clGetMemObjectInfo(img, 0x1109 /* CL_MEM_USES_SVM_POINTER */, sizeof svm, &svm, &got_size));
+    EXPECT(svm == CL_FALSE && got_size == sizeof svm);
     size_t origin[3] = {2, 1, 0}, region[3] = {4, 3, 1};
     float part[12];
     CHECK(clEnqueueReadImage(q, img, CL_TRUE, origin, region, 0, 0, part, 0, NULL, NULL));

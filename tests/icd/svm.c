@@ -1,11 +1,13 @@
 /* Shared virtual memory through the ICD loader: the platform reports OpenCL 3.0, SVM on
  * the unified device and the first real device only; clSVMAlloc, fill, map, a kernel
  * taking an SVM pointer (and one taking a USE_HOST_PTR buffer over SVM memory, released
- * before the SVM is read), memcpy, fine-grained access (or, where the device offers
- * coarse-grained SVM only, the same between maps), exec info, clEnqueueSVMFree, and bad
- * inputs (each must return its code), and clSetContextDestructorCallback. Prints one line
- * per check; exits non-zero on the first failure. Run by tests/icd.rs, also with
- * WEFT_SVM_COARSE=1; scripts/gpu-checks.sh runs it over NVIDIA's coarse-grained SVM. */
+ * before the SVM is read; then pyopencl's test_coarse_grain_svm on several queues, both
+ * orders), memcpy, fine-grained access (or, where the device offers coarse-grained SVM
+ * only, the same between maps), exec info, clEnqueueSVMFree, and bad inputs (each must
+ * return its code), and clSetContextDestructorCallback. Prints one line per check; exits
+ * non-zero on the first failure. Run by tests/icd.rs on PoCL's basic and pthread devices,
+ * also with WEFT_SVM_COARSE=1; scripts/gpu-checks.sh runs it over NVIDIA's coarse-grained
+ * SVM. */
 #define CL_TARGET_OPENCL_VERSION 300
 #include <CL/cl.h>
 #include <stdio.h>
@@ -66,6 +68,61 @@ static void context_destructors(cl_device_id dev) {
     EXPECT(__atomic_load_n(&destructor_calls, __ATOMIC_SEQ_CST) == 2);
     EXPECT(destructor_order[0] == 2 && destructor_order[1] == 1);
     printf("context destructor callbacks ok\n");
+}
+
+/* pyopencl's test_coarse_grain_svm: a coarse-grained allocation doubled by a kernel taking
+ * the SVM pointer, then by another kernel object taking a USE_HOST_PTR buffer over it
+ * (released right after), then mapped: both kernels' writes show. Weft launches a kernel
+ * right behind the one before it on the same device without waiting for it, so the
+ * second kernel must not copy the buffer's data from the SVM memory before the first
+ * kernel ran (`held`: both are queued behind a user event first, so both are waiting when
+ * the first is launched). `reverse`: the buffer's kernel first, the SVM kernel second
+ * with the buffer still alive: the SVM kernel must see the buffer kernel's writes. */
+static void svm_and_buffer_views(cl_context ctx, cl_command_queue q, cl_program prog, int held, int reverse) {
+    cl_int err;
+    size_t n = N;
+    float *s = clSVMAlloc(ctx, CL_MEM_READ_WRITE, N * sizeof(float), 64);
+    EXPECT(s != NULL);
+    float zero = 0.0f;
+    CHECK(clEnqueueSVMMemFill(q, s, &zero, sizeof zero, N * sizeof(float), 0, NULL, NULL));
+    CHECK(clEnqueueSVMMap(q, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, s, N * sizeof(float), 0, NULL, NULL));
+    for (int i = 0; i < N; i++) {
+        EXPECT(s[i] == 0.0f);
+        s[i] = 17.0f + (float)(i % 7);
+    }
+    CHECK(clEnqueueSVMUnmap(q, s, 0, NULL, NULL));
+    cl_kernel ks = clCreateKernel(prog, "twice", &err);
+    CHECK(err);
+    cl_kernel kb = clCreateKernel(prog, "twice", &err);
+    CHECK(err);
+    CHECK(clSetKernelArgSVMPointer(ks, 0, s));
+    cl_event gate = NULL;
+    if (held) {
+        gate = clCreateUserEvent(ctx, &err);
+        CHECK(err);
+    }
+    if (!reverse) CHECK(clEnqueueNDRangeKernel(q, ks, 1, NULL, &n, NULL, held, held ? &gate : NULL, NULL));
+    cl_mem view = clCreateBuffer(ctx, CL_MEM_READ_WRITE | CL_MEM_USE_HOST_PTR, N * sizeof(float), s, &err);
+    CHECK(err);
+    CHECK(clSetKernelArg(kb, 0, sizeof view, &view));
+    CHECK(clEnqueueNDRangeKernel(q, kb, 1, NULL, &n, NULL, reverse && held, reverse && held ? &gate : NULL, NULL));
+    if (reverse) CHECK(clEnqueueNDRangeKernel(q, ks, 1, NULL, &n, NULL, 0, NULL, NULL));
+    if (!reverse) CHECK(clReleaseMemObject(view));
+    if (held) CHECK(clSetUserEventStatus(gate, CL_COMPLETE));
+    CHECK(clEnqueueSVMMap(q, CL_TRUE, CL_MAP_READ, s, N * sizeof(float), 0, NULL, NULL));
+    int bad = 0;
+    for (int i = 0; i < N; i++) bad += s[i] != 4.0f * (17.0f + (float)(i % 7));
+    if (bad)
+        fprintf(stderr, "svm and buffer (queue %p, held %d, reverse %d): %d of %d wrong, s[0] = %g (expected %g)\n",
+                (void *)q, held, reverse, bad, N, s[0], 68.0);
+    EXPECT(bad == 0);
+    CHECK(clEnqueueSVMUnmap(q, s, 0, NULL, NULL));
+    if (reverse) CHECK(clReleaseMemObject(view));
+    CHECK(clFinish(q));
+    if (gate) CHECK(clReleaseEvent(gate));
+    CHECK(clReleaseKernel(ks));
+    CHECK(clReleaseKernel(kb));
+    clSVMFree(ctx, s);
 }
 
 int main(void) {
@@ -132,6 +189,22 @@ int main(void) {
     CHECK(clEnqueueSVMMemcpy(q, CL_TRUE, host, a, sizeof host, 0, NULL, NULL));
     for (int i = 0; i < N; i++) EXPECT(host[i] == 4.0f * i);
     printf("svm kernels, maps and copies ok\n");
+
+    /* pyopencl's test_coarse_grain_svm, on the unified device (in-order queues take turns
+     * at the real devices for kernels without SVM: two more, so that the buffer's kernel
+     * runs on each) and on the SVM device. */
+    {
+        cl_command_queue qs[4] = {q, NULL, NULL, NULL};
+        for (int i = 1; i < 4; i++) {
+            qs[i] = clCreateCommandQueueWithProperties(ctx, devs[i < 3 ? 0 : 1], NULL, &err);
+            CHECK(err);
+        }
+        for (int v = 0; v < 4; v++)
+            for (int round = 0; round < 3; round++)
+                for (int i = 0; i < 4; i++) svm_and_buffer_views(ctx, qs[i], prog, v & 1, v >> 1);
+        for (int i = 1; i < 4; i++) CHECK(clReleaseCommandQueue(qs[i]));
+    }
+    printf("svm kernel and buffer over svm ok\n");
 
     /* Fine-grained: the host reads after the kernel without a map. A device with
      * coarse-grained SVM only (NVIDIA's, or WEFT_SVM_COARSE=1) refuses such an allocation;

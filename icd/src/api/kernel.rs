@@ -651,13 +651,19 @@ fn launch(
     } else {
         allowed
     };
+    // Buffers over SVM memory (pyopencl's `SVM.as_buffer`): their data is fetched from memory
+    // that kernels taking SVM pointers write outside core's view (svm.rs).
+    let views: SmallVec<[Arc<Obj<Mem>>; 1]> = mems
+        .iter()
+        .filter(|(m, _)| m.image.is_none() && m.host_ptr != 0 && super::svm::in_svm(m.host_ptr, m.host_ptr + m.size))
+        .map(|(m, _)| m.clone())
+        .collect();
     let mut gated: Vec<Arc<Obj<super::event::Event>>> = Vec::new();
     let mut coarse = Vec::new();
-    if svm || !exec_svm.is_empty() {
+    if svm || !exec_svm.is_empty() || !views.is_empty() {
         let ptrs: Vec<usize> =
             slots.iter().filter_map(|a| if let LaunchArg::Svm(p) = a { Some(*p) } else { None }).chain(exec_svm.iter().copied()).collect();
-        gated.extend_from_slice(waits);
-        gated.extend(super::svm::kernel_gate(qq, &ptrs)?);
+        gated = super::svm::kernel_waits(qq, waits, &ptrs, &views)?;
         coarse = super::svm::coarse_allocations(ptrs);
     }
     let waits = if gated.is_empty() { waits } else { &gated[..] };

@@ -31,13 +31,19 @@
 //! `WEFT_SVM_COARSE=1` allocates coarse-grained even where fine-grained is offered (how
 //! the tests reach this path on PoCL).
 //!
-//! pyopencl wraps SVM memory in `CL_MEM_USE_HOST_PTR` buffers: such a buffer's newest data
-//! may sit on a device until the buffer is released, and the release writes it home on a
-//! thread of its own (`memory.rs`). So a buffer whose host memory lies in an SVM
-//! allocation registers its release here ([`releasing`]), and the next SVM command
-//! touching that memory first waits for the write-back (a gate task before it); while
-//! the buffer lives, host-side SVM commands access its data handle, so core brings its
-//! data home first.
+//! pyopencl wraps SVM memory in `CL_MEM_USE_HOST_PTR` buffers ("views"): a core data
+//! handle whose home is the SVM memory, which kernels taking the SVM pointer read and
+//! write behind core's back. Coherence between the two:
+//! - A view's newest data may sit on a device until the view is released, and the release
+//!   writes it home on a thread of its own (`memory.rs`). So a view registers its release
+//!   here ([`releasing`]), and the next SVM command or kernel touching that memory first
+//!   waits for the write-back (a gate task before it), as does freeing the memory.
+//! - While a view lives, host-side SVM commands access its data handle (core brings its
+//!   data home first), and so does the gate before a kernel taking the SVM pointer
+//!   ([`kernel_waits`]; `RW`, so the view is fetched again after that kernel).
+//! - A kernel taking a view waits for the *completion* of the commands before it (a gate
+//!   task again): core would launch it right behind a kernel taking the SVM pointer on the
+//!   same device and fetch the view's data from the SVM memory before that kernel ran.
 
 use super::cl::*;
 use super::context::Context;
@@ -331,6 +337,12 @@ fn free(c: &Context, p: usize) {
     if let Some(a) = known
         && let Some(dev) = c.platform.real.first()
     {
+        // A buffer over this allocation released before (as OpenCL requires) may still be
+        // writing its data home (memory.rs): the memory outlives that write. (After the
+        // removal above, no later release waits: the buffer must not outlive the memory.)
+        for l in around(p, p + a.size).1 {
+            l.wait();
+        }
         if a.coarse
             && let Err(e) = host_map(&dev.1, p, a.size, false)
         {
@@ -564,6 +576,10 @@ pub unsafe extern "C" fn clEnqueueSVMFree(
         }
         // SAFETY: the caller's contract: `num` pointers.
         let list_: Vec<usize> = unsafe { slice(ptrs.cast_const(), num as usize) }?.iter().map(|&p| p as usize).collect();
+        // After the write-back of buffers released over the memory (`free` would wait for
+        // it on a worker).
+        let ranges: Vec<(usize, usize)> = list_.iter().filter_map(|&p| allocation_of(p)).map(|(a, n)| (a, a + n)).collect();
+        let waits = gated(&qq, waits, &ranges)?;
         let raw_list = ptrs as usize;
         let (qh, user) = (q as usize, user as usize);
         let ctx = qq.context.clone();
@@ -607,9 +623,62 @@ pub unsafe extern "C" fn clEnqueueSVMMigrateMem(
     })
 }
 
-/// Wait, before a kernel launch on `q` that takes SVM pointers, for released buffers over
-/// them: the extra wait list entry, if any.
-pub fn kernel_gate(q: &Arc<Obj<Queue>>, ptrs: &[usize]) -> ClResult<Vec<Arc<Obj<Event>>>> {
-    let ranges: Vec<(usize, usize)> = ptrs.iter().filter_map(|&p| allocation_of(p)).map(|(a, n)| (a, a + n)).collect();
-    gated(q, Vec::new(), &ranges)
+/// The wait list of a kernel launch on `q` after `waits` that takes SVM pointers `ptrs`
+/// and buffers over SVM memory `views` (root buffers): `waits`, plus a gate when one is
+/// needed. The gate is a host task after `waits` (and an in-order queue's previous
+/// command) that waits for the write-back of released buffers over the memory the kernel
+/// touches, and accesses (`RW`) the live buffers over that memory other than the kernel's
+/// own, so that core brings their data home (into the SVM memory) before the kernel and
+/// fetches it again after.
+///
+/// A kernel taking a buffer over SVM memory always gets a gate, for its predecessors'
+/// *completion*: core launches a task pinned to a device right behind its predecessor on
+/// that device's in-order queue, without waiting for it (`RuntimeInner::launched`), and
+/// then fetches the task's buffers from their homes on another queue. Core orders that
+/// fetch after every task writing the buffer's handle, but a kernel taking the SVM pointer
+/// writes the buffer's home behind core's back: fetched early, the buffer held the data
+/// from before that kernel, and its write-back then overwrote that kernel's results
+/// (pyopencl's `test_coarse_grain_svm`: 34 where 68 was due, issue 32). The gate runs on a
+/// CPU worker, so it starts only once every predecessor has completed, and the kernel only
+/// after the gate. It costs a host task per launch taking such a buffer.
+pub fn kernel_waits(
+    q: &Arc<Obj<Queue>>,
+    waits: &[Arc<Obj<Event>>],
+    ptrs: &[usize],
+    views: &[Arc<Obj<Mem>>],
+) -> ClResult<Vec<Arc<Obj<Event>>>> {
+    let mut ranges: Vec<(usize, usize)> = ptrs.iter().filter_map(|&p| allocation_of(p)).map(|(a, n)| (a, a + n)).collect();
+    ranges.extend(views.iter().map(|m| (m.host_ptr, m.host_ptr + m.size)));
+    let mut home: Vec<Arc<Obj<Mem>>> = Vec::new();
+    let mut pending: Vec<Arc<Latch>> = Vec::new();
+    for &(s, e) in &ranges {
+        let (live, rel) = around(s, e);
+        for m in live {
+            let m = super::memory::root(&m);
+            if !views.iter().chain(home.iter()).any(|x| Arc::ptr_eq(x, &m)) {
+                home.push(m);
+            }
+        }
+        pending.extend(rel);
+    }
+    // An out-of-order queue's kernel without a wait list follows no command (but its
+    // queue's last barrier, an empty task, which completes after what it follows).
+    let barrier = !views.is_empty() && (q.in_order() || !waits.is_empty());
+    if pending.is_empty() && home.is_empty() && !barrier {
+        return Ok(waits.to_vec());
+    }
+    let state = EventState::new_queued();
+    let c = host_codelet("weft-svm-gate", &state, move |_| {
+        for l in &pending {
+            l.wait();
+        }
+    });
+    let mut b = TaskBuilder::new(&c);
+    for m in &home {
+        b = b.access(m.handle(), AccessMode::RW);
+    }
+    let e = submit(q, waits, CL_COMMAND_MARKER, state, b, false)?;
+    let mut w = waits.to_vec();
+    w.push(e);
+    Ok(w)
 }
