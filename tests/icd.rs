@@ -234,13 +234,17 @@ fn use_host_ptr_memory_is_never_written_after_the_program_may_free_it() {
 }
 
 /// OpenCL 3.0 property queries the CTS's api suite makes (see `tests/icd/queries.c`):
-/// memory and queue property lists as given, device-queue queries on a host queue.
+/// memory and queue property lists as given, device-queue queries on a host queue, and the
+/// unified device's limits: the smallest of its devices'.
 #[test]
 fn property_queries_return_the_lists_as_given() {
     let v = vendors_or_skip!();
     let Some(exe) = compile("queries") else { return };
     let stdout = run_all_ok(&exe, &v, "basic basic", &[], "queries");
     each_device_reports(&stdout, &["queries ok"]);
+    // Two different PoCL devices under the unified one: its limits are the smaller ones.
+    let stdout = run_all_ok(&exe, &v, "basic pthread", &[], "queries over basic and pthread");
+    assert!(stdout.contains("unified limits ok"), "{stdout}");
 }
 
 /// Separate compilation (see `tests/icd/compile_link.c`): clCompileProgram with a header

@@ -4,7 +4,9 @@
  * likewise, CL_QUEUE_SIZE on a host queue (CL_INVALID_COMMAND_QUEUE) and
  * CL_QUEUE_DEVICE_DEFAULT (none); and a program rebuilt right after its kernel's release,
  * while a launch of that kernel still waits (only the application's kernel objects
- * block a rebuild). Prints "device N: queries ok" and "all ok" last. */
+ * block a rebuild). The unified device's limits are its devices' smallest and its
+ * floating-point capabilities what they all have. Prints "device N: queries ok",
+ * "unified limits ok" and "all ok" last. */
 #define CL_TARGET_OPENCL_VERSION 300
 #include <CL/cl.h>
 #include <stdio.h>
@@ -77,9 +79,57 @@ static void one_device(cl_device_id dev) {
     CHECK(clReleaseContext(ctx));
 }
 
+static cl_ulong info_u(cl_device_id d, cl_device_info param, size_t width) {
+    cl_ulong v = 0;
+    cl_uint v4 = 0;
+    if (width == 4) {
+        CHECK(clGetDeviceInfo(d, param, 4, &v4, NULL));
+        return v4;
+    }
+    CHECK(clGetDeviceInfo(d, param, 8, &v, NULL));
+    return v;
+}
+
+/* Device 0 is the unified device, 1.. the real ones. */
+static void unified_limits(const cl_device_id *devs, cl_uint nd) {
+    const cl_device_info mins8[] = {CL_DEVICE_MAX_WORK_GROUP_SIZE, CL_DEVICE_MAX_PARAMETER_SIZE,
+                                    CL_DEVICE_MAX_CONSTANT_BUFFER_SIZE, CL_DEVICE_LOCAL_MEM_SIZE,
+                                    CL_DEVICE_MAX_MEM_ALLOC_SIZE};
+    const cl_device_info mins4[] = {CL_DEVICE_MAX_WORK_ITEM_DIMENSIONS, CL_DEVICE_PREFERRED_VECTOR_WIDTH_FLOAT,
+                                    CL_DEVICE_NATIVE_VECTOR_WIDTH_DOUBLE, CL_DEVICE_MAX_CONSTANT_ARGS};
+    const cl_device_info ands8[] = {CL_DEVICE_SINGLE_FP_CONFIG, CL_DEVICE_DOUBLE_FP_CONFIG};
+    for (size_t k = 0; k < sizeof mins8 / sizeof *mins8 + sizeof mins4 / sizeof *mins4; k++) {
+        int wide = k < sizeof mins8 / sizeof *mins8;
+        cl_device_info param = wide ? mins8[k] : mins4[k - sizeof mins8 / sizeof *mins8];
+        cl_ulong m = (cl_ulong)-1;
+        for (cl_uint d = 1; d < nd; d++) {
+            cl_ulong v = info_u(devs[d], param, wide ? 8 : 4);
+            if (v < m) m = v;
+        }
+        if (info_u(devs[0], param, wide ? 8 : 4) != m) {
+            fprintf(stderr, "FAIL: unified device's 0x%x = %llu, smallest of its devices %llu\n", (unsigned)param,
+                    (unsigned long long)info_u(devs[0], param, wide ? 8 : 4), (unsigned long long)m);
+            exit(1);
+        }
+    }
+    for (size_t k = 0; k < sizeof ands8 / sizeof *ands8; k++) {
+        cl_ulong a = (cl_ulong)-1;
+        for (cl_uint d = 1; d < nd; d++) a &= info_u(devs[d], ands8[k], 8);
+        EXPECT(info_u(devs[0], ands8[k], 8) == a);
+    }
+    size_t uni[3] = {0}, sizes[3];
+    CHECK(clGetDeviceInfo(devs[0], CL_DEVICE_MAX_WORK_ITEM_SIZES, sizeof uni, uni, NULL));
+    for (cl_uint d = 1; d < nd; d++) {
+        CHECK(clGetDeviceInfo(devs[d], CL_DEVICE_MAX_WORK_ITEM_SIZES, sizeof sizes, sizes, NULL));
+        for (int j = 0; j < 3; j++) EXPECT(uni[j] <= sizes[j]);
+    }
+    printf("unified limits ok\n");
+}
+
 int main(void) {
     cl_device_id devs[8];
     cl_uint nd = weft_devices(weft_platform(), devs, 8);
+    unified_limits(devs, nd);
     for (cl_uint d = 0; d < nd; d++) {
         one_device(devs[d]);
         printf("device %u: queries ok\n", d);

@@ -363,7 +363,42 @@ fn device_info(p: &Platform, h: Handle, kind: DeviceKind, param: cl_uint) -> ClR
         }
         Ok(info_val(m))
     };
+    // The unified device's limits and capabilities are what every one of its devices can
+    // do (a kernel may run on any of them): each real device's answer combined element by
+    // element (`width`-byte values, arrays over their common length) with `f`.
+    let fold = |param: cl_uint, width: usize, f: fn(u64, u64) -> u64| -> ClResult<Vec<u8>> {
+        let mut acc: Option<Vec<u64>> = None;
+        for &i in &reals {
+            let b = forward(&p.real[i].1, param)?;
+            let vals: Vec<u64> = b
+                .chunks_exact(width)
+                .map(|c| {
+                    if width == 4 {
+                        u32::from_ne_bytes([c[0], c[1], c[2], c[3]]) as u64
+                    } else {
+                        u64::from_ne_bytes(c.try_into().expect("8 bytes"))
+                    }
+                })
+                .collect();
+            acc = Some(match acc {
+                None => vals,
+                Some(a) => a.iter().zip(&vals).map(|(&x, &y)| f(x, y)).collect(),
+            });
+        }
+        let vals = acc.ok_or(CL_INVALID_DEVICE)?;
+        Ok(vals.iter().flat_map(|&v| if width == 4 { (v as u32).to_ne_bytes().to_vec() } else { v.to_ne_bytes().to_vec() }).collect())
+    };
     Ok(match param {
+        // Sizes (size_t, cl_ulong): the smallest. Work-group and work-item sizes, parameter,
+        // constant buffer and local memory sizes.
+        0x1004 | 0x1005 | 0x1017 | 0x1020 | 0x1023 if reals.len() > 1 => fold(param, 8, u64::min)?,
+        // cl_uint counts: work-item dimensions, preferred and native vector widths, constant
+        // arguments: the smallest.
+        0x1003 | 0x1006..=0x100B | 0x1034 | 0x1036..=0x103C | 0x1021 if reals.len() > 1 => fold(param, 4, u64::min)?,
+        // Floating-point capabilities (bitfields): what all have.
+        0x101B | 0x1032 | 0x1033 if reals.len() > 1 => fold(param, 8, |a, b| a & b)?,
+        // Error correction, availability, a compiler, unified host memory: all or none.
+        0x1024 | 0x1027 | 0x1028 | 0x1035 if reals.len() > 1 => fold(param, 4, |a, b| a & b)?,
         CL_DEVICE_TYPE => info_val(device_type(p, kind)),
         CL_DEVICE_PLATFORM => info_ptr(super::icd::handle_of(platform()?)),
         CL_DEVICE_VERSION => info_str("OpenCL 3.0 Weft"),
