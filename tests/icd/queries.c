@@ -69,7 +69,35 @@ static void one_device(cl_device_id dev) {
     CHECK(clSetUserEventStatus(gate, CL_COMPLETE));
     CHECK(clFinish(q0));
     CHECK(clReleaseEvent(gate));
+    /* Program queries of 2.x/3.0 features Weft's devices lack. */
+    cl_bool present = CL_TRUE;
+    CHECK(clGetProgramInfo(prog, CL_PROGRAM_SCOPE_GLOBAL_CTORS_PRESENT, sizeof present, &present, NULL));
+    EXPECT(present == CL_FALSE);
+    present = CL_TRUE;
+    CHECK(clGetProgramInfo(prog, CL_PROGRAM_SCOPE_GLOBAL_DTORS_PRESENT, sizeof present, &present, NULL));
+    EXPECT(present == CL_FALSE);
+    size_t globals = 1;
+    CHECK(clGetProgramBuildInfo(prog, dev, CL_PROGRAM_BUILD_GLOBAL_VARIABLE_TOTAL_SIZE, sizeof globals, &globals, NULL));
+    EXPECT(globals == 0);
     CHECK(clReleaseProgram(prog));
+
+    /* Image formats a kernel may read and write; a 2-D image of a buffer is refused as the
+     * optional feature it is (the device reports pitch alignment 0). */
+    cl_uint nformats = 0;
+    CHECK(clGetSupportedImageFormats(ctx, CL_MEM_KERNEL_READ_AND_WRITE, CL_MEM_OBJECT_IMAGE2D, 0, NULL, &nformats));
+    CHECK(clGetSupportedImageFormats(ctx, CL_MEM_READ_WRITE, CL_MEM_OBJECT_IMAGE3D, 0, NULL, &nformats));
+    cl_uint pitch_align = 1;
+    CHECK(clGetDeviceInfo(dev, CL_DEVICE_IMAGE_PITCH_ALIGNMENT, sizeof pitch_align, &pitch_align, NULL));
+    if (pitch_align == 0) {
+        cl_image_format fmt = {CL_RGBA, CL_UNORM_INT8};
+        cl_image_desc desc = {0};
+        desc.image_type = CL_MEM_OBJECT_IMAGE2D;
+        desc.image_width = 4;
+        desc.image_height = 4;
+        desc.mem_object = plain;
+        EXPECT(clCreateImage(ctx, CL_MEM_READ_WRITE, &fmt, &desc, NULL, &err) == NULL);
+        EXPECT(err == CL_INVALID_OPERATION);
+    }
 
     CHECK(clReleaseCommandQueue(q0));
     CHECK(clReleaseCommandQueue(q1));

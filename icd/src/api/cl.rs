@@ -93,6 +93,7 @@ pub const CL_MEM_COPY_HOST_PTR: cl_bitfield = 1 << 5;
 pub const CL_MEM_HOST_WRITE_ONLY: cl_bitfield = 1 << 7;
 pub const CL_MEM_HOST_READ_ONLY: cl_bitfield = 1 << 8;
 pub const CL_MEM_HOST_NO_ACCESS: cl_bitfield = 1 << 9;
+pub const CL_MEM_KERNEL_READ_AND_WRITE: cl_bitfield = 1 << 12;
 pub const CL_MEM_TYPE: cl_uint = 0x1100;
 pub const CL_MEM_FLAGS: cl_uint = 0x1101;
 pub const CL_MEM_SIZE: cl_uint = 0x1102;

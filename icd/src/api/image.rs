@@ -312,7 +312,9 @@ pub unsafe extern "C" fn clGetSupportedImageFormats(
 ) -> cl_int {
     ret_code(|| {
         let c = icd::get::<Context>(context)?;
-        check_flags(flags)?;
+        // CL_MEM_KERNEL_READ_AND_WRITE (2.0+) is a flag of this query only: formats a kernel
+        // may both read and write; the vendors answer it.
+        check_flags(flags & !CL_MEM_KERNEL_READ_AND_WRITE)?;
         // CL_INVALID_VALUE if flags or image_type are not valid, or if num_entries is 0 and
         // image_formats is not NULL.
         if !IMAGE_KINDS.contains(&image_type) || (num_entries == 0 && !formats.is_null()) {
@@ -363,8 +365,13 @@ fn create_image(
     }
     // SAFETY: non-null; the caller's contract makes it a cl_image_desc.
     let d = unsafe { desc.read_unaligned() };
-    // Images from buffers (CL_MEM_OBJECT_IMAGE1D_BUFFER, 2-D images of a buffer) are not
-    // supported: mem_object must be NULL.
+    // A 2-D image of a buffer is an optional feature Weft's devices report absent
+    // (CL_DEVICE_IMAGE_PITCH_ALIGNMENT 0): "CL_INVALID_OPERATION if [...] the device does
+    // not support creating a 2D image from a buffer", as the CTS checks.
+    if d.image_type == CL_MEM_OBJECT_IMAGE2D && !d.mem_object.is_null() {
+        return Err(CL_INVALID_OPERATION);
+    }
+    // 1-D image buffers are not supported yet (README, coverage): mem_object must be NULL.
     if !d.mem_object.is_null() || d.num_mip_levels != 0 || d.num_samples != 0 || d.image_type == CL_MEM_OBJECT_IMAGE1D_BUFFER {
         return Err(CL_INVALID_IMAGE_DESCRIPTOR);
     }

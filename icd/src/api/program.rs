@@ -676,6 +676,11 @@ pub unsafe extern "C" fn clGetProgramInfo(
                 return Ok(());
             }
             CL_PROGRAM_NUM_KERNELS | CL_PROGRAM_KERNEL_NAMES => vendor_info(&p, param)?,
+            // CL_PROGRAM_IL: none (Weft takes no IL programs).
+            0x1169 => Vec::new(),
+            // CL_PROGRAM_SCOPE_GLOBAL_CTORS_PRESENT / _DTORS_PRESENT: no device of Weft's
+            // supports program initialization and clean-up kernels.
+            0x116A | 0x116B => info_val::<cl_bool>(CL_FALSE),
             _ => return Err(CL_INVALID_VALUE),
         };
         // SAFETY: the caller's contract.
@@ -719,6 +724,9 @@ pub unsafe extern "C" fn clGetProgramBuildInfo(
             CL_PROGRAM_BINARY_TYPE => {
                 info_val(if st.builds.iter().any(|b| b.is_some()) { st.binary_type } else { CL_PROGRAM_BINARY_TYPE_NONE })
             }
+            // CL_PROGRAM_BUILD_GLOBAL_VARIABLE_TOTAL_SIZE: 0, Weft's devices report no
+            // program-scope global variables (CL_DEVICE_MAX_GLOBAL_VARIABLE_SIZE 0).
+            0x1185 => info_val(0usize),
             _ => return Err(CL_INVALID_VALUE),
         };
         // SAFETY: the caller's contract.
