@@ -127,6 +127,7 @@ pub const CL_PROGRAM_BUILD_LOG: cl_uint = 0x1183;
 pub const CL_PROGRAM_BINARY_TYPE: cl_uint = 0x1184;
 pub const CL_PROGRAM_BINARY_TYPE_NONE: cl_uint = 0;
 pub const CL_PROGRAM_BINARY_TYPE_COMPILED_OBJECT: cl_uint = 1;
+pub const CL_PROGRAM_BINARY_TYPE_LIBRARY: cl_uint = 2;
 pub const CL_PROGRAM_BINARY_TYPE_EXECUTABLE: cl_uint = 4;
 
 // Kernels.

@@ -4,7 +4,10 @@
 //!
 //! A Weft program "binary" is its source behind a marker ([`BINARY_MAGIC`]): a program
 //! created from it is rebuilt from source for whichever devices it lands on, which keeps
-//! binary caches (pyopencl's) working across devices.
+//! binary caches (pyopencl's) working across devices. A compiled object or a library
+//! carries what remaking it takes ([`BINARY_MAGIC_2`]: its type, options, headers and
+//! source), and a program created from one is compiled (or built as a library) at once,
+//! ready to link, as a vendor's object binary would be.
 
 use super::cl::*;
 use super::context::Context;
@@ -17,8 +20,65 @@ use std::sync::{Arc, Mutex};
 use weft_vendors::fsutil;
 use weft_vendors::opencl::{OpenClDevice, Program as VendorProgram};
 
-/// What starts a Weft program binary.
+/// What starts a Weft program binary of an executable.
 pub const BINARY_MAGIC: &[u8] = b"WEFT-OPENCL-SOURCE-1\n";
+/// What starts a Weft program binary of a compiled object or library, followed by
+/// length-prefixed fields (each length a decimal and a newline): the binary type, the
+/// number of units, and per unit its source, compile options, header count and each
+/// header's include name and source.
+pub const BINARY_MAGIC_2: &[u8] = b"WEFT-OPENCL-PROGRAM-2\n";
+
+/// A compiled object's (one unit) or library's binary (see [`BINARY_MAGIC_2`]).
+fn binary_v2(binary_type: cl_uint, units: &[Unit]) -> Vec<u8> {
+    let mut b = BINARY_MAGIC_2.to_vec();
+    let mut field = |f: &[u8]| {
+        b.extend_from_slice(format!("{}\n", f.len()).as_bytes());
+        b.extend_from_slice(f);
+    };
+    field(binary_type.to_string().as_bytes());
+    field(units.len().to_string().as_bytes());
+    for u in units {
+        field(u.source.as_bytes());
+        field(u.options.as_bytes());
+        field(u.headers.len().to_string().as_bytes());
+        for (name, src) in &u.headers {
+            field(name.as_bytes());
+            field(src.as_bytes());
+        }
+    }
+    b
+}
+
+/// What [`binary_v2`] wrote: (binary type, units); None if malformed.
+fn parse_v2(mut rest: &[u8]) -> Option<(cl_uint, Vec<Unit>)> {
+    let mut field = || -> Option<String> {
+        let nl = rest.iter().position(|&c| c == b'\n')?;
+        let n: usize = std::str::from_utf8(&rest[..nl]).ok()?.parse().ok()?;
+        let body = rest.get(nl + 1..nl.checked_add(1 + n)?)?;
+        rest = &rest[nl + 1 + n..];
+        String::from_utf8(body.to_vec()).ok()
+    };
+    let kind: cl_uint = field()?.parse().ok()?;
+    let nu: usize = field()?.parse().ok()?;
+    let mut units = Vec::new();
+    for _ in 0..nu.min(4096) {
+        let source = field()?;
+        let options = field()?;
+        let nh: usize = field()?.parse().ok()?;
+        let mut headers = Vec::new();
+        for _ in 0..nh.min(4096) {
+            let name = field()?;
+            headers.push((name, field()?));
+        }
+        units.push(Unit { source, options, headers });
+    }
+    let ok = match kind {
+        CL_PROGRAM_BINARY_TYPE_COMPILED_OBJECT => units.len() == 1,
+        CL_PROGRAM_BINARY_TYPE_LIBRARY => !units.is_empty(),
+        _ => false,
+    };
+    ok.then_some((kind, units))
+}
 
 pub type BuildNotify = unsafe extern "C" fn(Handle, *mut c_void);
 
@@ -47,6 +107,17 @@ pub struct ProgramState {
     /// `CL_PROGRAM_BINARY_TYPE`.
     pub binary_type: cl_uint,
     /// Headers given to clCompileProgram (include name, source), for the link.
+    pub headers: Vec<(String, String)>,
+    /// A library's compiled inputs (clLinkProgram with `-create-library`): what its binary
+    /// carries to make it again.
+    pub units: Vec<Unit>,
+}
+
+/// One compiled object's making: its source, compile options and headers.
+#[derive(Clone)]
+pub struct Unit {
+    pub source: String,
+    pub options: String,
     pub headers: Vec<(String, String)>,
 }
 
@@ -146,10 +217,69 @@ impl Program {
     }
 
     pub fn binary(&self) -> Vec<u8> {
+        let st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        match st.binary_type {
+            CL_PROGRAM_BINARY_TYPE_COMPILED_OBJECT => {
+                return binary_v2(st.binary_type, &[self.unit(&st)]);
+            }
+            CL_PROGRAM_BINARY_TYPE_LIBRARY => return binary_v2(st.binary_type, &st.units),
+            _ => {}
+        }
         let mut b = BINARY_MAGIC.to_vec();
         b.extend_from_slice(self.source.as_bytes());
         b
     }
+}
+
+impl Program {
+    /// This compiled object as a unit.
+    fn unit(&self, st: &ProgramState) -> Unit {
+        Unit { source: self.source.clone(), options: st.options.clone(), headers: st.headers.clone() }
+    }
+
+    /// The units a link input brings to a library: its own (a compiled object) or its units
+    /// (a library).
+    fn units_of(&self) -> Vec<Unit> {
+        let st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        if st.binary_type == CL_PROGRAM_BINARY_TYPE_LIBRARY { st.units.clone() } else { vec![self.unit(&st)] }
+    }
+
+    /// Make this program a library of `units` with each device's vendor linker (each unit
+    /// compiled there, then linked with `-create-library`): whether every device did. A
+    /// library's vendor program is a link input (`DeviceBuild::object`), not an executable.
+    fn library_native(&self, devices: &[DeviceKind], units: &[Unit]) -> bool {
+        if link_from_source() {
+            return false;
+        }
+        let p = &self.context.platform;
+        let mut results = Vec::new();
+        for i in p.reals_of(devices) {
+            let dev = &p.real[i].1;
+            let mut objects = Vec::new();
+            for u in units {
+                match compile_on(dev, &u.source, &format!("{} -cl-kernel-arg-info", u.options), &u.headers) {
+                    Ok(DeviceBuild { object: Some(o), .. }) => objects.push(o),
+                    _ => return false,
+                }
+            }
+            let refs: Vec<&VendorProgram> = objects.iter().collect();
+            match vendor_link(dev, "-create-library", &refs) {
+                Ok(b) => results.push((i, DeviceBuild { object: b.program, program: None, ..DeviceBuild::new(CL_BUILD_SUCCESS, b.log) })),
+                Err(_) => return false,
+            }
+        }
+        self.record(results, "", CL_PROGRAM_BINARY_TYPE_LIBRARY);
+        self.state.lock().unwrap_or_else(|e| e.into_inner()).units = units.to_vec();
+        true
+    }
+}
+
+/// `WEFT_OCL_LINK_FROM_SOURCE=1`: link (and make libraries) from the inputs' joined
+/// sources, as for a vendor that cannot compile separately, whatever the vendors can do: a
+/// diagnostic for that path (its tests run it on PoCL).
+fn link_from_source() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| std::env::var("WEFT_OCL_LINK_FROM_SOURCE").is_ok_and(|v| v == "1"))
 }
 
 fn new_program(context: &Arc<Obj<Context>>, devices: Vec<DeviceKind>, source: String) -> Handle {
@@ -220,15 +350,18 @@ pub unsafe extern "C" fn clCreateProgramWithBinary(
                 return Err(CL_INVALID_VALUE);
             }
             let mut source: Option<String> = None;
+            let mut parts: Option<(cl_uint, Vec<Unit>)> = None;
             let mut statuses = Vec::new();
             for (&l, &b) in ls.iter().zip(bs) {
                 let bytes = slice(b, l)?;
-                match bytes.strip_prefix(BINARY_MAGIC) {
-                    Some(s) => {
-                        statuses.push(CL_SUCCESS);
-                        source.get_or_insert_with(|| String::from_utf8_lossy(s).into_owned());
-                    }
-                    None => statuses.push(CL_INVALID_BINARY),
+                if let Some(s) = bytes.strip_prefix(BINARY_MAGIC) {
+                    statuses.push(CL_SUCCESS);
+                    source.get_or_insert_with(|| String::from_utf8_lossy(s).into_owned());
+                } else if let Some(p) = bytes.strip_prefix(BINARY_MAGIC_2).and_then(parse_v2) {
+                    statuses.push(CL_SUCCESS);
+                    parts.get_or_insert(p);
+                } else {
+                    statuses.push(CL_INVALID_BINARY);
                 }
             }
             if !binary_status.is_null() {
@@ -240,7 +373,36 @@ pub unsafe extern "C" fn clCreateProgramWithBinary(
             if statuses.contains(&CL_INVALID_BINARY) {
                 return Err(CL_INVALID_BINARY);
             }
-            Ok(new_program(&c, devs, source.unwrap_or_default()))
+            let Some((kind, units)) = parts else {
+                return Ok(new_program(&c, devs, source.unwrap_or_default()));
+            };
+            // A compiled object or a library is ready to link, as the vendor's would be: it
+            // is compiled (linked as a library) here, for the devices it was given for.
+            let object = kind == CL_PROGRAM_BINARY_TYPE_COMPILED_OBJECT;
+            let source: String = if object { units[0].source.clone() } else { units.iter().map(|u| format!("{}\n", u.source)).collect() };
+            let h = new_program(&c, devs.clone(), source);
+            let p = icd::get::<Program>(h)?;
+            let ok = if object {
+                let u = &units[0];
+                p.compile(&devs, &u.options, u.headers.clone()).is_ok()
+            } else if p.library_native(&devs, &units) {
+                true
+            } else {
+                // As clLinkProgram's library from sources: built when linked into a program.
+                let headers: Vec<(String, String)> = units.iter().flat_map(|u| u.headers.iter().cloned()).collect();
+                let built = header_dir(&headers).and_then(|dir| {
+                    let include = dir.as_ref().map(|d| format!(" -I{}", d.path().display())).unwrap_or_default();
+                    p.build(&devs, &include, "")
+                });
+                let mut st = p.state.lock().unwrap_or_else(|e| e.into_inner());
+                (st.binary_type, st.units) = (CL_PROGRAM_BINARY_TYPE_LIBRARY, units);
+                built.is_ok()
+            };
+            if !ok {
+                let _ = icd::release::<Program>(h);
+                return Err(CL_INVALID_BINARY);
+            }
+            Ok(h)
         })
     }
 }
@@ -443,7 +605,9 @@ pub unsafe extern "C" fn clCompileProgram(
 
 const CL_LINK_PROGRAM_FAILURE: cl_int = -17;
 
-/// Link: one program from the concatenated sources of the inputs, built with `options`.
+/// Link: each device's vendor linker on the inputs' objects (a library: on their units,
+/// with `-create-library`); where a vendor has none, one program from the concatenated
+/// sources of the inputs, built with `options`.
 ///
 /// # Safety
 /// Pointers per OpenCL's clLinkProgram.
@@ -495,11 +659,21 @@ pub unsafe extern "C" fn clLinkProgram(
             }
             let opts = c_str(options).map(|c| c.to_string_lossy().into_owned()).unwrap_or_default();
             let library = opts.contains("-create-library");
-            // The vendors' own linkers where every input was compiled by them (a library is
-            // still made from the sources, below: it is built when linked into a program).
+            // The vendors' own linkers where every input was compiled by them; a library the
+            // vendors cannot make is made from the sources, below, and built when linked into
+            // a program.
             let native = if library { None } else { link_native(&c, &devs, &opts, &ins) };
             let h = new_program(&c, devs.clone(), source);
             let p = icd::get::<Program>(h)?;
+            if library {
+                let units: Vec<Unit> = ins.iter().flat_map(|i| i.units_of()).collect();
+                if p.library_native(&devs, &units) {
+                    if let Some(f) = notify {
+                        f(h, user_data);
+                    }
+                    return Ok(h);
+                }
+            }
             let r = match native {
                 Some(results) => {
                     if p.record(results, &opts, CL_PROGRAM_BINARY_TYPE_EXECUTABLE) {
@@ -523,10 +697,17 @@ pub unsafe extern "C" fn clLinkProgram(
                     let keep = if library { String::new() } else { opts.clone() };
                     // No headers written, no link: the program goes as after a failed build.
                     // The directory goes when `dir` is dropped, at the end of this closure.
-                    header_dir(&headers).and_then(|dir| {
+                    let built = header_dir(&headers).and_then(|dir| {
                         let include = dir.as_ref().map(|d| format!(" -I{}", d.path().display())).unwrap_or_default();
                         p.build(&devs, &format!("{}{include} {}", defines.join(" "), keep.replace("-enable-link-options", "")), "")
-                    })
+                    });
+                    if library {
+                        // Its binary carries its inputs' units.
+                        let mut st = p.state.lock().unwrap_or_else(|e| e.into_inner());
+                        st.binary_type = CL_PROGRAM_BINARY_TYPE_LIBRARY;
+                        st.units = ins.iter().flat_map(|i| i.units_of()).collect();
+                    }
+                    built
                 }
             };
             if let Some(f) = notify {
@@ -556,6 +737,9 @@ fn link_failed(h: Handle, p: &Program, e: cl_int) -> ClResult<Handle> {
 /// compiled object ([`DeviceBuild::object`]) on every real device `devs` stand for; else a
 /// build per device (a failed one with the vendor's link log).
 fn link_native(c: &Context, devs: &[DeviceKind], options: &str, inputs: &[Arc<Obj<Program>>]) -> Option<Vec<(usize, DeviceBuild)>> {
+    if link_from_source() {
+        return None;
+    }
     let p = c.platform;
     let reals = p.reals_of(devs);
     // Each input's objects, one input locked at a time (an input may be given twice).
