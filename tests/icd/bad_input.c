@@ -277,7 +277,7 @@ int main(int argc, char **argv) {
             if (!ok) want = CL_INVALID_COMMAND_QUEUE;
             else if (!ok2) want = CL_INVALID_KERNEL;
             else if (fault == 1) dim = pick(2) ? 0 : 4, want = CL_INVALID_WORK_DIMENSION;
-            else if (fault == 2) gp = NULL, want = CL_INVALID_GLOBAL_WORK_SIZE;
+            else if (fault == 2) l[0] = 3, lp = l, want = CL_INVALID_WORK_GROUP_SIZE; /* (a NULL global size is valid since 2.1) */
             else if (fault == 3) l[0] = 0, lp = l, want = CL_INVALID_WORK_GROUP_SIZE; /* (a zero global size is valid since 2.1) */
             else l[0] = 5, lp = l, want = CL_INVALID_WORK_GROUP_SIZE;
             if (ok && ok2) {

@@ -87,7 +87,7 @@ static void run_on(cl_platform_id platform, cl_device_id dev, int index) {
     CHECK(clGetEventProfilingInfo(ran, CL_PROFILING_COMMAND_START, sizeof t0, &t0, NULL));
     CHECK(clGetEventProfilingInfo(ran, CL_PROFILING_COMMAND_END, sizeof t1, &t1, NULL));
     EXPECT(t1 >= t0 && t0 > 0);
-    /* A zero-sized range (OpenCL 2.1+) succeeds and completes its event, touching nothing. */
+    /* A zero-sized or NULL range (OpenCL 2.1+) succeeds and completes its event, touching nothing. */
     size_t zero = 0;
     cl_event none_ran;
     CHECK(clEnqueueNDRangeKernel(q, k, 1, NULL, &zero, NULL, 0, NULL, &none_ran));
@@ -95,6 +95,9 @@ static void run_on(cl_platform_id platform, cl_device_id dev, int index) {
     cl_command_type ct;
     CHECK(clGetEventInfo(none_ran, CL_EVENT_COMMAND_TYPE, sizeof ct, &ct, NULL));
     EXPECT(ct == CL_COMMAND_NDRANGE_KERNEL);
+    CHECK(clReleaseEvent(none_ran));
+    CHECK(clEnqueueNDRangeKernel(q, k, 1, NULL, NULL, NULL, 0, NULL, &none_ran));
+    CHECK(clWaitForEvents(1, &none_ran));
     CHECK(clReleaseEvent(none_ran));
     printf("device %d (%s): saxpy ok\n", index, name);
 

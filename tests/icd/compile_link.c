@@ -192,7 +192,9 @@ static void run_on(cl_device_id dev, int index) {
     CHECK(clEnqueueReadBuffer(q, out, CL_TRUE, 0, sizeof got, got, 0, NULL, NULL));
     for (int i = 0; i < N; i++) EXPECT(got[i] == 2 * i + 40);
     CHECK(clReleaseKernel(k2));
-    cl_program progs[] = {reloaded_sink, reloaded_main, lib2, reloaded_lib, relinked};
+    /* An executable's binary makes an executable (before the build it still needs). */
+    cl_program reloaded_exe = reload(ctx, dev, relinked, CL_PROGRAM_BINARY_TYPE_EXECUTABLE);
+    cl_program progs[] = {reloaded_sink, reloaded_main, lib2, reloaded_lib, relinked, reloaded_exe};
     for (size_t i = 0; i < sizeof progs / sizeof *progs; i++) CHECK(clReleaseProgram(progs[i]));
     printf("device %d: compile/link ok\n", index);
 

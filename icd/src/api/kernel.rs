@@ -480,12 +480,12 @@ pub unsafe extern "C" fn clEnqueueNDRangeKernel(
         }
         // SAFETY: the caller's contract.
         let (offset, global, local) = unsafe { (sizes(dim, offset)?, sizes(dim, global)?, sizes(dim, local)?) };
-        // CL_INVALID_GLOBAL_WORK_SIZE if global_work_size is NULL.
-        let global = global.ok_or(CL_INVALID_GLOBAL_WORK_SIZE)?;
-        // Since OpenCL 2.1 a zero in global_work_size is no error: "the kernel command will
+        // Since OpenCL 2.1 a NULL global_work_size, or a zero in it, is no error (returning
+        // CL_INVALID_GLOBAL_WORK_SIZE for them is deprecated): "the kernel command will
         // trivially succeed after its event dependencies are satisfied and subsequently
         // update its completion event". Arguments must still be set.
-        if global.contains(&0) {
+        let global = global.unwrap_or_default();
+        if global.is_empty() || global.contains(&0) {
             if k.args.lock().unwrap_or_else(|e| e.into_inner()).iter().any(Option::is_none) {
                 return Err(CL_INVALID_KERNEL_ARGS);
             }

@@ -374,7 +374,11 @@ pub unsafe extern "C" fn clCreateProgramWithBinary(
                 return Err(CL_INVALID_BINARY);
             }
             let Some((kind, units)) = parts else {
-                return Ok(new_program(&c, devs, source.unwrap_or_default()));
+                // An executable's binary: the program is one (its type says so) before the
+                // build the application must still ask for makes it from the source.
+                let h = new_program(&c, devs, source.unwrap_or_default());
+                icd::get::<Program>(h)?.state.lock().unwrap_or_else(|e| e.into_inner()).binary_type = CL_PROGRAM_BINARY_TYPE_EXECUTABLE;
+                return Ok(h);
             };
             // A compiled object or a library is ready to link, as the vendor's would be: it
             // is compiled (linked as a library) here, for the devices it was given for.
@@ -905,9 +909,8 @@ pub unsafe extern "C" fn clGetProgramBuildInfo(
                     .collect();
                 info_str(&logs.join("\n"))
             }
-            CL_PROGRAM_BINARY_TYPE => {
-                info_val(if st.builds.iter().any(|b| b.is_some()) { st.binary_type } else { CL_PROGRAM_BINARY_TYPE_NONE })
-            }
+            // NONE (0) until a build, compile or link, or an executable's binary, sets it.
+            CL_PROGRAM_BINARY_TYPE => info_val(st.binary_type),
             // CL_PROGRAM_BUILD_GLOBAL_VARIABLE_TOTAL_SIZE: 0, Weft's devices report no
             // program-scope global variables (CL_DEVICE_MAX_GLOBAL_VARIABLE_SIZE 0).
             0x1185 => info_val(0usize),
