@@ -213,11 +213,11 @@ fn in_order_streams_of_tiny_kernels_keep_order_events_and_coherence() {
     }
 }
 
-/// `CL_MEM_USE_HOST_PTR` memory freed right after the last release (see
-/// `tests/icd/host_ptr.c`), under AddressSanitizer: Weft writes the newest data there before
-/// that release returns (or before the last pending command shows complete) and never
-/// touches it afterwards; a non-blocking read's destination likewise. On two `basic`
-/// devices (data moves between devices and home) and on PoCL's threaded device.
+/// `CL_MEM_USE_HOST_PTR` memory freed right after the last release, or even before it (see
+/// `tests/icd/host_ptr.c`), under AddressSanitizer: Weft gives the region up by the time
+/// that release returns (or the last pending command shows complete) and never touches it
+/// afterwards; a non-blocking read's destination likewise. On two `basic` devices (data
+/// moves between devices and home) and on PoCL's threaded device.
 #[test]
 fn use_host_ptr_memory_is_never_written_after_the_program_may_free_it() {
     let v = vendors_or_skip!();

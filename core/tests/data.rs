@@ -315,14 +315,14 @@ fn a_detached_home_gets_the_newest_data_and_is_never_touched_again() {
             let (h2, seen2, addr) = (h.clone(), seen.clone(), mem.as_ptr() as usize);
             b = b.callback(move |r| {
                 r.unwrap();
-                h2.detach_home().unwrap();
+                h2.detach_home(true).unwrap();
                 // SAFETY: `mem` is alive until the test waits for this task.
                 *seen2.lock().unwrap() = Some(unsafe { *(addr as *const u32) });
             });
         }
         rt.submit(b).unwrap().wait().unwrap();
         if !in_callback {
-            h.detach_home().unwrap();
+            h.detach_home(true).unwrap();
         }
         assert_eq!(mem, vec![2u32; 64], "the newest data is home after detach_home");
         if in_callback {
@@ -334,8 +334,42 @@ fn a_detached_home_gets_the_newest_data_and_is_never_touched_again() {
         rt.submit(TaskBuilder::new(&inc_dev).access(&h, AccessMode::RW)).unwrap();
         rt.wait_for_all().unwrap();
         assert_eq!(h.read_to_vec::<u32>().unwrap(), vec![3u32; 64], "the data moved to Weft's memory");
-        h.detach_home().unwrap();
+        h.detach_home(true).unwrap();
         h.unregister().unwrap();
         assert_eq!(mem, vec![0xdead; 64], "registered memory touched after detach_home");
     }
+}
+
+/// `detach_home(false)` neither writes nor reads the registered memory (its owner may have
+/// freed it): the data newest on a device is discarded, and later tasks and unregistration
+/// use the runtime's memory.
+#[test]
+fn a_home_detached_without_write_back_is_never_touched() {
+    let inc_dev = Codelet::builder("inc-dev")
+        .null(|ctx| {
+            ctx.vector_mut::<u32>(0).iter_mut().for_each(|x| *x += 1);
+            Ok(())
+        })
+        .build();
+    let shape = Shape::Vector { nx: 64, elem: 4 };
+    let rt = with_null(1, None);
+    let mut mem = vec![1u32; 64];
+    // SAFETY: `mem` outlives every use the runtime makes of it (none after detach_home).
+    let h = unsafe { rt.register_raw(mem.as_mut_ptr().cast(), shape, shape.packed()) }.unwrap();
+    rt.submit(TaskBuilder::new(&inc_dev).access(&h, AccessMode::RW)).unwrap().wait().unwrap();
+    // The program "freed" its memory before the last release.
+    mem.iter_mut().for_each(|x| *x = 0xdead);
+    h.detach_home(false).unwrap();
+    assert_eq!(mem, vec![0xdead; 64], "detach_home(false) wrote the registered memory");
+    let w = Codelet::builder("set-7")
+        .null(|ctx| {
+            ctx.vector_mut::<u32>(0).iter_mut().for_each(|x| *x = 7);
+            Ok(())
+        })
+        .build();
+    rt.submit(TaskBuilder::new(&w).access(&h, AccessMode::W)).unwrap();
+    rt.wait_for_all().unwrap();
+    assert_eq!(h.read_to_vec::<u32>().unwrap(), vec![7u32; 64]);
+    h.unregister().unwrap();
+    assert_eq!(mem, vec![0xdead; 64], "registered memory touched after detach_home(false)");
 }

@@ -289,6 +289,25 @@ impl TreeState {
         r.last_use = tick();
     }
 
+    /// Forget the data of entries `which`: copies home in flight end first, device replicas
+    /// are freed, and home becomes the only (Owner) replica without anything written to it.
+    /// For a home being replaced by fresh memory whose content nobody will read.
+    pub(crate) fn discard(&mut self, tree: &Arc<Tree>, which: &[usize]) -> Result<()> {
+        for &i in which {
+            self.settle(tree, i, true)?;
+            for n in 1..self.entries[i].replicas.len() {
+                if let Some(b) = self.entries[i].replicas[n].buf.take() {
+                    tree.nodes[n].forget_resident((tree.id, i));
+                    tree.nodes[n].release(b);
+                }
+                self.entries[i].replicas[n].state = ReplicaState::Invalid;
+            }
+            self.entries[i].replicas[0].state = ReplicaState::Owner;
+            normalize(&mut self.entries[i]);
+        }
+        Ok(())
+    }
+
     /// Bring every live entry home and free its device replicas (unregister, unpartition).
     pub(crate) fn flush_home(&mut self, tree: &Arc<Tree>, which: &[usize]) -> Result<()> {
         for &i in which {

@@ -385,19 +385,21 @@ impl DataHandle {
         self.unregister_inner().map(|_| ())
     }
 
-    /// Give registered memory back to its owner without unregistering: write the newest
-    /// data there now, then move the handle's home into memory the runtime allocates (with
-    /// the same layout, holding the same bytes), so that nothing the runtime does later (a
-    /// task, an eviction, unregistration) reads or writes the registered memory again. A
-    /// front end calls it when its program may free that memory (an OpenCL
-    /// `CL_MEM_USE_HOST_PTR` buffer after its last release). A no-op when the home is not
-    /// registered C memory (or was given back already).
+    /// Give registered memory back to its owner without unregistering: move the handle's
+    /// home into memory the runtime allocates (same layout), so that nothing the runtime
+    /// does later (a task, an eviction, unregistration) reads or writes the registered
+    /// memory again. With `write_back`, the newest data is written there first and the new
+    /// home holds it too; without, the data is discarded, and the registered memory is
+    /// neither written nor read (its owner may have freed it already: an OpenCL program
+    /// that frees a `CL_MEM_USE_HOST_PTR` region before its last release). A copy into it
+    /// already in flight completes first. A no-op when the home is not registered C memory
+    /// (or was given back already).
     ///
     /// Waits for no task, so it may run inside a task's completion callback: the caller
     /// knows that no task uses the handle's data now (every task submitted on it has
     /// completed or is completing, its data released); `Error::Unsupported` if a replica is
     /// still in use, and the home stays.
-    pub fn detach_home(&self) -> Result<()> {
+    pub fn detach_home(&self, write_back: bool) -> Result<()> {
         let h = &self.0;
         if h.idx != 0 {
             return Err(Error::Unsupported("detach the root handle's home".into()));
@@ -411,14 +413,21 @@ impl DataHandle {
             return Err(Error::Unsupported(format!("detaching the home of handle #{} while a task uses it", h.id)));
         }
         let all: Vec<usize> = (0..st.entries.len()).filter(|&i| st.entries[i].alive).collect();
-        st.flush_home(&h.tree, &all)?;
+        if write_back {
+            st.flush_home(&h.tree, &all)?;
+        } else {
+            st.discard(&h.tree, &all)?;
+        }
         let span = st.entries[0].shape.span(st.entries[0].home_strides);
         let buf = h.tree.nodes[0].alloc_raw(span)?;
-        let to = h.tree.nodes[0].device.host_ptr(buf).expect("invariant: host memory is addressable");
-        // SAFETY: the registered memory holds `span` bytes (registration's contract) and is
-        // valid until this call returns (the caller's); `to` is a fresh allocation of `span`
-        // bytes; no task uses either (pins checked above under the tree lock).
-        unsafe { std::ptr::copy_nonoverlapping(ptr as *const u8, to, span) };
+        if write_back {
+            let to = h.tree.nodes[0].device.host_ptr(buf).expect("invariant: host memory is addressable");
+            // SAFETY: the registered memory holds `span` bytes (registration's contract) and
+            // is valid until this call returns (the caller's, with `write_back`); `to` is a
+            // fresh allocation of `span` bytes; no task uses either (pins checked above under
+            // the tree lock).
+            unsafe { std::ptr::copy_nonoverlapping(ptr as *const u8, to, span) };
+        }
         st.home = Home::Runtime { buf: Some(buf) };
         if let Some(a) = st.entries[0].host_addr.take() {
             h.rt.registry.remove(a);

@@ -10,12 +10,18 @@
 //!
 //! **The application's memory is given back before it may be freed.** A program frees a
 //! `CL_MEM_USE_HOST_PTR` region as soon as its last release of the object (sub-buffers
-//! included) has returned and the commands it enqueued on it have completed. So Weft
-//! writes the object's newest data into that region, and then moves the handle's home
-//! into memory of its own ([`DataHandle::detach_home`]), at the later of those two moments:
-//! inside that last release when no command on it is pending, else inside the completion
-//! of the last pending command, before its event (or `clFinish`) shows it complete. After
-//! that nothing of Weft's reads or writes the region ([`HostClaim`]).
+//! included) has returned and the commands it enqueued on it have completed, and some
+//! free it even before that last release (the CTS's buffers suite reassigns a wrapper
+//! after freeing). So Weft moves the handle's home into memory of its own
+//! ([`DataHandle::detach_home`]) at the later of those two moments: inside that last
+//! release when no command on it is pending, else inside the completion of the last
+//! pending command, before its event (or `clFinish`) shows it complete; the data is not
+//! written back there (OpenCL defines the region's content only through maps and reads,
+//! and PoCL and rusticl do not write it at release either). After that nothing of Weft's
+//! reads or writes the region ([`HostClaim`]). The exception is a region inside an SVM
+//! allocation, which is Weft's own memory and freed only by `clSVMFree` (which waits for
+//! it): the data goes home there first, where the program reads it through the SVM
+//! pointer (pyopencl's `as_buffer`).
 
 use super::cl::*;
 use super::context::Context;
@@ -96,6 +102,8 @@ crate::cl_object!(Mem, CL_INVALID_MEM_OBJECT);
 /// command on it is pending, whichever comes last.
 pub(super) struct HostClaim {
     handle: DataHandle,
+    /// The region: (address, size).
+    host: (usize, usize),
     st: Mutex<ClaimState>,
 }
 
@@ -118,8 +126,9 @@ static NCLAIMS: AtomicUsize = AtomicUsize::new(0);
 pub(super) type Claims = smallvec::SmallVec<[Arc<HostClaim>; 1]>;
 
 impl HostClaim {
-    fn new(handle: &DataHandle) -> Arc<HostClaim> {
-        let c = Arc::new(HostClaim { handle: handle.clone(), st: Mutex::new(ClaimState { pending: 0, app_refs: 1, given_back: false }) });
+    fn new(handle: &DataHandle, host: (usize, usize)) -> Arc<HostClaim> {
+        let c =
+            Arc::new(HostClaim { handle: handle.clone(), host, st: Mutex::new(ClaimState { pending: 0, app_refs: 1, given_back: false }) });
         lock_claims().insert(handle.id(), c.clone());
         NCLAIMS.fetch_add(1, Ordering::Release);
         c
@@ -148,7 +157,8 @@ impl HostClaim {
         st.given_back = true;
         // Under the claim's lock: a command submitted meanwhile (through a kernel argument
         // the program left set) waits here rather than find the home half moved.
-        if let Err(e) = self.handle.detach_home() {
+        let svm = self.host.1 > 0 && super::svm::in_svm(self.host.0, self.host.0 + self.host.1);
+        if let Err(e) = self.handle.detach_home(svm) {
             eprintln!("weft: giving a CL_MEM_USE_HOST_PTR region back: {e}");
         }
     }
@@ -199,7 +209,7 @@ impl Mem {
         owned: Option<HostAlloc>,
         image: Option<super::image::ImageInfo>,
     ) -> Handle {
-        let claim = (flags & CL_MEM_USE_HOST_PTR != 0).then(|| HostClaim::new(&handle));
+        let claim = (flags & CL_MEM_USE_HOST_PTR != 0).then(|| HostClaim::new(&handle, (host_ptr, size)));
         let m = new_obj(Mem {
             context,
             flags,
