@@ -243,8 +243,9 @@ fn property_queries_return_the_lists_as_given() {
     let stdout = run_all_ok(&exe, &v, "basic basic", &[], "queries");
     each_device_reports(&stdout, &["queries ok"]);
     // Two different PoCL devices under the unified one: its limits are the smaller ones.
-    let stdout = run_all_ok(&exe, &v, "basic pthread", &[], "queries over basic and pthread");
-    assert!(stdout.contains("unified limits ok"), "{stdout}");
+    // ... and with SOCL's NULL-device convention asked for.
+    let stdout = run_all_ok(&exe, &v, "basic pthread", &[("WEFT_SOCL_NULL_DEVICE", "1")], "queries over basic and pthread");
+    assert!(stdout.contains("unified limits ok") && stdout.contains("null device queue ok"), "{stdout}");
 }
 
 /// Separate compilation (see `tests/icd/compile_link.c`): clCompileProgram with a header

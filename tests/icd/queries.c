@@ -10,6 +10,8 @@
 #define CL_TARGET_OPENCL_VERSION 300
 #include <CL/cl.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "check.h"
 
@@ -154,10 +156,49 @@ static void unified_limits(const cl_device_id *devs, cl_uint nd) {
     printf("unified limits ok\n");
 }
 
+/* A NULL device: CL_INVALID_DEVICE, as the specification says, unless SOCL's convention
+ * is asked for (WEFT_SOCL_NULL_DEVICE=1): then a queue over the context's devices, here
+ * the real ones, running kernels there. */
+static void null_device(const cl_device_id *devs, cl_uint nd) {
+    cl_int err;
+    cl_context ctx = clCreateContext(NULL, nd - 1, devs + 1, NULL, NULL, &err);
+    CHECK(err);
+    cl_queue_properties ooo[] = {CL_QUEUE_PROPERTIES, CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE, 0};
+    cl_command_queue q = clCreateCommandQueueWithProperties(ctx, NULL, ooo, &err);
+    const char *socl = getenv("WEFT_SOCL_NULL_DEVICE");
+    if (!socl || strcmp(socl, "1") != 0) {
+        EXPECT(q == NULL && err == CL_INVALID_DEVICE);
+        CHECK(clReleaseContext(ctx));
+        return;
+    }
+    CHECK(err);
+    const char *src = "__kernel void inc(__global int *a) { a[get_global_id(0)] += 1; }\n";
+    cl_program prog = clCreateProgramWithSource(ctx, 1, &src, NULL, &err);
+    CHECK(err);
+    CHECK(clBuildProgram(prog, 0, NULL, NULL, NULL, NULL));
+    cl_kernel k = clCreateKernel(prog, "inc", &err);
+    CHECK(err);
+    int data[64] = {0};
+    cl_mem m = clCreateBuffer(ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof data, data, &err);
+    CHECK(err);
+    CHECK(clSetKernelArg(k, 0, sizeof m, &m));
+    size_t g = 64;
+    for (int i = 0; i < 4; i++) CHECK(clEnqueueNDRangeKernel(q, k, 1, NULL, &g, NULL, 0, NULL, NULL));
+    CHECK(clEnqueueReadBuffer(q, m, CL_TRUE, 0, sizeof data, data, 0, NULL, NULL));
+    for (int i = 0; i < 64; i++) EXPECT(data[i] == 4);
+    CHECK(clReleaseMemObject(m));
+    CHECK(clReleaseKernel(k));
+    CHECK(clReleaseProgram(prog));
+    CHECK(clReleaseCommandQueue(q));
+    CHECK(clReleaseContext(ctx));
+    printf("null device queue ok\n");
+}
+
 int main(void) {
     cl_device_id devs[8];
     cl_uint nd = weft_devices(weft_platform(), devs, 8);
     unified_limits(devs, nd);
+    null_device(devs, nd);
     for (cl_uint d = 0; d < nd; d++) {
         one_device(devs[d]);
         printf("device %u: queries ok\n", d);

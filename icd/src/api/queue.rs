@@ -179,20 +179,34 @@ pub fn finish(q: &Queue) -> ClResult<()> {
     Ok(())
 }
 
+/// `WEFT_SOCL_NULL_DEVICE=1`: a NULL device in `clCreateCommandQueue*` is the unified device.
+fn socl_null_device() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| std::env::var("WEFT_SOCL_NULL_DEVICE").is_ok_and(|v| v == "1"))
+}
+
 fn create_queue(context: Handle, device: Handle, properties: cl_bitfield, properties_array: Option<Vec<u64>>) -> ClResult<Handle> {
     let c = icd::get::<Context>(context)?;
-    let d = c.platform.device(device)?;
-    // CL_INVALID_DEVICE if device is not a valid device or is not associated with context.
-    if !c.has(d.kind) {
-        return Err(CL_INVALID_DEVICE);
-    }
+    // SOCL's convention, where asked for (WEFT_SOCL_NULL_DEVICE=1): a NULL device is the
+    // unified device, over the context's devices. Off by default: the specification (and
+    // the CTS) want CL_INVALID_DEVICE for it.
+    let kind = if device.is_null() && socl_null_device() {
+        DeviceKind::Unified
+    } else {
+        let d = c.platform.device(device)?;
+        // CL_INVALID_DEVICE if device is not a valid device or is not associated with context.
+        if !c.has(d.kind) {
+            return Err(CL_INVALID_DEVICE);
+        }
+        d.kind
+    };
     // CL_INVALID_VALUE if values specified in properties are not valid.
     if properties & !(CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE | CL_QUEUE_PROFILING_ENABLE) != 0 {
         return Err(CL_INVALID_VALUE);
     }
     static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let spread = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let q = new_obj(Queue { context: c.clone(), device: d.kind, properties, state: Mutex::default(), spread, properties_array });
+    let q = new_obj(Queue { context: c.clone(), device: kind, properties, state: Mutex::default(), spread, properties_array });
     Ok(publish(&q))
 }
 
