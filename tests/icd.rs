@@ -248,6 +248,19 @@ fn property_queries_return_the_lists_as_given() {
     assert!(stdout.contains("unified limits ok") && stdout.contains("null device queue ok"), "{stdout}");
 }
 
+/// Two real devices run kernels at the same time when one host thread drives both (see
+/// `tests/icd/overlap.c`): their kernels' profiling intervals overlap, on `basic` devices
+/// (which run a kernel inside the thread that flushes it) and on `pthread` ones.
+#[test]
+fn kernels_on_two_devices_overlap_in_time() {
+    let v = vendors_or_skip!();
+    let Some(exe) = compile("overlap") else { return };
+    for devices in ["basic basic", "pthread pthread"] {
+        let stdout = run_all_ok(&exe, &v, devices, &[], devices);
+        assert!(stdout.contains("overlap ok"), "{devices}:\n{stdout}");
+    }
+}
+
 /// Separate compilation (see `tests/icd/compile_link.c`): clCompileProgram with a header
 /// compiles with the vendor's compiler (a compile error is reported there, with its log),
 /// and clLinkProgram links the compiled objects with the vendor's linker, so two objects'
