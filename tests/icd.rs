@@ -359,6 +359,7 @@ fn a_c_program_uses_images_and_samplers_on_every_weft_device() {
     for d in [0, 1, 2, 12] {
         assert!(stdout.contains(&format!("device {d}: images ok")), "device {d}:\n{stdout}");
     }
+    each_device_reports(&stdout, &["image buffers ok"]);
 }
 
 #[test]

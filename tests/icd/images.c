@@ -305,11 +305,94 @@ static void run_on(cl_device_id dev, cl_device_id other, int index) {
     printf("device %d: images ok\n", index);
 }
 
+/* 1-D image buffers: a view of a buffer's pixels. A kernel reads the image while the
+ * buffer holds the data written through it; clEnqueueWriteImage writes it and the buffer
+ * shows it; clEnqueueReadImage and CL_IMAGE_BUFFER; an image over a WRITE_ONLY buffer
+ * cannot be READ_WRITE. (No kernel writes one: PoCL 3.1 crashes on write_imageui to a
+ * 1-D image buffer, with or without Weft.) */
+static const char *BUF_SRC =
+    "__kernel void twice(__global uint *out, __read_only image1d_buffer_t img) {\n"
+    "  int x = get_global_id(0); out[x] = 2 * read_imageui(img, x).x;\n"
+    "}\n"
+    ;
+
+static void image_buffers(cl_device_id dev, int index) {
+    enum { N = 256 };
+    cl_int err;
+    cl_context ctx = clCreateContext(NULL, 1, &dev, NULL, NULL, &err);
+    CHECK(err);
+    cl_command_queue q = clCreateCommandQueue(ctx, dev, 0, &err);
+    CHECK(err);
+    cl_uint data[N + 16];
+    for (int i = 0; i < N + 16; i++) data[i] = (cl_uint)i;
+    cl_mem buf = clCreateBuffer(ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof data, data, &err);
+    CHECK(err);
+    cl_image_format fmt = {CL_R, CL_UNSIGNED_INT32};
+    cl_image_desc desc = {0};
+    desc.image_type = CL_MEM_OBJECT_IMAGE1D_BUFFER;
+    desc.image_width = N;
+    desc.buffer = buf;
+    cl_mem img = clCreateImage(ctx, 0, &fmt, &desc, NULL, &err);
+    CHECK(err);
+    cl_mem got_buf = NULL;
+    CHECK(clGetImageInfo(img, CL_IMAGE_BUFFER, sizeof got_buf, &got_buf, NULL));
+    EXPECT(got_buf == buf);
+    cl_program prog = clCreateProgramWithSource(ctx, 1, &BUF_SRC, NULL, &err);
+    CHECK(err);
+    CHECK(clBuildProgram(prog, 1, &dev, NULL, NULL, NULL));
+    cl_kernel twice = clCreateKernel(prog, "twice", &err);
+    CHECK(err);
+    cl_mem out = clCreateBuffer(ctx, CL_MEM_WRITE_ONLY, N * sizeof(cl_uint), NULL, &err);
+    CHECK(err);
+    size_t g = N;
+    /* Written through the buffer, read through the image. */
+    cl_uint v = 1000;
+    CHECK(clEnqueueWriteBuffer(q, buf, CL_FALSE, 3 * sizeof v, sizeof v, &v, 0, NULL, NULL));
+    CHECK(clSetKernelArg(twice, 0, sizeof out, &out));
+    CHECK(clSetKernelArg(twice, 1, sizeof img, &img));
+    CHECK(clEnqueueNDRangeKernel(q, twice, 1, NULL, &g, NULL, 0, NULL, NULL));
+    cl_uint res[N];
+    CHECK(clEnqueueReadBuffer(q, out, CL_TRUE, 0, sizeof res, res, 0, NULL, NULL));
+    for (int i = 0; i < N; i++) EXPECT(res[i] == 2 * (i == 3 ? 1000u : (cl_uint)i));
+    /* Written through the image, read through the buffer and the image; the bytes past
+     * the image keep theirs. */
+    cl_uint marks[N];
+    for (int i = 0; i < N; i++) marks[i] = (cl_uint)i + 7;
+    size_t zero[3] = {0, 0, 0}, all[3] = {N, 1, 1};
+    CHECK(clEnqueueWriteImage(q, img, CL_FALSE, zero, all, 0, 0, marks, 0, NULL, NULL));
+    cl_uint back[N + 16];
+    CHECK(clEnqueueReadBuffer(q, buf, CL_TRUE, 0, sizeof back, back, 0, NULL, NULL));
+    for (int i = 0; i < N; i++) EXPECT(back[i] == (cl_uint)i + 7);
+    for (int i = N; i < N + 16; i++) EXPECT(back[i] == (cl_uint)i);
+    size_t origin[3] = {4, 0, 0}, region[3] = {8, 1, 1};
+    cl_uint part[8];
+    CHECK(clEnqueueReadImage(q, img, CL_TRUE, origin, region, 0, 0, part, 0, NULL, NULL));
+    for (int i = 0; i < 8; i++) EXPECT(part[i] == (cl_uint)(i + 4) + 7);
+    /* Access flags follow the buffer's. */
+    cl_mem wo = clCreateBuffer(ctx, CL_MEM_WRITE_ONLY, sizeof data, NULL, &err);
+    CHECK(err);
+    desc.buffer = wo;
+    EXPECT(clCreateImage(ctx, CL_MEM_READ_WRITE, &fmt, &desc, NULL, &err) == NULL && err == CL_INVALID_VALUE);
+    desc.buffer = buf;
+    desc.image_width = N + 17;
+    EXPECT(clCreateImage(ctx, 0, &fmt, &desc, NULL, &err) == NULL && err == CL_INVALID_IMAGE_SIZE);
+    CHECK(clReleaseMemObject(wo));
+    CHECK(clReleaseMemObject(out));
+    CHECK(clReleaseKernel(twice));
+    CHECK(clReleaseProgram(prog));
+    CHECK(clReleaseMemObject(img));
+    CHECK(clReleaseMemObject(buf));
+    CHECK(clReleaseCommandQueue(q));
+    CHECK(clReleaseContext(ctx));
+    printf("device %d: image buffers ok\n", index);
+}
+
 int main(void) {
     cl_platform_id weft = weft_platform();
     cl_device_id devs[8];
     cl_uint nd = weft_devices(weft, devs, 8);
     for (cl_uint i = 0; i < nd; i++) run_on(devs[i], NULL, (int)i);
+    for (cl_uint i = 0; i < nd; i++) image_buffers(devs[i], (int)i);
     /* The first real device with the second: kernels on both, one context. */
     if (nd >= 3) run_on(devs[1], devs[2], 12);
     printf("all ok\n");

@@ -155,7 +155,22 @@ impl ImageInfo {
             mem_object: std::ptr::null_mut(),
         };
         let format = self.emulation.as_ref().map_or(self.format, |e| e.format);
-        // SAFETY: the device's context is live; format and descriptor are plain values.
+        // A 1-D image buffer stands on a vendor buffer of its own, kept in the staging slot
+        // (`staged` hands out a staging buffer only with an emulation, which it never has).
+        let mut desc = desc;
+        let backing = if self.kind == CL_MEM_OBJECT_IMAGE1D_BUFFER {
+            // SAFETY: the device's context is live.
+            let b = unsafe { vr::create_buffer(dev.context().as_raw(), CL_MEM_READ_WRITE, self.row, std::ptr::null_mut()) }
+                .map_err(|e| format!("clCreateBuffer (1-D image buffer): {e}"))?;
+            // SAFETY: a new buffer whose one reference we own.
+            let b = unsafe { VendorMem::from_raw(b) };
+            desc.mem_object = b.as_raw();
+            Some(b)
+        } else {
+            None
+        };
+        // SAFETY: the device's context is live; format and descriptor are plain values (a
+        // 1-D image buffer's backing buffer lives in the slot as long as the image).
         let raw = unsafe { vr::create_image(dev.context().as_raw(), CL_MEM_READ_WRITE, &format, &desc) }
             .map_err(|e| format!("clCreateImage on {}: {e}", weft_vendors::Device::name(dev)))?;
         // SAFETY: a new image whose one reference we own.
@@ -169,7 +184,7 @@ impl ImageInfo {
                 // SAFETY: a new buffer whose one reference we own.
                 Some(unsafe { VendorMem::from_raw(b) })
             }
-            None => None,
+            None => backing,
         };
         let st = staged(&staging);
         *slot = Some((m, staging));
@@ -320,7 +335,13 @@ pub unsafe extern "C" fn clGetSupportedImageFormats(
         if !IMAGE_KINDS.contains(&image_type) || (num_entries == 0 && !formats.is_null()) {
             return Err(CL_INVALID_VALUE);
         }
-        let list = if image_type == CL_MEM_OBJECT_IMAGE1D_BUFFER { Vec::new() } else { supported_formats(&c, flags, image_type)? };
+        // A 1-D image buffer's formats are the vendors' own (no emulated ones: its pixels
+        // are the buffer's bytes).
+        let list = if image_type == CL_MEM_OBJECT_IMAGE1D_BUFFER {
+            vendor_formats(&c, flags, image_type)?
+        } else {
+            supported_formats(&c, flags, image_type)?
+        };
         if !formats.is_null() {
             for (i, f) in list.iter().take(num_entries as usize).enumerate() {
                 // SAFETY: the caller's contract; i < num_entries.
@@ -344,6 +365,7 @@ fn create_image(
 ) -> ClResult<Handle> {
     let c = icd::get::<Context>(context)?;
     check_flags(flags)?;
+    let given_flags = flags;
     let flags = if flags & (CL_MEM_WRITE_ONLY | CL_MEM_READ_ONLY) == 0 { flags | CL_MEM_READ_WRITE } else { flags };
     let reals = c.platform.reals_of(&c.devices);
     // CL_INVALID_OPERATION if there are no devices in context that support images.
@@ -371,8 +393,10 @@ fn create_image(
     if d.image_type == CL_MEM_OBJECT_IMAGE2D && !d.mem_object.is_null() {
         return Err(CL_INVALID_OPERATION);
     }
-    // 1-D image buffers are not supported yet (README, coverage): mem_object must be NULL.
-    if !d.mem_object.is_null() || d.num_mip_levels != 0 || d.num_samples != 0 || d.image_type == CL_MEM_OBJECT_IMAGE1D_BUFFER {
+    if d.image_type == CL_MEM_OBJECT_IMAGE1D_BUFFER {
+        return image_of_buffer(&c, given_flags, format, pixel, &d, host_ptr);
+    }
+    if !d.mem_object.is_null() || d.num_mip_levels != 0 || d.num_samples != 0 {
         return Err(CL_INVALID_IMAGE_DESCRIPTOR);
     }
     let (w, h, dep, arr) = (d.image_width, d.image_height, d.image_depth, d.image_array_size);
@@ -476,6 +500,79 @@ fn create_image(
     };
     let host = if flags & CL_MEM_USE_HOST_PTR != 0 { host_ptr as usize } else { 0 };
     Ok(Mem::publish_new(c.clone(), flags, slice_ * dims[2], host, base as usize, handle, owned, Some(info)))
+}
+
+/// A 1-D image buffer: a view of a buffer's first `width` pixels, accessing the buffer's
+/// data handle (as a sub-buffer does), so commands on either are ordered and coherent.
+/// Where a kernel takes it, each device gets a vendor 1-D image buffer over a vendor buffer
+/// of its own, filled from and copied back to the buffer's replica around the kernel (as
+/// for other images). `flags` as given (access flags may be inherited from the buffer).
+fn image_of_buffer(
+    c: &Arc<super::icd::Obj<Context>>,
+    flags: cl_bitfield,
+    format: cl_image_format,
+    pixel: usize,
+    d: &cl_image_desc,
+    host_ptr: *mut c_void,
+) -> ClResult<Handle> {
+    // CL_INVALID_IMAGE_DESCRIPTOR if [...] mem_object is not a valid buffer object.
+    let buffer = icd::get::<Mem>(d.mem_object.cast()).map_err(|_| CL_INVALID_IMAGE_DESCRIPTOR)?;
+    if buffer.image.is_some() || !Arc::ptr_eq(&buffer.context, c) {
+        return Err(CL_INVALID_IMAGE_DESCRIPTOR);
+    }
+    // Weft makes images of whole buffers, not of sub-buffers (their offset would have to
+    // reach every image command): listed in the README's coverage table.
+    if buffer.parent.is_some() {
+        return Err(CL_INVALID_IMAGE_DESCRIPTOR);
+    }
+    // CL_INVALID_VALUE if an image is being created from another memory object (buffer or
+    // image) and flags specifies CL_MEM_USE_HOST_PTR, CL_MEM_ALLOC_HOST_PTR or
+    // CL_MEM_COPY_HOST_PTR; or if the buffer was created with CL_MEM_WRITE_ONLY and flags
+    // specifies CL_MEM_READ_WRITE or CL_MEM_READ_ONLY, or it was created with
+    // CL_MEM_READ_ONLY and flags specifies CL_MEM_READ_WRITE or CL_MEM_WRITE_ONLY.
+    if flags & (CL_MEM_USE_HOST_PTR | CL_MEM_ALLOC_HOST_PTR | CL_MEM_COPY_HOST_PTR) != 0 || !host_ptr.is_null() {
+        return Err(if host_ptr.is_null() { CL_INVALID_VALUE } else { CL_INVALID_HOST_PTR });
+    }
+    let access = CL_MEM_READ_WRITE | CL_MEM_WRITE_ONLY | CL_MEM_READ_ONLY;
+    let given = flags & access;
+    if (buffer.flags & CL_MEM_WRITE_ONLY != 0 && given & (CL_MEM_READ_WRITE | CL_MEM_READ_ONLY) != 0)
+        || (buffer.flags & CL_MEM_READ_ONLY != 0 && given & (CL_MEM_READ_WRITE | CL_MEM_WRITE_ONLY) != 0)
+    {
+        return Err(CL_INVALID_VALUE);
+    }
+    let inherit = CL_MEM_USE_HOST_PTR | CL_MEM_ALLOC_HOST_PTR | CL_MEM_COPY_HOST_PTR;
+    let flags = if given == 0 { flags | (buffer.flags & access) } else { flags } | (buffer.flags & inherit);
+    let flags = if flags & access == 0 { flags | CL_MEM_READ_WRITE } else { flags };
+    let w = d.image_width;
+    let reals = c.platform.reals_of(&c.devices);
+    // CL_INVALID_IMAGE_SIZE if image_width exceeds CL_DEVICE_IMAGE_MAX_BUFFER_SIZE of every
+    // device, or its pixels exceed the buffer.
+    let bytes = w.checked_mul(pixel).ok_or(CL_INVALID_IMAGE_SIZE)?;
+    if w == 0 {
+        return Err(CL_INVALID_IMAGE_DESCRIPTOR);
+    }
+    if w > min_limit(c.platform, &reals, CL_DEVICE_IMAGE_MAX_BUFFER_SIZE) || bytes > buffer.size {
+        return Err(CL_INVALID_IMAGE_SIZE);
+    }
+    // CL_IMAGE_FORMAT_NOT_SUPPORTED: a vendor format for 1-D image buffers.
+    if !vendor_formats(c, flags & access, CL_MEM_OBJECT_IMAGE1D_BUFFER)?.contains(&format) {
+        return Err(CL_IMAGE_FORMAT_NOT_SUPPORTED);
+    }
+    let info = ImageInfo {
+        kind: CL_MEM_OBJECT_IMAGE1D_BUFFER,
+        format,
+        pixel,
+        width: w,
+        height: 0,
+        depth: 0,
+        array_size: 0,
+        dims: [w, 1, 1],
+        row: bytes,
+        slice: bytes,
+        emulation: None,
+        vendor: (0..c.platform.real.len()).map(|_| Mutex::new(None)).collect(),
+    };
+    Ok(Mem::publish_view(&buffer, flags, bytes, 0, Some(info)))
 }
 
 /// # Safety
@@ -597,7 +694,7 @@ pub unsafe extern "C" fn clGetImageInfo(image: Handle, param: cl_uint, size: usi
             CL_IMAGE_HEIGHT => info_val(i.height),
             CL_IMAGE_DEPTH => info_val(i.depth),
             CL_IMAGE_ARRAY_SIZE => info_val(i.array_size),
-            CL_IMAGE_BUFFER => info_ptr(std::ptr::null()),
+            CL_IMAGE_BUFFER => info_ptr(m.parent.as_ref().map_or(std::ptr::null(), |p| icd::handle_of(p).cast_const())),
             CL_IMAGE_NUM_MIP_LEVELS | CL_IMAGE_NUM_SAMPLES => info_val(0 as cl_uint),
             _ => return Err(CL_INVALID_VALUE),
         };
@@ -705,7 +802,8 @@ unsafe fn read_write(
             // its memory (its contract).
             if write { copy_rect(ptr, host, a[0], img, bytes) } else { copy_rect(a[0], img, ptr, host, bytes) }
         });
-        let whole = o == [0; 3] && r == i.dims;
+        // (An image of a buffer is a view: writing all of it is not writing the buffer.)
+        let whole = o == [0; 3] && r == i.dims && m.parent.is_none();
         let mode = if !write {
             AccessMode::R
         } else if whole {
@@ -1002,7 +1100,7 @@ pub unsafe extern "C" fn clEnqueueFillImage(
                     }
                 }
             });
-            let mode = if o == [0; 3] && r == i.dims { AccessMode::W } else { AccessMode::RW };
+            let mode = if o == [0; 3] && r == i.dims && m.parent.is_none() { AccessMode::W } else { AccessMode::RW };
             let tb = TaskBuilder::new(&c).access(m.handle(), mode);
             finish_command(&qq, &waits, CL_COMMAND_FILL_IMAGE, state, tb, false, event)
         }

@@ -616,7 +616,9 @@ fn launch(
                     let ro = matches!(k.kinds[i], ArgKind::Buffer { read_only: true } | ArgKind::Image { write: false })
                         || sub.flags & CL_MEM_READ_ONLY != 0;
                     let region = sub.parent.is_some().then_some((sub.offset, sub.size));
-                    let m = super::memory::root(&sub);
+                    // An image of a buffer stays itself (an image argument over its buffer's
+                    // handle); a sub-buffer is its root at an offset.
+                    let m = if sub.image.is_some() { sub.clone() } else { super::memory::root(&sub) };
                     let j = match mems.iter().position(|(x, _)| Arc::ptr_eq(x, &m)) {
                         Some(j) => {
                             mems[j].1 &= ro;

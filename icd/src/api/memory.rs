@@ -233,6 +233,41 @@ impl Mem {
         h
     }
 
+    /// A new view of root object `parent` (a sub-buffer, or with `image` a 1-D image
+    /// buffer): `size` bytes at `offset`, accessing the parent's data handle; published.
+    pub(super) fn publish_view(
+        parent: &Arc<Obj<Mem>>,
+        flags: cl_bitfield,
+        size: usize,
+        offset: usize,
+        image: Option<super::image::ImageInfo>,
+    ) -> Handle {
+        let m = new_obj(Mem {
+            context: parent.context.clone(),
+            flags,
+            size,
+            host_ptr: if parent.host_ptr != 0 { parent.host_ptr + offset } else { 0 },
+            base: parent.base + offset,
+            handle: None,
+            owned: None,
+            map_count: AtomicU32::new(0),
+            maps: Mutex::new(Vec::new()),
+            destructors: Mutex::new(Vec::new()),
+            raw: Mutex::new(0),
+            parent: Some(parent.clone()),
+            offset,
+            image,
+            claim: None,
+            properties: std::sync::OnceLock::new(),
+        });
+        if let Some(c) = &parent.claim {
+            c.app_retain();
+        }
+        let h = publish(&m);
+        *m.raw.lock().unwrap_or_else(|e| e.into_inner()) = h as usize;
+        h
+    }
+
     pub fn handle(&self) -> &DataHandle {
         match &self.parent {
             Some(p) => p.handle(),
@@ -432,30 +467,8 @@ pub unsafe extern "C" fn clCreateSubBuffer(
             } else {
                 flags & (CL_MEM_HOST_WRITE_ONLY | CL_MEM_HOST_READ_ONLY | CL_MEM_HOST_NO_ACCESS)
             };
-            let m = new_obj(Mem {
-                context: parent.context.clone(),
-                flags: inherited | host | (parent.flags & (CL_MEM_USE_HOST_PTR | CL_MEM_ALLOC_HOST_PTR | CL_MEM_COPY_HOST_PTR)),
-                size,
-                host_ptr: if parent.host_ptr != 0 { parent.host_ptr + origin } else { 0 },
-                base: parent.base + origin,
-                handle: None,
-                owned: None,
-                map_count: AtomicU32::new(0),
-                maps: Mutex::new(Vec::new()),
-                destructors: Mutex::new(Vec::new()),
-                raw: Mutex::new(0),
-                parent: Some(parent.clone()),
-                offset: origin,
-                image: None,
-                claim: None,
-                properties: std::sync::OnceLock::new(),
-            });
-            if let Some(c) = &parent.claim {
-                c.app_retain();
-            }
-            let h = publish(&m);
-            *m.raw.lock().unwrap_or_else(|e| e.into_inner()) = h as usize;
-            Ok(h)
+            let flags = inherited | host | (parent.flags & (CL_MEM_USE_HOST_PTR | CL_MEM_ALLOC_HOST_PTR | CL_MEM_COPY_HOST_PTR));
+            Ok(Mem::publish_view(&parent, flags, size, origin, None))
         })
     }
 }
