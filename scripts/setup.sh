@@ -9,7 +9,9 @@ cd "$(dirname "$0")/.."
 # dispatch-table layout test compiles against CL/cl_icd.h), clinfo to look around.
 # The ICD's tests (issue 4) run clinfo and StarPU's SOCL example programs (starpu-examples)
 # through the loader; binutils' nm checks exported symbols.
-PKGS=(pkg-config gcc binutils libhwloc-dev libudev-dev pocl-opencl-icd ocl-icd-opencl-dev opencl-headers clinfo starpu-examples)
+# The clang-built OpenMP tests (issue 34, tests/omp_clang.rs) compile with clang 14 and
+# LLVM's omp.h (libomp-14-dev; linking needs its libomp.so, which the tests then replace).
+PKGS=(pkg-config gcc binutils clang-14 libomp-14-dev libhwloc-dev libudev-dev pocl-opencl-icd ocl-icd-opencl-dev opencl-headers clinfo starpu-examples)
 # `--bench`: also the benchmarks' peers that tests do not need (LLVM's libomp, beside
 # the system's libgomp, for bench/omp_tasks; StarPU's SOCL for bench/cl; OpenBLAS for
 # bench/cholesky: its dpotrf, and the BLAS under StarPU's cholesky_implicit).

@@ -1,7 +1,9 @@
 //! Weft's OpenMP runtime: the GNU libgomp ABI (`GOMP_*`, `omp_*`) on Weft's CPU workers
 //! (DESIGN.md "The OpenMP runtime"). Linked into `libweft.so`, which exports these symbols
 //! with libgomp's symbol versions (abi/symver.rs), so the library serves gcc-built programs
-//! both through `LD_PRELOAD` and as a `libgomp.so.1` stand-in.
+//! both through `LD_PRELOAD` and as a `libgomp.so.1` stand-in. `abi/kmp/` adds LLVM
+//! libomp's `__kmpc_*` ABI for clang-built programs (symbol version `VERSION`; a
+//! `libomp.so.5` stand-in) on the same teams, worksharing, locks and tasks.
 //!
 //! Layout: `abi/` is the only FFI layer (one file per area, thin entry points); `team.rs`
 //! forks and joins teams on core workers (plus extra OS threads when needed); `ws.rs` holds

@@ -66,6 +66,26 @@ impl LoopBounds {
         LoopBounds { start, end, incr, n: n.min(u64::MAX as u128) as u64 }
     }
 
+    /// The kmp ABI's inclusive form: `for (i = lb; i <= ub; i += st)` (or `>=` for a
+    /// negative `st`), with the values of any integer type widened to `i128`.
+    pub fn inclusive(lb: i128, ub: i128, st: i128) -> LoopBounds {
+        let n = if st > 0 && ub >= lb {
+            (ub - lb) / st + 1
+        } else if st < 0 && lb >= ub {
+            (lb - ub) / -st + 1
+        } else {
+            0
+        };
+        let n = n.min(u64::MAX as i128) as u64;
+        let (start, incr) = (lb as u64, st as u64);
+        LoopBounds { start, end: start.wrapping_add(n.wrapping_mul(incr)), incr, n }
+    }
+
+    /// The value of normalized iteration `k` (two's complement, wrapping).
+    pub fn value(&self, k: u64) -> u64 {
+        self.start.wrapping_add(k.wrapping_mul(self.incr))
+    }
+
     /// The iteration values of chunk `[a, b)`: (first, bound).
     pub fn values(&self, a: u64, b: u64) -> (u64, u64) {
         let first = self.start.wrapping_add(a.wrapping_mul(self.incr));
@@ -350,13 +370,11 @@ fn next_chunk_in(c: &mut Ctx) -> Option<(u64, u64)> {
                     return None;
                 }
                 c.static_trip = 1;
-                let q = n / nth;
-                let t = n % nth;
-                let (q, a) = if tid < t { (q + 1, (q + 1) * tid) } else { (q, q * tid + t) };
-                if q == 0 {
+                let (a, b) = static_block(n, nth, tid);
+                if a == b {
                     return None;
                 }
-                (a, a + q)
+                (a, b)
             } else {
                 let k = c.static_trip as u128 * nth as u128 + tid as u128;
                 let a = k * s.chunk as u128;
@@ -409,6 +427,30 @@ fn next_chunk_in(c: &mut Ctx) -> Option<(u64, u64)> {
     c.chunk = r;
     c.ordered_pending = s.ordered;
     Some(r)
+}
+
+/// The static schedule without a chunk size: thread `tid` of `nth` gets one contiguous block
+/// `[a, b)` of `0..n` (empty when `a == b`), the first `n % nth` threads one iteration more.
+pub fn static_block(n: u64, nth: u64, tid: u64) -> (u64, u64) {
+    let q = n / nth;
+    let t = n % nth;
+    let (q, a) = if tid < t { (q + 1, (q + 1) * tid) } else { (q, q * tid + t) };
+    (a, a + q)
+}
+
+/// `single`: true in the one thread that runs the region: the first to bump the team's
+/// count from this thread's count (libgomp's scheme: no worksharing slot needed).
+pub fn single_start() -> bool {
+    let c = ctx();
+    let t = c.team();
+    if t.n == 1 {
+        return true;
+    }
+    let mine = c.single_count;
+    c.single_count += 1;
+    // Relaxed: only decides who runs the region; the barrier after it (or the program's own
+    // synchronization for nowait) orders its effects.
+    t.single.load(Ordering::Relaxed) == mine && t.single.compare_exchange(mine, mine + 1, Ordering::Relaxed, Ordering::Relaxed).is_ok()
 }
 
 /// Sections: construct of `count` sections; returns the first section number (0: none).
@@ -494,5 +536,33 @@ mod tests {
         assert_eq!(d.n, 5);
         assert_eq!(d.values(1, 2), (8, 6));
         assert_eq!(LoopBounds::long(0, 10, 3).values(1, 4), (3, 10));
+    }
+
+    #[test]
+    fn inclusive_bounds() {
+        let b = LoopBounds::inclusive(0, 9, 1);
+        assert_eq!((b.n, b.value(9)), (10, 9));
+        assert_eq!(LoopBounds::inclusive(10, 0, -3).n, 4);
+        assert_eq!(LoopBounds::inclusive(5, 4, 1).n, 0);
+        assert_eq!(LoopBounds::inclusive(0, 0, 0).n, 0);
+        // The whole u64 range but one (the count must fit in u64).
+        let b = LoopBounds::inclusive(1, u64::MAX as i128, 1);
+        assert_eq!((b.n, b.value(b.n - 1)), (u64::MAX, u64::MAX));
+        let b = LoopBounds::inclusive(i64::MIN as i128, i64::MAX as i128, 1 << 62);
+        assert_eq!((b.n, b.value(3) as i64), (4, (i64::MIN as i128 + 3 * (1i128 << 62)) as i64));
+    }
+
+    #[test]
+    fn static_blocks_cover_the_space_once() {
+        for (n, nth) in [(0u64, 3u64), (2, 3), (10, 3), (9, 3), (100, 7)] {
+            let mut next = 0;
+            for tid in 0..nth {
+                let (a, b) = static_block(n, nth, tid);
+                assert_eq!(a, next, "n {n} nth {nth} tid {tid}");
+                assert!(b >= a && b - a <= n.div_ceil(nth));
+                next = b;
+            }
+            assert_eq!(next, n);
+        }
     }
 }

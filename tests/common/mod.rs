@@ -31,16 +31,19 @@ pub fn compiler() -> Option<String> {
 /// program of another test may be loading the link right now.
 pub fn stand_in(dir: &Path, lib: &Path) -> PathBuf {
     static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    DIR.get_or_init(|| {
-        let d = dir.join("standin");
-        std::fs::create_dir_all(&d).expect("create the stand-in directory");
-        let tmp = d.join(format!(".libgomp.so.1.{}", std::process::id()));
-        let _ = std::fs::remove_file(&tmp);
-        std::os::unix::fs::symlink(lib, &tmp).expect("link libgomp.so.1 to the runtime");
-        std::fs::rename(&tmp, d.join("libgomp.so.1")).expect("put the libgomp.so.1 link in place");
-        d
-    })
-    .clone()
+    DIR.get_or_init(|| stand_in_as(dir, lib, "libgomp.so.1")).clone()
+}
+
+/// A directory under `dir` holding the link `name` → `lib` (`libomp.so.5` for clang-built
+/// programs), put in place atomically as for [`stand_in`]; call it once per process.
+pub fn stand_in_as(dir: &Path, lib: &Path, name: &str) -> PathBuf {
+    let d = dir.join("standin");
+    std::fs::create_dir_all(&d).expect("create the stand-in directory");
+    let tmp = d.join(format!(".{name}.{}", std::process::id()));
+    let _ = std::fs::remove_file(&tmp);
+    std::os::unix::fs::symlink(lib, &tmp).unwrap_or_else(|e| panic!("link {name} to the runtime: {e}"));
+    std::fs::rename(&tmp, d.join(name)).unwrap_or_else(|e| panic!("put the {name} link in place: {e}"));
+    d
 }
 
 /// A path for an executable built from `name` under `dir`, new at each call: two tests may

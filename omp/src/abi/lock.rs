@@ -1,16 +1,25 @@
-//! The `omp_*_lock` API. `omp_lock_t` is libgomp's 4-byte futex word; `omp_nest_lock_t`
-//! (16 bytes) is { lock word, count, owner }. The owner of a nestable lock is the implicit
-//! task (its context; with explicit tasks it will be the task).
+//! The `omp_*_lock` API. `omp_lock_t` is a 4-byte futex word (libgomp's is 4 bytes, LLVM
+//! libomp's 8: both hold it). `omp_nest_lock_t` is 16 bytes in libgomp's ABI but 8 in
+//! libomp's, so Weft writes only its first 8 bytes, in both: a pointer to the lock (lock
+//! word, count, owner), allocated by `omp_init_nest_lock` and freed by
+//! `omp_destroy_nest_lock`. The owner of a nestable lock is the current task (its context
+//! for an implicit task). The owner and count are atomics: a thread that does not hold the
+//! lock reads the owner to learn so.
 
 use crate::lock;
 use std::ffi::{c_int, c_void};
-use std::sync::atomic::AtomicU32;
+use std::sync::atomic::{AtomicI32, AtomicU32, AtomicUsize, Ordering};
 
+/// What a program's `omp_nest_lock_t` holds (its first 8 bytes).
 #[repr(C)]
+pub struct NestLockRef(*mut NestLock);
+
 pub struct NestLock {
-    word: u32,
-    count: c_int,
-    owner: *mut c_void,
+    word: AtomicU32,
+    /// Written by the holder only.
+    count: AtomicI32,
+    /// The holding task (see `me`), 0 when free.
+    owner: AtomicUsize,
 }
 
 /// # Safety
@@ -68,65 +77,88 @@ pub unsafe extern "C" fn omp_test_lock(l: *mut u32) -> c_int {
     lock::try_lock(unsafe { word(l) }) as c_int
 }
 
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn omp_init_nest_lock(l: *mut NestLock) {
-    // SAFETY: the program passes its lock.
-    unsafe { l.write(NestLock { word: 0, count: 0, owner: std::ptr::null_mut() }) }
+/// The lock behind a program's `omp_nest_lock_t`, allocated by `omp_init_nest_lock`.
+///
+/// # Safety
+/// `l` points to an `omp_nest_lock_t` (at least 8 bytes, 8-aligned) that `omp_init_nest_lock`
+/// initialised and `omp_destroy_nest_lock` did not destroy; None (a message) otherwise.
+unsafe fn nest<'a>(l: *mut NestLockRef, what: &str) -> Option<&'a NestLock> {
+    // SAFETY: per the contract, the first word holds our pointer (or null).
+    let p = unsafe { l.read() }.0;
+    if p.is_null() {
+        eprintln!("weft-omp: {what} on a nestable lock that is not initialised; ignored");
+        return None;
+    }
+    // SAFETY: allocated by omp_init_nest_lock and live until omp_destroy_nest_lock.
+    Some(unsafe { &*p })
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn omp_init_nest_lock_with_hint(l: *mut NestLock, _hint: c_int) {
+pub unsafe extern "C" fn omp_init_nest_lock(l: *mut NestLockRef) {
+    let p = Box::into_raw(Box::new(NestLock { word: AtomicU32::new(0), count: AtomicI32::new(0), owner: AtomicUsize::new(0) }));
+    // SAFETY: the program passes its lock, at least 8 bytes in either ABI.
+    unsafe { l.write(NestLockRef(p)) }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn omp_init_nest_lock_with_hint(l: *mut NestLockRef, _hint: c_int) {
     // SAFETY: as above.
     unsafe { omp_init_nest_lock(l) }
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn omp_destroy_nest_lock(_l: *mut NestLock) {}
-
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn omp_set_nest_lock(l: *mut NestLock) {
-    // SAFETY: the program passes an initialized lock; `count` and `owner` are only written
-    // by the holder.
+pub unsafe extern "C" fn omp_destroy_nest_lock(l: *mut NestLockRef) {
+    // SAFETY: the program passes a lock it initialised; the pointer is taken out first, so a
+    // second destroy finds null.
     unsafe {
-        if (*l).owner == me() {
-            (*l).count += 1;
-            return;
-        }
-        lock::lock(word(&raw mut (*l).word));
-        (*l).owner = me();
-        (*l).count = 1;
-    }
-}
-
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn omp_unset_nest_lock(l: *mut NestLock) {
-    // SAFETY: as above.
-    unsafe {
-        if (*l).owner != me() || (*l).count == 0 {
-            eprintln!("weft-omp: omp_unset_nest_lock on a lock the caller does not hold; ignored");
-            return;
-        }
-        (*l).count -= 1;
-        if (*l).count == 0 {
-            (*l).owner = std::ptr::null_mut();
-            lock::unlock(word(&raw mut (*l).word));
+        let p = l.read().0;
+        l.write(NestLockRef(std::ptr::null_mut()));
+        if !p.is_null() {
+            drop(Box::from_raw(p));
         }
     }
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn omp_test_nest_lock(l: *mut NestLock) -> c_int {
-    // SAFETY: as above.
-    unsafe {
-        if (*l).owner == me() {
-            (*l).count += 1;
-            return (*l).count;
-        }
-        if !lock::try_lock(word(&raw mut (*l).word)) {
-            return 0;
-        }
-        (*l).owner = me();
-        (*l).count = 1;
-        1
+pub unsafe extern "C" fn omp_set_nest_lock(l: *mut NestLockRef) {
+    // SAFETY: the program passes an initialized lock.
+    let Some(n) = (unsafe { nest(l, "omp_set_nest_lock") }) else { return };
+    let me = me() as usize;
+    if n.owner.load(Ordering::Relaxed) == me {
+        n.count.fetch_add(1, Ordering::Relaxed);
+        return;
     }
+    lock::lock(&n.word);
+    n.owner.store(me, Ordering::Relaxed);
+    n.count.store(1, Ordering::Relaxed);
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn omp_unset_nest_lock(l: *mut NestLockRef) {
+    // SAFETY: as above.
+    let Some(n) = (unsafe { nest(l, "omp_unset_nest_lock") }) else { return };
+    if n.owner.load(Ordering::Relaxed) != me() as usize || n.count.load(Ordering::Relaxed) == 0 {
+        eprintln!("weft-omp: omp_unset_nest_lock on a lock the caller does not hold; ignored");
+        return;
+    }
+    if n.count.fetch_sub(1, Ordering::Relaxed) == 1 {
+        n.owner.store(0, Ordering::Relaxed);
+        lock::unlock(&n.word);
+    }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn omp_test_nest_lock(l: *mut NestLockRef) -> c_int {
+    // SAFETY: as above.
+    let Some(n) = (unsafe { nest(l, "omp_test_nest_lock") }) else { return 0 };
+    let me = me() as usize;
+    if n.owner.load(Ordering::Relaxed) == me {
+        return n.count.fetch_add(1, Ordering::Relaxed) + 1;
+    }
+    if !lock::try_lock(&n.word) {
+        return 0;
+    }
+    n.owner.store(me, Ordering::Relaxed);
+    n.count.store(1, Ordering::Relaxed);
+    1
 }

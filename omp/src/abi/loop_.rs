@@ -28,7 +28,7 @@ fn decode(sched: c_long, chunk: u64) -> (i32, u64) {
     }
 }
 
-fn runtime() -> (i32, u64) {
+pub(crate) fn runtime() -> (i32, u64) {
     let (k, c) = team::run_sched();
     match k {
         STATIC | DYNAMIC | GUIDED => (k, c.max(0) as u64),

@@ -1,4 +1,5 @@
-//! The FFI layer: every exported `GOMP_*` and `omp_*` symbol, one file per area. Entry
+//! The FFI layer: every exported `GOMP_*` and `omp_*` symbol, one file per area, and the
+//! `__kmpc_*` ones of LLVM's ABI in `kmp/`. Entry
 //! points decode the ABI's quirks and call the safe modules; [`guard`] keeps panics from
 //! crossing `extern "C"` (GOMP has no error channel: print and abort, as libgomp does).
 #![allow(non_snake_case)]
@@ -6,6 +7,7 @@
 
 pub mod alloc;
 pub mod icv;
+pub mod kmp;
 pub mod lock;
 pub mod loop_;
 pub mod parallel;

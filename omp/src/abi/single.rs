@@ -5,20 +5,10 @@ use crate::team::ctx;
 use std::ffi::c_void;
 use std::sync::atomic::Ordering;
 
-/// True in the one thread that runs the single region: the first to bump the team's count
-/// from this thread's count (libgomp's scheme: no worksharing slot needed).
+/// True in the one thread that runs the single region (ws::single_start).
 #[unsafe(no_mangle)]
 pub extern "C" fn GOMP_single_start() -> bool {
-    let c = ctx();
-    let t = c.team();
-    if t.n == 1 {
-        return true;
-    }
-    let mine = c.single_count;
-    c.single_count += 1;
-    // Relaxed: only decides who runs the region; the barrier after it (or the program's own
-    // synchronization for nowait) orders its effects.
-    t.single.load(Ordering::Relaxed) == mine && t.single.compare_exchange(mine, mine + 1, Ordering::Relaxed, Ordering::Relaxed).is_ok()
+    crate::ws::single_start()
 }
 
 /// copyprivate: NULL in the thread that runs the region; the others get the pointer it

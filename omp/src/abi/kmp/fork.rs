@@ -1,0 +1,212 @@
+//! Parallel regions: `__kmpc_fork_call` and its pushed clauses, serialized regions, thread
+//! numbers. A region runs on `team::parallel`, as `GOMP_parallel`'s does.
+//!
+//! `__kmpc_fork_call(loc, argc, microtask, ...)` passes `argc` pointer-sized values on to
+//! `microtask(&gtid, &btid, ...)`. Rust can neither define nor make C variadic calls, so two
+//! naked functions do it for the x86-64 System V convention: the entry point spills the
+//! three varargs that came in registers and hands a Rust function pointers to them and to
+//! the rest on the caller's stack; [`invoke`] calls the microtask with any number of
+//! arguments (LLVM's `__kmp_invoke_microtask` in z_Linux_asm.S does the same).
+
+use super::Ident;
+use crate::abi::guard;
+use crate::team::{self, ctx};
+use smallvec::SmallVec;
+use std::cell::Cell;
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicI32, Ordering};
+
+/// `void microtask(kmp_int32 *gtid, kmp_int32 *btid, ...)`: the outlined region body.
+pub type Microtask = unsafe extern "C" fn(*mut i32, *mut i32);
+
+thread_local! {
+    /// `num_threads` and `proc_bind` pushed for the calling thread's next region (0: none).
+    static PUSHED: Cell<(u32, u32)> = const { Cell::new((0, 0)) };
+    /// The calling thread's global thread number (-1: not given yet).
+    static GTID: Cell<i32> = const { Cell::new(-1) };
+}
+
+/// The calling thread's global thread number: distinct per thread, given on first use. The
+/// compiler only passes it back to us, and we do not need it (the context is thread-local).
+pub(crate) fn gtid() -> i32 {
+    static NEXT: AtomicI32 = AtomicI32::new(0);
+    GTID.with(|g| {
+        if g.get() < 0 {
+            // Relaxed: a counter; nothing is published through it.
+            g.set(NEXT.fetch_add(1, Ordering::Relaxed));
+        }
+        g.get()
+    })
+}
+
+/// One region's microtask and its arguments, shared by the team's threads.
+struct Call {
+    f: Microtask,
+    /// At least 4 entries (padded with nulls: [`invoke`] loads 4 into registers).
+    argv: SmallVec<[*mut c_void; 8]>,
+    argc: usize,
+}
+
+/// Each thread's share: the microtask with (its gtid, its thread number, the arguments).
+unsafe extern "C" fn body(data: *mut c_void) {
+    // SAFETY: `data` is the `Call` of `fork_call`, alive until its region joins.
+    let call = unsafe { &*(data as *const Call) };
+    let mut gtid = gtid();
+    let mut btid = ctx().tid as i32;
+    // SAFETY: the compiler's microtask takes the two ids and `argc` pointer-sized arguments;
+    // `argv` holds at least max(argc, 4) values.
+    unsafe { invoke(call.f, &mut gtid, &mut btid, call.argc, call.argv.as_ptr()) };
+}
+
+/// `__kmpc_fork_call`'s body: gather the varargs, run the region.
+///
+/// # Safety
+/// `regs` points to the 3 values that came in registers, `stack` to the caller's stack
+/// arguments (`argc - 3` of them when `argc > 3`).
+unsafe extern "C" fn fork_call_va(_loc: Ident, argc: i32, f: Microtask, regs: *const *mut c_void, stack: *const *mut c_void) {
+    let argc = argc.max(0) as usize;
+    let mut argv: SmallVec<[*mut c_void; 8]> = (0..argc)
+        .map(|i| {
+            // SAFETY: per the contract: argument i is in the spilled registers or on the
+            // caller's stack (the System V layout of a variadic call's integer arguments).
+            unsafe { if i < 3 { *regs.add(i) } else { *stack.add(i - 3) } }
+        })
+        .collect();
+    while argv.len() < 4 {
+        argv.push(std::ptr::null_mut());
+    }
+    let call = Call { f, argv, argc };
+    guard("__kmpc_fork_call", || {
+        let (n, bind) = PUSHED.with(|p| p.replace((0, 0)));
+        team::parallel(body, &call as *const Call as *mut c_void, n, bind, None)
+    })
+}
+
+/// `void __kmpc_fork_call(ident_t *loc, kmp_int32 argc, kmpc_micro microtask, ...)`.
+///
+/// # Safety
+/// Called as the variadic C function it is, with `argc` pointer-sized varargs.
+#[unsafe(naked)]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn __kmpc_fork_call(loc: Ident, argc: i32, microtask: Microtask) {
+    // rdi, rsi, rdx: loc, argc, microtask; rcx, r8, r9: the first 3 varargs; the rest at
+    // [rsp + 8] on entry ([rbp + 16] once rbp is pushed). The 32-byte frame keeps rsp
+    // 16-byte aligned at the call.
+    std::arch::naked_asm!(
+        "push rbp",
+        "mov rbp, rsp",
+        "sub rsp, 32",
+        "mov [rsp], rcx",
+        "mov [rsp + 8], r8",
+        "mov [rsp + 16], r9",
+        "mov rcx, rsp",
+        "lea r8, [rbp + 16]",
+        "call {imp}",
+        "leave",
+        "ret",
+        imp = sym fork_call_va,
+    )
+}
+
+/// Call `f(gtid, btid, argv[0], …, argv[argc - 1])`.
+///
+/// # Safety
+/// `f` takes two pointers and `argc` pointer-sized arguments; `argv` holds at least
+/// max(`argc`, 4) values.
+#[unsafe(naked)]
+unsafe extern "C" fn invoke(f: Microtask, gtid: *mut i32, btid: *mut i32, argc: usize, argv: *const *mut c_void) {
+    // rdi f, rsi gtid, rdx btid, rcx argc, r8 argv. Arguments 5.. go on the stack, pushed
+    // last first, after a pad word when their count is odd (rsp 16-byte aligned at the
+    // call); then the ids and argv[0..4] go into rdi, rsi, rdx, rcx, r8, r9.
+    std::arch::naked_asm!(
+        "push rbp",
+        "mov rbp, rsp",
+        "mov r10, rdi",
+        "mov r11, r8",
+        "mov rdi, rsi",
+        "mov rsi, rdx",
+        "mov rax, rcx",
+        "sub rax, 4",
+        "jbe 3f",
+        "test al, 1",
+        "jz 2f",
+        "sub rsp, 8",
+        "2:",
+        "push qword ptr [r11 + rcx * 8 - 8]",
+        "dec rcx",
+        "dec rax",
+        "jnz 2b",
+        "3:",
+        "mov rdx, [r11]",
+        "mov rcx, [r11 + 8]",
+        "mov r8, [r11 + 16]",
+        "mov r9, [r11 + 24]",
+        "xor eax, eax",
+        "call r10",
+        "leave",
+        "ret",
+    )
+}
+
+/// `num_threads(n)` of the calling thread's next region.
+#[unsafe(no_mangle)]
+pub extern "C" fn __kmpc_push_num_threads(_loc: Ident, _gtid: i32, n: i32) {
+    PUSHED.with(|p| p.set((n.max(0) as u32, p.get().1)));
+}
+
+/// `proc_bind(kind)` of the next region: libomp's numbers (false 0, true 1, master 2,
+/// close 3, spread 4) are the proc-bind flags `GOMP_parallel` takes.
+#[unsafe(no_mangle)]
+pub extern "C" fn __kmpc_push_proc_bind(_loc: Ident, _gtid: i32, kind: i32) {
+    let kind = if (0..=4).contains(&kind) { kind as u32 } else { 0 };
+    PUSHED.with(|p| p.set((p.get().0, kind)));
+}
+
+/// A region the compiler runs itself on one thread (an `if` clause that is false): a team
+/// of one, as `GOMP_parallel_start` with `if(0)` makes.
+#[unsafe(no_mangle)]
+pub extern "C" fn __kmpc_serialized_parallel(_loc: Ident, _gtid: i32) {
+    guard("__kmpc_serialized_parallel", || {
+        PUSHED.with(|p| p.set((0, 0)));
+        team::fork(None, std::ptr::null_mut(), 1, 0, false, None)
+    })
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn __kmpc_end_serialized_parallel(_loc: Ident, _gtid: i32) {
+    guard("__kmpc_end_serialized_parallel", team::join)
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn __kmpc_global_thread_num(_loc: Ident) -> i32 {
+    guard("__kmpc_global_thread_num", gtid)
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn __kmpc_global_num_threads(_loc: Ident) -> i32 {
+    guard("__kmpc_global_num_threads", || ctx().team().n as i32)
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn __kmpc_bound_thread_num(_loc: Ident) -> i32 {
+    guard("__kmpc_bound_thread_num", || ctx().tid as i32)
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn __kmpc_bound_num_threads(_loc: Ident) -> i32 {
+    guard("__kmpc_bound_num_threads", || ctx().team().n as i32)
+}
+
+/// Whether a region may fork: always (team sizes are decided at the fork).
+#[unsafe(no_mangle)]
+pub extern "C" fn __kmpc_ok_to_fork(_loc: Ident) -> i32 {
+    1
+}
+
+/// `__kmpc_begin`/`__kmpc_end` bracket a program built with `-fopenmp` on some platforms;
+/// the runtime starts on first use and needs neither.
+#[unsafe(no_mangle)]
+pub extern "C" fn __kmpc_begin(_loc: Ident, _flags: i32) {}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn __kmpc_end(_loc: Ident) {}

@@ -1,0 +1,183 @@
+//! Barriers, single (with copyprivate), master/masked, critical, reductions, ordered and
+//! flush, on the team's barrier, `ws::single_start`, the futex locks of lock.rs and
+//! `ws::ordered_start`, as their GOMP counterparts.
+//!
+//! A `kmp_critical_name` is 32 zeroed bytes the compiler emits per name (unnamed
+//! `critical` too); its first 4 bytes are the lock word, as for GOMP's named sections. A
+//! reduction always takes libomp's "critical" method (1): each thread combines its
+//! partial results into the shared ones under the lock the compiler passes, then calls
+//! `__kmpc_end_reduce*`; method 2 (atomic) and the tree method (0 in all threads but one)
+//! are valid choices we do not make.
+
+use super::Ident;
+use crate::abi::guard;
+use crate::lock;
+use crate::team::ctx;
+use crate::ws;
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+/// The lock word of a `kmp_critical_name`.
+///
+/// # Safety
+/// `crit` is the compiler's zero-initialized, 4-byte aligned `kmp_critical_name`, alive as
+/// long as the program.
+unsafe fn word<'a>(crit: *mut [i32; 8]) -> &'a AtomicU32 {
+    // SAFETY: per the contract; only these functions access the word.
+    unsafe { AtomicU32::from_ptr(crit as *mut u32) }
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn __kmpc_barrier(_loc: Ident, _gtid: i32) {
+    guard("__kmpc_barrier", || ctx().team().barrier())
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn __kmpc_flush(_loc: Ident) {
+    std::sync::atomic::fence(Ordering::SeqCst);
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn __kmpc_single(_loc: Ident, _gtid: i32) -> i32 {
+    guard("__kmpc_single", || i32::from(ws::single_start()))
+}
+
+/// The compiler puts the barrier after the region itself (none with `nowait`).
+#[unsafe(no_mangle)]
+pub extern "C" fn __kmpc_end_single(_loc: Ident, _gtid: i32) {}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn __kmpc_master(_loc: Ident, _gtid: i32) -> i32 {
+    guard("__kmpc_master", || i32::from(ctx().tid == 0))
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn __kmpc_end_master(_loc: Ident, _gtid: i32) {}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn __kmpc_masked(_loc: Ident, _gtid: i32, filter: i32) -> i32 {
+    guard("__kmpc_masked", || i32::from(i64::from(ctx().tid) == i64::from(filter)))
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn __kmpc_end_masked(_loc: Ident, _gtid: i32) {}
+
+/// `single copyprivate(...)`: the thread that ran the region (`didit`) publishes its
+/// `data`; after a barrier the others copy from it with `copy(dst, src)`; a second barrier
+/// keeps the source alive until they are done (as `GOMP_single_copy_start/end`).
+///
+/// # Safety
+/// `copy` copies between two of the compiler's copyprivate lists; `data` is this thread's.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn __kmpc_copyprivate(
+    _loc: Ident,
+    _gtid: i32,
+    _size: usize,
+    data: *mut c_void,
+    copy: unsafe extern "C" fn(*mut c_void, *mut c_void),
+    didit: i32,
+) {
+    guard("__kmpc_copyprivate", || {
+        let t = ctx().team();
+        if didit != 0 {
+            // Release: the region's values, to the threads that copy them after the barrier.
+            t.copyprivate.store(data, Ordering::Release);
+        }
+        t.barrier();
+        if didit == 0 {
+            // SAFETY: per the contract; the source list is alive until the next barrier.
+            unsafe { copy(data, t.copyprivate.load(Ordering::Acquire)) };
+        }
+        t.barrier();
+    })
+}
+
+/// # Safety
+/// `crit` is the compiler's `kmp_critical_name`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn __kmpc_critical(_loc: Ident, _gtid: i32, crit: *mut [i32; 8]) {
+    // SAFETY: per the contract.
+    lock::lock(unsafe { word(crit) })
+}
+
+/// # Safety
+/// As [`__kmpc_critical`]; the hint changes nothing.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn __kmpc_critical_with_hint(_loc: Ident, _gtid: i32, crit: *mut [i32; 8], _hint: u32) {
+    // SAFETY: per the contract.
+    lock::lock(unsafe { word(crit) })
+}
+
+/// # Safety
+/// As [`__kmpc_critical`], held by the calling thread.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn __kmpc_end_critical(_loc: Ident, _gtid: i32, crit: *mut [i32; 8]) {
+    // SAFETY: per the contract.
+    lock::unlock(unsafe { word(crit) })
+}
+
+/// libomp's "critical" reduction method: the compiler then combines under `lck` and calls
+/// `__kmpc_end_reduce_nowait`.
+const CRITICAL_REDUCE: i32 = 1;
+
+/// # Safety
+/// `lck` is the compiler's `kmp_critical_name` for the reduction.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn __kmpc_reduce_nowait(
+    _loc: Ident,
+    _gtid: i32,
+    _nvars: i32,
+    _size: usize,
+    _data: *mut c_void,
+    _func: Option<unsafe extern "C" fn(*mut c_void, *mut c_void)>,
+    lck: *mut [i32; 8],
+) -> i32 {
+    // SAFETY: per the contract.
+    lock::lock(unsafe { word(lck) });
+    CRITICAL_REDUCE
+}
+
+/// # Safety
+/// As [`__kmpc_reduce_nowait`], held by the calling thread.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn __kmpc_end_reduce_nowait(_loc: Ident, _gtid: i32, lck: *mut [i32; 8]) {
+    // SAFETY: per the contract.
+    lock::unlock(unsafe { word(lck) })
+}
+
+/// The blocking form: as `nowait`, and `__kmpc_end_reduce` ends with the barrier.
+///
+/// # Safety
+/// As [`__kmpc_reduce_nowait`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn __kmpc_reduce(
+    _loc: Ident,
+    _gtid: i32,
+    _nvars: i32,
+    _size: usize,
+    _data: *mut c_void,
+    _func: Option<unsafe extern "C" fn(*mut c_void, *mut c_void)>,
+    lck: *mut [i32; 8],
+) -> i32 {
+    // SAFETY: per the contract.
+    lock::lock(unsafe { word(lck) });
+    CRITICAL_REDUCE
+}
+
+/// # Safety
+/// As [`__kmpc_end_reduce_nowait`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn __kmpc_end_reduce(_loc: Ident, _gtid: i32, lck: *mut [i32; 8]) {
+    // SAFETY: per the contract.
+    lock::unlock(unsafe { word(lck) });
+    guard("__kmpc_end_reduce", || ctx().team().barrier())
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn __kmpc_ordered(_loc: Ident, _gtid: i32) {
+    guard("__kmpc_ordered", ws::ordered_start)
+}
+
+/// The turn passes on at the end of the thread's chunk (as `GOMP_ordered_end`).
+#[unsafe(no_mangle)]
+pub extern "C" fn __kmpc_end_ordered(_loc: Ident, _gtid: i32) {}

@@ -1,0 +1,297 @@
+//! Explicit tasks: `__kmpc_omp_task_alloc` and `__kmpc_omp_task(_with_deps)`, taskwait,
+//! taskgroup, `if(0)` tasks. A task goes to `task::spawn`, as `GOMP_task`'s does.
+//!
+//! The ABI's quirk: the runtime allocates the task (`kmp_task_t`: shareds pointer, entry
+//! routine, part id, destructor and priority words, then the compiler's privates; the
+//! shareds block after it) and the compiler fills it in before handing it back. We allocate
+//! [`Header`] + task + shareds in one `malloc` block and hand it to `task::spawn` as the
+//! task's data with a copy function that also moves the `shareds` pointer into the copy;
+//! the body trampoline calls `routine(gtid, task)` on the copy. The original block is freed
+//! once `spawn` returned (it copied the data, or ran the task on a copy).
+//!
+//! An `if(0)` task is run by the compiler's own code between `__kmpc_omp_task_begin_if0`
+//! and `__kmpc_omp_task_complete_if0`: it runs as part of the encountering task (its
+//! children count as the encountering task's; a taskwait in it waits for those too).
+
+use super::Ident;
+use super::fork::gtid;
+use crate::abi::guard;
+use crate::task::{self, FLAG_DEPEND, FLAG_FINAL, FLAG_PRIORITY, Spawn};
+use std::ffi::c_void;
+
+/// kmp_tasking_flags_t bits clang sets.
+const KMP_FINAL: i32 = 0x2;
+const KMP_DESTRUCTORS: i32 = 0x8;
+const KMP_PRIORITY: i32 = 0x20;
+
+/// `kmp_int32 (*)(kmp_int32 gtid, kmp_task_t *task)`.
+pub type Routine = unsafe extern "C" fn(i32, *mut KmpTask) -> i32;
+
+/// The head of `kmp_task_t` (the compiler's privates follow).
+#[repr(C)]
+pub struct KmpTask {
+    shareds: *mut c_void,
+    routine: Routine,
+    part_id: i32,
+    /// Destructor thunk (`KMP_DESTRUCTORS`).
+    data1: usize,
+    /// Priority (`KMP_PRIORITY`), in the low 32 bits.
+    data2: usize,
+}
+
+/// Ours, before the task: the whole block's size and the allocation flags. 16 bytes, so
+/// the task keeps malloc's 16-byte alignment.
+#[repr(C, align(16))]
+struct Header {
+    size: usize,
+    flags: i32,
+}
+
+const HEAD: usize = std::mem::size_of::<Header>();
+
+/// # Safety
+/// `t` is a task from [`__kmpc_omp_task_alloc`] (or a copy of its block).
+unsafe fn header(t: *mut KmpTask) -> *mut Header {
+    // SAFETY: per the contract, the header is right before the task.
+    unsafe { (t as *mut u8).sub(HEAD) as *mut Header }
+}
+
+/// The task's data for `task::spawn`: the whole block.
+fn spawn_of(t: *mut KmpTask, flags: u32, depend: *mut *mut c_void) -> Spawn {
+    // SAFETY: `t` came from __kmpc_omp_task_alloc (the callers' contracts).
+    let h = unsafe { &*header(t) };
+    // SAFETY: as above; the compiler wrote the priority before handing the task over.
+    let priority = unsafe { (*t).data2 as u32 as i32 };
+    let mut flags = flags;
+    if h.flags & KMP_FINAL != 0 {
+        flags |= FLAG_FINAL;
+    }
+    if h.flags & KMP_PRIORITY != 0 {
+        flags |= FLAG_PRIORITY;
+    }
+    Spawn {
+        body,
+        data: h as *const Header as *mut c_void,
+        cpyfn: Some(copy),
+        arg_size: h.size,
+        arg_align: 16,
+        if_clause: true,
+        flags,
+        depend,
+        priority,
+        detach: std::ptr::null_mut(),
+    }
+}
+
+/// Copy a task block (`src`: its header) to `dst`, moving the shareds pointer along.
+unsafe extern "C" fn copy(dst: *mut c_void, src: *mut c_void) {
+    // SAFETY: `src` is a block from __kmpc_omp_task_alloc; `dst` has room for its size
+    // (task::spawn allocates `arg_size` bytes).
+    unsafe {
+        let size = (*(src as *const Header)).size;
+        std::ptr::copy_nonoverlapping(src as *const u8, dst as *mut u8, size);
+        let (s, d) = ((src as *mut u8).add(HEAD) as *mut KmpTask, (dst as *mut u8).add(HEAD) as *mut KmpTask);
+        if !(*s).shareds.is_null() {
+            let off = ((*s).shareds as usize).wrapping_sub(s as usize);
+            (*d).shareds = (d as *mut u8).wrapping_add(off) as *mut c_void;
+        }
+    }
+}
+
+/// The task's body, on its copy of the block: `routine(gtid, task)`, then the destructor
+/// thunk if the compiler gave one.
+unsafe extern "C" fn body(data: *mut c_void) {
+    // SAFETY: `data` is a copy of a task block made by `copy`.
+    unsafe {
+        let h = &*(data as *const Header);
+        let t = (data as *mut u8).add(HEAD) as *mut KmpTask;
+        let g = gtid();
+        ((*t).routine)(g, t);
+        if h.flags & KMP_DESTRUCTORS != 0 && (*t).data1 != 0 {
+            let d: Routine = std::mem::transmute::<usize, Routine>((*t).data1);
+            d(g, t);
+        }
+    }
+}
+
+/// A new task block: `sizeof_task` bytes of task (privates included) and `sizeof_shareds`
+/// of shareds, which `task->shareds` points to.
+#[unsafe(no_mangle)]
+pub extern "C" fn __kmpc_omp_task_alloc(
+    _loc: Ident,
+    _gtid: i32,
+    flags: i32,
+    sizeof_task: usize,
+    sizeof_shareds: usize,
+    routine: Routine,
+) -> *mut KmpTask {
+    guard("__kmpc_omp_task_alloc", || {
+        let task_size = sizeof_task.max(std::mem::size_of::<KmpTask>()).next_multiple_of(16);
+        let size = HEAD + task_size + sizeof_shareds;
+        // SAFETY: plain allocation; checked for null below.
+        let p = unsafe { libc::calloc(1, size) } as *mut u8;
+        if p.is_null() {
+            eprintln!("weft-omp: cannot allocate a task of {size} bytes; aborting");
+            std::process::abort();
+        }
+        // SAFETY: `p` has room for the header, the task and the shareds, 16-byte aligned.
+        unsafe {
+            (p as *mut Header).write(Header { size, flags });
+            let t = p.add(HEAD) as *mut KmpTask;
+            let shareds = if sizeof_shareds > 0 { p.add(HEAD + task_size) as *mut c_void } else { std::ptr::null_mut() };
+            (*t).shareds = shareds;
+            std::ptr::addr_of_mut!((*t).routine).write(routine);
+            t
+        }
+    })
+}
+
+/// # Safety
+/// `t` is from [`__kmpc_omp_task_alloc`], filled in by the compiler, not used after.
+unsafe fn free(t: *mut KmpTask) {
+    // SAFETY: per the contract; the block was calloc'ed.
+    unsafe { libc::free(header(t) as *mut c_void) }
+}
+
+/// # Safety
+/// `t` is a task from [`__kmpc_omp_task_alloc`], filled in by the compiler.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn __kmpc_omp_task(_loc: Ident, _gtid: i32, t: *mut KmpTask) -> i32 {
+    guard("__kmpc_omp_task", || {
+        // SAFETY: per the contract; spawn copies the block (or runs the task on a copy)
+        // before it returns.
+        unsafe {
+            task::spawn(spawn_of(t, 0, std::ptr::null_mut()));
+            free(t);
+        }
+    });
+    0
+}
+
+/// `kmp_depend_info`: an address, a length and the kind bits (in 1, out 2, mutexinoutset
+/// 4, inoutset 8).
+#[repr(C)]
+pub struct DependInfo {
+    addr: usize,
+    len: usize,
+    flags: u8,
+}
+
+/// The kmp depend lists as GOMP's (OpenMP 5.0 layout) depend array: `[0, n, out, mutex,
+/// in, addresses (out and inout, then mutexinoutset, then in)]`. inoutset is ordered as
+/// out (as task.rs does for GOMP's inoutset).
+pub(crate) fn gomp_depend(deps: &[(usize, u8)]) -> Vec<*mut c_void> {
+    let out: Vec<usize> = deps.iter().filter(|d| d.1 & (2 | 8) != 0).map(|d| d.0).collect();
+    let mutex: Vec<usize> = deps.iter().filter(|d| d.1 & (2 | 8) == 0 && d.1 & 4 != 0).map(|d| d.0).collect();
+    let inn: Vec<usize> = deps.iter().filter(|d| d.1 & (2 | 4 | 8) == 0 && d.1 & 1 != 0).map(|d| d.0).collect();
+    let n = out.len() + mutex.len() + inn.len();
+    let head = [0, n, out.len(), mutex.len(), inn.len()];
+    head.into_iter().chain(out).chain(mutex).chain(inn).map(|x| x as *mut c_void).collect()
+}
+
+/// # Safety
+/// Each list is null or holds its count of `kmp_depend_info`.
+unsafe fn depend_array(n: i32, list: *const DependInfo, n_noalias: i32, noalias: *const DependInfo) -> Vec<*mut c_void> {
+    let mut deps = Vec::new();
+    for (n, l) in [(n, list), (n_noalias, noalias)] {
+        if n > 0 && !l.is_null() {
+            // SAFETY: per the contract.
+            let s = unsafe { std::slice::from_raw_parts(l, n as usize) };
+            deps.extend(s.iter().map(|d| (d.addr, d.flags)));
+        }
+    }
+    gomp_depend(&deps)
+}
+
+/// # Safety
+/// As [`__kmpc_omp_task`]; the lists as [`depend_array`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn __kmpc_omp_task_with_deps(
+    _loc: Ident,
+    _gtid: i32,
+    t: *mut KmpTask,
+    ndeps: i32,
+    dep_list: *const DependInfo,
+    ndeps_noalias: i32,
+    noalias: *const DependInfo,
+) -> i32 {
+    guard("__kmpc_omp_task_with_deps", || {
+        // SAFETY: per the contract.
+        let mut depend = unsafe { depend_array(ndeps, dep_list, ndeps_noalias, noalias) };
+        // SAFETY: as __kmpc_omp_task; `depend` outlives the call.
+        unsafe {
+            task::spawn(spawn_of(t, FLAG_DEPEND, depend.as_mut_ptr()));
+            free(t);
+        }
+    });
+    0
+}
+
+/// Wait for the earlier sibling tasks the lists name (an `if(0)` task's or `taskwait`'s
+/// depend clauses), as `GOMP_taskwait_depend`.
+///
+/// # Safety
+/// As [`depend_array`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn __kmpc_omp_wait_deps(
+    _loc: Ident,
+    _gtid: i32,
+    ndeps: i32,
+    dep_list: *const DependInfo,
+    ndeps_noalias: i32,
+    noalias: *const DependInfo,
+) {
+    guard("__kmpc_omp_wait_deps", || {
+        // SAFETY: per the contract.
+        let mut depend = unsafe { depend_array(ndeps, dep_list, ndeps_noalias, noalias) };
+        // SAFETY: a depend array in GOMP's layout, alive for the call.
+        unsafe { task::taskwait_depend(depend.as_mut_ptr()) }
+    })
+}
+
+/// An `if(0)` task: the compiler runs it itself next (see the module doc).
+#[unsafe(no_mangle)]
+pub extern "C" fn __kmpc_omp_task_begin_if0(_loc: Ident, _gtid: i32, _t: *mut KmpTask) {}
+
+/// # Safety
+/// `t` is the task [`__kmpc_omp_task_begin_if0`] got.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn __kmpc_omp_task_complete_if0(_loc: Ident, _gtid: i32, t: *mut KmpTask) {
+    // SAFETY: per the contract; the compiler ran it and no longer uses it.
+    unsafe { free(t) }
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn __kmpc_omp_taskwait(_loc: Ident, _gtid: i32) -> i32 {
+    guard("__kmpc_omp_taskwait", task::taskwait);
+    0
+}
+
+/// A scheduling point where nothing needs to happen (as `GOMP_taskyield`).
+#[unsafe(no_mangle)]
+pub extern "C" fn __kmpc_omp_taskyield(_loc: Ident, _gtid: i32, _end_part: i32) -> i32 {
+    0
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn __kmpc_taskgroup(_loc: Ident, _gtid: i32) {
+    guard("__kmpc_taskgroup", || task::taskgroup_start(false))
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn __kmpc_end_taskgroup(_loc: Ident, _gtid: i32) {
+    guard("__kmpc_end_taskgroup", task::taskgroup_end)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn depend_lists_in_gomps_layout() {
+        // in a, out b, inout c, mutexinoutset d, inoutset e.
+        let got: Vec<usize> = gomp_depend(&[(0xa, 1), (0xb, 2), (0xc, 3), (0xd, 4), (0xe, 8)]).into_iter().map(|p| p as usize).collect();
+        assert_eq!(got, vec![0, 5, 3, 1, 1, 0xb, 0xc, 0xe, 0xd, 0xa]);
+        assert_eq!(gomp_depend(&[]).into_iter().map(|p| p as usize).collect::<Vec<_>>(), vec![0, 0, 0, 0, 0]);
+    }
+}

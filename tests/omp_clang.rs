@@ -1,0 +1,132 @@
+//! The OpenMP runtime from clang-built programs (LLVM's `__kmpc_*` ABI): compile
+//! `tests/omp_clang/*.c` with `clang -fopenmp` and run them with libweft.so standing in for
+//! `libomp.so.5` (a symlink on LD_LIBRARY_PATH: LLVM's libomp is never loaded, and a missing
+//! entry point or version node fails to load) and through LD_PRELOAD (libomp is loaded but
+//! unused). Each program first checks that its `__kmpc_fork_call` reference is bound to the
+//! library defining Weft's C API (and, as the stand-in, that no libomp is mapped), then checks
+//! its results and prints "<name> OK".
+//!
+//! Only a missing clang is a skip ("skipped: clang not found"), never a failure.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+mod common;
+
+const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+
+fn lib() -> PathBuf {
+    common::lib_dir().join("libweft.so")
+}
+
+fn out_dir() -> PathBuf {
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join("omp_clang");
+    std::fs::create_dir_all(&d).expect("create the output directory");
+    d
+}
+
+fn standin() -> PathBuf {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| common::stand_in_as(&out_dir(), &lib(), "libomp.so.5")).clone()
+}
+
+/// `$CLANG`, else `clang`, else `clang-14` (Debian 12 installs only the versioned name).
+fn clang() -> Option<String> {
+    let names = std::env::var("CLANG").map(|c| vec![c]).unwrap_or_else(|_| vec!["clang".into(), "clang-14".into()]);
+    names.into_iter().find(|c| Command::new(c).arg("--version").output().is_ok_and(|o| o.status.success()))
+}
+
+fn compile(cc: &str, name: &str) -> PathBuf {
+    let exe = common::unique_exe(&out_dir(), name);
+    let out = Command::new(cc)
+        .current_dir(ROOT)
+        .args(["-fopenmp", "-O2", "-Wall", "-Werror"])
+        .arg(format!("tests/omp_clang/{name}.c"))
+        .args(["-ldl", "-o"])
+        .arg(&exe)
+        .output()
+        .expect("run clang");
+    assert!(out.status.success(), "{cc} failed on {name}.c:\n{}", String::from_utf8_lossy(&out.stderr));
+    exe
+}
+
+/// Compile `tests/omp_clang/<name>.c`, then run it as the stand-in's program and under
+/// LD_PRELOAD; both runs must pass.
+fn check(name: &str, env: &[(&str, &str)]) {
+    let Some(cc) = clang() else {
+        println!("skipped: clang not found");
+        return;
+    };
+    let exe = compile(&cc, name);
+    for preload in [false, true] {
+        let mut cmd = Command::new(&exe);
+        if preload {
+            cmd.env("LD_PRELOAD", lib()).env_remove("LD_LIBRARY_PATH");
+        } else {
+            cmd.env("LD_LIBRARY_PATH", standin()).env_remove("LD_PRELOAD");
+        }
+        for v in ["OMP_NUM_THREADS", "OMP_SCHEDULE", "OMP_DYNAMIC", "OMP_WAIT_POLICY", "OMP_MAX_ACTIVE_LEVELS", "OMP_PROC_BIND"] {
+            cmd.env_remove(v);
+        }
+        cmd.env("WEFT_NCPU", "2").env("WEFT_NOPENCL", "0").env("WEFT_NCUDA", "0").envs(env.iter().copied());
+        let how = if preload { "LD_PRELOAD" } else { "libomp.so.5 stand-in" };
+        let out = common::output_within(&mut cmd, 120, &format!("{name} ({how})"));
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            out.status.success() && stdout.contains(&format!("{name} OK")),
+            "{name} ({how}) failed ({}):\nstdout:\n{stdout}\nstderr:\n{stderr}",
+            out.status
+        );
+    }
+}
+
+#[test]
+fn parallel_regions_serialized_and_nested() {
+    check("parallel", &[]);
+}
+
+#[test]
+fn static_dynamic_guided_runtime_and_ordered_loops() {
+    check("loops", &[("OMP_SCHEDULE", "dynamic,2")]);
+    check("loops", &[("OMP_SCHEDULE", "guided"), ("OMP_WAIT_POLICY", "passive")]);
+}
+
+#[test]
+fn single_master_critical_barrier_reductions() {
+    check("sync", &[]);
+}
+
+#[test]
+fn tasks() {
+    check("tasks", &[]);
+}
+
+/// The stand-in loads without the dynamic linker complaining about versions, and LLVM's
+/// libomp is not loaded.
+#[test]
+fn the_stand_in_loads_without_libomp() {
+    let Some(cc) = clang() else {
+        println!("skipped: clang not found");
+        return;
+    };
+    let exe = compile(&cc, "parallel");
+    let mut cmd = Command::new(&exe);
+    cmd.env("LD_LIBRARY_PATH", standin()).env("LD_DEBUG", "files").env("WEFT_NCPU", "2").env("WEFT_NOPENCL", "0").env("WEFT_NCUDA", "0");
+    let out = common::output_within(&mut cmd, 120, "parallel (LD_DEBUG=files)");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(!stderr.contains("no version information") && !stderr.contains("not found"), "{stderr}");
+    assert!(!stderr.contains("libomp-14.so") && !stderr.contains("llvm-14"), "LLVM's libomp was loaded:\n{stderr}");
+}
+
+#[test]
+fn the_library_defines_libomps_version_node() {
+    let Ok(out) = Command::new("objdump").arg("-p").arg(lib()).output() else {
+        println!("skipped: objdump not found");
+        return;
+    };
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.lines().any(|l| l.split_whitespace().last() == Some("VERSION")), "version node VERSION missing:\n{text}");
+}

@@ -1,0 +1,114 @@
+/* Synchronization from clang: single (nowait, copyprivate), master, masked, critical
+ * (unnamed, named, with a hint), barrier, reductions of several kinds, atomic, flush, and
+ * simple and nestable locks, LLVM's 8-byte omp_nest_lock_t with a canary after it (Weft
+ * must write no more than 8 bytes into it). */
+#define _GNU_SOURCE
+#include <omp.h>
+#include "served.h"
+
+int main(void) {
+    served_by_weft();
+    int singles = 0, masters = 0, masked = 0, crit = 0, named = 0, hinted = 0, bad = 0;
+    int phase[4] = {0};
+#pragma omp parallel num_threads(4)
+    {
+        for (int r = 0; r < 50; r++) {
+#pragma omp single
+            singles++;
+#pragma omp single nowait
+            singles++;
+        }
+#pragma omp master
+        masters++;
+#pragma omp masked filter(1)
+        masked += omp_get_thread_num();
+        for (int r = 0; r < 1000; r++) {
+#pragma omp critical
+            crit++;
+#pragma omp critical(other)
+            named++;
+#pragma omp critical(hinted) hint(omp_sync_hint_contended)
+            hinted++;
+        }
+        /* Everyone's phase 1 is written before anyone reads it. */
+        phase[omp_get_thread_num()] = 1;
+#pragma omp barrier
+        for (int i = 0; i < 4; i++)
+            if (phase[i] != 1) {
+#pragma omp atomic
+                bad++;
+            }
+#pragma omp barrier
+#pragma omp flush
+    }
+    CHECK(singles == 100 && masters == 1 && masked == 1);
+    CHECK(crit == 4000 && named == 4000 && hinted == 4000 && bad == 0);
+
+    /* copyprivate: every thread gets the value the single thread read. */
+    int got[4] = {0};
+#pragma omp parallel num_threads(4)
+    {
+        int v;
+#pragma omp single copyprivate(v)
+        v = 42 + omp_get_thread_num() * 0;
+        got[omp_get_thread_num()] = v;
+    }
+    for (int i = 0; i < 4; i++) CHECK(got[i] == 42);
+
+    /* Reductions: several variables and operators in one clause, and the blocking form
+     * (a loop without nowait). */
+    long sum = 0;
+    double prod = 1;
+    int mx = -1, mn = 1 << 30, land = 1;
+#pragma omp parallel num_threads(4) reduction(+ : sum) reduction(* : prod) reduction(max : mx) reduction(min : mn) reduction(&& : land)
+    {
+        int me = omp_get_thread_num();
+        sum += me + 1;
+        prod *= 2;
+        mx = me > mx ? me : mx;
+        mn = me < mn ? me : mn;
+        land = land && (me < 4);
+    }
+    CHECK(sum == 10 && prod == 16 && mx == 3 && mn == 0 && land == 1);
+    long total = 0;
+#pragma omp parallel num_threads(3)
+    {
+#pragma omp for reduction(+ : total)
+        for (int i = 1; i <= 100; i++) total += i;
+        CHECK(total == 5050); /* the loop's barrier comes after the combination */
+    }
+    struct {
+        omp_nest_lock_t l;
+        unsigned long canary;
+    } guarded = {.canary = 0x5eedfaceUL};
+    CHECK(sizeof(omp_nest_lock_t) == 8);
+    omp_init_nest_lock(&guarded.l);
+    int held = 0;
+#pragma omp parallel num_threads(4)
+    {
+        for (int i = 0; i < 100; i++) {
+            omp_set_nest_lock(&guarded.l);
+            omp_set_nest_lock(&guarded.l);
+            held++;
+            CHECK(omp_test_nest_lock(&guarded.l) == 3);
+            omp_unset_nest_lock(&guarded.l);
+            omp_unset_nest_lock(&guarded.l);
+            omp_unset_nest_lock(&guarded.l);
+        }
+    }
+    omp_destroy_nest_lock(&guarded.l);
+    CHECK(held == 400 && guarded.canary == 0x5eedfaceUL);
+    omp_lock_t simple;
+    omp_init_lock(&simple);
+    int counted = 0;
+#pragma omp parallel num_threads(3)
+    for (int i = 0; i < 100; i++) {
+        omp_set_lock(&simple);
+        counted++;
+        omp_unset_lock(&simple);
+    }
+    omp_destroy_lock(&simple);
+    CHECK(counted == 300);
+    printf("sync OK\n");
+    return 0;
+}
