@@ -21,6 +21,7 @@
 //! | `WEFT_SPIN_US` | how long an idle worker spins before it sleeps, µs | 50 |
 //! | `WEFT_WAIT_SPIN_US` | how long a GPU's driver with work in flight, and a wait for a task that may run on a GPU, spin before they sleep, µs | 1000 |
 //! | `WEFT_STATS` | print per-worker totals at shutdown (0/1) | 0 |
+//! | `WEFT_TRACE` | record an execution trace and write it to this file at shutdown (Chrome trace-event JSON, for Perfetto; `docs/tracing.md`) | none |
 
 use crate::error::{Error, Result};
 use crate::sched::PolicyKind;
@@ -72,6 +73,9 @@ pub struct Config {
     /// kernel (see `worker/README.md`).
     pub wait_spin_us: u64,
     pub stats: bool,
+    /// Where to write an execution trace at shutdown (`docs/tracing.md`); `None`: record
+    /// nothing.
+    pub trace: Option<std::path::PathBuf>,
 }
 
 impl Default for Config {
@@ -98,6 +102,7 @@ impl Default for Config {
             spin_us: 50,
             wait_spin_us: 1000,
             stats: false,
+            trace: None,
         }
     }
 }
@@ -204,6 +209,7 @@ impl Config {
         if let Some(v) = get("WEFT_STATS") {
             c.stats = parse_bool("WEFT_STATS", &v)?;
         }
+        c.trace = get("WEFT_TRACE").map(std::path::PathBuf::from);
         Ok(c)
     }
 }
@@ -229,8 +235,11 @@ mod tests {
             ("WEFT_SPIN_US", "7"),
             ("WEFT_WAIT_SPIN_US", "0"),
             ("WEFT_STATS", "1"),
+            ("WEFT_TRACE", "/tmp/t.json"),
         ])
         .unwrap();
+        assert_eq!(c.trace.as_deref(), Some(std::path::Path::new("/tmp/t.json")));
+        assert_eq!(cfg(&[]).unwrap().trace, None);
         assert_eq!(c.ncpu, Some(3));
         assert_eq!(c.sched, PolicyKind::Ws);
         assert_eq!(c.nnull, 2);

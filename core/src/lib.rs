@@ -33,6 +33,7 @@ pub mod sched;
 pub(crate) mod sync;
 pub mod task;
 pub mod topology;
+pub(crate) mod trace;
 pub mod worker;
 
 pub use config::Config;

@@ -36,6 +36,9 @@ pub struct MemoryNode {
     pub(crate) evictions: AtomicUsize,
     /// Bytes received from each node (the last slot counts every node from it on).
     bytes_from: [AtomicU64; MAX_FROM],
+    /// The runtime's trace (`WEFT_TRACE`), set once at start: copies to this node record
+    /// themselves there. Unset, a copy pays one load of it.
+    pub(crate) trace: std::sync::OnceLock<Arc<crate::trace::Tracer>>,
 }
 
 /// Source nodes counted apart in `MemoryNode::bytes_from`.
@@ -61,6 +64,7 @@ impl MemoryNode {
             resident: Mutex::new(HashMap::new()),
             evictions: AtomicUsize::new(0),
             bytes_from: std::array::from_fn(|_| AtomicU64::new(0)),
+            trace: std::sync::OnceLock::new(),
         }
     }
 

@@ -146,6 +146,9 @@ pub(crate) struct RuntimeInner {
     pub(crate) jobs: crate::worker::jobs::Mailboxes,
     /// Per worker: the backend of its device, for device driver workers (`crate::backend`).
     pub(crate) backends: Vec<Option<Box<dyn crate::backend::KernelBackend>>>,
+    /// The execution trace (`WEFT_TRACE`): `None` unless asked for, and every event site
+    /// checks it first (one load; no clock read when it is `None`).
+    pub(crate) trace: Option<Arc<crate::trace::Tracer>>,
 }
 
 /// A Weft runtime. Dropping it waits for submitted tasks and stops the workers.
@@ -282,6 +285,18 @@ impl Runtime {
         let ocl: Vec<&WorkerInfo> = workers.iter().filter(|w| w.arch == Arch::OpenCl).collect();
         let strip_opencl = !ocl.is_empty() && ocl.iter().all(|w| w.shares_cores);
         let policy = sched::create(kind, ctx);
+        let trace = config.trace.clone().map(|path| {
+            let tr = Arc::new(crate::trace::Tracer::new(
+                path,
+                epoch,
+                trace_tracks(&workers),
+                nodes.iter().map(|n| n.device.name().to_string()).collect(),
+            ));
+            for n in &nodes {
+                let _ = n.trace.set(tr.clone());
+            }
+            tr
+        });
         let inner = Arc::new(RuntimeInner {
             id: NEXT_RUNTIME.fetch_add(1, Ordering::Relaxed),
             sleep: Sleep::new(workers.iter().map(|w| w.arch).collect()),
@@ -312,6 +327,7 @@ impl Runtime {
             pinned: (0..nworkers).map(|_| crossbeam_deque::Injector::new()).collect(),
             jobs: crate::worker::jobs::Mailboxes::new(nworkers),
             backends,
+            trace,
         });
         let mut threads = Vec::new();
         for w in 0..inner.workers.len() {
@@ -595,6 +611,16 @@ impl Runtime {
         }
     }
 
+    /// Write the execution trace recorded so far to `Config::trace` (`WEFT_TRACE`), if the
+    /// runtime records one: what shutdown does, and the C API's exit hook for the front
+    /// ends' shared runtime, which is never shut down. A path that cannot be written is a
+    /// warning on stderr.
+    pub fn write_trace(&self) {
+        if let Some(t) = &self.inner.trace {
+            t.write();
+        }
+    }
+
     pub(crate) fn inner(&self) -> &Arc<RuntimeInner> {
         &self.inner
     }
@@ -618,6 +644,8 @@ impl Drop for Runtime {
         for t in self.threads.drain(..) {
             let _ = t.join();
         }
+        // After the workers stopped: their last idle spans are in.
+        self.write_trace();
     }
 }
 
@@ -918,12 +946,16 @@ impl RuntimeInner {
         let stats = &self.stats[w];
         stats.busy.store(true, Ordering::Relaxed);
         // Two clock reads per task are a tenth of a tiny task's cost: only when asked.
-        let start = self.config.stats.then(std::time::Instant::now);
+        // Traced: tasks a device driver runs here (poisoned, no codelet) are left out of its
+        // track, which shows its device's kernels (`finish_in_flight`).
+        let trace = self.trace.as_deref().filter(|_| self.backends[w].is_none());
+        let start = (self.config.stats || trace.is_some()).then(std::time::Instant::now);
+        let mut measured = None;
         let result = match t.poison.get() {
             Some(e) => Err((**e).clone()),
             None => match &t.kind {
                 TaskKind::Codelet(c) if self.backends[w].is_some() => self.run_on_device(w, &t, c),
-                TaskKind::Codelet(c) => self.run_codelet(w, &t, c),
+                TaskKind::Codelet(c) => self.run_codelet(w, &t, c, &mut measured),
                 TaskKind::Reduction => self.run_reduction(w, &t),
                 TaskKind::Empty => Ok(()),
                 TaskKind::Acquire(_) | TaskKind::External(_) => unreachable!("acquisitions and external tasks are not scheduled"),
@@ -931,13 +963,56 @@ impl RuntimeInner {
         };
         stats.tasks.fetch_add(1, Ordering::Relaxed);
         if let Some(s) = start {
-            stats.busy_ns.fetch_add(s.elapsed().as_nanos() as u64, Ordering::Relaxed);
+            let end = std::time::Instant::now();
+            if self.config.stats {
+                stats.busy_ns.fetch_add(end.saturating_duration_since(s).as_nanos() as u64, Ordering::Relaxed);
+            }
+            if let Some(tr) = trace {
+                self.trace_task(tr, w, &t, s, end, measured);
+            }
         }
         if t.worker.is_none() {
             self.policy.done(w, &t);
         }
         self.complete(&t, result, Some(w));
         stats.busy.store(false, Ordering::Relaxed);
+    }
+
+    /// Record `t`, run on worker `w` from `start` to `end`, in trace `tr`; `measured`: its
+    /// implementation's (or kernel's) duration, µs. Cold and out of line: the untraced
+    /// path through `execute` stays as it was.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn trace_task(
+        &self,
+        tr: &crate::trace::Tracer,
+        w: usize,
+        t: &TaskInner,
+        start: std::time::Instant,
+        end: std::time::Instant,
+        measured: Option<f64>,
+    ) {
+        // The footprint costs a lock per handle the first time: only for a codelet with a
+        // model (whose policy or sampling computes it anyway), or if something already did.
+        let mut footprint = t.perf_key.get().map(|k| k.0);
+        let (codelet, predicted) = match &t.kind {
+            TaskKind::Codelet(c) => {
+                if c.model.is_some() {
+                    footprint = Some(t.perf_key().0);
+                }
+                let predicted = c.model_handle(self.model_dir.as_deref(), self.config.calibrate).and_then(|m| {
+                    let (fp, size) = t.perf_key();
+                    match m.predict(&self.workers[w].perf_arch, fp, size) {
+                        crate::perfmodel::Prediction::Calibrated(p) => Some(p),
+                        crate::perfmodel::Prediction::Uncalibrated => None,
+                    }
+                });
+                (c.id, predicted)
+            }
+            _ => (0, None),
+        };
+        let e = crate::trace::TaskEvent { task: t.id, codelet, name: t.name(), footprint, predicted_us: predicted, measured_us: measured };
+        tr.task(Some(w), start, end, &e, t.accesses.iter().map(|a| a.handle.id()));
     }
 
     /// The model of `t`'s codelet, if it has one and wants a sample of `t` on worker `w`.
@@ -980,7 +1055,8 @@ impl RuntimeInner {
         }
     }
 
-    fn run_codelet(&self, w: usize, t: &TaskRef, c: &crate::task::Codelet) -> Result<(), TaskError> {
+    /// `measured`: set to the implementation's duration (µs) when it was timed.
+    fn run_codelet(&self, w: usize, t: &TaskRef, c: &crate::task::Codelet, measured: &mut Option<f64>) -> Result<(), TaskError> {
         let info = &self.workers[w];
         let f = c.implementation(info.arch).expect("invariant: scheduled on a worker with an implementation");
         let views: SmallVec<[View; 3]> = SmallVec::new();
@@ -1001,16 +1077,21 @@ impl RuntimeInner {
                 let ctx = TaskContext { views: &views, args: &t.args, worker: w, arch: info.arch };
                 let model = self.sampling(w, t);
                 let slow = info.arch == Arch::Null && self.config.null_slowdown > 1.0;
-                let start = (model.is_some() || slow).then(std::time::Instant::now);
+                // Traced, the implementation of a codelet with a model is timed apart from its
+                // data's acquisition (`measured_us`).
+                let traced = self.trace.is_some() && c.model.is_some();
+                let start = (model.is_some() || slow || traced).then(std::time::Instant::now);
                 let r = call_implementation(f, &ctx, c.name());
                 if let Some(start) = start {
                     if slow {
                         std::thread::sleep(start.elapsed().mul_f64(self.config.null_slowdown - 1.0));
                     }
+                    let us = start.elapsed().as_secs_f64() * 1e6;
+                    *measured = Some(us);
                     if let Some(m) = model
                         && r.is_ok()
                     {
-                        self.measured(w, t, &m, start.elapsed().as_secs_f64() * 1e6);
+                        self.measured(w, t, &m, us);
                     }
                 }
                 r
@@ -1283,6 +1364,23 @@ impl RuntimeInner {
             }
         }
     }
+}
+
+/// The trace's track names of `workers`: "cpu 0", "null 1", "opencl 0 (device name)".
+fn trace_tracks(workers: &[WorkerInfo]) -> Vec<crate::trace::Track> {
+    let mut seen: Vec<Arch> = Vec::new();
+    workers
+        .iter()
+        .map(|w| {
+            let k = seen.iter().filter(|&&a| a == w.arch).count();
+            seen.push(w.arch);
+            let name = match w.perf_arch.split_once(':') {
+                Some((_, dev)) => format!("{} {k} ({dev})", w.arch.name()),
+                None => format!("{} {k}", w.arch.name()),
+            };
+            crate::trace::Track { name }
+        })
+        .collect()
 }
 
 /// Run `acquire` on `state` until it stops failing with `MemoryBusy` (a full memory node

@@ -276,12 +276,71 @@ fn chained_tasks_on_one_device_are_launched_without_waiting_for_completion(dir: 
     assert_eq!(slow.most(), 1, "tasks on a partitioned handle were launched ahead of their predecessors' completion");
 }
 
+/// `Config::trace` (`WEFT_TRACE`): each device driver has a track named after its device,
+/// with a slice per kernel (named by its codelet) that never overlaps the next one.
+fn a_trace_has_a_track_per_device_with_its_kernels(dir: &std::path::Path) {
+    let path = dir.join(format!("trace-{}.json", std::process::id()));
+    let _ = std::fs::create_dir_all(dir);
+    let rt = Runtime::new(Config {
+        ncpu: Some(1),
+        nopencl: None,
+        kernel_cache: Some(dir.to_path_buf()),
+        sched: PolicyKind::Eager,
+        spin_us: 5,
+        trace: Some(path.clone()),
+        ..Config::default()
+    })
+    .unwrap();
+    let ocl = opencl_workers(&rt);
+    if ocl.len() < 2 {
+        println!("skipped: no OpenCL platform with two devices");
+        return;
+    }
+    let v = rt.register_vector(vec![0.0f32; 1024]).unwrap();
+    let add = Codelet::builder("add-traced").opencl(ADD, "add").build();
+    for k in 0..20 {
+        rt.submit(TaskBuilder::new(&add).access(&v, AccessMode::RW).arg(1.0f32).on_worker(ocl[k % 2])).unwrap();
+    }
+    assert_eq!(v.into_vec::<f32>().unwrap(), vec![20.0f32; 1024]);
+    drop(rt);
+    let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let _ = std::fs::remove_file(&path);
+    let events = json["traceEvents"].as_array().unwrap();
+    let tids: Vec<u64> = (0..2)
+        .map(|k| {
+            let e = events
+                .iter()
+                .find(|e| e["name"] == "thread_name" && e["args"]["name"].as_str().is_some_and(|n| n.starts_with(&format!("opencl {k} ("))))
+                .unwrap_or_else(|| panic!("no track opencl {k}"));
+            e["tid"].as_u64().unwrap()
+        })
+        .collect();
+    for (k, tid) in tids.iter().enumerate() {
+        let mut kernels: Vec<(f64, f64)> = events
+            .iter()
+            .filter(|e| e["ph"] == "X" && e["cat"] == "task" && e["pid"] == 1 && e["tid"] == *tid)
+            .map(|e| {
+                assert_eq!(e["name"], "add-traced");
+                let ts = e["ts"].as_f64().unwrap();
+                (ts, ts + e["dur"].as_f64().unwrap())
+            })
+            .collect();
+        assert_eq!(kernels.len(), 10, "device {k}");
+        kernels.sort_by(|a, b| a.0.total_cmp(&b.0));
+        assert!(kernels.windows(2).all(|p| p[0].1 <= p[1].0 + 1e-3), "device {k}: {kernels:?}");
+    }
+    // Moving `v` between the devices goes through host memory: copies both ways.
+    let copies =
+        |src: u64, dst: u64| events.iter().filter(|e| e["cat"] == "transfer" && e["args"]["src"] == src && e["args"]["dst"] == dst).count();
+    assert!(copies(1, 0) + copies(2, 0) > 0 && copies(0, 1) + copies(0, 2) > 0);
+}
+
 fn main() {
     // SAFETY: no other thread exists yet.
     unsafe { std::env::set_var("POCL_DEVICES", "basic basic") };
     let dir = std::env::temp_dir().join(format!("weft-kernels-{}", std::process::id()));
     type Test = (&'static str, fn(&std::path::Path));
-    let tests: [Test; 7] = [
+    let tests: [Test; 8] = [
         ("data_written_on_one_device_is_right_on_the_other_and_the_host", data_written_on_one_device_is_right_on_the_other_and_the_host),
         ("a_problem_twice_the_device_memory_gives_right_results", a_problem_twice_the_device_memory_gives_right_results),
         (
@@ -295,6 +354,7 @@ fn main() {
             "chained_tasks_on_one_device_are_launched_without_waiting_for_completion",
             chained_tasks_on_one_device_are_launched_without_waiting_for_completion,
         ),
+        ("a_trace_has_a_track_per_device_with_its_kernels", a_trace_has_a_track_per_device_with_its_kernels),
     ];
     let filter: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
     let (mut passed, mut failed) = (0, 0);

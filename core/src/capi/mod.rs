@@ -97,10 +97,11 @@ pub fn shared_runtime_with(adjust: impl FnOnce(&mut crate::Config)) -> Result<Ar
 }
 
 /// At process exit (or when libweft.so is unloaded), print the statistics of a runtime that is
-/// still running when `WEFT_STATS=1`: the shared runtime of a program run through the
-/// OpenMP or OpenCL front end is never shut down, so this is where it shows where tasks ran.
-/// A runtime stopped by `weft_shutdown` printed its own when it stopped. Also saves the
-/// process's performance models, which that runtime measured.
+/// still running when `WEFT_STATS=1`, and write its trace under `WEFT_TRACE`: the shared
+/// runtime of a program run through the OpenMP or OpenCL front end is never shut down, so
+/// this is where it shows where tasks ran. A runtime stopped by `weft_shutdown` printed and
+/// wrote its own when it stopped. Also saves the process's performance models, which that
+/// runtime measured.
 extern "C" fn report_stats_at_exit() {
     // The front ends' runtime is never shut down: its performance models are saved here.
     let _ = std::panic::catch_unwind(crate::perfmodel::save_all);
@@ -111,6 +112,9 @@ extern "C" fn report_stats_at_exit() {
             && st.rt.config().stats
         {
             eprint!("weft: statistics at exit\n{}", st.rt.stats_report());
+        }
+        if let Some(st) = &g.state {
+            st.rt.write_trace();
         }
     });
 }

@@ -78,14 +78,20 @@ impl TreeState {
         debug_assert!(src == 0 || dst == 0, "device-to-device copies go through host memory");
         let e = &self.entries[idx];
         let rect = e.shape.rect(e.strides_on(src), e.strides_on(dst));
+        let handle = e.id;
         let s = self.endpoint(tree, idx, src)?;
         let d = self.endpoint(tree, idx, dst)?;
         let dev = if src == 0 { &tree.nodes[dst].device } else { &tree.nodes[src].device };
+        let trace = tree.nodes[dst].trace.get();
+        let start = trace.map(|_| std::time::Instant::now());
         // SAFETY: both replicas are allocated and span the rectangle; the tree lock is held
         // until the copy completes, and dependencies keep tasks from writing `dst` meanwhile.
         let done = unsafe { dev.copy(s, d, rect) }?;
         done.wait()?;
         tree.nodes[dst].received(src, rect.bytes());
+        if let (Some(tr), Some(start)) = (trace, start) {
+            tr.transfer(src, dst, rect.bytes(), handle, start, done.completed_at().unwrap_or_else(std::time::Instant::now));
+        }
         Ok(())
     }
 
@@ -175,6 +181,9 @@ impl TreeState {
         e.replicas[0].state = ReplicaState::Shared;
         normalize(e);
         tree.nodes[0].received(p.src, p.bytes);
+        if let (Some(tr), Some(start)) = (tree.nodes[0].trace.get(), p.issued) {
+            tr.transfer(p.src, 0, p.bytes, e.id, start, p.done.completed_at().unwrap_or_else(std::time::Instant::now));
+        }
         Ok(None)
     }
 
@@ -188,6 +197,7 @@ impl TreeState {
         let rect = e.shape.rect(e.strides_on(src), e.strides_on(0));
         let s = self.endpoint(tree, idx, src)?;
         let d = self.endpoint(tree, idx, 0)?;
+        let issued = tree.nodes[0].trace.get().map(|_| std::time::Instant::now());
         // SAFETY: both replicas are allocated and span the rectangle; the source stays pinned
         // (so neither evicted nor freed) until the copy is settled, home memory lives as long
         // as the tree, and nobody reads home before `settle` marks it valid (every path that
@@ -195,7 +205,7 @@ impl TreeState {
         // this copy holds its dependencies).
         let done = unsafe { tree.nodes[src].device.copy(s, d, rect) }?;
         self.entries[idx].replicas[src].pins += 1;
-        self.entries[idx].pending_home = Some(super::PendingCopy { done: done.clone(), src, bytes: rect.bytes() });
+        self.entries[idx].pending_home = Some(super::PendingCopy { done: done.clone(), src, bytes: rect.bytes(), issued });
         Ok(done)
     }
 

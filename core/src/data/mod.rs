@@ -132,6 +132,8 @@ pub(crate) struct PendingCopy {
     pub done: weft_vendors::Completion,
     pub src: usize,
     pub bytes: usize,
+    /// When it was issued, if the runtime records a trace (`WEFT_TRACE`).
+    pub issued: Option<std::time::Instant>,
 }
 
 impl Entry {

@@ -40,8 +40,8 @@ pub(crate) struct InFlight {
     n: usize,
     scratch: SmallVec<[Buffer; 1]>,
     pub done: Completion,
-    /// When it was launched, if its duration is measured (its model wants a sample, or
-    /// `WEFT_STATS`), and its model if it wants one.
+    /// When it was launched, if its duration is measured (its model wants a sample,
+    /// `WEFT_STATS` or `WEFT_TRACE`), and its model if it wants one.
     launched: Option<std::time::Instant>,
     model: Option<std::sync::Arc<crate::perfmodel::ModelHandle>>,
 }
@@ -98,7 +98,7 @@ impl RuntimeInner {
             Ok(None) => {
                 // Before the launch: a device that runs kernels in the thread that enqueues
                 // or flushes them (PoCL's basic) has completed it when the call returns.
-                let at = (model.is_some() || self.config.stats).then(std::time::Instant::now);
+                let at = (model.is_some() || self.config.stats || self.trace.is_some()).then(std::time::Instant::now);
                 self.launch_on(w, t, c, &bufs, batch).map(|done| (done, at))
             }
         };
@@ -216,6 +216,14 @@ impl RuntimeInner {
                 if let Some(m) = model {
                     self.measured(w, &t, &m, (end - start) as f64 / 1e3);
                 }
+            }
+            // The device's time line: from when it could start the kernel (launched, and the
+            // one before done) to its completion; kernels of one device do not overlap.
+            if let (Some(tr), Some(launched)) = (self.trace.as_deref(), launched) {
+                let start = self.epoch + std::time::Duration::from_nanos(ns(launched).max(last_done).min(end));
+                let modelled = matches!(&t.kind, crate::task::TaskKind::Codelet(c) if c.model.is_some());
+                let us = at.saturating_duration_since(start).as_secs_f64() * 1e6;
+                self.trace_task(tr, w, &t, start, at, (modelled && r.is_ok()).then_some(us));
             }
         }
         self.finish_on_driver(w, &t, r);

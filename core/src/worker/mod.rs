@@ -94,10 +94,22 @@ enum Found {
 }
 
 /// Nothing to do: spin a little (work often arrives within microseconds), then sleep until a
-/// push or a posted job wakes the worker.
+/// push or a posted job wakes the worker. Traced (`WEFT_TRACE`), the span becomes an "idle"
+/// slice on the worker's track ("sleep" if it parked), which ends where the worker's next
+/// slice starts (`trace::Tracer::idle`): no clock read beyond the spin's own.
 fn idle(rt: &RuntimeInner, w: usize, spin: Duration) -> Found {
+    let start = Instant::now();
+    let mut slept = false;
+    let found = wait_for_work(rt, w, spin, start, &mut slept);
+    if let Some(tr) = rt.trace.as_deref() {
+        tr.idle(w, start, slept);
+    }
+    found
+}
+
+/// [`idle`]'s loop, from `start`; sets `slept` if it parked.
+fn wait_for_work(rt: &RuntimeInner, w: usize, spin: Duration, mut start: Instant, slept: &mut bool) -> Found {
     loop {
-        let start = Instant::now();
         let mut i = 0u32;
         while !rt.shutdown.load(Ordering::Relaxed) {
             if rt.jobs.has_work(w) {
@@ -129,8 +141,10 @@ fn idle(rt: &RuntimeInner, w: usize, spin: Duration) -> Found {
             rt.sleep.clear(w);
             return Found::Shutdown;
         }
+        *slept = true;
         std::thread::park();
         rt.sleep.clear(w);
+        start = Instant::now();
     }
 }
 

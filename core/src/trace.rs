@@ -1,0 +1,509 @@
+//! Execution traces (`WEFT_TRACE=path.json`): a Chrome trace-event file that Perfetto
+//! (<https://ui.perfetto.dev>) and `chrome://tracing` open. See `docs/tracing.md`.
+//!
+//! **Owns**: the events recorded while the runtime runs (tasks and idle spans per worker,
+//! copies between memory nodes), their buffers, and writing them out as JSON.
+//! **Does not own**: when events happen. The runtime, the workers and the coherence code
+//! record them; the runtime writes the file at shutdown (`Runtime` drop) and the C API's
+//! exit hook writes that of the front ends' shared runtime, which is never shut down.
+//!
+//! Cost: off, an event site loads one field (`RuntimeInner::trace`, an `Option`; for copies
+//! `MemoryNode::trace`, a `OnceLock`) and reads no clock. On, a task costs two clock reads
+//! and one uncontended lock of its worker's own buffer ([`Tracer::task`]): each worker writes
+//! only its own buffer, threads that are not workers share one more, and copies (µs at
+//! least) share a list of their own. Codelet names are interned per buffer and handle ids go
+//! to one flat vector per buffer; records go to chunks that are never moved. An idle span is
+//! one relaxed store, closed by the worker's next task. Nothing is written before shutdown
+//! (or exit). Measurements: `bench/RESULTS.md`, "Tracing cost".
+//!
+//! Invariant: every timestamp is a duration since the runtime's epoch (the clock of
+//! `WEFT_STATS`), so the tracks line up.
+
+use crate::sync::atomic::{AtomicU64, Ordering};
+use crate::sync::{Mutex, lock};
+use crossbeam_utils::CachePadded;
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+/// A worker's track in the trace.
+pub(crate) struct Track {
+    /// "cpu 0", "null 1", "opencl 0 (pthread-...)".
+    pub name: String,
+}
+
+/// What a task slice says about its task (`Tracer::task`).
+#[derive(Clone, Copy)]
+pub(crate) struct TaskEvent<'a> {
+    pub task: u64,
+    /// The codelet's unique id (names are interned by it) and name; id 0 for tasks without
+    /// a codelet, named by kind ("reduction", "empty").
+    pub codelet: u64,
+    pub name: &'a str,
+    /// The task's footprint in its codelet's model, if it has one (or a policy computed it).
+    pub footprint: Option<u32>,
+    /// Calibrated prediction of the codelet's model for this worker, µs.
+    pub predicted_us: Option<f64>,
+    /// The implementation's (or the device kernel's) duration, µs.
+    pub measured_us: Option<f64>,
+}
+
+/// Idle spans shorter than this are not recorded: a worker that finds work on its second
+/// look would add one per task.
+const MIN_IDLE_NS: u64 = 5_000;
+
+#[derive(Clone, Copy)]
+enum What {
+    Task {
+        task: u64,
+        footprint: Option<u32>,
+        predicted_us: f32,
+        measured_us: f32,
+        handles: (u32, u32),
+    },
+    /// Spun waiting for work, and slept too if `slept`.
+    Idle {
+        slept: bool,
+    },
+}
+
+#[derive(Clone, Copy)]
+struct Slice {
+    start: u64,
+    end: u64,
+    /// Index into `ThreadBuf::names` (tasks only).
+    name: u32,
+    what: What,
+}
+
+#[derive(Default)]
+struct ThreadBuf {
+    /// The codelet of the last task recorded, and its name's index.
+    last: Option<(u64, u32)>,
+    /// In chunks of [`CHUNK`]: a push never moves what was recorded (a growing `Vec` copies
+    /// it all at each doubling, a fifth of an event's cost over a million tasks).
+    slices: Vec<Vec<Slice>>,
+    names: Vec<Box<str>>,
+    by_codelet: HashMap<(u64, usize), u32>,
+    handles: Vec<u64>,
+}
+
+/// Slices per chunk of `ThreadBuf::slices` (about 200 KiB).
+const CHUNK: usize = 4096;
+
+impl ThreadBuf {
+    /// Record the pending idle span `p` (`PerThread::idle`), ending at `end`, if long enough.
+    fn close_idle(&mut self, p: u64, end: u64) {
+        let (start, slept) = ((p >> 1) - 1, p & 1 == 1);
+        if end >= start + MIN_IDLE_NS {
+            self.push(Slice { start, end, name: 0, what: What::Idle { slept } });
+        }
+    }
+
+    fn push(&mut self, s: Slice) {
+        match self.slices.last_mut() {
+            Some(c) if c.len() < CHUNK => c.push(s),
+            _ => {
+                let mut c = Vec::with_capacity(CHUNK);
+                c.push(s);
+                self.slices.push(c);
+            }
+        }
+    }
+
+    /// Index of `name` (of codelet `id`) in `names`, interned on first use.
+    fn intern(&mut self, id: u64, name: &str) -> u32 {
+        if let Some((last, i)) = self.last
+            && last == id
+            && id != 0
+        {
+            return i;
+        }
+        let i = self.intern_slow(id, name);
+        self.last = Some((id, i));
+        i
+    }
+
+    fn intern_slow(&mut self, id: u64, name: &str) -> u32 {
+        // Keyed by codelet id, and by the name's length as a cheap check for tasks without a
+        // codelet (id 0), whose names differ.
+        if let Some(&i) = self.by_codelet.get(&(id, name.len()))
+            && *self.names[i as usize] == *name
+        {
+            return i;
+        }
+        let i = self.names.len() as u32;
+        self.names.push(name.into());
+        self.by_codelet.insert((id, name.len()), i);
+        i
+    }
+}
+
+struct Transfer {
+    start: u64,
+    end: u64,
+    src: usize,
+    dst: usize,
+    bytes: usize,
+    handle: u64,
+}
+
+/// One thread's events.
+#[derive(Default)]
+struct PerThread {
+    buf: Mutex<ThreadBuf>,
+    /// The idle span the worker is in or just left, not recorded yet: 0 for none, else
+    /// `(start_ns + 1) << 1 | slept`. Its end is the start of the worker's next slice
+    /// (`Tracer::task`), so an idle span costs no clock read, and one too short to keep
+    /// costs no lock nor memory. Relaxed: only the worker's own thread stores and swaps it
+    /// (`idle` and `task` run on the thread of the worker they name); `to_json` reads it
+    /// after the workers were joined, or at exit as a best effort.
+    idle: AtomicU64,
+}
+
+/// The events of one runtime, and where they go.
+pub(crate) struct Tracer {
+    path: PathBuf,
+    epoch: Instant,
+    tracks: Vec<Track>,
+    /// Per worker, then one for every thread that is not a worker.
+    bufs: Vec<CachePadded<PerThread>>,
+    transfers: Mutex<Vec<Transfer>>,
+    /// Memory nodes' names ("host", device names), by node id.
+    nodes: Vec<String>,
+}
+
+impl Tracer {
+    pub(crate) fn new(path: PathBuf, epoch: Instant, tracks: Vec<Track>, nodes: Vec<String>) -> Tracer {
+        let bufs = (0..=tracks.len()).map(|_| CachePadded::new(PerThread::default())).collect();
+        Tracer { path, epoch, tracks, bufs, transfers: Mutex::new(Vec::new()), nodes }
+    }
+
+    fn ns(&self, at: Instant) -> u64 {
+        at.saturating_duration_since(self.epoch).as_nanos() as u64
+    }
+
+    fn buf(&self, worker: Option<usize>) -> &PerThread {
+        let last = self.bufs.len() - 1;
+        &self.bufs[worker.map_or(last, |w| w.min(last))]
+    }
+
+    /// A task ran on `worker` (`None`: a thread that is not a worker) from `start` to `end`
+    /// and accessed `handles`.
+    pub(crate) fn task(&self, worker: Option<usize>, start: Instant, end: Instant, e: &TaskEvent<'_>, handles: impl Iterator<Item = u64>) {
+        let (start, end) = (self.ns(start), self.ns(end));
+        let pt = self.buf(worker);
+        let mut b = lock(&pt.buf);
+        if pt.idle.load(Ordering::Relaxed) != 0 {
+            b.close_idle(pt.idle.swap(0, Ordering::Relaxed), start);
+        }
+        let name = b.intern(e.codelet, e.name);
+        let first = b.handles.len() as u32;
+        b.handles.extend(handles);
+        let n = b.handles.len() as u32 - first;
+        let f = |x: Option<f64>| x.map_or(f32::NAN, |x| x as f32);
+        let what = What::Task {
+            task: e.task,
+            footprint: e.footprint,
+            predicted_us: f(e.predicted_us),
+            measured_us: f(e.measured_us),
+            handles: (first, n),
+        };
+        b.push(Slice { start, end: end.max(start), name, what });
+    }
+
+    /// Worker `worker` (the calling thread) looked for work from `start` on, and slept if
+    /// `slept`. The span ends where the worker's next slice starts (or when the trace is
+    /// written): no clock read, and no lock unless an earlier span is still open.
+    pub(crate) fn idle(&self, worker: usize, start: Instant, slept: bool) {
+        let start = self.ns(start);
+        let pt = self.buf(Some(worker));
+        let prev = pt.idle.swap(((start + 1) << 1) | u64::from(slept), Ordering::Relaxed);
+        if prev != 0 {
+            // Idle twice with no task between (a job ran): the first span ends here.
+            lock(&pt.buf).close_idle(prev, start);
+        }
+    }
+
+    /// `bytes` of handle `handle` were copied from node `src` to node `dst`, from `start` to `end`.
+    pub(crate) fn transfer(&self, src: usize, dst: usize, bytes: usize, handle: u64, start: Instant, end: Instant) {
+        let (start, end) = (self.ns(start), self.ns(end));
+        lock(&self.transfers).push(Transfer { start, end: end.max(start), src, dst, bytes, handle });
+    }
+
+    /// Write everything recorded so far to the file, atomically (a temporary file beside
+    /// it, renamed over it). A failure is one warning naming `WEFT_TRACE` and the path.
+    pub(crate) fn write(&self) {
+        if let Err(warning) = self.try_write() {
+            eprintln!("{warning}");
+        }
+    }
+
+    /// [`Tracer::write`], with the warning returned instead of printed.
+    fn try_write(&self) -> Result<(), String> {
+        write_atomic(&self.path, |f| self.write_json(&mut std::io::BufWriter::with_capacity(1 << 16, f)))
+            .map_err(|e| format!("weft: WEFT_TRACE={}: cannot write the trace: {e}", self.path.display()))
+    }
+
+    /// The trace as Chrome trace-event JSON.
+    #[cfg(test)]
+    pub(crate) fn to_json(&self) -> String {
+        let mut v = Vec::new();
+        self.write_json(&mut v).expect("writing to memory");
+        String::from_utf8(v).expect("valid UTF-8")
+    }
+
+    /// The trace as Chrome trace-event JSON, streamed to `out` (one event at a time: a
+    /// long trace is never whole in memory as JSON).
+    fn write_json(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+        out.write_all(b"{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n")?;
+        let mut ev = Emitter { out, n: 0, err: None };
+        let meta = |pid: u32, tid: Option<u32>, what: &str, args: String| {
+            let tid = tid.map(|t| format!(",\"tid\":{t}")).unwrap_or_default();
+            format!("{{\"ph\":\"M\",\"pid\":{pid}{tid},\"name\":\"{what}\",\"args\":{args}}}")
+        };
+        ev.push(meta(1, None, "process_name", "{\"name\":\"weft workers\"}".into()));
+        ev.push(meta(1, None, "process_sort_index", "{\"sort_index\":1}".into()));
+        ev.push(meta(2, None, "process_name", "{\"name\":\"weft transfers\"}".into()));
+        ev.push(meta(2, None, "process_sort_index", "{\"sort_index\":2}".into()));
+        let other = self.tracks.len();
+        let now = self.ns(Instant::now());
+        for (w, pt) in self.bufs.iter().enumerate() {
+            let b = lock(&pt.buf);
+            let tid = w as u32 + 1;
+            if w == other && b.slices.is_empty() {
+                continue;
+            }
+            let name = self.tracks.get(w).map_or("other threads", |t| t.name.as_str());
+            ev.push(meta(1, Some(tid), "thread_name", format!("{{\"name\":{}}}", json_str(name))));
+            ev.push(meta(1, Some(tid), "thread_sort_index", format!("{{\"sort_index\":{w}}}")));
+            let mut slices: Vec<Slice> = b.slices.concat();
+            // The span a worker is idle in now (it never started another task) ends now.
+            let p = pt.idle.load(Ordering::Relaxed);
+            if p != 0 && now >= (p >> 1) - 1 + MIN_IDLE_NS {
+                slices.push(Slice { start: (p >> 1) - 1, end: now, name: 0, what: What::Idle { slept: p & 1 == 1 } });
+            }
+            slices.sort_by_key(|s| (s.start, std::cmp::Reverse(s.end)));
+            for s in &slices {
+                let (name, cat, args) = match s.what {
+                    What::Idle { slept } => (if slept { "sleep" } else { "idle" }, "idle", String::from("{}")),
+                    What::Task { task, footprint, predicted_us, measured_us, handles } => {
+                        let hs = &b.handles[handles.0 as usize..(handles.0 + handles.1) as usize];
+                        let hs: Vec<String> = hs.iter().map(u64::to_string).collect();
+                        let mut a = format!("{{\"task\":{task},\"handles\":[{}]", hs.join(","));
+                        if let Some(fp) = footprint {
+                            let _ = write!(a, ",\"footprint\":\"{fp:08x}\"");
+                        }
+                        if predicted_us.is_finite() {
+                            let _ = write!(a, ",\"predicted_us\":{predicted_us:.3}");
+                        }
+                        if measured_us.is_finite() {
+                            let _ = write!(a, ",\"measured_us\":{measured_us:.3}");
+                        }
+                        a.push('}');
+                        (&*b.names[s.name as usize], "task", a)
+                    }
+                };
+                ev.push(format!(
+                    "{{\"ph\":\"X\",\"pid\":1,\"tid\":{tid},\"name\":{},\"cat\":\"{cat}\",\"ts\":{},\"dur\":{},\"args\":{args}}}",
+                    json_str(name),
+                    us(s.start),
+                    us(s.end - s.start)
+                ));
+            }
+        }
+        // Transfers: a track per (source, destination) pair; copies that overlap in time
+        // (issued by different threads) go to further lanes of the pair, so that no track
+        // holds overlapping slices.
+        let mut ts: Vec<&Transfer> = Vec::new();
+        let transfers = lock(&self.transfers);
+        ts.extend(transfers.iter());
+        ts.sort_by_key(|t| (t.start, t.end));
+        // Per (src, dst): the end of each lane's last copy, and the lane's tid.
+        type Lanes = Vec<(u64, u32)>;
+        let mut lanes: Vec<((usize, usize), Lanes)> = Vec::new();
+        let mut totals: HashMap<(usize, usize), u64> = HashMap::new();
+        let mut next_tid = 1u32;
+        let node = |n: usize| self.nodes.get(n).map_or_else(|| format!("node {n}"), |d| format!("node {n} ({d})"));
+        for t in ts {
+            let pair = (t.src, t.dst);
+            let i = match lanes.iter().position(|(p, _)| *p == pair) {
+                Some(i) => i,
+                None => {
+                    lanes.push((pair, Vec::new()));
+                    lanes.len() - 1
+                }
+            };
+            let lane = match lanes[i].1.iter().position(|&(end, _)| end <= t.start) {
+                Some(l) => l,
+                None => {
+                    let tid = next_tid;
+                    next_tid += 1;
+                    let k = lanes[i].1.len();
+                    let name = format!("{} -> {}{}", node(t.src), node(t.dst), if k == 0 { String::new() } else { format!(" #{}", k + 1) });
+                    ev.push(meta(2, Some(tid), "thread_name", format!("{{\"name\":{}}}", json_str(&name))));
+                    ev.push(meta(2, Some(tid), "thread_sort_index", format!("{{\"sort_index\":{tid}}}")));
+                    lanes[i].1.push((0, tid));
+                    k
+                }
+            };
+            let tid = lanes[i].1[lane].1;
+            lanes[i].1[lane].0 = t.end;
+            ev.push(format!(
+                "{{\"ph\":\"X\",\"pid\":2,\"tid\":{tid},\"name\":\"copy {} -> {}\",\"cat\":\"transfer\",\"ts\":{},\"dur\":{},\"args\":{{\"bytes\":{},\"src\":{},\"dst\":{},\"handle\":{}}}}}",
+                t.src,
+                t.dst,
+                us(t.start),
+                us(t.end - t.start),
+                t.bytes,
+                t.src,
+                t.dst,
+                t.handle
+            ));
+            let total = totals.entry(pair).or_default();
+            *total += t.bytes as u64;
+            ev.push(format!(
+                "{{\"ph\":\"C\",\"pid\":2,\"name\":\"bytes {} -> {}\",\"ts\":{},\"args\":{{\"bytes\":{total}}}}}",
+                t.src,
+                t.dst,
+                us(t.end)
+            ));
+        }
+        if let Some(e) = ev.err {
+            return Err(e);
+        }
+        ev.out.write_all(b"\n]}\n")?;
+        ev.out.flush()
+    }
+}
+
+/// Writes events to the file as they come, separated by commas; keeps the first error.
+struct Emitter<'a> {
+    out: &'a mut dyn std::io::Write,
+    n: usize,
+    err: Option<std::io::Error>,
+}
+
+impl Emitter<'_> {
+    fn push(&mut self, event: String) {
+        if self.err.is_some() {
+            return;
+        }
+        let sep: &[u8] = if self.n == 0 { b"" } else { b",\n" };
+        self.n += 1;
+        if let Err(e) = self.out.write_all(sep).and_then(|()| self.out.write_all(event.as_bytes())) {
+            self.err = Some(e);
+        }
+    }
+}
+
+/// Nanoseconds as the format's microseconds.
+fn us(ns: u64) -> String {
+    format!("{}.{:03}", ns / 1000, ns % 1000)
+}
+
+/// `s` as a JSON string literal.
+fn json_str(s: &str) -> String {
+    let mut o = String::with_capacity(s.len() + 2);
+    o.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => o.push_str("\\\""),
+            '\\' => o.push_str("\\\\"),
+            '\n' => o.push_str("\\n"),
+            '\r' => o.push_str("\\r"),
+            '\t' => o.push_str("\\t"),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(o, "\\u{:04x}", c as u32);
+            }
+            c => o.push(c),
+        }
+    }
+    o.push('"');
+    o
+}
+
+/// Replace `path` with what `data` writes: a new temporary file beside it (`create_new`, so never one
+/// that exists, nor through a link planted there), written, then renamed over `path`. Not
+/// `weft_vendors::fsutil::PrivateDir::write_atomic`: that one refuses directories others
+/// can write (its trust rule is for caches Weft reads back), and a trace in `/tmp` is usual.
+fn write_atomic(path: &Path, data: impl FnOnce(&mut std::fs::File) -> std::io::Result<()>) -> std::io::Result<()> {
+    let name = path.file_name().ok_or_else(|| std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a file name"))?;
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let mut tries = 0u32;
+    let (tmp, mut f) = loop {
+        let tag = std::collections::hash_map::RandomState::new();
+        let tag = std::hash::BuildHasher::hash_one(&tag, (std::process::id(), tries));
+        let tmp = dir.join(format!(".{}.{tag:016x}.tmp", name.to_string_lossy()));
+        match std::fs::OpenOptions::new().write(true).create_new(true).open(&tmp) {
+            Ok(f) => break (tmp, f),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && tries < 8 => tries += 1,
+            Err(e) => return Err(e),
+        }
+    };
+    let r = data(&mut f).and_then(|()| std::fs::rename(&tmp, path));
+    if r.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strings_are_escaped() {
+        assert_eq!(json_str("a\"b\\c\n\u{1}"), "\"a\\\"b\\\\c\\n\\u0001\"");
+        assert_eq!(us(1_234_567), "1234.567");
+    }
+
+    #[test]
+    fn overlapping_copies_of_a_pair_get_lanes() {
+        let epoch = Instant::now();
+        let t = Tracer::new(PathBuf::from("x.json"), epoch, vec![Track { name: "cpu 0".into() }], vec!["host".into(), "null0".into()]);
+        let at = |us: u64| epoch + std::time::Duration::from_micros(us);
+        t.transfer(0, 1, 8, 1, at(0), at(10));
+        t.transfer(0, 1, 8, 2, at(5), at(15));
+        t.transfer(0, 1, 8, 3, at(12), at(20));
+        let j = t.to_json();
+        assert!(j.contains("node 0 (host) -> node 1 (null0) #2"), "{j}");
+        assert!(!j.contains("#3"), "{j}");
+    }
+
+    #[test]
+    fn an_unwritable_path_is_a_warning_naming_the_variable_and_the_path() {
+        let path = PathBuf::from("/nonexistent-weft-dir/sub/trace.json");
+        let t = Tracer::new(path, Instant::now(), vec![Track { name: "cpu 0".into() }], vec!["host".into()]);
+        let w = t.try_write().unwrap_err();
+        assert!(w.contains("WEFT_TRACE=/nonexistent-weft-dir/sub/trace.json"), "{w}");
+        t.write();
+    }
+
+    #[test]
+    fn a_write_replaces_the_file_and_leaves_no_temporary() {
+        let dir = std::env::temp_dir().join(format!("weft-trace-unit-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("t.json");
+        std::fs::write(&path, "old").unwrap();
+        let t = Tracer::new(path.clone(), Instant::now(), vec![Track { name: "cpu 0".into() }], vec!["host".into()]);
+        t.task(
+            Some(0),
+            Instant::now(),
+            Instant::now(),
+            &TaskEvent { task: 1, codelet: 7, name: "k\"q", footprint: Some(3), predicted_us: Some(1.5), measured_us: None },
+            [4u64, 5].into_iter(),
+        );
+        t.try_write().unwrap();
+        let j = std::fs::read_to_string(&path).unwrap();
+        assert!(j.starts_with("{\"displayTimeUnit\"") && j.contains("\"name\":\"k\\\"q\"") && j.contains("\"handles\":[4,5]"), "{j}");
+        assert!(j.contains("\"predicted_us\":1.500") && !j.contains("measured_us"), "{j}");
+        let left: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(left, vec![std::ffi::OsString::from("t.json")]);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
