@@ -4,7 +4,8 @@
  * likewise, CL_QUEUE_SIZE on a host queue (CL_INVALID_COMMAND_QUEUE) and
  * CL_QUEUE_DEVICE_DEFAULT (none); and a program rebuilt right after its kernel's release,
  * while a launch of that kernel still waits (only the application's kernel objects
- * block a rebuild). The unified device's limits are its devices' smallest and its
+ * block a rebuild); CL_MEM_HOST_* flags refuse the host accesses they forbid. The
+ * unified device's limits are its devices' smallest and its
  * floating-point capabilities what they all have. Prints "device N: queries ok",
  * "unified limits ok" and "all ok" last. */
 #define CL_TARGET_OPENCL_VERSION 300
@@ -100,6 +101,31 @@ static void one_device(cl_device_id dev) {
         EXPECT(clCreateImage(ctx, CL_MEM_READ_WRITE, &fmt, &desc, NULL, &err) == NULL);
         EXPECT(err == CL_INVALID_OPERATION);
     }
+
+    /* CL_MEM_HOST_* flags: the host may not do what they forbid (sub-buffers inherit). */
+    char bytes[64] = {0};
+    cl_mem ro = clCreateBuffer(ctx, CL_MEM_READ_WRITE | CL_MEM_HOST_READ_ONLY, 64, NULL, &err);
+    CHECK(err);
+    cl_mem wo = clCreateBuffer(ctx, CL_MEM_READ_WRITE | CL_MEM_HOST_WRITE_ONLY, 64, NULL, &err);
+    CHECK(err);
+    cl_mem na = clCreateBuffer(ctx, CL_MEM_READ_WRITE | CL_MEM_HOST_NO_ACCESS, 64, NULL, &err);
+    CHECK(err);
+    EXPECT_CODE(CL_INVALID_OPERATION, clEnqueueWriteBuffer(q0, ro, CL_TRUE, 0, 8, bytes, 0, NULL, NULL));
+    CHECK(clEnqueueReadBuffer(q0, ro, CL_TRUE, 0, 8, bytes, 0, NULL, NULL));
+    EXPECT_CODE(CL_INVALID_OPERATION, clEnqueueReadBuffer(q0, wo, CL_TRUE, 0, 8, bytes, 0, NULL, NULL));
+    CHECK(clEnqueueWriteBuffer(q0, wo, CL_TRUE, 0, 8, bytes, 0, NULL, NULL));
+    EXPECT(clEnqueueMapBuffer(q0, na, CL_TRUE, CL_MAP_WRITE, 0, 8, 0, NULL, NULL, &err) == NULL && err == CL_INVALID_OPERATION);
+    EXPECT(clEnqueueMapBuffer(q0, wo, CL_TRUE, CL_MAP_READ, 0, 8, 0, NULL, NULL, &err) == NULL && err == CL_INVALID_OPERATION);
+    cl_buffer_region half = {0, 32};
+    cl_mem sub = clCreateSubBuffer(wo, 0, CL_BUFFER_CREATE_TYPE_REGION, &half, &err);
+    CHECK(err);
+    size_t zero3[3] = {0, 0, 0}, reg3[3] = {8, 1, 1};
+    EXPECT_CODE(CL_INVALID_OPERATION,
+                clEnqueueReadBufferRect(q0, sub, CL_TRUE, zero3, zero3, reg3, 0, 0, 0, 0, bytes, 0, NULL, NULL));
+    CHECK(clReleaseMemObject(sub));
+    CHECK(clReleaseMemObject(ro));
+    CHECK(clReleaseMemObject(wo));
+    CHECK(clReleaseMemObject(na));
 
     CHECK(clReleaseCommandQueue(q0));
     CHECK(clReleaseCommandQueue(q1));

@@ -1129,6 +1129,7 @@ pub unsafe extern "C" fn clEnqueueMapImage(
         ret_ptr(errcode_ret, || {
             let (qq, waits) = prologue(q, n, list)?;
             let m = image_of(&qq, image)?;
+            super::memory::host_map(&m, flags)?;
             let i = m.image.as_ref().ok_or(CL_INVALID_MEM_OBJECT)?;
             let (img, bytes) = image_box(i, triple(origin)?, triple(region)?)?;
             // CL_INVALID_VALUE if image_row_pitch is NULL [or] image is a 3D image, 1D or 2D

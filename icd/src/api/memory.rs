@@ -281,6 +281,21 @@ impl Mem {
     }
 }
 
+/// Whether the host may read (`read`) or write (`write`) `m`, as its `CL_MEM_HOST_*` flags
+/// say: "CL_INVALID_OPERATION if clEnqueueReadBuffer is called on buffer which has been
+/// created with CL_MEM_HOST_WRITE_ONLY or CL_MEM_HOST_NO_ACCESS" (and likewise for writes,
+/// rect forms, maps and images).
+pub fn host_access(m: &Mem, read: bool, write: bool) -> ClResult<()> {
+    let no_read = m.flags & (CL_MEM_HOST_WRITE_ONLY | CL_MEM_HOST_NO_ACCESS) != 0;
+    let no_write = m.flags & (CL_MEM_HOST_READ_ONLY | CL_MEM_HOST_NO_ACCESS) != 0;
+    if (read && no_read) || (write && no_write) { Err(CL_INVALID_OPERATION) } else { Ok(()) }
+}
+
+/// [`host_access`] for a map with `map_flags`.
+pub fn host_map(m: &Mem, map_flags: cl_bitfield) -> ClResult<()> {
+    host_access(m, map_flags & CL_MAP_READ != 0, map_flags & (CL_MAP_WRITE | CL_MAP_WRITE_INVALIDATE_REGION) != 0)
+}
+
 /// The root buffer of `m` (itself, or a sub-buffer's parent).
 pub fn root(m: &Arc<Obj<Mem>>) -> Arc<Obj<Mem>> {
     m.parent.clone().unwrap_or_else(|| m.clone())

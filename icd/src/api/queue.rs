@@ -408,6 +408,7 @@ pub unsafe extern "C" fn clEnqueueReadBuffer(
         // SAFETY: the caller's contract.
         let (qq, waits) = unsafe { prologue(q, n, list) }?;
         let m = buffer_of(&qq, buffer)?;
+        super::memory::host_access(&m, true, false)?;
         check_range(offset, size, m.size)?;
         if ptr.is_null() || size == 0 {
             return Err(CL_INVALID_VALUE);
@@ -466,6 +467,7 @@ pub unsafe extern "C" fn clEnqueueWriteBuffer(
         // SAFETY: the caller's contract.
         let (qq, waits) = unsafe { prologue(q, n, list) }?;
         let m = buffer_of(&qq, buffer)?;
+        super::memory::host_access(&m, false, true)?;
         check_range(offset, size, m.size)?;
         if ptr.is_null() || size == 0 {
             return Err(CL_INVALID_VALUE);
@@ -676,6 +678,7 @@ unsafe fn host_rect(
     unsafe {
         let (qq, waits) = prologue(q, n, list)?;
         let m = buffer_of(&qq, buffer)?;
+        super::memory::host_access(&m, !write, write)?;
         if ptr == 0 {
             return Err(CL_INVALID_VALUE);
         }
@@ -859,6 +862,7 @@ pub unsafe extern "C" fn clEnqueueMapBuffer(
         ret_ptr(errcode_ret, || {
             let (qq, waits) = prologue(q, n, list)?;
             let m = buffer_of(&qq, buffer)?;
+            super::memory::host_map(&m, flags)?;
             check_range(offset, size, m.size)?;
             // CL_INVALID_VALUE if [...] size is 0 or values specified in map_flags are not valid.
             if size == 0
