@@ -290,18 +290,23 @@ fn dropping_handles_and_finished_tasks_frees_their_replicas() {
     assert_eq!(rt.memory_nodes()[1].resident_count(), 0);
 }
 
+/// Adds 1 to each u32 of its buffer, on null devices only.
+fn inc_on_null() -> Arc<Codelet> {
+    Codelet::builder("inc-dev")
+        .null(|ctx| {
+            ctx.vector_mut::<u32>(0).iter_mut().for_each(|x| *x += 1);
+            Ok(())
+        })
+        .build()
+}
+
 /// `detach_home` gives registered memory back: the newest data (written on a device) lands
 /// there, and later tasks, evictions and unregistration never touch it again; called from
 /// the completion callback of the last task, the data is home before that task's waiters
 /// wake.
 #[test]
 fn a_detached_home_gets_the_newest_data_and_is_never_touched_again() {
-    let inc_dev = Codelet::builder("inc-dev")
-        .null(|ctx| {
-            ctx.vector_mut::<u32>(0).iter_mut().for_each(|x| *x += 1);
-            Ok(())
-        })
-        .build();
+    let inc_dev = inc_on_null();
     let shape = Shape::Vector { nx: 64, elem: 4 };
     for in_callback in [false, true] {
         let rt = with_null(1, None);
@@ -345,12 +350,7 @@ fn a_detached_home_gets_the_newest_data_and_is_never_touched_again() {
 /// use the runtime's memory.
 #[test]
 fn a_home_detached_without_write_back_is_never_touched() {
-    let inc_dev = Codelet::builder("inc-dev")
-        .null(|ctx| {
-            ctx.vector_mut::<u32>(0).iter_mut().for_each(|x| *x += 1);
-            Ok(())
-        })
-        .build();
+    let inc_dev = inc_on_null();
     let shape = Shape::Vector { nx: 64, elem: 4 };
     let rt = with_null(1, None);
     let mut mem = vec![1u32; 64];

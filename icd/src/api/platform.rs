@@ -329,47 +329,19 @@ pub(super) fn forward(dev: &OpenClDevice, param: cl_uint) -> ClResult<Vec<u8>> {
 fn device_info(p: &Platform, h: Handle, kind: DeviceKind, param: cl_uint) -> ClResult<Vec<u8>> {
     let first = p.answering(kind);
     let reals = p.reals(kind);
-    let sum = |param: cl_uint| -> ClResult<Vec<u8>> {
-        let mut t = 0u32;
-        for &i in &reals {
-            let b = forward(&p.real[i].1, param)?;
-            t += u32::from_ne_bytes(b.get(..4).and_then(|s| s.try_into().ok()).ok_or(CL_OUT_OF_RESOURCES)?);
-        }
-        Ok(info_val(t))
-    };
-    let min_u64 = |param: cl_uint| -> ClResult<Vec<u8>> {
-        let mut m = u64::MAX;
-        for &i in &reals {
-            let b = forward(&p.real[i].1, param)?;
-            m = m.min(u64::from_ne_bytes(b.get(..8).and_then(|s| s.try_into().ok()).ok_or(CL_OUT_OF_RESOURCES)?));
-        }
-        Ok(info_val(m))
-    };
     let _ = h;
     let images = super::image::all_support_images(p, &reals);
-    let min_usize = |param: cl_uint| -> ClResult<Vec<u8>> {
-        let mut m = usize::MAX;
-        for &i in &reals {
-            let b = forward(&p.real[i].1, param)?;
-            m = m.min(usize::from_ne_bytes(b.get(..8).and_then(|s| s.try_into().ok()).ok_or(CL_OUT_OF_RESOURCES)?));
-        }
-        Ok(info_val(m))
-    };
-    let min_u32 = |param: cl_uint| -> ClResult<Vec<u8>> {
-        let mut m = u32::MAX;
-        for &i in &reals {
-            let b = forward(&p.real[i].1, param)?;
-            m = m.min(u32::from_ne_bytes(b.get(..4).and_then(|s| s.try_into().ok()).ok_or(CL_OUT_OF_RESOURCES)?));
-        }
-        Ok(info_val(m))
-    };
-    // The unified device's limits and capabilities are what every one of its devices can
-    // do (a kernel may run on any of them): each real device's answer combined element by
-    // element (`width`-byte values, arrays over their common length) with `f`.
-    let fold = |param: cl_uint, width: usize, f: fn(u64, u64) -> u64| -> ClResult<Vec<u8>> {
+    // What the unified device answers where it stands for several devices: each real
+    // device's answer combined element by element (`width`-byte values; arrays over their
+    // common length) with `f`, from `init` (the answer when there are none). A kernel may
+    // run on any of them, so limits are the smallest and capabilities what all have.
+    let fold = |param: cl_uint, width: usize, init: u64, f: fn(u64, u64) -> u64| -> ClResult<Vec<u8>> {
         let mut acc: Option<Vec<u64>> = None;
         for &i in &reals {
             let b = forward(&p.real[i].1, param)?;
+            if b.len() < width {
+                return Err(CL_OUT_OF_RESOURCES);
+            }
             let vals: Vec<u64> = b
                 .chunks_exact(width)
                 .map(|c| {
@@ -385,20 +357,21 @@ fn device_info(p: &Platform, h: Handle, kind: DeviceKind, param: cl_uint) -> ClR
                 Some(a) => a.iter().zip(&vals).map(|(&x, &y)| f(x, y)).collect(),
             });
         }
-        let vals = acc.ok_or(CL_INVALID_DEVICE)?;
+        let vals = acc.unwrap_or_else(|| vec![init]);
         Ok(vals.iter().flat_map(|&v| if width == 4 { (v as u32).to_ne_bytes().to_vec() } else { v.to_ne_bytes().to_vec() }).collect())
     };
+    let min = |param: cl_uint, width: usize| fold(param, width, u64::MAX, u64::min);
     Ok(match param {
         // Sizes (size_t, cl_ulong): the smallest. Work-group and work-item sizes, parameter,
         // constant buffer and local memory sizes.
-        0x1004 | 0x1005 | 0x1017 | 0x1020 | 0x1023 if reals.len() > 1 => fold(param, 8, u64::min)?,
+        0x1004 | 0x1005 | 0x1017 | 0x1020 | 0x1023 if reals.len() > 1 => min(param, 8)?,
         // cl_uint counts: work-item dimensions, preferred and native vector widths, constant
         // arguments: the smallest.
-        0x1003 | 0x1006..=0x100B | 0x1034 | 0x1036..=0x103C | 0x1021 if reals.len() > 1 => fold(param, 4, u64::min)?,
+        0x1003 | 0x1006..=0x100B | 0x1034 | 0x1036..=0x103C | 0x1021 if reals.len() > 1 => min(param, 4)?,
         // Floating-point capabilities (bitfields): what all have.
-        0x101B | 0x1032 | 0x1033 if reals.len() > 1 => fold(param, 8, |a, b| a & b)?,
+        0x101B | 0x1032 | 0x1033 if reals.len() > 1 => fold(param, 8, u64::MAX, |a, b| a & b)?,
         // Error correction, availability, a compiler, unified host memory: all or none.
-        0x1024 | 0x1027 | 0x1028 | 0x1035 if reals.len() > 1 => fold(param, 4, |a, b| a & b)?,
+        0x1024 | 0x1027 | 0x1028 | 0x1035 if reals.len() > 1 => fold(param, 4, u64::MAX, |a, b| a & b)?,
         CL_DEVICE_TYPE => info_val(device_type(p, kind)),
         CL_DEVICE_PLATFORM => info_ptr(super::icd::handle_of(platform()?)),
         CL_DEVICE_VERSION => info_str("OpenCL 3.0 Weft"),
@@ -426,15 +399,15 @@ fn device_info(p: &Platform, h: Handle, kind: DeviceKind, param: cl_uint) -> ClR
         // CL_DEVICE_EXECUTION_CAPABILITIES: kernels only (no native kernels).
         0x1029 => info_val(1u64),
         CL_DEVICE_PREFERRED_INTEROP_USER_SYNC => info_val::<cl_bool>(CL_TRUE),
-        CL_DEVICE_MAX_COMPUTE_UNITS if kind == DeviceKind::Unified => sum(param)?,
-        CL_DEVICE_GLOBAL_MEM_SIZE | CL_DEVICE_MAX_MEM_ALLOC_SIZE if kind == DeviceKind::Unified => min_u64(param)?,
+        CL_DEVICE_MAX_COMPUTE_UNITS if kind == DeviceKind::Unified => fold(param, 4, 0, |a, b| a + b)?,
+        CL_DEVICE_GLOBAL_MEM_SIZE | CL_DEVICE_MAX_MEM_ALLOC_SIZE if kind == DeviceKind::Unified => min(param, 8)?,
         // Every device's buffers may move to every other: sub-buffer origins must suit them
         // all (clCreateSubBuffer checks `base_align`), so each device reports the largest.
         CL_DEVICE_MEM_BASE_ADDR_ALIGN => info_val((p.base_align() * 8) as u32),
         // 2.0 and later queries (OpenCL 3.0: each feature optional). Images from buffers:
         // none (pitch and base address alignment 0).
         0x104A | 0x104B => info_val(0u32),
-        0x104C if images => min_u32(param)?,
+        0x104C if images => min(param, 4)?,
         0x104C => info_val(0u32),
         CL_DEVICE_SVM_CAPABILITIES => info_val(super::svm::device_caps(p, kind)),
         // No device-side enqueue or pipes.
@@ -464,8 +437,8 @@ fn device_info(p: &Platform, h: Handle, kind: DeviceKind, param: cl_uint) -> ClR
         // Image limits: the smallest over the devices (0 without image support).
         0x1011..=0x1015 | 0x1040 | 0x1041 if !images => info_val(0usize),
         0x1018 | 0x100E | 0x100F if !images => info_val(0u32),
-        0x1011..=0x1015 | 0x1040 | 0x1041 => min_usize(param)?,
-        0x1018 | 0x100E | 0x100F => min_u32(param)?,
+        0x1011..=0x1015 | 0x1040 | 0x1041 => min(param, 8)?,
+        0x1018 | 0x100E | 0x100F => min(param, 4)?,
         _ => forward(first, param)?,
     })
 }

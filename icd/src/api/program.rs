@@ -244,6 +244,22 @@ impl Program {
         if st.binary_type == CL_PROGRAM_BINARY_TYPE_LIBRARY { st.units.clone() } else { vec![self.unit(&st)] }
     }
 
+    /// `build` from source with `headers` written to a private directory for the build's
+    /// duration: `options` gets the `-I` flag naming it (empty without headers). No headers
+    /// written, no build: the program stays as after a failed one.
+    fn build_with_headers(
+        &self,
+        devices: &[DeviceKind],
+        headers: &[(String, String)],
+        options: impl FnOnce(&str) -> String,
+    ) -> ClResult<()> {
+        // The directory goes when `dir` is dropped, after the build.
+        header_dir(headers).and_then(|dir| {
+            let include = dir.as_ref().map(|d| format!(" -I{}", d.path().display())).unwrap_or_default();
+            self.build(devices, &options(&include), "")
+        })
+    }
+
     /// Make this program a library of `units` with each device's vendor linker (each unit
     /// compiled there, then linked with `-create-library`): whether every device did. A
     /// library's vendor program is a link input (`DeviceBuild::object`), not an executable.
@@ -394,10 +410,7 @@ pub unsafe extern "C" fn clCreateProgramWithBinary(
             } else {
                 // As clLinkProgram's library from sources: built when linked into a program.
                 let headers: Vec<(String, String)> = units.iter().flat_map(|u| u.headers.iter().cloned()).collect();
-                let built = header_dir(&headers).and_then(|dir| {
-                    let include = dir.as_ref().map(|d| format!(" -I{}", d.path().display())).unwrap_or_default();
-                    p.build(&devs, &include, "")
-                });
+                let built = p.build_with_headers(&devs, &headers, |include| include.to_owned());
                 let mut st = p.state.lock().unwrap_or_else(|e| e.into_inner());
                 (st.binary_type, st.units) = (CL_PROGRAM_BINARY_TYPE_LIBRARY, units);
                 built.is_ok()
@@ -699,11 +712,8 @@ pub unsafe extern "C" fn clLinkProgram(
                         }
                     }
                     let keep = if library { String::new() } else { opts.clone() };
-                    // No headers written, no link: the program goes as after a failed build.
-                    // The directory goes when `dir` is dropped, at the end of this closure.
-                    let built = header_dir(&headers).and_then(|dir| {
-                        let include = dir.as_ref().map(|d| format!(" -I{}", d.path().display())).unwrap_or_default();
-                        p.build(&devs, &format!("{}{include} {}", defines.join(" "), keep.replace("-enable-link-options", "")), "")
+                    let built = p.build_with_headers(&devs, &headers, |include| {
+                        format!("{}{include} {}", defines.join(" "), keep.replace("-enable-link-options", ""))
                     });
                     if library {
                         // Its binary carries its inputs' units.

@@ -151,25 +151,24 @@ pub unsafe extern "C" fn __kmpc_end_reduce_nowait(_loc: Ident, _gtid: i32, lck: 
 /// As [`__kmpc_reduce_nowait`].
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn __kmpc_reduce(
-    _loc: Ident,
-    _gtid: i32,
-    _nvars: i32,
-    _size: usize,
-    _data: *mut c_void,
-    _func: Option<unsafe extern "C" fn(*mut c_void, *mut c_void)>,
+    loc: Ident,
+    gtid: i32,
+    nvars: i32,
+    size: usize,
+    data: *mut c_void,
+    func: Option<unsafe extern "C" fn(*mut c_void, *mut c_void)>,
     lck: *mut [i32; 8],
 ) -> i32 {
-    // SAFETY: per the contract.
-    lock::lock(unsafe { word(lck) });
-    CRITICAL_REDUCE
+    // SAFETY: the same contract.
+    unsafe { __kmpc_reduce_nowait(loc, gtid, nvars, size, data, func, lck) }
 }
 
 /// # Safety
 /// As [`__kmpc_end_reduce_nowait`].
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn __kmpc_end_reduce(_loc: Ident, _gtid: i32, lck: *mut [i32; 8]) {
-    // SAFETY: per the contract.
-    lock::unlock(unsafe { word(lck) });
+pub unsafe extern "C" fn __kmpc_end_reduce(loc: Ident, gtid: i32, lck: *mut [i32; 8]) {
+    // SAFETY: the same contract.
+    unsafe { __kmpc_end_reduce_nowait(loc, gtid, lck) };
     guard("__kmpc_end_reduce", || ctx().team().barrier())
 }
 
