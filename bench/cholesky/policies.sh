@@ -15,8 +15,8 @@
 #   SIZES="2048/256 4096/512"      n/tile pairs
 #   POLICIES="eager ws lws dmda dmdas"
 #   ROUNDS=3             rounds; medians are reported
-#   CALIBRATION=3        untimed dmdas runs per size and setup first, which calibrate the
-#                        performance models (kept in a WEFT_HOME of the script's own,
+#   CALIBRATION=3        untimed dmdas runs per size and setup first (WEFT_CALIBRATE=1),
+#                        which calibrate the performance models (kept in a WEFT_HOME of the script's own,
 #                        target/bench-policies-home, emptied first)
 #   F32=1                single precision (the example's --f32)
 set -euo pipefail
@@ -50,7 +50,7 @@ run() {
     read -r -a vars <<< "${setup_envs[$1]}"
     local out
     gflops=NA nodes=
-    if out=$(env "${vars[@]}" WEFT_SCHED="$2" WEFT_STATS=1 "$BIN" "$3" "$4" "${precision[@]}" 2>&1); then
+    if out=$(env "${vars[@]}" "${extra[@]}" WEFT_SCHED="$2" WEFT_STATS=1 "$BIN" "$3" "$4" "${precision[@]}" 2>&1); then
         if grep -q '^result: correct' <<< "$out"; then
             gflops=$(sed -n 's/.*(\([0-9.]*\) GFLOP\/s).*/\1/p' <<< "$out" | head -1)
         else
@@ -81,13 +81,18 @@ echo
 
 # OpenCL programs are built on a device's first use (then cached under WEFT_HOME): once
 # per setup at a small size, untimed.
+extra=()
 for i in "${!setup_names[@]}"; do run "$i" lws 512 128; done
-# The model-driven policies' first runs at a size measure every kind of worker there.
+# The model-driven policies' first runs at a size measure every kind of worker there;
+# WEFT_CALIBRATE=1 keeps measuring through all of them, so that each entry's estimate (the
+# median of its newest samples) comes from warm runs, not from the first, cold one.
+extra=(WEFT_CALIBRATE=1)
 for size in "${SIZES[@]}"; do
     for i in "${!setup_names[@]}"; do
         for ((c = 0; c < CALIBRATION; c++)); do run "$i" dmdas "${size%/*}" "${size#*/}"; done
     done
 done
+extra=()
 declare -A res stats
 for ((r = 1; r <= ROUNDS; r++)); do
     echo "round $r/$ROUNDS..." >&2

@@ -1113,10 +1113,9 @@ impl RuntimeInner {
         let node = self.workers[w].node;
         for a in &t.accesses {
             let h = &a.handle.0;
-            let mut st = h.tree.lock();
-            let shape = st.entries[h.idx].shape;
             let view = match a.mode {
                 AccessMode::Scratch => {
+                    let shape = h.tree.lock().entries[h.idx].shape;
                     let len = shape.span(shape.packed());
                     let buf = self.nodes[node].alloc_raw(len)?;
                     scratch.push((node, buf));
@@ -1127,15 +1126,25 @@ impl RuntimeInner {
                     crate::data::handle::view(p, shape, shape.packed(), a.mode)
                 }
                 AccessMode::Redux => {
-                    drop(st);
+                    let shape = h.tree.lock().entries[h.idx].shape;
                     let p = crate::data::handle::redux_contribution(self, h, w)?;
                     crate::data::handle::view(p, shape, shape.packed(), a.mode)
                 }
-                mode => {
-                    let p = st.acquire(&h.tree, h.idx, node, mode)?;
-                    let strides = st.entries[h.idx].strides_on(node);
-                    crate::data::handle::view(p, shape, strides, mode)
-                }
+                // Copies run without the tree lock (see `data::coherence`).
+                mode => crate::data::coherence::acquire_unlocked(
+                    &h.tree,
+                    h.idx,
+                    node,
+                    mode,
+                    false,
+                    || true,
+                    |st| {
+                        let p = st.host_addr(&h.tree, h.idx, node).inspect_err(|_| st.release(h.idx, node))?;
+                        let e = &st.entries[h.idx];
+                        Ok(crate::data::handle::view(p, e.shape, e.strides_on(node), mode))
+                    },
+                )?
+                .unwrap_or_else(|_| unreachable!("a waiting acquisition is never deferred")),
             };
             views.push(view);
         }

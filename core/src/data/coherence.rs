@@ -5,32 +5,119 @@
 //! for reads and writes, write-back, and evicting a replica to make room.
 //! **Invariants** (checked by `check_invariants` in tests): at most one Owner per entry; an
 //! Owner means every other replica of the entry is Invalid; a live entry always has a valid
-//! replica. For trees: before an entry is used, every relative (ancestor or descendant)
-//! whose home copy is stale is written back home first, and a write invalidates the
-//! relatives' non-home replicas. Dependencies keep conflicting relatives from running at
+//! replica; a replica with a copy in flight into it is Invalid, and that copy's source is
+//! valid and pinned. For trees: before an entry is used, every relative (ancestor or
+//! descendant) whose home copy is stale is written back home first, and a write invalidates
+//! the relatives' non-home replicas. Dependencies keep conflicting relatives from running at
 //! the same time, so at most one entry on any ancestor chain is stale at home.
 //!
+//! **No copy under the tree lock on the task paths.** The lock of a partitioned matrix
+//! covers every tile, and a copy to or from a device can wait behind the kernel that device
+//! is running (a PoCL "basic" device runs every command in order in one thread): a worker
+//! that waited for its copy under the lock stalled every other worker touching any tile.
+//! So `step` never copies: it *reserves* the copy it needs (a [`PendingCopy`] in the
+//! destination replica's `incoming`, both replicas pinned) and returns it as a [`CopyJob`],
+//! which the caller runs after dropping the lock (`acquire_unlocked`), then asks again; a
+//! copy someone else reserved is waited for, outside the lock too, or handed to a device
+//! driver that runs other tasks meanwhile. Until a copy is *settled* its destination stays
+//! Invalid, and every path that looks at a replica settles what flows into it first (a
+//! write, which changes every replica, settles all of the entry's), waiting if it must.
+//!
 //! **Copies home in flight.** A device driver never waits for the first hop of a
-//! device-to-device transfer: `acquire_buffer` starts the copy home (`start_write_back`,
-//! recorded in `Entry::pending_home`, the source replica pinned) and returns its completion;
-//! the driver runs other tasks and asks again when it completed. Until it is *settled* home
-//! stays Invalid, and every path that looks at home (`acquire_replica`, `write_back`, hence
-//! eviction, flushing and fetching) settles it first, waiting if it must.
-#![allow(unsafe_code)] // issuing device copies (one `unsafe` call, with its SAFETY argument)
+//! device-to-device transfer: `step` starts the copy home on the other device
+//! (`start_write_back`) and returns its completion; the driver runs other tasks and asks
+//! again when it completed. The second hop (home to the driver's device) is then a single
+//! copy.
+#![allow(unsafe_code)] // issuing device copies (two `unsafe` calls, with their SAFETY arguments)
 
-use super::{Entry, Home, ReplicaState, Tree, TreeState, relatives};
+use super::{Entry, Home, PendingCopy, ReplicaState, Tree, TreeState, relatives};
 use crate::error::{Error, Result};
-use crate::memory::tick;
+use crate::memory::{MemoryNode, tick};
 use crate::sync::Arc;
 use crate::sync::atomic::Ordering;
 use crate::task::AccessMode;
-use weft_vendors::Endpoint;
+use weft_vendors::{Completion, Endpoint, Rect};
 
-/// What a device driver's acquisition gave.
-pub(crate) enum Acquired {
-    Ready(weft_vendors::Buffer),
-    /// The data is on its way home from another device: ask again once this completed.
-    Pending(weft_vendors::Completion),
+/// What one call of `TreeState::step` found.
+pub(crate) enum Step {
+    /// The replica is usable and pinned for the caller.
+    Done,
+    /// A copy the replica needs is in flight (reserved by someone else, or a copy home a
+    /// device driver started): ask again once it completed. Nothing was pinned.
+    Wait(Completion),
+    /// The caller must run this copy (without the tree lock), then ask again.
+    Copy(CopyJob),
+}
+
+/// A copy reserved by `step`, run by its caller without the tree lock. Completes the
+/// reservation's completion when the copy has completed, or with an error if dropped unrun
+/// (so that nobody waits forever for a copy an error path abandoned).
+pub(crate) struct CopyJob {
+    node: Arc<MemoryNode>,
+    src: Endpoint,
+    dst: Endpoint,
+    rect: Rect,
+    done: Completion,
+}
+
+impl CopyJob {
+    /// Issue the copy on its device and wait for it (the tree lock not held).
+    pub(crate) fn run(self) {
+        // SAFETY: `step` reserved the copy: both replicas are allocated, span the rectangle
+        // and stay pinned (neither evicted nor freed) until the copy is settled, home memory
+        // lives as long as the tree (which the caller's handle keeps alive), nobody reads the
+        // destination before `settle` marks it valid, and nobody writes the source meanwhile
+        // (a write settles every copy of its entry first; dependencies order the rest).
+        let r = unsafe { self.node.device.copy(self.src, self.dst, self.rect) }.and_then(|c| c.wait());
+        self.done.complete(r);
+    }
+}
+
+impl Drop for CopyJob {
+    fn drop(&mut self) {
+        if !self.done.is_complete() {
+            self.done.complete(Err(weft_vendors::DeviceError::Lost("a reserved copy was abandoned".into())));
+        }
+    }
+}
+
+/// Acquire entry `idx` of `tree` on `node` for `mode` (pinned, as `TreeState::step`), taking
+/// the tree lock only between copies: the copies it needs run in this thread with the lock
+/// dropped, and copies others started are waited for with it dropped. `defer`: return such
+/// a copy's completion instead of waiting (device drivers, which run other tasks meanwhile,
+/// and prefetching, which gives up). `wanted` is asked under the lock before each step; once
+/// false, the acquisition stops there (returning an already completed completion). Once
+/// acquired, `then` runs under the same lock.
+pub(crate) fn acquire_unlocked<R>(
+    tree: &Arc<Tree>,
+    idx: usize,
+    node: usize,
+    mode: AccessMode,
+    defer: bool,
+    wanted: impl Fn() -> bool,
+    then: impl FnOnce(&mut TreeState) -> Result<R>,
+) -> Result<std::result::Result<R, Completion>> {
+    loop {
+        let mut st = tree.lock();
+        if !wanted() {
+            return Ok(Err(Completion::done()));
+        }
+        match st.step(tree, idx, node, mode, defer)? {
+            Step::Done => return then(&mut st).map(Ok),
+            Step::Copy(job) => {
+                drop(st);
+                job.run();
+            }
+            Step::Wait(c) => {
+                drop(st);
+                if defer {
+                    return Ok(Err(c));
+                }
+                // A failed copy is reported by the `settle` of the next step.
+                let _ = c.wait();
+            }
+        }
+    }
 }
 
 impl TreeState {
@@ -131,9 +218,10 @@ impl TreeState {
         (0..r.len()).find(|&n| n != except && r[n].valid())
     }
 
-    /// Write entry `idx` back to its home replica if that is stale.
+    /// Write entry `idx` back to its home replica if that is stale, waiting under the lock
+    /// (unregistering, eviction, relatives: not the task paths' copies).
     pub(crate) fn write_back(&mut self, tree: &Arc<Tree>, idx: usize) -> Result<()> {
-        self.settle(tree, idx, true)?;
+        self.settle(tree, idx, 0, true)?;
         if self.entries[idx].replicas[0].valid() {
             return Ok(());
         }
@@ -145,107 +233,162 @@ impl TreeState {
         Ok(())
     }
 
-    /// Make entry `idx` usable on `node` with `mode`, pin it, and return its host address.
+    /// Make entry `idx` usable on `node` with `mode`, pin it, and return its host address,
+    /// copying and waiting under the lock (reductions; tests).
     pub(crate) fn acquire(&mut self, tree: &Arc<Tree>, idx: usize, node: usize, mode: AccessMode) -> Result<*mut u8> {
-        let ready = self.acquire_replica(tree, idx, node, mode, true)?;
-        debug_assert!(ready.is_none(), "a waiting acquisition is never left pending");
+        loop {
+            match self.step(tree, idx, node, mode, false)? {
+                Step::Done => break,
+                Step::Copy(job) => job.run(),
+                // Completed without this lock: a reserved copy's runner never takes it.
+                Step::Wait(c) => {
+                    let _ = c.wait();
+                }
+            }
+        }
         self.host_addr(tree, idx, node).inspect_err(|_| self.release(idx, node))
     }
 
-    /// Make entry `idx` usable on device node `node` with `mode`, pin it, and return its
-    /// buffer; or, when the only valid copy is on another device, start copying it home and
-    /// return that copy's completion without waiting (nothing pinned): the device driver
-    /// asks again once it completed, and meanwhile runs other tasks. The second hop (home to
-    /// this device) is then a single copy, which the driver's window overlaps with kernels.
-    pub(crate) fn acquire_buffer(&mut self, tree: &Arc<Tree>, idx: usize, node: usize, mode: AccessMode) -> Result<Acquired> {
-        debug_assert!(node != 0, "home replicas are reached by address");
-        if let Some(pending) = self.acquire_replica(tree, idx, node, mode, false)? {
-            return Ok(Acquired::Pending(pending));
-        }
-        Ok(Acquired::Ready(self.entries[idx].replicas[node].buf.expect("invariant: allocated by acquire_replica")))
-    }
-
-    /// Settle entry `idx`'s copy home in flight, if any: once it completed, home is valid
-    /// and the source replica unpinned. `wait`: block until it completes; else a copy still
-    /// running is returned.
-    fn settle(&mut self, tree: &Tree, idx: usize, wait: bool) -> Result<Option<weft_vendors::Completion>> {
-        let Some(p) = &self.entries[idx].pending_home else { return Ok(None) };
+    /// Settle the copy in flight into entry `idx`'s replica on `node`, if any: once it
+    /// completed, the replica is valid and both ends unpinned. `wait`: block until it
+    /// completes; else a copy still running is returned.
+    fn settle(&mut self, tree: &Tree, idx: usize, node: usize, wait: bool) -> Result<Option<Completion>> {
+        let Some(p) = &self.entries[idx].replicas[node].incoming else { return Ok(None) };
         if !wait && !p.done.is_complete() {
             return Ok(Some(p.done.clone()));
         }
-        let p = self.entries[idx].pending_home.take().expect("invariant: checked above");
+        let p = self.entries[idx].replicas[node].incoming.take().expect("invariant: checked above");
         let r = p.done.wait();
         let e = &mut self.entries[idx];
         e.replicas[p.src].pins -= 1;
+        e.replicas[node].pins -= 1;
         r?;
-        e.replicas[0].state = ReplicaState::Shared;
+        debug_assert!(e.replicas[p.src].valid(), "a copy's source stays valid until it is settled");
+        e.replicas[node].state = ReplicaState::Shared;
         normalize(e);
-        tree.nodes[0].received(p.src, p.bytes);
-        if let (Some(tr), Some(start)) = (tree.nodes[0].trace.get(), p.issued) {
-            tr.transfer(p.src, 0, p.bytes, e.id, start, p.done.completed_at().unwrap_or_else(std::time::Instant::now));
+        tree.nodes[node].received(p.src, p.bytes);
+        if let (Some(tr), Some(start)) = (tree.nodes[node].trace.get(), p.issued) {
+            tr.transfer(p.src, node, p.bytes, e.id, start, p.done.completed_at().unwrap_or_else(std::time::Instant::now));
         }
         Ok(None)
     }
 
-    /// Start copying entry `idx` home from the device that holds it, without waiting; the
-    /// source replica stays pinned until `settle`. Returns the copy's completion.
-    fn start_write_back(&mut self, tree: &Arc<Tree>, idx: usize) -> Result<weft_vendors::Completion> {
-        debug_assert!(self.entries[idx].pending_home.is_none() && !self.entries[idx].replicas[0].valid());
-        let src = self.any_valid(idx, 0).expect("invariant: a live entry has a valid replica");
-        self.home_base(tree)?;
-        let e = &self.entries[idx];
-        let rect = e.shape.rect(e.strides_on(src), e.strides_on(0));
-        let s = self.endpoint(tree, idx, src)?;
-        let d = self.endpoint(tree, idx, 0)?;
-        let issued = tree.nodes[0].trace.get().map(|_| std::time::Instant::now());
-        // SAFETY: both replicas are allocated and span the rectangle; the source stays pinned
-        // (so neither evicted nor freed) until the copy is settled, home memory lives as long
-        // as the tree, and nobody reads home before `settle` marks it valid (every path that
-        // looks at home settles first) nor writes the entry meanwhile (the task waiting for
-        // this copy holds its dependencies).
-        let done = unsafe { tree.nodes[src].device.copy(s, d, rect) }?;
-        self.entries[idx].replicas[src].pins += 1;
-        self.entries[idx].pending_home = Some(super::PendingCopy { done: done.clone(), src, bytes: rect.bytes(), issued });
-        Ok(done)
-    }
-
-    /// Coherence for a use of entry `idx` on `node` with `mode`; pins the replica. With
-    /// `wait` false, a copy home that has not completed yet is returned instead (see
-    /// `acquire_buffer`), before anything was changed or pinned.
-    fn acquire_replica(
-        &mut self,
-        tree: &Arc<Tree>,
-        idx: usize,
-        node: usize,
-        mode: AccessMode,
-        wait: bool,
-    ) -> Result<Option<weft_vendors::Completion>> {
-        // The steady state of a buffer used over and over on one device (an OpenCL in-order
-        // queue's tiny kernels): a device replica that is allocated and already usable for
-        // `mode` (valid for a read, the only valid copy for a write), of an entry with no
-        // relatives and no copy home in flight. The full path below would change nothing but
-        // the pin and the use time.
-        let e = &mut self.entries[idx];
-        let r = &mut e.replicas[node];
-        let usable = if mode.writes() { r.state == ReplicaState::Owner } else { mode.reads() && r.valid() };
-        if usable && node != 0 && r.buf.is_some() && e.pending_home.is_none() && e.parent.is_none() && e.children.is_empty() {
-            r.pins += 1;
-            r.last_use = tick();
-            return Ok(None);
-        }
-        if let Some(c) = self.settle(tree, idx, wait)? {
-            return Ok(Some(c));
-        }
-        if !wait && node != 0 && mode.reads() && !self.entries[idx].replicas[node].valid() && !self.entries[idx].replicas[0].valid() {
-            // The data is only on other devices: route it home without blocking the driver.
-            let c = self.start_write_back(tree, idx)?;
-            if !c.is_complete() {
+    /// Settle every copy in flight into entry `idx` (`wait`: blocking; else the first still
+    /// running is returned).
+    fn settle_all(&mut self, tree: &Tree, idx: usize, wait: bool) -> Result<Option<Completion>> {
+        for n in 0..self.entries[idx].replicas.len() {
+            if let Some(c) = self.settle(tree, idx, n, wait)? {
                 return Ok(Some(c));
             }
-            self.settle(tree, idx, true)?;
+        }
+        Ok(None)
+    }
+
+    /// Record a copy of entry `idx` from `src` to `dst` (one of them node 0) as in flight,
+    /// pinning both replicas; the destination must be allocated and Invalid.
+    fn reserve(&mut self, tree: &Arc<Tree>, idx: usize, src: usize, dst: usize, done: Completion) -> Result<(Endpoint, Endpoint, Rect)> {
+        debug_assert!(src == 0 || dst == 0, "device-to-device copies go through host memory");
+        let e = &self.entries[idx];
+        debug_assert!(e.replicas[src].valid() && !e.replicas[dst].valid() && e.replicas[dst].incoming.is_none());
+        let rect = e.shape.rect(e.strides_on(src), e.strides_on(dst));
+        let s = self.endpoint(tree, idx, src)?;
+        let d = self.endpoint(tree, idx, dst)?;
+        let issued = tree.nodes[dst].trace.get().map(|_| std::time::Instant::now());
+        let e = &mut self.entries[idx];
+        e.replicas[src].pins += 1;
+        e.replicas[dst].pins += 1;
+        e.replicas[dst].incoming = Some(PendingCopy { done, src, bytes: rect.bytes(), issued });
+        Ok((s, d, rect))
+    }
+
+    /// Reserve a copy of entry `idx` from `src` to `dst` for the caller to run (`CopyJob`).
+    fn copy_job(&mut self, tree: &Arc<Tree>, idx: usize, src: usize, dst: usize) -> Result<Step> {
+        let done = Completion::new();
+        let (s, d, rect) = self.reserve(tree, idx, src, dst, done.clone())?;
+        let node = tree.nodes[if src == 0 { dst } else { src }].clone();
+        Ok(Step::Copy(CopyJob { node, src: s, dst: d, rect, done }))
+    }
+
+    /// Start copying entry `idx` home from the device that holds it, without waiting.
+    /// Returns the copy's completion.
+    fn start_write_back(&mut self, tree: &Arc<Tree>, idx: usize) -> Result<Completion> {
+        let src = self.any_valid(idx, 0).expect("invariant: a live entry has a valid replica");
+        self.home_base(tree)?;
+        // Reserved with a placeholder first: the copy needs the endpoints `reserve` computes.
+        let placeholder = Completion::new();
+        let (s, d, rect) = self.reserve(tree, idx, src, 0, placeholder.clone())?;
+        // SAFETY: as `CopyJob::run`: `reserve` pinned both replicas until the copy is
+        // settled, and nobody reads home before `settle` marks it valid nor writes the entry
+        // meanwhile (the task waiting for this copy holds its dependencies).
+        match unsafe { tree.nodes[src].device.copy(s, d, rect) } {
+            Ok(done) => {
+                self.entries[idx].replicas[0].incoming.as_mut().expect("invariant: reserved above").done = done.clone();
+                placeholder.complete(Ok(()));
+                Ok(done)
+            }
+            Err(e) => {
+                placeholder.complete(Err(e.clone()));
+                self.settle(tree, idx, 0, true).and(Err(e.into()))
+            }
+        }
+    }
+
+    /// One step of making entry `idx` usable on `node` with `mode`: `Done` pins the replica
+    /// for the caller; otherwise a copy is needed first (`Copy`, for the caller to run
+    /// without the lock) or in flight (`Wait`). Never copies nor waits itself.
+    /// `defer`: the caller is a device driver: data only on other devices is started home
+    /// here (see the module doc).
+    pub(crate) fn step(&mut self, tree: &Arc<Tree>, idx: usize, node: usize, mode: AccessMode, defer: bool) -> Result<Step> {
+        // The steady state of a buffer used over and over on one device (an OpenCL in-order
+        // queue's tiny kernels): a device replica that is allocated and already usable for
+        // `mode` (valid for a read, the only valid copy for a write, with nothing copied
+        // out of it), of an entry with no relatives. The full path below would change
+        // nothing but the pin and the use time.
+        let e = &mut self.entries[idx];
+        let usable = {
+            let r = &e.replicas[node];
+            if mode.writes() {
+                r.state == ReplicaState::Owner && e.replicas.iter().all(|r| r.incoming.is_none())
+            } else {
+                mode.reads() && r.valid()
+            }
+        };
+        let r = &mut e.replicas[node];
+        if usable && node != 0 && r.buf.is_some() && e.parent.is_none() && e.children.is_empty() {
+            r.pins += 1;
+            r.last_use = tick();
+            return Ok(Step::Done);
+        }
+        // What flows into the replica (and, for a write, into any replica) settles first.
+        let pending = if mode.writes() { self.settle_all(tree, idx, false)? } else { self.settle(tree, idx, node, false)? };
+        if let Some(c) = pending {
+            return Ok(Step::Wait(c));
+        }
+        let needs_fetch = mode.reads() && !self.entries[idx].replicas[node].valid();
+        if needs_fetch && node != 0 && !self.entries[idx].replicas[0].valid() {
+            // The data is only on other devices: it goes home first.
+            if let Some(c) = self.settle(tree, idx, 0, false)? {
+                return Ok(Step::Wait(c));
+            }
+            if !self.entries[idx].replicas[0].valid() {
+                if defer {
+                    let c = self.start_write_back(tree, idx)?;
+                    if !c.is_complete() {
+                        return Ok(Step::Wait(c));
+                    }
+                    self.settle(tree, idx, 0, true)?;
+                } else {
+                    let src = self.any_valid(idx, 0).expect("invariant: a live entry has a valid replica");
+                    self.home_base(tree)?;
+                    return self.copy_job(tree, idx, src, 0);
+                }
+            }
         }
         let rel = relatives(self, idx);
         for &r in &rel {
+            if mode.writes() {
+                self.settle_all(tree, r, true)?;
+            }
             self.write_back(tree, r)?;
         }
         if mode.writes() {
@@ -257,14 +400,12 @@ impl TreeState {
             }
         }
         self.ensure_alloc(tree, idx, node)?;
-        // Pin now so that making room for the fetch below cannot evict this replica.
-        self.entries[idx].replicas[node].pins += 1;
-        let r = self.fetch_for(tree, idx, node, mode);
-        if r.is_err() {
-            self.entries[idx].replicas[node].pins -= 1;
+        if needs_fetch {
+            let src = self.any_valid(idx, node).expect("invariant: a live entry has a valid replica");
+            return self.copy_job(tree, idx, src, node);
         }
-        r?;
         let e = &mut self.entries[idx];
+        e.replicas[node].pins += 1;
         if mode.writes() {
             for (n, rep) in e.replicas.iter_mut().enumerate() {
                 rep.state = if n == node { ReplicaState::Owner } else { ReplicaState::Invalid };
@@ -274,21 +415,7 @@ impl TreeState {
         }
         normalize(e);
         e.replicas[node].last_use = tick();
-        Ok(None)
-    }
-
-    fn fetch_for(&mut self, tree: &Arc<Tree>, idx: usize, node: usize, mode: AccessMode) -> Result<()> {
-        if !mode.reads() || self.entries[idx].replicas[node].valid() {
-            return Ok(());
-        }
-        if node != 0 && !self.entries[idx].replicas[0].valid() {
-            self.write_back(tree, idx)?;
-        }
-        let src = self.any_valid(idx, node).expect("invariant: a live entry has a valid replica");
-        self.copy(tree, idx, src, node)?;
-        self.entries[idx].replicas[node].state = ReplicaState::Shared;
-        normalize(&mut self.entries[idx]);
-        Ok(())
+        Ok(Step::Done)
     }
 
     /// Unpin after a task used entry `idx` on `node`.
@@ -299,12 +426,12 @@ impl TreeState {
         r.last_use = tick();
     }
 
-    /// Forget the data of entries `which`: copies home in flight end first, device replicas
+    /// Forget the data of entries `which`: copies in flight end first, device replicas
     /// are freed, and home becomes the only (Owner) replica without anything written to it.
     /// For a home being replaced by fresh memory whose content nobody will read.
     pub(crate) fn discard(&mut self, tree: &Arc<Tree>, which: &[usize]) -> Result<()> {
         for &i in which {
-            self.settle(tree, i, true)?;
+            self.settle_all(tree, i, true)?;
             for n in 1..self.entries[i].replicas.len() {
                 if let Some(b) = self.entries[i].replicas[n].buf.take() {
                     tree.nodes[n].forget_resident((tree.id, i));
@@ -321,6 +448,7 @@ impl TreeState {
     /// Bring every live entry home and free its device replicas (unregister, unpartition).
     pub(crate) fn flush_home(&mut self, tree: &Arc<Tree>, which: &[usize]) -> Result<()> {
         for &i in which {
+            self.settle_all(tree, i, true)?;
             self.write_back(tree, i)?;
         }
         for &i in which {
@@ -439,6 +567,14 @@ pub(crate) fn check_invariants(st: &TreeState) -> std::result::Result<(), String
         if valid == 0 {
             return Err(format!("entry {i}: no valid replica"));
         }
+        for (n, r) in e.replicas.iter().enumerate() {
+            if let Some(p) = &r.incoming {
+                let src = &e.replicas[p.src];
+                if r.valid() || !src.valid() || src.pins == 0 || r.pins == 0 {
+                    return Err(format!("entry {i}: a copy from node {} into node {n} in flight, but {:?} into {:?}", p.src, src, r));
+                }
+            }
+        }
     }
     Ok(())
 }
@@ -452,6 +588,94 @@ mod tests {
 
     fn mode_of(i: u8) -> AccessMode {
         [AccessMode::R, AccessMode::W, AccessMode::RW][i as usize % 3]
+    }
+
+    /// A copy a step reserved runs without the tree lock: meanwhile another tile of the same
+    /// tree is acquired and released freely, a second reader of the tile waits for that copy
+    /// (it is not copied twice), and the data arrives whole.
+    #[test]
+    fn reserved_copies_run_without_the_tree_lock() {
+        let rt = Runtime::new(Config { ncpu: Some(1), nnull: 1, ..Config::default() }).unwrap();
+        let h = rt.register_vector((0u32..8).collect::<Vec<_>>()).unwrap();
+        let halves = h.partition(crate::data::Filter::VectorBlock { parts: 2 }).unwrap();
+        let (a, b) = (&halves[0].0, &halves[1].0);
+        // Make node 1 the only valid copy of the first half.
+        {
+            let mut st = a.tree.lock();
+            let p = st.acquire(&a.tree, a.idx, 1, AccessMode::RW).unwrap() as *mut u32;
+            // SAFETY: acquired for writing; the half holds 4 u32s.
+            unsafe { std::slice::from_raw_parts_mut(p, 4) }.copy_from_slice(&[10, 11, 12, 13]);
+            st.release(a.idx, 1);
+        }
+        let job = match a.tree.lock().step(&a.tree, a.idx, 0, AccessMode::R, false).unwrap() {
+            Step::Copy(job) => job,
+            _ => panic!("reading device-only data at home needs a copy"),
+        };
+        // The lock is free while the job waits to run: the other half is used at home.
+        {
+            let mut st = b.tree.lock();
+            assert!(matches!(st.step(&b.tree, b.idx, 0, AccessMode::RW, false).unwrap(), Step::Done));
+            st.release(b.idx, 0);
+            assert!(check_invariants(&st).is_ok(), "{:?}", check_invariants(&st));
+            // A second reader of the first half waits for the reserved copy.
+            let Step::Wait(c) = st.step(&a.tree, a.idx, 0, AccessMode::R, false).unwrap() else { panic!("expected a wait") };
+            assert!(!c.is_complete());
+        }
+        job.run();
+        let got = acquire_unlocked(
+            &a.tree,
+            a.idx,
+            0,
+            AccessMode::R,
+            false,
+            || true,
+            |st| {
+                let p = st.host_addr(&a.tree, a.idx, 0)? as *const u32;
+                // SAFETY: acquired for reading; the half holds 4 u32s.
+                let v = unsafe { std::slice::from_raw_parts(p, 4) }.to_vec();
+                st.release(a.idx, 0);
+                Ok(v)
+            },
+        );
+        assert_eq!(got.unwrap().unwrap(), vec![10, 11, 12, 13]);
+        let st = a.tree.lock();
+        assert!(check_invariants(&st).is_ok(), "{:?}", check_invariants(&st));
+        assert!(st.entries[a.idx].replicas.iter().all(|r| r.incoming.is_none() && r.pins == 0));
+    }
+
+    /// A reserved copy dropped without running (an error path) fails the step that settles
+    /// it, unpins both ends, and the next acquisition copies again.
+    #[test]
+    fn an_abandoned_copy_fails_once_and_is_redone() {
+        let rt = Runtime::new(Config { ncpu: Some(1), nnull: 1, ..Config::default() }).unwrap();
+        let h = rt.register_vector(vec![7u32; 4]).unwrap();
+        let hd = &h.0;
+        let Step::Copy(job) = hd.tree.lock().step(&hd.tree, hd.idx, 1, AccessMode::R, false).unwrap() else {
+            panic!("reading home data on the device needs a copy")
+        };
+        drop(job);
+        assert!(hd.tree.lock().step(&hd.tree, hd.idx, 1, AccessMode::R, false).is_err());
+        {
+            let st = hd.tree.lock();
+            assert!(st.entries[hd.idx].replicas.iter().all(|r| r.incoming.is_none() && r.pins == 0));
+            assert!(check_invariants(&st).is_ok());
+        }
+        let v = acquire_unlocked(
+            &hd.tree,
+            hd.idx,
+            1,
+            AccessMode::R,
+            true,
+            || true,
+            |st| {
+                let p = st.host_addr(&hd.tree, hd.idx, 1)? as *const u32;
+                // SAFETY: acquired for reading; the vector holds 4 u32s.
+                let v = unsafe { std::slice::from_raw_parts(p, 4) }.to_vec();
+                st.release(hd.idx, 1);
+                Ok(v)
+            },
+        );
+        assert_eq!(v.unwrap().unwrap(), vec![7; 4]);
     }
 
     proptest! {

@@ -70,7 +70,6 @@ fn new_entry(id: u64, shape: Shape, strides: Strides, nnodes: usize, parent: Opt
         redux: None,
         alive: true,
         host_addr: None,
-        pending_home: None,
     }
 }
 
@@ -245,13 +244,22 @@ impl DataHandle {
             }
         }
         let h = &self.0;
-        let mut st = h.tree.lock();
-        let r = st.acquire(&h.tree, h.idx, 0, mode);
-        let shape = st.entries[h.idx].shape;
-        let strides = st.entries[h.idx].home_strides;
-        drop(st);
+        let r = super::coherence::acquire_unlocked(
+            &h.tree,
+            h.idx,
+            0,
+            mode,
+            false,
+            || true,
+            |st| {
+                let p = st.host_addr(&h.tree, h.idx, 0).inspect_err(|_| st.release(h.idx, 0))?;
+                let e = &st.entries[h.idx];
+                Ok(view(p, e.shape, e.home_strides, mode))
+            },
+        )
+        .map(|r| r.unwrap_or_else(|_| unreachable!("a waiting acquisition is never deferred")));
         match r {
-            Ok(p) => Ok(AcquireGuard { handle: self.clone(), task: Some(t), view: view(p, shape, strides, mode) }),
+            Ok(view) => Ok(AcquireGuard { handle: self.clone(), task: Some(t), view }),
             Err(e) => {
                 rt.complete(&t, Err(crate::task::TaskError::Data(e.to_string())), None);
                 Err(e)

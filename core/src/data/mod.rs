@@ -45,14 +45,18 @@ pub(crate) struct Replica {
     pub state: ReplicaState,
     /// Device allocation (every node but a home replica at node 0, which aliases `Home`).
     pub buf: Option<Buffer>,
-    /// Tasks using the replica right now; a pinned replica is never evicted.
+    /// Tasks using the replica right now, and copies reading or writing it; a pinned
+    /// replica is never evicted.
     pub pins: u32,
     pub last_use: u64,
+    /// A copy into this (invalid) replica still in flight (see `coherence`): the replica
+    /// becomes valid when it is settled.
+    pub incoming: Option<PendingCopy>,
 }
 
 impl Replica {
     fn invalid() -> Replica {
-        Replica { state: ReplicaState::Invalid, buf: None, pins: 0, last_use: 0 }
+        Replica { state: ReplicaState::Invalid, buf: None, pins: 0, last_use: 0, incoming: None }
     }
     pub fn valid(&self) -> bool {
         self.state != ReplicaState::Invalid
@@ -122,12 +126,10 @@ pub(crate) struct Entry {
     pub redux: Option<Redux>,
     pub alive: bool,
     pub host_addr: Option<usize>,
-    /// A copy home from a device still in flight (started by a device driver that does not
-    /// wait for it, see `coherence`): home becomes valid when it is settled.
-    pub pending_home: Option<PendingCopy>,
 }
 
-/// A copy into the home replica from device node `src`, whose replica it keeps pinned.
+/// A copy into a replica from node `src`; it keeps both replicas pinned until settled.
+#[derive(Debug)]
 pub(crate) struct PendingCopy {
     pub done: weft_vendors::Completion,
     pub src: usize,
@@ -170,9 +172,11 @@ impl Drop for Tree {
     fn drop(&mut self) {
         let st = self.state.get_mut().unwrap_or_else(|e| e.into_inner());
         for (idx, e) in st.entries.iter_mut().enumerate() {
-            // A copy still writing home memory or reading a replica must end before either goes.
-            if let Some(p) = e.pending_home.take() {
-                let _ = p.done.wait();
+            // A copy still writing a replica or reading one must end before either goes.
+            for r in e.replicas.iter_mut() {
+                if let Some(p) = r.incoming.take() {
+                    let _ = p.done.wait();
+                }
             }
             for (n, r) in e.replicas.iter_mut().enumerate() {
                 if let Some(b) = r.buf.take() {

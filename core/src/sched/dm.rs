@@ -114,11 +114,13 @@ impl Policy for Dm {
         } else {
             q.tasks.len()
         };
-        if let Some(pf) = &self.m.prefetch {
-            pf.request(self.ctx.workers[w].node, &task);
-        }
+        // Outside the queue's lock: a request for host memory looks at the inputs' trees.
+        let prefetch = self.m.prefetch.as_ref().map(|pf| (pf, task.clone()));
         q.tasks.insert(at, (task, p));
         drop(q);
+        if let Some((pf, task)) = prefetch {
+            pf.request(self.ctx.workers[w].node, &task);
+        }
         self.len.fetch_add(1, Ordering::Relaxed);
         Target::Worker(w)
     }

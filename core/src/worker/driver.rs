@@ -18,7 +18,6 @@
 //! batched task be pending), so no batch stays open unwaited.
 
 use crate::backend::{DeviceLaunch, KernelBackend};
-use crate::data::coherence::Acquired;
 use crate::runtime::RuntimeInner;
 use crate::task::{AccessMode, Codelet, TaskError, TaskRef};
 use smallvec::SmallVec;
@@ -53,8 +52,8 @@ pub(crate) enum Start {
     Finished(Result<(), TaskError>),
     /// The node is full of pinned replicas: retire the tasks in flight, then start again.
     Busy,
-    /// Some of its data is being copied home from another device: start it again once this
-    /// completed (the driver runs other tasks meanwhile).
+    /// Some of its data is on its way (home from another device, or reserved by another
+    /// thread): start it again once this completed (the driver runs other tasks meanwhile).
     Deferred(Completion),
 }
 
@@ -282,7 +281,8 @@ impl RuntimeInner {
     }
 
     /// Acquire `t`'s buffers on device node `node`, in access order; `Some(copy)` when one of
-    /// them is still on its way home from another device (see `TreeState::acquire_buffer`).
+    /// them waits for a copy in flight (from another device, or reserved by another thread;
+    /// see `data::coherence`). Copies it needs itself run here, without the tree lock.
     fn acquire_on_device(
         &self,
         node: usize,
@@ -300,10 +300,21 @@ impl RuntimeInner {
                     b
                 }
                 AccessMode::Redux => unreachable!("submission keeps REDUX tasks off device-driver workers"),
-                mode => match h.tree.lock().acquire_buffer(&h.tree, h.idx, node, mode)? {
-                    Acquired::Ready(b) => b,
-                    Acquired::Pending(c) => return Ok(Some(c)),
-                },
+                mode => {
+                    let got = crate::data::coherence::acquire_unlocked(
+                        &h.tree,
+                        h.idx,
+                        node,
+                        mode,
+                        true,
+                        || true,
+                        |st| Ok(st.entries[h.idx].replicas[node].buf.expect("invariant: allocated by step")),
+                    )?;
+                    match got {
+                        Ok(b) => b,
+                        Err(c) => return Ok(Some(c)),
+                    }
+                }
             };
             bufs.push(b);
         }
