@@ -8,8 +8,9 @@
 //! tile = 256, f64; `n` must be a multiple of `tile`). `WEFT_NCPU` and `WEFT_NOPENCL`
 //! choose the workers.
 //!
-//! Every codelet has CPU, OpenCL and CUDA implementations: on CPU workers faer, in place on
-//! the tiles, single-threaded (SYRK updates the lower triangle only); on OpenCL devices,
+//! Every codelet has CPU, OpenCL and CUDA implementations: on CPU workers faer (OpenBLAS
+//! with the `openblas` feature), in place on the tiles, single-threaded (SYRK updates the
+//! lower triangle only); on OpenCL devices,
 //! OpenCL C built for the precision (`-DREAL=float|double`): GEMM and SYRK (all but
 //! `O(n³/t)` of the flops) register-blocked kernels updating whole tiles, TRSM a
 //! work-item per row, POTRF one work-item per tile; on CUDA GPUs cuBLAS (GEMM, TRSM) and
@@ -25,10 +26,14 @@
 mod common;
 
 use common::Real;
+#[cfg(not(feature = "openblas"))]
 use faer::dyn_stack::{MemBuffer, MemStack};
+#[cfg(not(feature = "openblas"))]
 use faer::linalg::cholesky::llt::factor::{cholesky_in_place, cholesky_in_place_scratch};
+#[cfg(not(feature = "openblas"))]
 use faer::linalg::matmul::matmul;
 use faer::linalg::matmul::triangular::{self, BlockStructure};
+#[cfg(not(feature = "openblas"))]
 use faer::linalg::triangular_solve::solve_lower_triangular_in_place;
 use faer::{Accum, Mat, Par};
 use std::time::Instant;
@@ -110,10 +115,15 @@ __kernel void trsm(__global const REAL *L, __global REAL *B, int m, int n) {
 /// POTRF: the diagonal tile's lower triangle replaced by its factor `L`.
 fn potrf_cpu<T: Real>(ctx: &TaskContext<'_>) -> Result<(), String> {
     let a = common::mat_mut::<T>(ctx.buffer(0));
-    let mut mem = MemBuffer::new(cholesky_in_place_scratch::<T>(a.nrows(), Par::Seq, Default::default()));
-    match cholesky_in_place(a, Default::default(), Par::Seq, MemStack::new(&mut mem), Default::default()) {
-        Ok(_) => Ok(()),
-        Err(e) => Err(format!("matrix not positive definite ({e:?} in a diagonal tile)")),
+    #[cfg(feature = "openblas")]
+    return common::openblas::potrf(a).map_err(|info| format!("matrix not positive definite (LAPACK info {info} in a diagonal tile)"));
+    #[cfg(not(feature = "openblas"))]
+    {
+        let mut mem = MemBuffer::new(cholesky_in_place_scratch::<T>(a.nrows(), Par::Seq, Default::default()));
+        match cholesky_in_place(a, Default::default(), Par::Seq, MemStack::new(&mut mem), Default::default()) {
+            Ok(_) => Ok(()),
+            Err(e) => Err(format!("matrix not positive definite ({e:?} in a diagonal tile)")),
+        }
     }
 }
 
@@ -122,6 +132,9 @@ fn potrf_cpu<T: Real>(ctx: &TaskContext<'_>) -> Result<(), String> {
 fn trsm_cpu<T: Real>(ctx: &TaskContext<'_>) -> Result<(), String> {
     let l = common::mat::<T>(ctx.buffer(0));
     let b = common::mat_mut::<T>(ctx.buffer(1));
+    #[cfg(feature = "openblas")]
+    common::openblas::trsm(l, b);
+    #[cfg(not(feature = "openblas"))]
     solve_lower_triangular_in_place(l, b.transpose_mut(), Par::Seq);
     Ok(())
 }
@@ -130,8 +143,13 @@ fn trsm_cpu<T: Real>(ctx: &TaskContext<'_>) -> Result<(), String> {
 fn syrk_cpu<T: Real>(ctx: &TaskContext<'_>) -> Result<(), String> {
     let a = common::mat::<T>(ctx.buffer(0));
     let c = common::mat_mut::<T>(ctx.buffer(1));
-    let (rect, minus_one) = (BlockStructure::Rectangular, T::from_f64(-1.0));
-    triangular::matmul(c, BlockStructure::TriangularLower, Accum::Add, a, rect, a.transpose(), rect, minus_one, Par::Seq);
+    #[cfg(feature = "openblas")]
+    common::openblas::syrk(a, c);
+    #[cfg(not(feature = "openblas"))]
+    {
+        let (rect, minus_one) = (BlockStructure::Rectangular, T::from_f64(-1.0));
+        triangular::matmul(c, BlockStructure::TriangularLower, Accum::Add, a, rect, a.transpose(), rect, minus_one, Par::Seq);
+    }
     Ok(())
 }
 
@@ -140,6 +158,9 @@ fn gemm_cpu<T: Real>(ctx: &TaskContext<'_>) -> Result<(), String> {
     let a = common::mat::<T>(ctx.buffer(0));
     let b = common::mat::<T>(ctx.buffer(1));
     let c = common::mat_mut::<T>(ctx.buffer(2));
+    #[cfg(feature = "openblas")]
+    common::openblas::gemm(a, b, c);
+    #[cfg(not(feature = "openblas"))]
     matmul(c, Accum::Add, a, b.transpose(), T::from_f64(-1.0), Par::Seq);
     Ok(())
 }
@@ -166,7 +187,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// own runtimes).
 pub fn run<T: Real>(rt: &Runtime, n: usize, nb: usize) -> Result<(), Box<dyn std::error::Error>> {
     let t = n / nb;
-    println!("Weft cholesky: A = L·Lᵀ, {n}×{n} {}s in {t}×{t} tiles of {nb}, policy '{}'", T::CL, rt.policy_name());
+    #[cfg(feature = "openblas")]
+    let kernels = {
+        common::openblas::single_threaded();
+        "OpenBLAS"
+    };
+    #[cfg(not(feature = "openblas"))]
+    let kernels = "faer";
+    println!("Weft cholesky: A = L·Lᵀ, {n}×{n} {}s in {t}×{t} tiles of {nb}, policy '{}', CPU kernels {kernels}", T::CL, rt.policy_name());
     common::print_workers(rt);
 
     // Random symmetric, plus n·I: strictly diagonally dominant, so positive definite.

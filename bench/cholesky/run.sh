@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Weft's tiled Cholesky (examples/cholesky) side by side with its peers, in one run:
+# Weft's tiled Cholesky (examples/cholesky; with faer's tile kernels, and with OpenBLAS's
+# when libopenblas-dev is installed) side by side with its peers, in one run:
 #   f32: StarPU's cholesky_implicit (the same algorithm in single precision; Debian
 #        package starpu-examples) under each of STARPU_SCHEDS;
 #   f64: LAPACK's dpotrf from OpenBLAS (bench/cholesky/dpotrf.c, built here with gcc).
@@ -44,6 +45,16 @@ done
 NBLOCKS=$((N / TILE))
 target=${CARGO_TARGET_DIR:-$root/target}
 
+# Weft's example twice: with its default CPU tile kernels (faer) and with OpenBLAS's (the
+# `openblas` feature: the kernels StarPU's example and dpotrf run, so that row compares
+# runtimes only), when libopenblas-dev is there.
+OPENBLAS_BIN=
+if [[ -e /usr/lib/x86_64-linux-gnu/libopenblas.so ]]; then
+    echo "building examples/cholesky with OpenBLAS kernels (release)..." >&2
+    cargo build --release -q --example cholesky --features openblas
+    OPENBLAS_BIN=$target/release/examples/cholesky-openblas
+    cp "$target/release/examples/cholesky" "$OPENBLAS_BIN"
+fi
 echo "building examples/cholesky (release)..." >&2
 cargo build --release -q --example cholesky
 WEFT_BIN=$target/release/examples/cholesky
@@ -72,9 +83,10 @@ mkdir -p "$STARPU_HOME"
 unset WEFT_NNULL
 
 # One run of a program; prints its GFLOP/s, or NA (and why, on stderr) when it fails.
-weft() { # precision flags...
-    local out
-    if ! out=$(WEFT_NCPU=$NCPU WEFT_NOPENCL=0 WEFT_NCUDA=0 WEFT_SCHED=$SCHED "$WEFT_BIN" "$N" "$TILE" "$@" 2>&1) ||
+weft() { # binary precision-flags...
+    local out bin=$1
+    shift
+    if ! out=$(WEFT_NCPU=$NCPU WEFT_NOPENCL=0 WEFT_NCUDA=0 WEFT_SCHED=$SCHED "$bin" "$N" "$TILE" "$@" 2>&1) ||
         ! grep -q '^result: correct' <<< "$out"; then
         echo "weft cholesky $N $TILE $* failed:" >&2
         tail -3 <<< "$out" >&2
@@ -133,29 +145,37 @@ fi
 declare -A res
 for ((r = 1; r <= ROUNDS; r++)); do
     echo "round $r/$ROUNDS..." >&2
-    res[w32]+=" $(weft --f32)"
+    res[w32]+=" $(weft "$WEFT_BIN" --f32)"
+    if [[ -n $OPENBLAS_BIN ]]; then res[o32]+=" $(weft "$OPENBLAS_BIN" --f32)"; fi
     if ((have_starpu)); then
         for s in "${STARPU_SCHEDS[@]}"; do res[sp_$s]+=" $(starpu "$s")"; done
     fi
-    res[w64]+=" $(weft)"
+    res[w64]+=" $(weft "$WEFT_BIN")"
+    if [[ -n $OPENBLAS_BIN ]]; then res[o64]+=" $(weft "$OPENBLAS_BIN")"; fi
     if [[ -n $DPOTRF_BIN ]]; then res[blas]+=" $(dpotrf)"; fi
 done
 
-# shellcheck disable=SC2086 # the lists are meant to split
-w32=$(median ${res[w32]}) w64=$(median ${res[w64]})
-fmt='%-6s %-5s %-9s | %10s | %-32s %10s | %10s\n'
-printf "$fmt" n tile precision "Weft" peer "peer" "Weft/peer"
-printf "$fmt" "" "" "" "GFLOP/s" "" "GFLOP/s" ""
-for s in "${STARPU_SCHEDS[@]}"; do
+fmt='%-6s %-5s %-9s %-8s | %10s | %-32s %10s | %10s\n'
+printf "$fmt" n tile precision kernels "Weft" peer "peer" "Weft/peer"
+printf "$fmt" "" "" "" "" "GFLOP/s" "" "GFLOP/s" ""
+kernels=(faer)
+[[ -n $OPENBLAS_BIN ]] && kernels+=(OpenBLAS)
+for k in "${kernels[@]}"; do
+    key=$([[ $k == faer ]] && echo w || echo o)
+    # shellcheck disable=SC2086 # the lists are meant to split
+    w32=$(median ${res[${key}32]}) w64=$(median ${res[${key}64]})
+    for s in "${STARPU_SCHEDS[@]}"; do
+        # shellcheck disable=SC2086
+        p=$( ((have_starpu)) && median ${res[sp_$s]} || echo NA)
+        printf "$fmt" "$N" "$TILE" f32 "$k" "$w32" "StarPU cholesky_implicit $s" "$p" "$(ratio "$w32" "$p")"
+    done
     # shellcheck disable=SC2086
-    p=$( ((have_starpu)) && median ${res[sp_$s]} || echo NA)
-    printf "$fmt" "$N" "$TILE" f32 "$w32" "StarPU cholesky_implicit $s" "$p" "$(ratio "$w32" "$p")"
+    p=$([[ -n $DPOTRF_BIN ]] && median ${res[blas]} || echo NA)
+    printf "$fmt" "$N" "$TILE" f64 "$k" "$w64" "OpenBLAS dpotrf, $NCPU threads" "$p" "$(ratio "$w64" "$p")"
 done
-# shellcheck disable=SC2086
-p=$([[ -n $DPOTRF_BIN ]] && median ${res[blas]} || echo NA)
-printf "$fmt" "$N" "$TILE" f64 "$w64" "OpenBLAS dpotrf, $NCPU threads" "$p" "$(ratio "$w64" "$p")"
 echo
 echo "rounds (GFLOP/s): Weft f32:${res[w32]}; Weft f64:${res[w64]}"
+if [[ -n $OPENBLAS_BIN ]]; then echo "  Weft with OpenBLAS kernels f32:${res[o32]}; f64:${res[o64]}"; fi
 if ((have_starpu)); then
     for s in "${STARPU_SCHEDS[@]}"; do echo "  StarPU $s:${res[sp_$s]}"; done
 fi

@@ -5,7 +5,10 @@
 //!
 //! CPU implementations call faer (GEMM, SYRK, TRSM, POTRF) on those views with
 //! `Par::Seq`: a CPU worker runs one task at a time on its own core, so the parallelism is
-//! the runtime's, between tasks, as with StarPU's sequential BLAS.
+//! the runtime's, between tasks, as with StarPU's sequential BLAS. Built with the
+//! `openblas` feature (`cargo build --features openblas`, needs libopenblas-dev), they call
+//! OpenBLAS's instead, single-threaded: the kernels StarPU's example and LAPACK's `dpotrf`
+//! run, so that a comparison with them compares runtimes, not kernel libraries.
 
 // Each example uses some of these.
 #![allow(dead_code)]
@@ -14,7 +17,7 @@ use faer::{MatMut, MatRef};
 use weft_core::View;
 
 /// The element types of the examples: `f32` and `f64`.
-pub trait Real: bytemuck::Pod + faer::traits::RealField + cublas::Routines + Send + Sync + 'static {
+pub trait Real: bytemuck::Pod + faer::traits::RealField + cublas::Routines + openblas::Routines + Send + Sync + 'static {
     /// The OpenCL C name of the type (kernels are built with `-DREAL=` it).
     const CL: &'static str;
     fn from_f64(x: f64) -> Self;
@@ -282,5 +285,255 @@ pub mod cublas {
             )
         };
         check(&format!("cublas{}trsm", T::P), s)
+    }
+}
+
+/// OpenBLAS's tile kernels (the `openblas` feature), on the same column-major views.
+pub mod openblas {
+    /// The routines of one precision (empty without the `openblas` feature).
+    #[cfg(not(feature = "openblas"))]
+    pub trait Routines {}
+    #[cfg(not(feature = "openblas"))]
+    impl<T> Routines for T {}
+
+    #[cfg(feature = "openblas")]
+    pub use with::*;
+
+    #[cfg(feature = "openblas")]
+    #[allow(unsafe_code)]
+    mod with {
+        use faer::{MatMut, MatRef};
+        use std::ffi::{c_char, c_int};
+
+        // CBLAS's enumerations (cblas.h).
+        const COL_MAJOR: c_int = 102;
+        const NO_TRANS: c_int = 111;
+        const TRANS: c_int = 112;
+        const LOWER: c_int = 122;
+        const NON_UNIT: c_int = 131;
+        const RIGHT: c_int = 142;
+
+        #[link(name = "openblas")]
+        unsafe extern "C" {
+            fn openblas_set_num_threads(n: c_int);
+            fn cblas_sgemm(
+                l: c_int,
+                ta: c_int,
+                tb: c_int,
+                m: c_int,
+                n: c_int,
+                k: c_int,
+                al: f32,
+                a: *const f32,
+                lda: c_int,
+                b: *const f32,
+                ldb: c_int,
+                be: f32,
+                c: *mut f32,
+                ldc: c_int,
+            );
+            fn cblas_dgemm(
+                l: c_int,
+                ta: c_int,
+                tb: c_int,
+                m: c_int,
+                n: c_int,
+                k: c_int,
+                al: f64,
+                a: *const f64,
+                lda: c_int,
+                b: *const f64,
+                ldb: c_int,
+                be: f64,
+                c: *mut f64,
+                ldc: c_int,
+            );
+            fn cblas_ssyrk(
+                l: c_int,
+                up: c_int,
+                t: c_int,
+                n: c_int,
+                k: c_int,
+                al: f32,
+                a: *const f32,
+                lda: c_int,
+                be: f32,
+                c: *mut f32,
+                ldc: c_int,
+            );
+            fn cblas_dsyrk(
+                l: c_int,
+                up: c_int,
+                t: c_int,
+                n: c_int,
+                k: c_int,
+                al: f64,
+                a: *const f64,
+                lda: c_int,
+                be: f64,
+                c: *mut f64,
+                ldc: c_int,
+            );
+            fn cblas_strsm(
+                l: c_int,
+                s: c_int,
+                up: c_int,
+                t: c_int,
+                d: c_int,
+                m: c_int,
+                n: c_int,
+                al: f32,
+                a: *const f32,
+                lda: c_int,
+                b: *mut f32,
+                ldb: c_int,
+            );
+            fn cblas_dtrsm(
+                l: c_int,
+                s: c_int,
+                up: c_int,
+                t: c_int,
+                d: c_int,
+                m: c_int,
+                n: c_int,
+                al: f64,
+                a: *const f64,
+                lda: c_int,
+                b: *mut f64,
+                ldb: c_int,
+            );
+            fn spotrf_(up: *const c_char, n: *const c_int, a: *mut f32, lda: *const c_int, info: *mut c_int);
+            fn dpotrf_(up: *const c_char, n: *const c_int, a: *mut f64, lda: *const c_int, info: *mut c_int);
+        }
+
+        /// OpenBLAS runs each call in the calling thread only: the runtime's workers are the
+        /// parallelism (OpenBLAS's own threads would compete with them for the cores).
+        pub fn single_threaded() {
+            // SAFETY: sets a global of OpenBLAS's; no memory is passed.
+            unsafe { openblas_set_num_threads(1) }
+        }
+
+        /// One precision's entry points, with the same arguments for both.
+        pub trait Routines: Sized {
+            const CB_GEMM: unsafe extern "C" fn(
+                c_int,
+                c_int,
+                c_int,
+                c_int,
+                c_int,
+                c_int,
+                Self,
+                *const Self,
+                c_int,
+                *const Self,
+                c_int,
+                Self,
+                *mut Self,
+                c_int,
+            );
+            const CB_SYRK: unsafe extern "C" fn(c_int, c_int, c_int, c_int, c_int, Self, *const Self, c_int, Self, *mut Self, c_int);
+            const CB_TRSM: unsafe extern "C" fn(
+                c_int,
+                c_int,
+                c_int,
+                c_int,
+                c_int,
+                c_int,
+                c_int,
+                Self,
+                *const Self,
+                c_int,
+                *mut Self,
+                c_int,
+            );
+            const LAPACK_POTRF: unsafe extern "C" fn(*const c_char, *const c_int, *mut Self, *const c_int, *mut c_int);
+        }
+        impl Routines for f32 {
+            const CB_GEMM: unsafe extern "C" fn(
+                c_int,
+                c_int,
+                c_int,
+                c_int,
+                c_int,
+                c_int,
+                f32,
+                *const f32,
+                c_int,
+                *const f32,
+                c_int,
+                f32,
+                *mut f32,
+                c_int,
+            ) = cblas_sgemm;
+            const CB_SYRK: unsafe extern "C" fn(c_int, c_int, c_int, c_int, c_int, f32, *const f32, c_int, f32, *mut f32, c_int) =
+                cblas_ssyrk;
+            const CB_TRSM: unsafe extern "C" fn(c_int, c_int, c_int, c_int, c_int, c_int, c_int, f32, *const f32, c_int, *mut f32, c_int) =
+                cblas_strsm;
+            const LAPACK_POTRF: unsafe extern "C" fn(*const c_char, *const c_int, *mut f32, *const c_int, *mut c_int) = spotrf_;
+        }
+        impl Routines for f64 {
+            const CB_GEMM: unsafe extern "C" fn(
+                c_int,
+                c_int,
+                c_int,
+                c_int,
+                c_int,
+                c_int,
+                f64,
+                *const f64,
+                c_int,
+                *const f64,
+                c_int,
+                f64,
+                *mut f64,
+                c_int,
+            ) = cblas_dgemm;
+            const CB_SYRK: unsafe extern "C" fn(c_int, c_int, c_int, c_int, c_int, f64, *const f64, c_int, f64, *mut f64, c_int) =
+                cblas_dsyrk;
+            const CB_TRSM: unsafe extern "C" fn(c_int, c_int, c_int, c_int, c_int, c_int, c_int, f64, *const f64, c_int, *mut f64, c_int) =
+                cblas_dtrsm;
+            const LAPACK_POTRF: unsafe extern "C" fn(*const c_char, *const c_int, *mut f64, *const c_int, *mut c_int) = dpotrf_;
+        }
+
+        fn dims<T>(m: &MatRef<'_, T>) -> (c_int, c_int, c_int) {
+            assert_eq!(m.row_stride(), 1, "column-major views");
+            (m.nrows() as c_int, m.ncols() as c_int, m.col_stride() as c_int)
+        }
+
+        /// `C −= A·Bᵀ`.
+        pub fn gemm<T: crate::common::Real>(a: MatRef<'_, T>, b: MatRef<'_, T>, c: MatMut<'_, T>) {
+            let ((m, k, lda), (n, _, ldb), (_, _, ldc)) = (dims(&a), dims(&b), dims(&c.as_ref()));
+            let (one, minus_one) = (T::from_f64(1.0), T::from_f64(-1.0));
+            // SAFETY: the three views are valid column-major matrices of the sizes given
+            // (their leading dimensions are their column strides), `c` exclusively borrowed.
+            unsafe {
+                T::CB_GEMM(COL_MAJOR, NO_TRANS, TRANS, m, n, k, minus_one, a.as_ptr(), lda, b.as_ptr(), ldb, one, c.as_ptr_mut(), ldc)
+            }
+        }
+
+        /// `C −= A·Aᵀ`, the lower triangle of `C` only.
+        pub fn syrk<T: crate::common::Real>(a: MatRef<'_, T>, c: MatMut<'_, T>) {
+            let ((n, k, lda), (_, _, ldc)) = (dims(&a), dims(&c.as_ref()));
+            let (one, minus_one) = (T::from_f64(1.0), T::from_f64(-1.0));
+            // SAFETY: as in `gemm`.
+            unsafe { T::CB_SYRK(COL_MAJOR, LOWER, NO_TRANS, n, k, minus_one, a.as_ptr(), lda, one, c.as_ptr_mut(), ldc) }
+        }
+
+        /// `B = B·L⁻ᵀ`, `L` lower triangular.
+        pub fn trsm<T: crate::common::Real>(l: MatRef<'_, T>, b: MatMut<'_, T>) {
+            let ((n, _, lda), (m, _, ldb)) = (dims(&l), dims(&b.as_ref()));
+            // SAFETY: as in `gemm`.
+            unsafe { T::CB_TRSM(COL_MAJOR, RIGHT, LOWER, TRANS, NON_UNIT, m, n, T::from_f64(1.0), l.as_ptr(), lda, b.as_ptr_mut(), ldb) }
+        }
+
+        /// The lower Cholesky factor of `a` in place; LAPACK's `info` when not positive definite.
+        pub fn potrf<T: crate::common::Real>(a: MatMut<'_, T>) -> Result<(), i32> {
+            let (n, _, lda) = dims(&a.as_ref());
+            let mut info: c_int = 0;
+            // SAFETY: as in `gemm`; LAPACK reads the scalars through the pointers only
+            // during the call.
+            unsafe { T::LAPACK_POTRF(c"L".as_ptr(), &n, a.as_ptr_mut(), &lda, &mut info) };
+            if info == 0 { Ok(()) } else { Err(info) }
+        }
     }
 }
