@@ -224,3 +224,56 @@ fn a_placed_tasks_inputs_are_prefetched_while_it_waits() {
         drop(v);
     }
 }
+
+/// A task placed on a busy CPU worker gets its input back from the device while it waits:
+/// host memory is prefetched to as well.
+#[test]
+fn a_cpu_tasks_inputs_come_home_while_it_waits() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    for sched in [PolicyKind::Dm, PolicyKind::Dmda, PolicyKind::Dmdas] {
+        let rt = Runtime::new(Config { ncpu: Some(1), nnull: 1, sched, spin_us: 5, ..Config::default() }).unwrap();
+        let (go, started) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicBool::new(false)));
+        let (g, s) = (go.clone(), started.clone());
+        // Only the device can run this: the vector is then valid there alone.
+        let produce = Codelet::builder("produce")
+            .null(|ctx| {
+                ctx.vector_mut::<u32>(0).fill(2);
+                Ok(())
+            })
+            .build();
+        // Only the CPU worker can run these.
+        let blocker = Codelet::builder("cpu-blocker")
+            .cpu(move |_| {
+                s.store(true, Ordering::SeqCst);
+                while !g.load(Ordering::SeqCst) {
+                    std::thread::yield_now();
+                }
+                Ok(())
+            })
+            .build();
+        let sum = Codelet::builder("cpu-sum")
+            .cpu(|ctx| {
+                assert_eq!(ctx.vector::<u32>(0).iter().sum::<u32>(), 2048);
+                Ok(())
+            })
+            .build();
+        let v = rt.register_vector(vec![1u32; 1024]).unwrap();
+        rt.submit(TaskBuilder::new(&produce).access(&v, AccessMode::W)).unwrap().wait().unwrap();
+        assert_eq!(v.replica_states()[0], ReplicaState::Invalid, "{sched:?}: the device wrote it");
+        rt.submit(TaskBuilder::new(&blocker)).unwrap();
+        while !started.load(Ordering::SeqCst) {
+            std::thread::yield_now();
+        }
+        let t = rt.submit(TaskBuilder::new(&sum).access(&v, AccessMode::R)).unwrap();
+        // The CPU worker is busy: the input reaches host memory anyway.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while v.replica_states()[0] == ReplicaState::Invalid && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let states = v.replica_states();
+        go.store(true, Ordering::SeqCst);
+        t.wait().unwrap();
+        assert_ne!(states[0], ReplicaState::Invalid, "{sched:?}: not brought home: {states:?}");
+        drop(v);
+    }
+}
