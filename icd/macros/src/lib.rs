@@ -20,6 +20,8 @@
 //! A parameter of type `Arc<Obj<T>>` is a typed handle: the entry point takes a `Handle`
 //! there and passes `icd::get::<T>(handle)?`, so the kind's `CL_INVALID_*` code comes
 //! before the function runs (handles are converted in parameter order, first to last).
+//! A parameter of type `Cmd` (an enqueue's queue, wait list and event, `api::queue::Cmd`) takes a `Handle`
+//! there and three last parameters `num_events_in_wait_list`, `event_wait_list`, `event`.
 //! Every other parameter is passed as it is. An `unsafe fn` (one that reads the caller's
 //! raw pointers) makes an `unsafe extern "C" fn` with the same contract; so does an
 //! `errcode_ret`.
@@ -69,6 +71,9 @@ fn expand(name: &Ident, f: &ItemFn) -> syn::Result<proc_macro2::TokenStream> {
     let mut params = Vec::new();
     let mut args = Vec::new();
     let mut any_typed = false;
+    // Parameters that go after the function's own (a `Cmd`'s wait list and event).
+    let mut tail = Vec::new();
+    let mut cmd = false;
     for input in &f.sig.inputs {
         let FnArg::Typed(pt) = input else {
             return Err(syn::Error::new_spanned(input, "an entry point takes no `self`"));
@@ -77,6 +82,20 @@ fn expand(name: &Ident, f: &ItemFn) -> syn::Result<proc_macro2::TokenStream> {
             return Err(syn::Error::new_spanned(&pt.pat, "an entry point's parameters are plain names"));
         };
         let id = &id.ident;
+        if is_named(&pt.ty, "Cmd") {
+            // An enqueue's queue (first) and wait list and event (last), validated in the
+            // order the function's first statement used to: queue, then wait list.
+            params.push(quote!(#id: crate::api::cl::Handle));
+            tail.push(quote!(num_events_in_wait_list: crate::api::cl::cl_uint));
+            tail.push(quote!(event_wait_list: *const crate::api::cl::Handle));
+            tail.push(quote!(event: *mut crate::api::cl::Handle));
+            // `from_c` is unsafe: it runs inside the call's `unsafe` block below (the function
+            // is an `unsafe fn`), whose SAFETY argument covers the wait list and event too.
+            args.push(quote!(crate::api::queue::Cmd::from_c(#id, num_events_in_wait_list, event_wait_list, event)?));
+            any_typed = true;
+            cmd = true;
+            continue;
+        }
         match inner_of(&pt.ty, "Arc").and_then(|t| inner_of(t, "Obj")) {
             Some(kind) => {
                 params.push(quote!(#id: crate::api::cl::Handle));
@@ -91,10 +110,16 @@ fn expand(name: &Ident, f: &ItemFn) -> syn::Result<proc_macro2::TokenStream> {
         }
     }
 
+    params.extend(tail);
+    if cmd && !is_unsafe {
+        return Err(syn::Error::new_spanned(&f.sig, "a `Cmd` holds the caller's event pointer: make the function `unsafe fn`"));
+    }
     let call = if is_unsafe {
         // SAFETY (of the generated block): the entry point is an `unsafe extern "C" fn`
         // whose contract is the function's own (its `# Safety`: the OpenCL
-        // specification's for this entry point), which the C caller upholds.
+        // specification's for this entry point), which the C caller upholds; a `Cmd`'s
+        // `from_c` reads the wait list (`num_events_in_wait_list` handles) and keeps the
+        // event pointer under that same contract.
         quote!(unsafe { #inner(#(#args),*) })
     } else {
         quote!(#inner(#(#args),*))

@@ -35,7 +35,7 @@ use super::context::Context;
 use super::event::EventState;
 use super::icd::{self, Obj};
 use super::memory::{HostAlloc, Mem, check_flags};
-use super::queue::{Queue, Rect, buffer_of, check_range, copy_rect, finish_command, host_codelet, prologue};
+use super::queue::{Cmd, Queue, Rect, buffer_of, check_range, copy_rect, finish_command, host_codelet};
 use super::{ClResult, Info, cl_entrypoint, info_ptr, info_val, is_true, slice};
 use std::ffi::c_void;
 use std::sync::atomic::Ordering;
@@ -739,7 +739,7 @@ fn host_rect(i: &ImageInfo, bytes: [usize; 3], row: usize, slice_: usize) -> ClR
 /// OpenCL's contract for those calls.
 #[allow(clippy::too_many_arguments)]
 unsafe fn read_write(
-    q: Handle,
+    cmd: Cmd,
     image: Handle,
     blocking: cl_bool,
     origin: *const usize,
@@ -748,13 +748,10 @@ unsafe fn read_write(
     slice_: usize,
     ptr: usize,
     write: bool,
-    n: cl_uint,
-    list: *const Handle,
-    event: *mut Handle,
 ) -> ClResult<()> {
     // SAFETY: the caller's contract (all pointer arguments).
     unsafe {
-        let (qq, waits) = prologue(q, n, list)?;
+        let Cmd { q: qq, waits, event } = cmd;
         let m = image_of(&qq, image)?;
         let i = m.image.as_ref().ok_or(CL_INVALID_MEM_OBJECT)?;
         let (o, r) = (triple(origin)?, triple(region)?);
@@ -795,7 +792,7 @@ unsafe fn read_write(
 /// OpenCL's contract for clEnqueueReadImage.
 #[cl_entrypoint(clEnqueueReadImage)]
 unsafe fn enqueue_read_image(
-    q: Handle,
+    cmd: Cmd,
     image: Handle,
     blocking: cl_bool,
     origin: *const usize,
@@ -803,19 +800,16 @@ unsafe fn enqueue_read_image(
     row: usize,
     slice_: usize,
     ptr: *mut c_void,
-    n: cl_uint,
-    list: *const Handle,
-    event: *mut Handle,
 ) -> ClResult<()> {
     // SAFETY: forwarded contract.
-    unsafe { read_write(q, image, blocking, origin, region, row, slice_, ptr as usize, false, n, list, event) }
+    unsafe { read_write(cmd, image, blocking, origin, region, row, slice_, ptr as usize, false) }
 }
 
 /// # Safety
 /// OpenCL's contract for clEnqueueWriteImage.
 #[cl_entrypoint(clEnqueueWriteImage)]
 unsafe fn enqueue_write_image(
-    q: Handle,
+    cmd: Cmd,
     image: Handle,
     blocking: cl_bool,
     origin: *const usize,
@@ -823,12 +817,9 @@ unsafe fn enqueue_write_image(
     row: usize,
     slice_: usize,
     ptr: *const c_void,
-    n: cl_uint,
-    list: *const Handle,
-    event: *mut Handle,
 ) -> ClResult<()> {
     // SAFETY: forwarded contract.
-    unsafe { read_write(q, image, blocking, origin, region, row, slice_, ptr as usize, true, n, list, event) }
+    unsafe { read_write(cmd, image, blocking, origin, region, row, slice_, ptr as usize, true) }
 }
 
 /// Submit a copy between two memory objects' homes (`same`: one handle, accessed `RW`).
@@ -868,19 +859,16 @@ unsafe fn copy_between(
 /// OpenCL's contract for clEnqueueCopyImage.
 #[cl_entrypoint(clEnqueueCopyImage)]
 unsafe fn enqueue_copy_image(
-    q: Handle,
+    cmd: Cmd,
     src: Handle,
     dst: Handle,
     src_origin: *const usize,
     dst_origin: *const usize,
     region: *const usize,
-    n: cl_uint,
-    list: *const Handle,
-    event: *mut Handle,
 ) -> ClResult<()> {
     // SAFETY: the caller's contract (all pointer arguments).
     unsafe {
-        let (qq, waits) = prologue(q, n, list)?;
+        let Cmd { q: qq, waits, event } = cmd;
         let (s, d) = (image_of(&qq, src)?, image_of(&qq, dst)?);
         let (si, di) = (s.image.as_ref().ok_or(CL_INVALID_MEM_OBJECT)?, d.image.as_ref().ok_or(CL_INVALID_MEM_OBJECT)?);
         // CL_IMAGE_FORMAT_MISMATCH if src_image and dst_image do not use the same image format.
@@ -911,19 +899,16 @@ fn packed_in_buffer(m: &Mem, offset: usize, bytes: [usize; 3]) -> ClResult<Rect>
 /// OpenCL's contract for clEnqueueCopyImageToBuffer.
 #[cl_entrypoint(clEnqueueCopyImageToBuffer)]
 unsafe fn enqueue_copy_image_to_buffer(
-    q: Handle,
+    cmd: Cmd,
     src: Handle,
     dst: Handle,
     src_origin: *const usize,
     region: *const usize,
     dst_offset: usize,
-    n: cl_uint,
-    list: *const Handle,
-    event: *mut Handle,
 ) -> ClResult<()> {
     // SAFETY: the caller's contract (all pointer arguments).
     unsafe {
-        let (qq, waits) = prologue(q, n, list)?;
+        let Cmd { q: qq, waits, event } = cmd;
         let (s, d) = (image_of(&qq, src)?, buffer_of(&qq, dst)?);
         let si = s.image.as_ref().ok_or(CL_INVALID_MEM_OBJECT)?;
         let (sr, bytes) = image_box(si, triple(src_origin)?, triple(region)?)?;
@@ -936,19 +921,16 @@ unsafe fn enqueue_copy_image_to_buffer(
 /// OpenCL's contract for clEnqueueCopyBufferToImage.
 #[cl_entrypoint(clEnqueueCopyBufferToImage)]
 unsafe fn enqueue_copy_buffer_to_image(
-    q: Handle,
+    cmd: Cmd,
     src: Handle,
     dst: Handle,
     src_offset: usize,
     dst_origin: *const usize,
     region: *const usize,
-    n: cl_uint,
-    list: *const Handle,
-    event: *mut Handle,
 ) -> ClResult<()> {
     // SAFETY: the caller's contract (all pointer arguments).
     unsafe {
-        let (qq, waits) = prologue(q, n, list)?;
+        let Cmd { q: qq, waits, event } = cmd;
         let (s, d) = (buffer_of(&qq, src)?, image_of(&qq, dst)?);
         let di = d.image.as_ref().ok_or(CL_INVALID_MEM_OBJECT)?;
         let (dr, bytes) = image_box(di, triple(dst_origin)?, triple(region)?)?;
@@ -1034,19 +1016,10 @@ pub fn fill_pixel(f: &cl_image_format, color: [u8; 16]) -> Option<Vec<u8>> {
 /// # Safety
 /// OpenCL's contract for clEnqueueFillImage.
 #[cl_entrypoint(clEnqueueFillImage)]
-unsafe fn enqueue_fill_image(
-    q: Handle,
-    image: Handle,
-    color: *const c_void,
-    origin: *const usize,
-    region: *const usize,
-    n: cl_uint,
-    list: *const Handle,
-    event: *mut Handle,
-) -> ClResult<()> {
+unsafe fn enqueue_fill_image(cmd: Cmd, image: Handle, color: *const c_void, origin: *const usize, region: *const usize) -> ClResult<()> {
     // SAFETY: the caller's contract (all pointer arguments).
     unsafe {
-        let (qq, waits) = prologue(q, n, list)?;
+        let Cmd { q: qq, waits, event } = cmd;
         let m = image_of(&qq, image)?;
         let i = m.image.as_ref().ok_or(CL_INVALID_MEM_OBJECT)?;
         // CL_INVALID_VALUE if fill_color is NULL.
@@ -1077,7 +1050,7 @@ unsafe fn enqueue_fill_image(
 /// OpenCL's contract for clEnqueueMapImage.
 #[cl_entrypoint(clEnqueueMapImage)]
 unsafe fn enqueue_map_image(
-    q: Handle,
+    cmd: Cmd,
     image: Handle,
     blocking: cl_bool,
     flags: cl_bitfield,
@@ -1085,12 +1058,9 @@ unsafe fn enqueue_map_image(
     region: *const usize,
     row_pitch: *mut usize,
     slice_pitch: *mut usize,
-    n: cl_uint,
-    list: *const Handle,
-    event: *mut Handle,
 ) -> ClResult<*mut c_void> {
     // SAFETY: the caller's contract: `list` readable for `n` events.
-    let (qq, waits) = unsafe { prologue(q, n, list) }?;
+    let Cmd { q: qq, waits, event } = cmd;
     let m = image_of(&qq, image)?;
     super::memory::host_map(&m, flags)?;
     let i = m.image.as_ref().ok_or(CL_INVALID_MEM_OBJECT)?;

@@ -288,18 +288,28 @@ fn finish_queue(q: Handle) -> ClResult<()> {
     finish(&**icd::get::<Queue>(q)?)
 }
 
-/// A command's queue and wait list.
-pub(super) type Prologue = (Arc<Obj<Queue>>, Vec<Arc<Obj<Event>>>);
+/// An enqueue's queue, wait list and event pointer: what `#[cl_entrypoint]` makes of a
+/// `Cmd` parameter (the C `command_queue` and the last three, `num_events_in_wait_list`,
+/// `event_wait_list`, `event`): the common prologue of an enqueue.
+pub struct Cmd {
+    pub q: Arc<Obj<Queue>>,
+    pub waits: Vec<Arc<Obj<Event>>>,
+    /// Null or writable for one handle (the contract of [`Cmd::from_c`]).
+    pub event: *mut Handle,
+}
 
-/// The common prologue of an enqueue: queue, wait list.
-///
-/// # Safety
-/// `list` null or readable for `n` handles.
-pub(super) unsafe fn prologue(q: Handle, n: cl_uint, list: *const Handle) -> ClResult<Prologue> {
-    let qq = icd::get::<Queue>(q)?;
-    // SAFETY: forwarded contract.
-    let waits = unsafe { wait_list(n, list, Some(&qq.context)) }?;
-    Ok((qq, waits))
+impl Cmd {
+    /// The queue, then the wait list: the kind's `CL_INVALID_*` code for the first that fails.
+    ///
+    /// # Safety
+    /// `list` null or readable for `n` handles; `event` null or writable for one handle until
+    /// the command is handed out.
+    pub unsafe fn from_c(q: Handle, n: cl_uint, list: *const Handle, event: *mut Handle) -> ClResult<Cmd> {
+        let q = icd::get::<Queue>(q)?;
+        // SAFETY: the caller's contract.
+        let waits = unsafe { wait_list(n, list, Some(&q.context)) }?;
+        Ok(Cmd { q, waits, event })
+    }
 }
 
 /// A buffer argument of a command on `q`: live, and of `q`'s context.
@@ -382,19 +392,8 @@ pub(super) unsafe fn finish_command(
 /// # Safety
 /// OpenCL's contract for clEnqueueReadBuffer.
 #[cl_entrypoint(clEnqueueReadBuffer)]
-unsafe fn enqueue_read_buffer(
-    q: Handle,
-    buffer: Handle,
-    blocking: cl_bool,
-    offset: usize,
-    size: usize,
-    ptr: *mut c_void,
-    n: cl_uint,
-    list: *const Handle,
-    event: *mut Handle,
-) -> ClResult<()> {
-    // SAFETY: the caller's contract.
-    let (qq, waits) = unsafe { prologue(q, n, list) }?;
+unsafe fn enqueue_read_buffer(cmd: Cmd, buffer: Handle, blocking: cl_bool, offset: usize, size: usize, ptr: *mut c_void) -> ClResult<()> {
+    let Cmd { q: qq, waits, event } = cmd;
     let m = buffer_of(&qq, buffer)?;
     super::memory::host_access(&m, true, false)?;
     check_range(offset, size, m.size)?;
@@ -441,18 +440,14 @@ unsafe fn enqueue_read_buffer(
 /// OpenCL's contract for clEnqueueWriteBuffer.
 #[cl_entrypoint(clEnqueueWriteBuffer)]
 unsafe fn enqueue_write_buffer(
-    q: Handle,
+    cmd: Cmd,
     buffer: Handle,
     blocking: cl_bool,
     offset: usize,
     size: usize,
     ptr: *const c_void,
-    n: cl_uint,
-    list: *const Handle,
-    event: *mut Handle,
 ) -> ClResult<()> {
-    // SAFETY: the caller's contract.
-    let (qq, waits) = unsafe { prologue(q, n, list) }?;
+    let Cmd { q: qq, waits, event } = cmd;
     let m = buffer_of(&qq, buffer)?;
     super::memory::host_access(&m, false, true)?;
     check_range(offset, size, m.size)?;
@@ -475,19 +470,8 @@ unsafe fn enqueue_write_buffer(
 /// # Safety
 /// OpenCL's contract for clEnqueueCopyBuffer.
 #[cl_entrypoint(clEnqueueCopyBuffer)]
-unsafe fn enqueue_copy_buffer(
-    q: Handle,
-    src: Handle,
-    dst: Handle,
-    src_offset: usize,
-    dst_offset: usize,
-    size: usize,
-    n: cl_uint,
-    list: *const Handle,
-    event: *mut Handle,
-) -> ClResult<()> {
-    // SAFETY: the caller's contract.
-    let (qq, waits) = unsafe { prologue(q, n, list) }?;
+unsafe fn enqueue_copy_buffer(cmd: Cmd, src: Handle, dst: Handle, src_offset: usize, dst_offset: usize, size: usize) -> ClResult<()> {
+    let Cmd { q: qq, waits, event } = cmd;
     let s = buffer_of(&qq, src)?;
     let d = buffer_of(&qq, dst)?;
     check_range(src_offset, size, s.size)?;
@@ -524,18 +508,14 @@ unsafe fn enqueue_copy_buffer(
 /// OpenCL's contract for clEnqueueFillBuffer.
 #[cl_entrypoint(clEnqueueFillBuffer)]
 unsafe fn enqueue_fill_buffer(
-    q: Handle,
+    cmd: Cmd,
     buffer: Handle,
     pattern: *const c_void,
     pattern_size: usize,
     offset: usize,
     size: usize,
-    n: cl_uint,
-    list: *const Handle,
-    event: *mut Handle,
 ) -> ClResult<()> {
-    // SAFETY: the caller's contract.
-    let (qq, waits) = unsafe { prologue(q, n, list) }?;
+    let Cmd { q: qq, waits, event } = cmd;
     let m = buffer_of(&qq, buffer)?;
     // CL_INVALID_VALUE if pattern is NULL or if pattern_size is 0 or if pattern_size is not
     // one of { 1, 2, 4, 8, 16, 32, 64, 128 }; if offset and size are not a multiple of pattern_size.
@@ -640,27 +620,18 @@ pub(super) unsafe fn copy_rect(src: usize, s: Rect, dst: usize, d: Rect, region:
 ///
 /// # Safety
 /// OpenCL's contract for clEnqueue{Read,Write}BufferRect.
-#[allow(clippy::too_many_arguments)]
 unsafe fn host_rect(
-    q: Handle,
+    cmd: Cmd,
     buffer: Handle,
     blocking: cl_bool,
-    buffer_origin: *const usize,
-    host_origin: *const usize,
-    region_: *const usize,
-    buffer_row: usize,
-    buffer_slice: usize,
-    host_row: usize,
-    host_slice: usize,
+    [buffer_origin, host_origin, region_]: [*const usize; 3],
+    [buffer_row, buffer_slice, host_row, host_slice]: [usize; 4],
     ptr: usize,
     write: bool,
-    n: cl_uint,
-    list: *const Handle,
-    event: *mut Handle,
 ) -> ClResult<()> {
     // SAFETY: the caller's contract (all pointer arguments).
     unsafe {
-        let (qq, waits) = prologue(q, n, list)?;
+        let Cmd { q: qq, waits, event } = cmd;
         let m = buffer_of(&qq, buffer)?;
         super::memory::host_access(&m, !write, write)?;
         if ptr == 0 {
@@ -691,7 +662,7 @@ unsafe fn host_rect(
 /// OpenCL's contract for clEnqueueReadBufferRect.
 #[cl_entrypoint(clEnqueueReadBufferRect)]
 unsafe fn enqueue_read_buffer_rect(
-    q: Handle,
+    cmd: Cmd,
     buffer: Handle,
     blocking: cl_bool,
     buffer_origin: *const usize,
@@ -702,37 +673,18 @@ unsafe fn enqueue_read_buffer_rect(
     host_row: usize,
     host_slice: usize,
     ptr: *mut c_void,
-    n: cl_uint,
-    list: *const Handle,
-    event: *mut Handle,
 ) -> ClResult<()> {
+    let origins = [buffer_origin, host_origin, region_];
+    let pitches = [buffer_row, buffer_slice, host_row, host_slice];
     // SAFETY: forwarded contract.
-    unsafe {
-        host_rect(
-            q,
-            buffer,
-            blocking,
-            buffer_origin,
-            host_origin,
-            region_,
-            buffer_row,
-            buffer_slice,
-            host_row,
-            host_slice,
-            ptr as usize,
-            false,
-            n,
-            list,
-            event,
-        )
-    }
+    unsafe { host_rect(cmd, buffer, blocking, origins, pitches, ptr as usize, false) }
 }
 
 /// # Safety
 /// OpenCL's contract for clEnqueueWriteBufferRect.
 #[cl_entrypoint(clEnqueueWriteBufferRect)]
 unsafe fn enqueue_write_buffer_rect(
-    q: Handle,
+    cmd: Cmd,
     buffer: Handle,
     blocking: cl_bool,
     buffer_origin: *const usize,
@@ -743,37 +695,18 @@ unsafe fn enqueue_write_buffer_rect(
     host_row: usize,
     host_slice: usize,
     ptr: *const c_void,
-    n: cl_uint,
-    list: *const Handle,
-    event: *mut Handle,
 ) -> ClResult<()> {
+    let origins = [buffer_origin, host_origin, region_];
+    let pitches = [buffer_row, buffer_slice, host_row, host_slice];
     // SAFETY: forwarded contract.
-    unsafe {
-        host_rect(
-            q,
-            buffer,
-            blocking,
-            buffer_origin,
-            host_origin,
-            region_,
-            buffer_row,
-            buffer_slice,
-            host_row,
-            host_slice,
-            ptr as usize,
-            true,
-            n,
-            list,
-            event,
-        )
-    }
+    unsafe { host_rect(cmd, buffer, blocking, origins, pitches, ptr as usize, true) }
 }
 
 /// # Safety
 /// OpenCL's contract for clEnqueueCopyBufferRect.
 #[cl_entrypoint(clEnqueueCopyBufferRect)]
 unsafe fn enqueue_copy_buffer_rect(
-    q: Handle,
+    cmd: Cmd,
     src: Handle,
     dst: Handle,
     src_origin: *const usize,
@@ -783,13 +716,10 @@ unsafe fn enqueue_copy_buffer_rect(
     src_slice: usize,
     dst_row: usize,
     dst_slice: usize,
-    n: cl_uint,
-    list: *const Handle,
-    event: *mut Handle,
 ) -> ClResult<()> {
     // SAFETY: the caller's contract (all pointer arguments).
     unsafe {
-        let (qq, waits) = prologue(q, n, list)?;
+        let Cmd { q: qq, waits, event } = cmd;
         let s = buffer_of(&qq, src)?;
         let d = buffer_of(&qq, dst)?;
         let reg = region(region_)?;
@@ -828,18 +758,15 @@ unsafe fn enqueue_copy_buffer_rect(
 /// OpenCL's contract for clEnqueueMapBuffer.
 #[cl_entrypoint(clEnqueueMapBuffer)]
 unsafe fn enqueue_map_buffer(
-    q: Handle,
+    cmd: Cmd,
     buffer: Handle,
     blocking: cl_bool,
     flags: cl_bitfield,
     offset: usize,
     size: usize,
-    n: cl_uint,
-    list: *const Handle,
-    event: *mut Handle,
 ) -> ClResult<*mut c_void> {
     // SAFETY: the caller's contract: `list` readable for `n` events.
-    let (qq, waits) = unsafe { prologue(q, n, list) }?;
+    let Cmd { q: qq, waits, event } = cmd;
     let m = buffer_of(&qq, buffer)?;
     super::memory::host_map(&m, flags)?;
     check_range(offset, size, m.size)?;
@@ -866,16 +793,8 @@ unsafe fn enqueue_map_buffer(
 /// # Safety
 /// OpenCL's contract for clEnqueueUnmapMemObject.
 #[cl_entrypoint(clEnqueueUnmapMemObject)]
-unsafe fn enqueue_unmap_mem_object(
-    q: Handle,
-    memobj: Handle,
-    mapped: *mut c_void,
-    n: cl_uint,
-    list: *const Handle,
-    event: *mut Handle,
-) -> ClResult<()> {
-    // SAFETY: the caller's contract.
-    let (qq, waits) = unsafe { prologue(q, n, list) }?;
+unsafe fn enqueue_unmap_mem_object(cmd: Cmd, memobj: Handle, mapped: *mut c_void) -> ClResult<()> {
+    let Cmd { q: qq, waits, event } = cmd;
     let m = mem_of(&qq, memobj)?;
     {
         let mut maps = m.maps.lock().unwrap_or_else(|e| e.into_inner());
@@ -895,9 +814,8 @@ unsafe fn enqueue_unmap_mem_object(
 ///
 /// # Safety
 /// `list` null or readable for `n` handles; `event` null or writable.
-unsafe fn sync_point(q: Handle, n: cl_uint, list: *const Handle, event: *mut Handle, command: cl_uint, barrier: bool) -> ClResult<()> {
-    // SAFETY: the caller's contract.
-    let (qq, waits) = unsafe { prologue(q, n, list) }?;
+unsafe fn sync_point(cmd: Cmd, command: cl_uint, barrier: bool) -> ClResult<()> {
+    let Cmd { q: qq, waits, event } = cmd;
     let all = waits.is_empty() || barrier;
     let e = submit(&qq, &waits, command, EventState::new_queued(), TaskBuilder::empty(), all)?;
     // SAFETY: the caller's contract.
@@ -913,32 +831,33 @@ unsafe fn enqueue_marker(q: Handle, event: *mut Handle) -> ClResult<()> {
     if event.is_null() && icd::is::<Queue>(q) {
         return Err(CL_INVALID_VALUE);
     }
-    // SAFETY: the caller's contract.
-    unsafe { sync_point(q, 0, std::ptr::null(), event, CL_COMMAND_MARKER, true) }
+    // SAFETY: the caller's contract: `event` null or writable.
+    unsafe { sync_point(Cmd::from_c(q, 0, std::ptr::null(), event)?, CL_COMMAND_MARKER, true) }
 }
 
 /// # Safety
 /// As clEnqueueMarkerWithWaitList.
 #[cl_entrypoint(clEnqueueMarkerWithWaitList)]
-unsafe fn enqueue_marker_with_wait_list(q: Handle, n: cl_uint, list: *const Handle, event: *mut Handle) -> ClResult<()> {
+unsafe fn enqueue_marker_with_wait_list(cmd: Cmd) -> ClResult<()> {
     // SAFETY: the caller's contract.
-    unsafe { sync_point(q, n, list, event, CL_COMMAND_MARKER, false) }
+    unsafe { sync_point(cmd, CL_COMMAND_MARKER, false) }
 }
 
 /// # Safety
 /// As clEnqueueBarrierWithWaitList.
 #[cl_entrypoint(clEnqueueBarrierWithWaitList)]
-unsafe fn enqueue_barrier_with_wait_list(q: Handle, n: cl_uint, list: *const Handle, event: *mut Handle) -> ClResult<()> {
+unsafe fn enqueue_barrier_with_wait_list(cmd: Cmd) -> ClResult<()> {
     // SAFETY: the caller's contract.
-    unsafe { sync_point(q, n, list, event, CL_COMMAND_BARRIER, true) }
+    unsafe { sync_point(cmd, CL_COMMAND_BARRIER, true) }
 }
 
 /// # Safety
 /// `q` is any value (validated).
 #[cl_entrypoint(clEnqueueBarrier)]
 fn enqueue_barrier(q: Handle) -> ClResult<()> {
-    // SAFETY: no pointer arguments but the handle, which is validated before use.
-    unsafe { sync_point(q, 0, std::ptr::null(), std::ptr::null_mut(), CL_COMMAND_BARRIER, true) }
+    // SAFETY: no wait list and no event: nothing is read or written but the handle, which is
+    // validated before use.
+    unsafe { sync_point(Cmd::from_c(q, 0, std::ptr::null(), std::ptr::null_mut())?, CL_COMMAND_BARRIER, true) }
 }
 
 /// # Safety
@@ -949,8 +868,8 @@ unsafe fn enqueue_wait_for_events(q: Handle, n: cl_uint, list: *const Handle) ->
     if icd::is::<Queue>(q) && (n == 0 || list.is_null()) {
         return Err(CL_INVALID_VALUE);
     }
-    // SAFETY: the caller's contract.
-    unsafe { sync_point(q, n, list, std::ptr::null_mut(), CL_COMMAND_BARRIER, true) }
+    // SAFETY: the caller's contract: `list` readable for `n` handles; no event.
+    unsafe { sync_point(Cmd::from_c(q, n, list, std::ptr::null_mut())?, CL_COMMAND_BARRIER, true) }
 }
 
 /// Migration is a hint: a marker after the wait list, with the buffers validated.
@@ -978,5 +897,5 @@ unsafe fn enqueue_migrate_mem_objects(
         mem_of(&qq, m)?;
     }
     // SAFETY: the caller's contract.
-    unsafe { sync_point(q, n, list, event, CL_COMMAND_MIGRATE_MEM_OBJECTS, false) }
+    unsafe { sync_point(Cmd::from_c(q, n, list, event)?, CL_COMMAND_MIGRATE_MEM_OBJECTS, false) }
 }

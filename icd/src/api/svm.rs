@@ -51,7 +51,7 @@ use super::event::{Event, EventState, hand_out};
 use super::icd::{self, Obj};
 use super::memory::Mem;
 use super::platform::DeviceKind;
-use super::queue::{Queue, finish_command, host_codelet, prologue, submit};
+use super::queue::{Cmd, Queue, finish_command, host_codelet, submit};
 use super::{ClResult, cl_entrypoint, is_true, slice};
 use std::ffi::c_void;
 use std::sync::{Arc, Condvar, LazyLock, Mutex, Weak};
@@ -433,18 +433,8 @@ fn with_views(mut b: TaskBuilder, ranges: &[(usize, usize, bool)]) -> TaskBuilde
 /// # Safety
 /// OpenCL's contract for clEnqueueSVMMemcpy.
 #[cl_entrypoint(clEnqueueSVMMemcpy)]
-unsafe fn enqueue_svm_memcpy(
-    q: Handle,
-    blocking: cl_bool,
-    dst: *mut c_void,
-    src: *const c_void,
-    size: usize,
-    n: cl_uint,
-    list: *const Handle,
-    event: *mut Handle,
-) -> ClResult<()> {
-    // SAFETY: the caller's contract.
-    let (qq, waits) = unsafe { prologue(q, n, list) }?;
+unsafe fn enqueue_svm_memcpy(cmd: Cmd, blocking: cl_bool, dst: *mut c_void, src: *const c_void, size: usize) -> ClResult<()> {
+    let Cmd { q: qq, waits, event } = cmd;
     let (d, s) = (dst as usize, src as usize);
     // CL_INVALID_VALUE if dst_ptr or src_ptr is NULL; CL_MEM_COPY_OVERLAP if the values
     // specified for dst_ptr, src_ptr and size result in an overlapping copy.
@@ -467,18 +457,8 @@ unsafe fn enqueue_svm_memcpy(
 /// # Safety
 /// OpenCL's contract for clEnqueueSVMMemFill.
 #[cl_entrypoint(clEnqueueSVMMemFill)]
-unsafe fn enqueue_svm_mem_fill(
-    q: Handle,
-    ptr: *mut c_void,
-    pattern: *const c_void,
-    pattern_size: usize,
-    size: usize,
-    n: cl_uint,
-    list: *const Handle,
-    event: *mut Handle,
-) -> ClResult<()> {
-    // SAFETY: the caller's contract.
-    let (qq, waits) = unsafe { prologue(q, n, list) }?;
+unsafe fn enqueue_svm_mem_fill(cmd: Cmd, ptr: *mut c_void, pattern: *const c_void, pattern_size: usize, size: usize) -> ClResult<()> {
+    let Cmd { q: qq, waits, event } = cmd;
     let p = ptr as usize;
     // CL_INVALID_VALUE if svm_ptr is NULL [or] not aligned to pattern_size, pattern is
     // NULL, pattern_size is 0 or not one of {1, 2, 4, 8, ..., 128}, or size is not a
@@ -507,18 +487,8 @@ unsafe fn enqueue_svm_mem_fill(
 /// # Safety
 /// OpenCL's contract for clEnqueueSVMMap.
 #[cl_entrypoint(clEnqueueSVMMap)]
-unsafe fn enqueue_svm_map(
-    q: Handle,
-    blocking: cl_bool,
-    flags: cl_bitfield,
-    ptr: *mut c_void,
-    size: usize,
-    n: cl_uint,
-    list: *const Handle,
-    event: *mut Handle,
-) -> ClResult<()> {
-    // SAFETY: the caller's contract.
-    let (qq, waits) = unsafe { prologue(q, n, list) }?;
+unsafe fn enqueue_svm_map(cmd: Cmd, blocking: cl_bool, flags: cl_bitfield, ptr: *mut c_void, size: usize) -> ClResult<()> {
+    let Cmd { q: qq, waits, event } = cmd;
     let p = ptr as usize;
     // CL_INVALID_VALUE if svm_ptr is NULL, size is 0, or values specified in map_flags
     // are not valid.
@@ -533,9 +503,8 @@ unsafe fn enqueue_svm_map(
 /// # Safety
 /// OpenCL's contract for clEnqueueSVMUnmap.
 #[cl_entrypoint(clEnqueueSVMUnmap)]
-unsafe fn enqueue_svm_unmap(q: Handle, ptr: *mut c_void, n: cl_uint, list: *const Handle, event: *mut Handle) -> ClResult<()> {
-    // SAFETY: the caller's contract.
-    let (qq, waits) = unsafe { prologue(q, n, list) }?;
+unsafe fn enqueue_svm_unmap(cmd: Cmd, ptr: *mut c_void) -> ClResult<()> {
+    let Cmd { q: qq, waits, event } = cmd;
     // CL_INVALID_VALUE if svm_ptr is NULL.
     if ptr.is_null() {
         return Err(CL_INVALID_VALUE);
@@ -550,17 +519,13 @@ pub type SvmFreeNotify = unsafe extern "C" fn(Handle, cl_uint, *mut *mut c_void,
 /// OpenCL's contract for clEnqueueSVMFree.
 #[cl_entrypoint(clEnqueueSVMFree)]
 unsafe fn enqueue_svm_free(
-    q: Handle,
+    cmd: Cmd,
     num: cl_uint,
     ptrs: *mut *mut c_void,
     notify: Option<SvmFreeNotify>,
     user: *mut c_void,
-    n: cl_uint,
-    list: *const Handle,
-    event: *mut Handle,
 ) -> ClResult<()> {
-    // SAFETY: the caller's contract.
-    let (qq, waits) = unsafe { prologue(q, n, list) }?;
+    let Cmd { q: qq, waits, event } = cmd;
     // CL_INVALID_VALUE if num_svm_pointers is 0 and svm_pointers is non-NULL, or if
     // svm_pointers is NULL and num_svm_pointers is not 0.
     if (num == 0) != ptrs.is_null() {
@@ -573,7 +538,7 @@ unsafe fn enqueue_svm_free(
     let ranges: Vec<(usize, usize)> = list_.iter().filter_map(|&p| allocation_of(p)).map(|(a, n)| (a, a + n)).collect();
     let waits = gated(&qq, waits, &ranges)?;
     let raw_list = ptrs as usize;
-    let (qh, user) = (q as usize, user as usize);
+    let (qh, user) = (icd::handle_of(&qq) as usize, user as usize);
     let ctx = qq.context.clone();
     let state = EventState::new_queued();
     let c = host_codelet("clEnqueueSVMFree", &state, move |_| match notify {
@@ -589,17 +554,13 @@ unsafe fn enqueue_svm_free(
 /// OpenCL's contract for clEnqueueSVMMigrateMem.
 #[cl_entrypoint(clEnqueueSVMMigrateMem)]
 unsafe fn enqueue_svm_migrate_mem(
-    q: Handle,
+    cmd: Cmd,
     num: cl_uint,
     ptrs: *const *const c_void,
     sizes: *const usize,
     flags: cl_bitfield,
-    n: cl_uint,
-    list: *const Handle,
-    event: *mut Handle,
 ) -> ClResult<()> {
-    // SAFETY: the caller's contract.
-    let (qq, waits) = unsafe { prologue(q, n, list) }?;
+    let Cmd { q: qq, waits, event } = cmd;
     // CL_INVALID_VALUE if num_svm_pointers is zero or svm_pointers is NULL.
     if num == 0 || ptrs.is_null() || flags & !(CL_MIGRATE_MEM_OBJECT_HOST | CL_MIGRATE_MEM_OBJECT_CONTENT_UNDEFINED) != 0 {
         return Err(CL_INVALID_VALUE);
