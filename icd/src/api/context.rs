@@ -4,7 +4,7 @@
 use super::cl::*;
 use super::icd::{self, Obj, new_obj, publish};
 use super::platform::{DeviceKind, Platform, check_platform, device_list, platform};
-use super::{ClResult, Info, cl_entrypoint, info_ptr, info_val, info_vals};
+use super::{ClResult, Info, cl_entrypoint, entry::retain_release, info_ptr, info_val, info_vals};
 use std::ffi::{c_char, c_void};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -100,6 +100,25 @@ fn create(props: Vec<isize>, devices: Vec<DeviceKind>) -> ClResult<Handle> {
     Ok(h)
 }
 
+/// What clCreateContext and clCreateContextFromType check first, in this order: the
+/// callback/user-data pair, the properties, the platform.
+///
+/// # Safety
+/// `properties_` null or a 0-terminated property list.
+unsafe fn context_request(
+    properties_: *const isize,
+    pfn_notify: Option<ContextNotify>,
+    user_data: *mut c_void,
+) -> ClResult<(Vec<isize>, &'static Arc<Obj<Platform>>)> {
+    // CL_INVALID_VALUE if pfn_notify is NULL but user_data is not NULL.
+    if pfn_notify.is_none() && !user_data.is_null() {
+        return Err(CL_INVALID_VALUE);
+    }
+    // SAFETY: the caller's contract.
+    let props = unsafe { properties(properties_) }?;
+    Ok((props, platform().map_err(|_| CL_INVALID_PLATFORM)?))
+}
+
 /// # Safety
 /// Pointers per the OpenCL specification of `clCreateContext`.
 #[cl_entrypoint(clCreateContext)]
@@ -110,13 +129,8 @@ unsafe fn create_context(
     pfn_notify: Option<ContextNotify>,
     user_data: *mut c_void,
 ) -> ClResult<Handle> {
-    // CL_INVALID_VALUE if pfn_notify is NULL but user_data is not NULL.
-    if pfn_notify.is_none() && !user_data.is_null() {
-        return Err(CL_INVALID_VALUE);
-    }
-    // SAFETY: the caller's contract (a 0-terminated property list or null).
-    let props = unsafe { properties(properties_) }?;
-    let p = platform().map_err(|_| CL_INVALID_PLATFORM)?;
+    // SAFETY: the caller's contract.
+    let (props, p) = unsafe { context_request(properties_, pfn_notify, user_data) }?;
     // SAFETY: the caller's contract (`devices` readable for `num_devices` handles).
     let devs = unsafe { device_list(p, num_devices, devices) }?;
     create(props, devs)
@@ -131,12 +145,8 @@ unsafe fn create_context_from_type(
     pfn_notify: Option<ContextNotify>,
     user_data: *mut c_void,
 ) -> ClResult<Handle> {
-    if pfn_notify.is_none() && !user_data.is_null() {
-        return Err(CL_INVALID_VALUE);
-    }
-    // SAFETY: the caller's contract (a 0-terminated property list or null).
-    let props = unsafe { properties(properties_) }?;
-    let p = platform().map_err(|_| CL_INVALID_PLATFORM)?;
+    // SAFETY: the caller's contract.
+    let (props, p) = unsafe { context_request(properties_, pfn_notify, user_data) }?;
     let mut n = 0u32;
     let mut hs = vec![std::ptr::null_mut(); p.devices.len().max(1)];
     // SAFETY: `hs` is writable for its length, `n` for one count.
@@ -146,15 +156,7 @@ unsafe fn create_context_from_type(
     create(props, devs)
 }
 
-#[cl_entrypoint(clRetainContext)]
-fn retain_context(context: Handle) -> ClResult<()> {
-    icd::retain::<Context>(context)
-}
-
-#[cl_entrypoint(clReleaseContext)]
-fn release_context(context: Handle) -> ClResult<()> {
-    icd::release::<Context>(context).map(drop)
-}
+retain_release!(Context, clRetainContext => retain_context, clReleaseContext => release_context);
 
 /// # Safety
 /// `f` callable with `user_data` from any thread.
@@ -165,13 +167,10 @@ unsafe fn set_context_destructor_callback(c: Arc<Obj<Context>>, f: Option<Contex
     Ok(())
 }
 
-/// # Safety
-/// `value` null or writable for `size` bytes; `size_ret` null or writable.
 #[cl_entrypoint(clGetContextInfo)]
-fn get_context_info(context: Handle, param: cl_uint) -> ClResult<Info> {
-    let c = icd::get::<Context>(context)?;
+fn get_context_info(c: Arc<Obj<Context>>, param: cl_uint) -> ClResult<Info> {
     let bytes = match param {
-        CL_CONTEXT_REFERENCE_COUNT => info_val(icd::refcount::<Context>(context)),
+        CL_CONTEXT_REFERENCE_COUNT => info_val(icd::refcount_of(&c)),
         CL_CONTEXT_NUM_DEVICES => info_val(c.devices.len() as cl_uint),
         CL_CONTEXT_DEVICES => {
             let hs: Vec<usize> = c.devices.iter().map(|&k| c.platform.handle(k) as usize).collect();

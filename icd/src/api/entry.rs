@@ -60,6 +60,26 @@ pub fn ret_plain<T: NoValue>(f: impl FnOnce() -> T) -> T {
     catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|_| T::no_value())
 }
 
+/// `clRetain*` of kind `$t` and, where releasing only drops the API reference (the object
+/// lives on while Weft's own references hold it), `clRelease*`.
+macro_rules! retain_release {
+    ($t:ty, $retain:ident => $r:ident $(, $release:ident => $rel:ident)?) => {
+        #[doc = concat!("`", stringify!($retain), "`: one more API reference.")]
+        #[$crate::api::entry::cl_entrypoint($retain)]
+        fn $r(h: $crate::api::cl::Handle) -> $crate::api::ClResult<()> {
+            $crate::api::icd::retain::<$t>(h)
+        }
+        $(
+            #[doc = concat!("`", stringify!($release), "`: one API reference less.")]
+            #[$crate::api::entry::cl_entrypoint($release)]
+            fn $rel(h: $crate::api::cl::Handle) -> $crate::api::ClResult<()> {
+                $crate::api::icd::release::<$t>(h).map(drop)
+            }
+        )?
+    };
+}
+pub(crate) use retain_release;
+
 #[cfg(test)]
 mod tests {
     use super::*;

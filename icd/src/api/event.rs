@@ -10,7 +10,7 @@ use super::cl::*;
 use super::context::Context;
 use super::icd::{self, Obj, new_obj, publish};
 use super::queue::Queue;
-use super::{ClResult, Info, cl_entrypoint, info_ptr, info_val, slice, write_info};
+use super::{ClResult, Info, cl_entrypoint, entry::retain_release, info_ptr, info_val, slice, write_info};
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, LazyLock, Mutex};
@@ -284,31 +284,20 @@ unsafe fn wait_for_events(n: cl_uint, list: *const Handle) -> ClResult<()> {
     if failed { Err(CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST) } else { Ok(()) }
 }
 
-/// # Safety
-/// `value` null or writable for `size` bytes; `size_ret` null or writable.
 #[cl_entrypoint(clGetEventInfo)]
-fn get_event_info(event: Handle, param: cl_uint) -> ClResult<Info> {
-    let e = icd::get::<Event>(event)?;
+fn get_event_info(e: Arc<Obj<Event>>, param: cl_uint) -> ClResult<Info> {
     let bytes = match param {
         CL_EVENT_COMMAND_QUEUE => info_ptr(e.queue.as_ref().map_or(std::ptr::null(), |q| icd::handle_of(q).cast_const())),
         CL_EVENT_CONTEXT => info_ptr(icd::handle_of(&e.context)),
         CL_EVENT_COMMAND_TYPE => info_val(e.command),
         CL_EVENT_COMMAND_EXECUTION_STATUS => info_val(e.state.status()),
-        CL_EVENT_REFERENCE_COUNT => info_val(icd::refcount::<Event>(event)),
+        CL_EVENT_REFERENCE_COUNT => info_val(icd::refcount_of(&e)),
         _ => return Err(CL_INVALID_VALUE),
     };
     Ok(Info(bytes))
 }
 
-#[cl_entrypoint(clRetainEvent)]
-fn retain_event(event: Handle) -> ClResult<()> {
-    icd::retain::<Event>(event)
-}
-
-#[cl_entrypoint(clReleaseEvent)]
-fn release_event(event: Handle) -> ClResult<()> {
-    icd::release::<Event>(event).map(drop)
-}
+retain_release!(Event, clRetainEvent => retain_event, clReleaseEvent => release_event);
 
 /// # Safety
 /// `value` null or writable for `size` bytes; `size_ret` null or writable.
@@ -351,8 +340,6 @@ unsafe fn set_event_callback(event: Handle, trigger: cl_int, f: Option<EventNoti
 
 static NEXT_TAG: AtomicU64 = AtomicU64::new(1 << 62);
 
-/// # Safety
-/// `errcode_ret` null or writable.
 #[cl_entrypoint(clCreateUserEvent)]
 fn create_user_event(context: Handle) -> ClResult<Handle> {
     let c = icd::get::<Context>(context)?;

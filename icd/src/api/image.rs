@@ -654,8 +654,6 @@ unsafe fn create_image_3d(
     unsafe { create_image(context, flags, format, &d, host_ptr) }
 }
 
-/// # Safety
-/// `value` null or writable for `size` bytes; `size_ret` null or writable.
 #[cl_entrypoint(clGetImageInfo)]
 fn get_image_info(image: Handle, param: cl_uint) -> ClResult<Info> {
     let m = icd::get::<Mem>(image)?;
@@ -788,38 +786,31 @@ unsafe fn read_write(
     }
 }
 
-/// # Safety
-/// OpenCL's contract for clEnqueueReadImage.
-#[cl_entrypoint(clEnqueueReadImage)]
-unsafe fn enqueue_read_image(
-    cmd: Cmd,
-    image: Handle,
-    blocking: cl_bool,
-    origin: *const usize,
-    region: *const usize,
-    row: usize,
-    slice_: usize,
-    ptr: *mut c_void,
-) -> ClResult<()> {
-    // SAFETY: forwarded contract.
-    unsafe { read_write(cmd, image, blocking, origin, region, row, slice_, ptr as usize, false) }
+/// clEnqueueReadImage and clEnqueueWriteImage: one signature, `ptr` written or read.
+macro_rules! read_write_image {
+    ($($cl:ident => $f:ident($ptr:ty, $write:expr);)*) => {$(
+        /// # Safety
+        #[doc = concat!("OpenCL's contract for ", stringify!($cl), ".")]
+        #[cl_entrypoint($cl)]
+        unsafe fn $f(
+            cmd: Cmd,
+            image: Handle,
+            blocking: cl_bool,
+            origin: *const usize,
+            region: *const usize,
+            row: usize,
+            slice_: usize,
+            ptr: $ptr,
+        ) -> ClResult<()> {
+            // SAFETY: forwarded contract.
+            unsafe { read_write(cmd, image, blocking, origin, region, row, slice_, ptr as usize, $write) }
+        }
+    )*};
 }
 
-/// # Safety
-/// OpenCL's contract for clEnqueueWriteImage.
-#[cl_entrypoint(clEnqueueWriteImage)]
-unsafe fn enqueue_write_image(
-    cmd: Cmd,
-    image: Handle,
-    blocking: cl_bool,
-    origin: *const usize,
-    region: *const usize,
-    row: usize,
-    slice_: usize,
-    ptr: *const c_void,
-) -> ClResult<()> {
-    // SAFETY: forwarded contract.
-    unsafe { read_write(cmd, image, blocking, origin, region, row, slice_, ptr as usize, true) }
+read_write_image! {
+    clEnqueueReadImage => enqueue_read_image(*mut c_void, false);
+    clEnqueueWriteImage => enqueue_write_image(*const c_void, true);
 }
 
 /// Submit a copy between two memory objects' homes (`same`: one handle, accessed `RW`).

@@ -22,7 +22,7 @@ use super::platform::DeviceKind;
 use super::program::Program;
 use super::queue::{Completes, Queue, enqueue, submit_with};
 use super::sampler::Sampler;
-use super::{ClResult, Info, c_str, cl_entrypoint, info_ptr, info_str, info_val, slice};
+use super::{ClResult, Info, c_str, cl_entrypoint, entry::retain_release, info_ptr, info_str, info_val, slice};
 use smallvec::SmallVec;
 use std::ffi::{c_char, c_void};
 use std::sync::atomic::Ordering;
@@ -233,10 +233,7 @@ unsafe fn create_kernels_in_program(program: Handle, n: cl_uint, kernels: *mut H
     Ok(())
 }
 
-#[cl_entrypoint(clRetainKernel)]
-fn retain_kernel(kernel: Handle) -> ClResult<()> {
-    icd::retain::<Kernel>(kernel)
-}
+retain_release!(Kernel, clRetainKernel => retain_kernel);
 
 #[cl_entrypoint(clReleaseKernel)]
 fn release_kernel(kernel: Handle) -> ClResult<()> {
@@ -355,15 +352,12 @@ unsafe fn set_kernel_arg(kernel: Handle, index: cl_uint, size: usize, value: *co
     set_arg(&**icd::get::<Kernel>(kernel)?, index, size, value)
 }
 
-/// # Safety
-/// `value` null or writable for `size` bytes; `size_ret` null or writable.
 #[cl_entrypoint(clGetKernelInfo)]
-fn get_kernel_info(kernel: Handle, param: cl_uint) -> ClResult<Info> {
-    let k = icd::get::<Kernel>(kernel)?;
+fn get_kernel_info(k: Arc<Obj<Kernel>>, param: cl_uint) -> ClResult<Info> {
     let bytes = match param {
         CL_KERNEL_FUNCTION_NAME => info_str(&k.name),
         CL_KERNEL_NUM_ARGS => info_val(k.kinds.len() as cl_uint),
-        CL_KERNEL_REFERENCE_COUNT => info_val(icd::refcount::<Kernel>(kernel)),
+        CL_KERNEL_REFERENCE_COUNT => info_val(icd::refcount_of(&k)),
         CL_KERNEL_CONTEXT => info_ptr(icd::handle_of(&k.program.context)),
         CL_KERNEL_PROGRAM => info_ptr(icd::handle_of(&k.program)),
         CL_KERNEL_ATTRIBUTES => k
@@ -375,11 +369,8 @@ fn get_kernel_info(kernel: Handle, param: cl_uint) -> ClResult<Info> {
     Ok(Info(bytes))
 }
 
-/// # Safety
-/// `value` null or writable for `size` bytes; `size_ret` null or writable.
 #[cl_entrypoint(clGetKernelWorkGroupInfo)]
-fn get_kernel_work_group_info(kernel: Handle, device: Handle, param: cl_uint) -> ClResult<Info> {
-    let k = icd::get::<Kernel>(kernel)?;
+fn get_kernel_work_group_info(k: Arc<Obj<Kernel>>, device: Handle, param: cl_uint) -> ClResult<Info> {
     let plat = k.program.context.platform;
     let kind = if device.is_null() {
         // CL_INVALID_DEVICE if device is NULL but there is more than one device associated with kernel.
@@ -406,11 +397,8 @@ fn get_kernel_work_group_info(kernel: Handle, device: Handle, param: cl_uint) ->
     Ok(Info(bytes))
 }
 
-/// # Safety
-/// `value` null or writable for `size` bytes; `size_ret` null or writable.
 #[cl_entrypoint(clGetKernelArgInfo)]
-fn get_kernel_arg_info(kernel: Handle, index: cl_uint, param: cl_uint) -> ClResult<Info> {
-    let k = icd::get::<Kernel>(kernel)?;
+fn get_kernel_arg_info(k: Arc<Obj<Kernel>>, index: cl_uint, param: cl_uint) -> ClResult<Info> {
     // CL_INVALID_ARG_INDEX if arg_indx is not a valid argument index.
     if index as usize >= k.kinds.len() {
         return Err(CL_INVALID_ARG_INDEX);
@@ -946,8 +934,6 @@ unsafe fn set_kernel_exec_info(k: Arc<Obj<Kernel>>, param: cl_uint, size: usize,
 
 /// A copy of a kernel with its arguments and exec info as they are now (OpenCL 2.1).
 ///
-/// # Safety
-/// `errcode_ret` null or writable.
 #[cl_entrypoint(clCloneKernel)]
 fn clone_kernel(k: Arc<Obj<Kernel>>) -> ClResult<Handle> {
     let pools = (0..k.pools.len()).map(|_| Mutex::new(Vec::new())).collect();

@@ -26,7 +26,7 @@
 use super::cl::*;
 use super::context::Context;
 use super::icd::{self, Obj, new_obj, publish};
-use super::{ClResult, Info, cl_entrypoint, info_ptr, info_val};
+use super::{ClResult, Info, cl_entrypoint, entry::retain_release, info_ptr, info_val};
 use std::alloc::Layout;
 use std::collections::HashMap;
 use std::ffi::c_void;
@@ -510,10 +510,7 @@ unsafe fn create_buffer_with_properties(
     set_properties(unsafe { create_buffer(context, flags, size, host_ptr) }?, props)
 }
 
-#[cl_entrypoint(clRetainMemObject)]
-fn retain_mem_object(mem: Handle) -> ClResult<()> {
-    icd::retain::<Mem>(mem)
-}
+retain_release!(Mem, clRetainMemObject => retain_mem_object);
 
 #[cl_entrypoint(clReleaseMemObject)]
 fn release_mem_object(mem: Handle) -> ClResult<()> {
@@ -535,18 +532,15 @@ unsafe fn set_mem_object_destructor_callback(m: Arc<Obj<Mem>>, f: Option<MemNoti
     Ok(())
 }
 
-/// # Safety
-/// `value` null or writable for `size` bytes; `size_ret` null or writable.
 #[cl_entrypoint(clGetMemObjectInfo)]
-fn get_mem_object_info(mem: Handle, param: cl_uint) -> ClResult<Info> {
-    let m = icd::get::<Mem>(mem)?;
+fn get_mem_object_info(m: Arc<Obj<Mem>>, param: cl_uint) -> ClResult<Info> {
     let bytes = match param {
         CL_MEM_TYPE => info_val(m.image.as_ref().map_or(CL_MEM_OBJECT_BUFFER, |i| i.kind)),
         CL_MEM_FLAGS => info_val(m.flags),
         CL_MEM_SIZE => info_val(m.size),
         CL_MEM_HOST_PTR => info_val(m.host_ptr),
         CL_MEM_MAP_COUNT => info_val(m.map_count.load(Ordering::Relaxed)),
-        CL_MEM_REFERENCE_COUNT => info_val(icd::refcount::<Mem>(mem)),
+        CL_MEM_REFERENCE_COUNT => info_val(icd::refcount_of(&m)),
         CL_MEM_CONTEXT => info_ptr(icd::handle_of(&m.context)),
         CL_MEM_ASSOCIATED_MEMOBJECT => info_ptr(m.parent.as_ref().map_or(std::ptr::null(), |p| icd::handle_of(p).cast_const())),
         CL_MEM_OFFSET => info_val(m.offset),

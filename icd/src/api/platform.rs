@@ -171,8 +171,6 @@ unsafe fn get_platform_ids(num_entries: cl_uint, platforms: *mut Handle, num_pla
     unsafe { icd_get_platform_ids_khr(num_entries, platforms, num_platforms) }
 }
 
-/// # Safety
-/// `value` null or writable for `size` bytes; `size_ret` null or writable.
 #[cl_entrypoint(clGetPlatformInfo)]
 fn get_platform_info(platform: Handle, param: cl_uint) -> ClResult<Info> {
     check_platform(platform)?;
@@ -434,8 +432,6 @@ fn device_info(p: &Platform, h: Handle, kind: DeviceKind, param: cl_uint) -> ClR
     })
 }
 
-/// # Safety
-/// `value` null or writable for `size` bytes; `size_ret` null or writable.
 #[cl_entrypoint(clGetDeviceInfo)]
 fn get_device_info(device: Handle, param: cl_uint) -> ClResult<Info> {
     let p = platform().map_err(|_| CL_INVALID_DEVICE)?;

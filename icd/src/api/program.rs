@@ -13,7 +13,7 @@ use super::cl::*;
 use super::context::Context;
 use super::icd::{self, Obj, new_obj, publish};
 use super::platform::DeviceKind;
-use super::{ClResult, Info, c_str, cl_entrypoint, info_ptr, info_str, info_val, info_vals, slice, write_info};
+use super::{ClResult, Info, c_str, cl_entrypoint, entry::retain_release, info_ptr, info_str, info_val, info_vals, slice, write_info};
 use std::ffi::{c_char, c_void};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -422,15 +422,7 @@ unsafe fn create_program_with_binary(
     Ok(h)
 }
 
-#[cl_entrypoint(clRetainProgram)]
-fn retain_program(program: Handle) -> ClResult<()> {
-    icd::retain::<Program>(program)
-}
-
-#[cl_entrypoint(clReleaseProgram)]
-fn release_program(program: Handle) -> ClResult<()> {
-    icd::release::<Program>(program).map(drop)
-}
+retain_release!(Program, clRetainProgram => retain_program, clReleaseProgram => release_program);
 
 /// The devices of a build-like call: the listed ones (each of the program's), or all.
 ///
@@ -876,11 +868,8 @@ unsafe fn get_program_info(program: Handle, param: cl_uint, size: usize, value: 
     unsafe { write_info(&bytes, size, value, size_ret) }
 }
 
-/// # Safety
-/// `value` null or writable for `size` bytes; `size_ret` null or writable.
 #[cl_entrypoint(clGetProgramBuildInfo)]
-fn get_program_build_info(program: Handle, device: Handle, param: cl_uint) -> ClResult<Info> {
-    let p = icd::get::<Program>(program)?;
+fn get_program_build_info(p: Arc<Obj<Program>>, device: Handle, param: cl_uint) -> ClResult<Info> {
     let d = p.context.platform.device(device)?;
     // CL_INVALID_DEVICE if device is not in the list of devices associated with program.
     if !p.devices.contains(&d.kind) {

@@ -15,7 +15,7 @@ use super::event::{Event, EventState, add_after_events, code_of, hand_out, new_e
 use super::icd::{self, Obj, new_obj, publish};
 use super::memory::Mem;
 use super::platform::DeviceKind;
-use super::{ClResult, Info, cl_entrypoint, info_ptr, info_val, is_true, slice};
+use super::{ClResult, Info, cl_entrypoint, entry::retain_release, info_ptr, info_val, is_true, slice};
 use std::ffi::c_void;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
@@ -210,8 +210,6 @@ fn create_queue(context: Handle, device: Handle, properties: cl_bitfield, proper
     Ok(publish(&q))
 }
 
-/// # Safety
-/// `errcode_ret` null or writable.
 #[cl_entrypoint(clCreateCommandQueue)]
 fn create_command_queue(context: Handle, device: Handle, properties: cl_bitfield) -> ClResult<Handle> {
     create_queue(context, device, properties, None)
@@ -245,26 +243,15 @@ unsafe fn create_command_queue_with_properties(context: Handle, device: Handle, 
     create_queue(context, device, props, array)
 }
 
-#[cl_entrypoint(clRetainCommandQueue)]
-fn retain_command_queue(q: Handle) -> ClResult<()> {
-    icd::retain::<Queue>(q)
-}
+// A release performs an implicit flush; Weft's commands are already submitted.
+retain_release!(Queue, clRetainCommandQueue => retain_command_queue, clReleaseCommandQueue => release_command_queue);
 
-#[cl_entrypoint(clReleaseCommandQueue)]
-fn release_command_queue(q: Handle) -> ClResult<()> {
-    // The release performs an implicit flush; Weft's commands are already submitted.
-    icd::release::<Queue>(q).map(drop)
-}
-
-/// # Safety
-/// `value` null or writable for `size` bytes; `size_ret` null or writable.
 #[cl_entrypoint(clGetCommandQueueInfo)]
-fn get_command_queue_info(q: Handle, param: cl_uint) -> ClResult<Info> {
-    let qq = icd::get::<Queue>(q)?;
+fn get_command_queue_info(qq: Arc<Obj<Queue>>, param: cl_uint) -> ClResult<Info> {
     let bytes = match param {
         CL_QUEUE_CONTEXT => info_ptr(icd::handle_of(&qq.context)),
         CL_QUEUE_DEVICE => info_ptr(qq.context.platform.handle(qq.device)),
-        CL_QUEUE_REFERENCE_COUNT => info_val(icd::refcount::<Queue>(q)),
+        CL_QUEUE_REFERENCE_COUNT => info_val(icd::refcount_of(&qq)),
         CL_QUEUE_PROPERTIES => info_val(qq.properties),
         // CL_QUEUE_PROPERTIES_ARRAY: as given, or nothing.
         0x1098 => qq.properties_array.as_ref().map_or_else(Vec::new, |p| p.iter().flat_map(|v| v.to_ne_bytes()).collect()),
@@ -658,48 +645,36 @@ unsafe fn host_rect(
     }
 }
 
-/// # Safety
-/// OpenCL's contract for clEnqueueReadBufferRect.
-#[cl_entrypoint(clEnqueueReadBufferRect)]
-unsafe fn enqueue_read_buffer_rect(
-    cmd: Cmd,
-    buffer: Handle,
-    blocking: cl_bool,
-    buffer_origin: *const usize,
-    host_origin: *const usize,
-    region_: *const usize,
-    buffer_row: usize,
-    buffer_slice: usize,
-    host_row: usize,
-    host_slice: usize,
-    ptr: *mut c_void,
-) -> ClResult<()> {
-    let origins = [buffer_origin, host_origin, region_];
-    let pitches = [buffer_row, buffer_slice, host_row, host_slice];
-    // SAFETY: forwarded contract.
-    unsafe { host_rect(cmd, buffer, blocking, origins, pitches, ptr as usize, false) }
+/// clEnqueueReadBufferRect and clEnqueueWriteBufferRect: one signature, `ptr` written or read.
+macro_rules! read_write_rect {
+    ($($cl:ident => $f:ident($ptr:ty, $write:expr);)*) => {$(
+        /// # Safety
+        #[doc = concat!("OpenCL's contract for ", stringify!($cl), ".")]
+        #[cl_entrypoint($cl)]
+        unsafe fn $f(
+            cmd: Cmd,
+            buffer: Handle,
+            blocking: cl_bool,
+            buffer_origin: *const usize,
+            host_origin: *const usize,
+            region_: *const usize,
+            buffer_row: usize,
+            buffer_slice: usize,
+            host_row: usize,
+            host_slice: usize,
+            ptr: $ptr,
+        ) -> ClResult<()> {
+            let origins = [buffer_origin, host_origin, region_];
+            let pitches = [buffer_row, buffer_slice, host_row, host_slice];
+            // SAFETY: forwarded contract.
+            unsafe { host_rect(cmd, buffer, blocking, origins, pitches, ptr as usize, $write) }
+        }
+    )*};
 }
 
-/// # Safety
-/// OpenCL's contract for clEnqueueWriteBufferRect.
-#[cl_entrypoint(clEnqueueWriteBufferRect)]
-unsafe fn enqueue_write_buffer_rect(
-    cmd: Cmd,
-    buffer: Handle,
-    blocking: cl_bool,
-    buffer_origin: *const usize,
-    host_origin: *const usize,
-    region_: *const usize,
-    buffer_row: usize,
-    buffer_slice: usize,
-    host_row: usize,
-    host_slice: usize,
-    ptr: *const c_void,
-) -> ClResult<()> {
-    let origins = [buffer_origin, host_origin, region_];
-    let pitches = [buffer_row, buffer_slice, host_row, host_slice];
-    // SAFETY: forwarded contract.
-    unsafe { host_rect(cmd, buffer, blocking, origins, pitches, ptr as usize, true) }
+read_write_rect! {
+    clEnqueueReadBufferRect => enqueue_read_buffer_rect(*mut c_void, false);
+    clEnqueueWriteBufferRect => enqueue_write_buffer_rect(*const c_void, true);
 }
 
 /// # Safety

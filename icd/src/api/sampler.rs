@@ -8,7 +8,7 @@
 use super::cl::*;
 use super::context::Context;
 use super::icd::{self, Obj, new_obj, publish};
-use super::{ClResult, Info, cl_entrypoint, info_ptr, info_val, info_vals, is_true};
+use super::{ClResult, Info, cl_entrypoint, entry::retain_release, info_ptr, info_val, info_vals, is_true};
 use std::sync::{Arc, Mutex};
 use weft_vendors::opencl::result as vr;
 use weft_vendors::opencl::{OpenClDevice, Sampler as VendorSampler};
@@ -62,8 +62,6 @@ fn create(context: Handle, normalized: bool, addressing: cl_uint, filter: cl_uin
     Ok(publish(&s))
 }
 
-/// # Safety
-/// `errcode_ret` null or writable.
 #[cl_entrypoint(clCreateSampler)]
 fn create_sampler(context: Handle, normalized: cl_bool, addressing: cl_uint, filter: cl_uint) -> ClResult<Handle> {
     create(context, is_true(normalized), addressing, filter, Vec::new())
@@ -105,23 +103,12 @@ unsafe fn create_sampler_with_properties(context: Handle, properties: *const u64
     create(context, normalized, addressing, filter, list)
 }
 
-#[cl_entrypoint(clRetainSampler)]
-fn retain_sampler(s: Handle) -> ClResult<()> {
-    icd::retain::<Sampler>(s)
-}
+retain_release!(Sampler, clRetainSampler => retain_sampler, clReleaseSampler => release_sampler);
 
-#[cl_entrypoint(clReleaseSampler)]
-fn release_sampler(s: Handle) -> ClResult<()> {
-    icd::release::<Sampler>(s).map(drop)
-}
-
-/// # Safety
-/// `value` null or writable for `size` bytes; `size_ret` null or writable.
 #[cl_entrypoint(clGetSamplerInfo)]
-fn get_sampler_info(s: Handle, param: cl_uint) -> ClResult<Info> {
-    let sm = icd::get::<Sampler>(s)?;
+fn get_sampler_info(sm: Arc<Obj<Sampler>>, param: cl_uint) -> ClResult<Info> {
     let bytes = match param {
-        CL_SAMPLER_REFERENCE_COUNT => info_val(icd::refcount::<Sampler>(s)),
+        CL_SAMPLER_REFERENCE_COUNT => info_val(icd::refcount_of(&sm)),
         CL_SAMPLER_CONTEXT => info_ptr(icd::handle_of(&sm.context)),
         CL_SAMPLER_NORMALIZED_COORDS => info_val(sm.normalized as cl_bool),
         CL_SAMPLER_ADDRESSING_MODE => info_val(sm.addressing),
