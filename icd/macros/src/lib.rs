@@ -14,14 +14,15 @@
 //! |---|---|
 //! | `ClResult<()>` | returns the `cl_int` (`api::ret_code`) |
 //! | `ClResult<Info>` | a `clGet*Info`: takes the last three parameters `param_value_size`, `param_value`, `param_value_size_ret` and does the size dance with the bytes (`api::write_info`), returning the `cl_int` |
-//! | `ClResult<T>` | takes a last `errcode_ret: *mut cl_int`, writes the code there when it is not null and returns the object, or null (`api::ret_obj`) |
-//! | anything else, `R` | returns `R`, `R::on_panic()` after a panic (`api::ret_plain`) |
+//! | `ClResult<T>` | takes a last `errcode_ret: *mut cl_int`, writes the code there when it is not null and returns the object, or null (`api::obj_or_code`, `api::set_errcode`) |
+//! | anything else, `R` | returns `R`, `R::no_value()` after a panic (`api::ret_plain`, `api::NoValue`) |
 //!
 //! A parameter of type `Arc<Obj<T>>` is a typed handle: the entry point takes a `Handle`
 //! there and passes `icd::get::<T>(handle)?`, so the kind's `CL_INVALID_*` code comes
 //! before the function runs (handles are converted in parameter order, first to last).
-//! A parameter of type `Cmd` (an enqueue's queue, wait list and event, `api::queue::Cmd`) takes a `Handle`
-//! there and three last parameters `num_events_in_wait_list`, `event_wait_list`, `event`.
+//! A parameter of type `Cmd` (an enqueue's queue, wait list and event, `api::queue::Cmd`)
+//! takes a `Handle` there and three last parameters `num_events_in_wait_list`,
+//! `event_wait_list`, `event` (before an `errcode_ret`).
 //! Every other parameter is passed as it is. An `unsafe fn` (one that reads the caller's
 //! raw pointers) makes an `unsafe extern "C" fn` with the same contract; so does an
 //! `errcode_ret`.

@@ -105,4 +105,61 @@ mod tests {
         }
         assert_eq!(code, CL_INVALID_DEVICE);
     }
+
+    use crate::api::Info;
+    use crate::api::icd::Obj;
+    use crate::api::queue::Queue;
+    use std::sync::Arc;
+
+    #[cl_entrypoint(clTestObject)]
+    fn test_object(fail: cl_int) -> ClResult<Handle> {
+        match fail {
+            0 => Ok(std::ptr::dangling_mut()),
+            1 => panic!("an entry point's bug"),
+            e => Err(e),
+        }
+    }
+
+    #[cl_entrypoint(clTestInfo)]
+    fn test_info(q: Arc<Obj<Queue>>, _param: cl_uint) -> ClResult<Info> {
+        Ok(Info(vec![q.properties as u8; 4]))
+    }
+
+    #[cl_entrypoint(clTestInfoBytes)]
+    fn test_info_bytes(param: cl_uint) -> ClResult<Info> {
+        Ok(Info(param.to_ne_bytes().to_vec()))
+    }
+
+    #[test]
+    fn generated_entry_points_follow_the_c_conventions() {
+        let mut code = 7;
+        // SAFETY: `code` is writable.
+        unsafe {
+            assert!(!clTestObject(0, &mut code).is_null());
+            assert_eq!(code, CL_SUCCESS);
+            assert!(clTestObject(1, &mut code).is_null());
+            assert_eq!(code, CL_OUT_OF_RESOURCES);
+            assert!(clTestObject(CL_INVALID_VALUE, &mut code).is_null());
+            assert_eq!(code, CL_INVALID_VALUE);
+            // A null errcode_ret is skipped.
+            assert!(clTestObject(CL_INVALID_VALUE, std::ptr::null_mut()).is_null());
+        }
+        // A typed handle: a null queue is CL_INVALID_COMMAND_QUEUE, before the function runs.
+        let mut size = 0usize;
+        // SAFETY: a null value and a writable size.
+        assert_eq!(unsafe { clTestInfo(std::ptr::null_mut(), 0, 0, std::ptr::null_mut(), &mut size) }, CL_INVALID_COMMAND_QUEUE);
+        assert_eq!(size, 0);
+        // The size dance: the size alone, too small a buffer, the value.
+        // SAFETY: as above.
+        assert_eq!(unsafe { clTestInfoBytes(0x1234, 0, std::ptr::null_mut(), &mut size) }, CL_SUCCESS);
+        assert_eq!(size, 4);
+        let mut out = [0u8; 4];
+        // SAFETY: `out` is writable for 4 bytes.
+        unsafe {
+            assert_eq!(clTestInfoBytes(0x1234, 3, out.as_mut_ptr().cast(), std::ptr::null_mut()), CL_INVALID_VALUE);
+            assert_eq!(out, [0; 4]);
+            assert_eq!(clTestInfoBytes(0x1234, 4, out.as_mut_ptr().cast(), std::ptr::null_mut()), CL_SUCCESS);
+        }
+        assert_eq!(u32::from_ne_bytes(out), 0x1234);
+    }
 }

@@ -4,7 +4,11 @@
 //!
 //! **Owns**: converting raw pointers, handles and flags into Rust values, the
 //! `errcode_ret`/return-code conventions, `catch_unwind` at every entry (a panic returns
-//! `CL_OUT_OF_RESOURCES`), and the `clGet*Info` size dance ([`write_info`]).
+//! `CL_OUT_OF_RESOURCES`), and the `clGet*Info` size dance ([`write_info`]). Every entry
+//! point is written by `#[cl_entrypoint(clName)]` (crate `weft-icd-macros`, helpers in
+//! [`entry`]) around the function that does the work, which returns a [`ClResult`] and
+//! takes typed handles (`Arc<Obj<T>>`, [`queue::Cmd`]) where its first check was that
+//! handle; the unsupported ones are `stubs.rs`'s two macros.
 //! **Does not own**: runtime state (core), device calls (weft-vendors).
 //! **Invariants**: every handle is checked against the live-object table of its kind
 //! ([`icd::get`]) before it is dereferenced, so invalid, foreign, wrong-kind and released
