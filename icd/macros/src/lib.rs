@@ -165,7 +165,7 @@ fn expand(name: &Ident, f: &ItemFn) -> syn::Result<proc_macro2::TokenStream> {
         (None, _) => return Err(syn::Error::new_spanned(&f.sig.output, "typed handles need a `ClResult` to return their error in")),
     };
 
-    let what = format!(" The `extern \"C\"` entry point of [`{inner}`] (written by `#[cl_entrypoint]`).");
+    let what = format!(" The `extern \"C\"` entry point of `{inner}` (written by `#[cl_entrypoint]`).");
     let safety = match (needs_unsafe && !documented_safety, result) {
         (false, _) => quote!(),
         (true, Some(t)) if is_named(t, "Info") => quote! {
