@@ -4,7 +4,7 @@
 use super::cl::*;
 use super::icd::{self, Obj, new_obj, publish};
 use super::platform::{DeviceKind, Platform, check_platform, device_list, platform};
-use super::{ClResult, info_ptr, info_val, info_vals, ret_code, ret_obj, write_info};
+use super::{ClResult, Info, cl_entrypoint, entry::retain_release, info_ptr, info_val, info_vals};
 use std::ffi::{c_char, c_void};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -100,102 +100,85 @@ fn create(props: Vec<isize>, devices: Vec<DeviceKind>) -> ClResult<Handle> {
     Ok(h)
 }
 
+/// What clCreateContext and clCreateContextFromType check first, in this order: the
+/// callback/user-data pair, the properties, the platform.
+///
+/// # Safety
+/// `properties_` null or a 0-terminated property list.
+unsafe fn context_request(
+    properties_: *const isize,
+    pfn_notify: Option<ContextNotify>,
+    user_data: *mut c_void,
+) -> ClResult<(Vec<isize>, &'static Arc<Obj<Platform>>)> {
+    // CL_INVALID_VALUE if pfn_notify is NULL but user_data is not NULL.
+    if pfn_notify.is_none() && !user_data.is_null() {
+        return Err(CL_INVALID_VALUE);
+    }
+    // SAFETY: the caller's contract.
+    let props = unsafe { properties(properties_) }?;
+    Ok((props, platform().map_err(|_| CL_INVALID_PLATFORM)?))
+}
+
 /// # Safety
 /// Pointers per the OpenCL specification of `clCreateContext`.
-pub unsafe extern "C" fn clCreateContext(
+#[cl_entrypoint(clCreateContext)]
+unsafe fn create_context(
     properties_: *const isize,
     num_devices: cl_uint,
     devices: *const Handle,
     pfn_notify: Option<ContextNotify>,
     user_data: *mut c_void,
-    errcode_ret: *mut cl_int,
-) -> Handle {
+) -> ClResult<Handle> {
     // SAFETY: the caller's contract.
-    unsafe {
-        ret_obj(errcode_ret, || {
-            // CL_INVALID_VALUE if pfn_notify is NULL but user_data is not NULL.
-            if pfn_notify.is_none() && !user_data.is_null() {
-                return Err(CL_INVALID_VALUE);
-            }
-            let props = properties(properties_)?;
-            let p = platform().map_err(|_| CL_INVALID_PLATFORM)?;
-            let devs = device_list(p, num_devices, devices)?;
-            create(props, devs)
-        })
-    }
+    let (props, p) = unsafe { context_request(properties_, pfn_notify, user_data) }?;
+    // SAFETY: the caller's contract (`devices` readable for `num_devices` handles).
+    let devs = unsafe { device_list(p, num_devices, devices) }?;
+    create(props, devs)
 }
 
 /// # Safety
 /// Pointers per the OpenCL specification of `clCreateContextFromType`.
-pub unsafe extern "C" fn clCreateContextFromType(
+#[cl_entrypoint(clCreateContextFromType)]
+unsafe fn create_context_from_type(
     properties_: *const isize,
     device_type: cl_bitfield,
     pfn_notify: Option<ContextNotify>,
     user_data: *mut c_void,
-    errcode_ret: *mut cl_int,
-) -> Handle {
+) -> ClResult<Handle> {
     // SAFETY: the caller's contract.
-    unsafe {
-        ret_obj(errcode_ret, || {
-            if pfn_notify.is_none() && !user_data.is_null() {
-                return Err(CL_INVALID_VALUE);
-            }
-            let props = properties(properties_)?;
-            let p = platform().map_err(|_| CL_INVALID_PLATFORM)?;
-            let mut n = 0u32;
-            let mut hs = vec![std::ptr::null_mut(); p.devices.len().max(1)];
-            let code = super::platform::clGetDeviceIDs(std::ptr::null_mut(), device_type, hs.len() as u32, hs.as_mut_ptr(), &mut n);
-            if code != CL_SUCCESS {
-                return Err(code);
-            }
-            let devs = device_list(p, n, hs.as_ptr())?;
-            create(props, devs)
-        })
-    }
+    let (props, p) = unsafe { context_request(properties_, pfn_notify, user_data) }?;
+    let mut n = 0u32;
+    let mut hs = vec![std::ptr::null_mut(); p.devices.len().max(1)];
+    // SAFETY: `hs` is writable for its length, `n` for one count.
+    unsafe { super::platform::get_device_ids(std::ptr::null_mut(), device_type, hs.len() as u32, hs.as_mut_ptr(), &mut n) }?;
+    // SAFETY: `hs` holds the `n` handles just written.
+    let devs = unsafe { device_list(p, n, hs.as_ptr()) }?;
+    create(props, devs)
 }
 
-pub extern "C" fn clRetainContext(context: Handle) -> cl_int {
-    ret_code(|| icd::retain::<Context>(context))
-}
-
-pub extern "C" fn clReleaseContext(context: Handle) -> cl_int {
-    ret_code(|| icd::release::<Context>(context).map(drop))
-}
+retain_release!(Context, clRetainContext => retain_context, clReleaseContext => release_context);
 
 /// # Safety
 /// `f` callable with `user_data` from any thread.
-pub unsafe extern "C" fn clSetContextDestructorCallback(context: Handle, f: Option<ContextDestructor>, user_data: *mut c_void) -> cl_int {
-    ret_code(|| {
-        let c = icd::get::<Context>(context)?;
-        let f = f.ok_or(CL_INVALID_VALUE)?;
-        c.destructors.lock().unwrap_or_else(|e| e.into_inner()).push((f, user_data as usize));
-        Ok(())
-    })
+#[cl_entrypoint(clSetContextDestructorCallback)]
+unsafe fn set_context_destructor_callback(c: Arc<Obj<Context>>, f: Option<ContextDestructor>, user_data: *mut c_void) -> ClResult<()> {
+    let f = f.ok_or(CL_INVALID_VALUE)?;
+    c.destructors.lock().unwrap_or_else(|e| e.into_inner()).push((f, user_data as usize));
+    Ok(())
 }
 
-/// # Safety
-/// `value` null or writable for `size` bytes; `size_ret` null or writable.
-pub unsafe extern "C" fn clGetContextInfo(
-    context: Handle,
-    param: cl_uint,
-    size: usize,
-    value: *mut c_void,
-    size_ret: *mut usize,
-) -> cl_int {
-    ret_code(|| {
-        let c = icd::get::<Context>(context)?;
-        let bytes = match param {
-            CL_CONTEXT_REFERENCE_COUNT => info_val(icd::refcount::<Context>(context)),
-            CL_CONTEXT_NUM_DEVICES => info_val(c.devices.len() as cl_uint),
-            CL_CONTEXT_DEVICES => {
-                let hs: Vec<usize> = c.devices.iter().map(|&k| c.platform.handle(k) as usize).collect();
-                info_vals(&hs)
-            }
-            CL_CONTEXT_PROPERTIES => info_vals(&c.properties),
-            _ => return Err(CL_INVALID_VALUE),
-        };
-        let _ = info_ptr;
-        // SAFETY: the caller's contract.
-        unsafe { write_info(&bytes, size, value, size_ret) }
-    })
+#[cl_entrypoint(clGetContextInfo)]
+fn get_context_info(c: Arc<Obj<Context>>, param: cl_uint) -> ClResult<Info> {
+    let bytes = match param {
+        CL_CONTEXT_REFERENCE_COUNT => info_val(icd::refcount_of(&c)),
+        CL_CONTEXT_NUM_DEVICES => info_val(c.devices.len() as cl_uint),
+        CL_CONTEXT_DEVICES => {
+            let hs: Vec<usize> = c.devices.iter().map(|&k| c.platform.handle(k) as usize).collect();
+            info_vals(&hs)
+        }
+        CL_CONTEXT_PROPERTIES => info_vals(&c.properties),
+        _ => return Err(CL_INVALID_VALUE),
+    };
+    let _ = info_ptr;
+    Ok(Info(bytes))
 }

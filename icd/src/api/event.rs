@@ -10,7 +10,7 @@ use super::cl::*;
 use super::context::Context;
 use super::icd::{self, Obj, new_obj, publish};
 use super::queue::Queue;
-use super::{ClResult, info_ptr, info_val, ret_code, ret_obj, slice, write_info};
+use super::{ClResult, Info, cl_entrypoint, entry::retain_release, info_ptr, info_val, slice, write_info};
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, LazyLock, Mutex};
@@ -260,160 +260,133 @@ pub unsafe fn hand_out(e: &Arc<Obj<Event>>, event: *mut Handle) {
 
 /// # Safety
 /// `list` null or readable for `n` handles.
-pub unsafe extern "C" fn clWaitForEvents(n: cl_uint, list: *const Handle) -> cl_int {
-    ret_code(|| {
-        // CL_INVALID_VALUE if num_events is zero or event_list is NULL.
-        if n == 0 || list.is_null() {
-            return Err(CL_INVALID_VALUE);
-        }
-        // SAFETY: the caller's contract.
-        let hs = unsafe { slice(list, n as usize) }?;
-        let evs = hs.iter().map(|&h| icd::get::<Event>(h)).collect::<ClResult<Vec<_>>>()?;
-        // CL_INVALID_CONTEXT if events specified in event_list do not belong to the same context.
-        if evs.iter().any(|e| !Arc::ptr_eq(&e.context, &evs[0].context)) {
-            return Err(CL_INVALID_CONTEXT);
-        }
-        let mut failed = false;
-        // Last first: events listed in submission order mostly complete in that order, so
-        // this thread sleeps once (see `queue::finish`).
-        for e in evs.iter().rev() {
-            failed |= e.state.wait() < 0;
-        }
-        // CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST if the execution status of any of the
-        // events in event_list is a negative integer value.
-        if failed { Err(CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST) } else { Ok(()) }
-    })
+#[cl_entrypoint(clWaitForEvents)]
+unsafe fn wait_for_events(n: cl_uint, list: *const Handle) -> ClResult<()> {
+    // CL_INVALID_VALUE if num_events is zero or event_list is NULL.
+    if n == 0 || list.is_null() {
+        return Err(CL_INVALID_VALUE);
+    }
+    // SAFETY: the caller's contract.
+    let hs = unsafe { slice(list, n as usize) }?;
+    let evs = hs.iter().map(|&h| icd::get::<Event>(h)).collect::<ClResult<Vec<_>>>()?;
+    // CL_INVALID_CONTEXT if events specified in event_list do not belong to the same context.
+    if evs.iter().any(|e| !Arc::ptr_eq(&e.context, &evs[0].context)) {
+        return Err(CL_INVALID_CONTEXT);
+    }
+    let mut failed = false;
+    // Last first: events listed in submission order mostly complete in that order, so
+    // this thread sleeps once (see `queue::finish`).
+    for e in evs.iter().rev() {
+        failed |= e.state.wait() < 0;
+    }
+    // CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST if the execution status of any of the
+    // events in event_list is a negative integer value.
+    if failed { Err(CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST) } else { Ok(()) }
 }
+
+#[cl_entrypoint(clGetEventInfo)]
+fn get_event_info(e: Arc<Obj<Event>>, param: cl_uint) -> ClResult<Info> {
+    let bytes = match param {
+        CL_EVENT_COMMAND_QUEUE => info_ptr(e.queue.as_ref().map_or(std::ptr::null(), |q| icd::handle_of(q).cast_const())),
+        CL_EVENT_CONTEXT => info_ptr(icd::handle_of(&e.context)),
+        CL_EVENT_COMMAND_TYPE => info_val(e.command),
+        CL_EVENT_COMMAND_EXECUTION_STATUS => info_val(e.state.status()),
+        CL_EVENT_REFERENCE_COUNT => info_val(icd::refcount_of(&e)),
+        _ => return Err(CL_INVALID_VALUE),
+    };
+    Ok(Info(bytes))
+}
+
+retain_release!(Event, clRetainEvent => retain_event, clReleaseEvent => release_event);
 
 /// # Safety
 /// `value` null or writable for `size` bytes; `size_ret` null or writable.
-pub unsafe extern "C" fn clGetEventInfo(event: Handle, param: cl_uint, size: usize, value: *mut c_void, size_ret: *mut usize) -> cl_int {
-    ret_code(|| {
-        let e = icd::get::<Event>(event)?;
-        let bytes = match param {
-            CL_EVENT_COMMAND_QUEUE => info_ptr(e.queue.as_ref().map_or(std::ptr::null(), |q| icd::handle_of(q).cast_const())),
-            CL_EVENT_CONTEXT => info_ptr(icd::handle_of(&e.context)),
-            CL_EVENT_COMMAND_TYPE => info_val(e.command),
-            CL_EVENT_COMMAND_EXECUTION_STATUS => info_val(e.state.status()),
-            CL_EVENT_REFERENCE_COUNT => info_val(icd::refcount::<Event>(event)),
-            _ => return Err(CL_INVALID_VALUE),
-        };
-        // SAFETY: the caller's contract.
-        unsafe { write_info(&bytes, size, value, size_ret) }
-    })
-}
-
-pub extern "C" fn clRetainEvent(event: Handle) -> cl_int {
-    ret_code(|| icd::retain::<Event>(event))
-}
-
-pub extern "C" fn clReleaseEvent(event: Handle) -> cl_int {
-    ret_code(|| icd::release::<Event>(event).map(drop))
-}
-
-/// # Safety
-/// `value` null or writable for `size` bytes; `size_ret` null or writable.
-pub unsafe extern "C" fn clGetEventProfilingInfo(
-    event: Handle,
-    param: cl_uint,
-    size: usize,
-    value: *mut c_void,
-    size_ret: *mut usize,
-) -> cl_int {
-    ret_code(|| {
-        let e = icd::get::<Event>(event)?;
-        // CL_PROFILING_INFO_NOT_AVAILABLE if the CL_QUEUE_PROFILING_ENABLE flag is not set for
-        // the command-queue, if the execution status of the command identified by event is
-        // not CL_COMPLETE or if event is a user event object.
-        let Some(q) = &e.queue else { return Err(CL_PROFILING_INFO_NOT_AVAILABLE) };
-        if q.properties & CL_QUEUE_PROFILING_ENABLE == 0 || e.state.status() != CL_COMPLETE {
-            return Err(CL_PROFILING_INFO_NOT_AVAILABLE);
-        }
-        let i = match param {
-            CL_PROFILING_COMMAND_QUEUED => 0,
-            CL_PROFILING_COMMAND_SUBMIT => 1,
-            CL_PROFILING_COMMAND_START => 2,
-            CL_PROFILING_COMMAND_END | CL_PROFILING_COMMAND_COMPLETE => 3,
-            _ => return Err(CL_INVALID_VALUE),
-        };
-        let t = (0..=i).map(|j| e.state.time(j)).max().unwrap_or(0);
-        // SAFETY: the caller's contract.
-        unsafe { write_info(&info_val(t), size, value, size_ret) }
-    })
+#[cl_entrypoint(clGetEventProfilingInfo)]
+unsafe fn get_event_profiling_info(event: Handle, param: cl_uint, size: usize, value: *mut c_void, size_ret: *mut usize) -> ClResult<()> {
+    let e = icd::get::<Event>(event)?;
+    // CL_PROFILING_INFO_NOT_AVAILABLE if the CL_QUEUE_PROFILING_ENABLE flag is not set for
+    // the command-queue, if the execution status of the command identified by event is
+    // not CL_COMPLETE or if event is a user event object.
+    let Some(q) = &e.queue else { return Err(CL_PROFILING_INFO_NOT_AVAILABLE) };
+    if q.properties & CL_QUEUE_PROFILING_ENABLE == 0 || e.state.status() != CL_COMPLETE {
+        return Err(CL_PROFILING_INFO_NOT_AVAILABLE);
+    }
+    let i = match param {
+        CL_PROFILING_COMMAND_QUEUED => 0,
+        CL_PROFILING_COMMAND_SUBMIT => 1,
+        CL_PROFILING_COMMAND_START => 2,
+        CL_PROFILING_COMMAND_END | CL_PROFILING_COMMAND_COMPLETE => 3,
+        _ => return Err(CL_INVALID_VALUE),
+    };
+    let t = (0..=i).map(|j| e.state.time(j)).max().unwrap_or(0);
+    // SAFETY: the caller's contract.
+    unsafe { write_info(&info_val(t), size, value, size_ret) }
 }
 
 /// # Safety
 /// `f` is callable with `user_data` from any thread.
-pub unsafe extern "C" fn clSetEventCallback(event: Handle, trigger: cl_int, f: Option<EventNotify>, user_data: *mut c_void) -> cl_int {
-    ret_code(|| {
-        let e = icd::get::<Event>(event)?;
-        // CL_INVALID_VALUE if pfn_event_notify is NULL or if command_exec_callback_type is not
-        // CL_SUBMITTED, CL_RUNNING or CL_COMPLETE.
-        let f = f.ok_or(CL_INVALID_VALUE)?;
-        if ![CL_SUBMITTED, CL_RUNNING, CL_COMPLETE].contains(&trigger) {
-            return Err(CL_INVALID_VALUE);
-        }
-        e.state.add_callback(Callback { event: e.clone(), f, user_data: user_data as usize, trigger });
-        Ok(())
-    })
+#[cl_entrypoint(clSetEventCallback)]
+unsafe fn set_event_callback(event: Handle, trigger: cl_int, f: Option<EventNotify>, user_data: *mut c_void) -> ClResult<()> {
+    let e = icd::get::<Event>(event)?;
+    // CL_INVALID_VALUE if pfn_event_notify is NULL or if command_exec_callback_type is not
+    // CL_SUBMITTED, CL_RUNNING or CL_COMPLETE.
+    let f = f.ok_or(CL_INVALID_VALUE)?;
+    if ![CL_SUBMITTED, CL_RUNNING, CL_COMPLETE].contains(&trigger) {
+        return Err(CL_INVALID_VALUE);
+    }
+    e.state.add_callback(Callback { event: e.clone(), f, user_data: user_data as usize, trigger });
+    Ok(())
 }
 
 static NEXT_TAG: AtomicU64 = AtomicU64::new(1 << 62);
 
-/// # Safety
-/// `errcode_ret` null or writable.
-pub unsafe extern "C" fn clCreateUserEvent(context: Handle, errcode_ret: *mut cl_int) -> Handle {
-    // SAFETY: the caller's contract.
-    unsafe {
-        ret_obj(errcode_ret, || {
-            let c = icd::get::<Context>(context)?;
-            let rt = &c.platform.rt;
-            let tag = NEXT_TAG.fetch_add(1, Ordering::Relaxed);
-            let set: Arc<Mutex<Option<cl_int>>> = Arc::default();
-            // Submitted, without profiling times (a user event has none).
-            let state = EventState::submitted(false);
-            // The gate: a CPU task released by the tag, failing when the status set is an error,
-            // so that commands waiting on the event are cancelled (their status an error too).
-            let seen = set.clone();
-            let gate = Codelet::builder("clCreateUserEvent")
-                .cpu(move |_| match *seen.lock().unwrap_or_else(|e| e.into_inner()) {
-                    Some(s) if s < 0 => Err(format!("user event set to {s}")),
-                    _ => Ok(()),
-                })
-                .build();
-            let st = state.clone();
-            let set2 = set.clone();
-            let b = TaskBuilder::new(&gate).after_tag(tag).callback(move |_| {
-                let s = set2.lock().unwrap_or_else(|e| e.into_inner()).unwrap_or(CL_COMPLETE);
-                st.complete(s.min(CL_COMPLETE));
-            });
-            let t = rt.submit(b).map_err(|_| CL_OUT_OF_RESOURCES)?;
-            state.set_task(t);
-            let e = new_obj(Event { context: c.clone(), queue: None, command: CL_COMMAND_USER, state, user: Some((tag, set)) });
-            Ok(publish(&e))
+#[cl_entrypoint(clCreateUserEvent)]
+fn create_user_event(context: Handle) -> ClResult<Handle> {
+    let c = icd::get::<Context>(context)?;
+    let rt = &c.platform.rt;
+    let tag = NEXT_TAG.fetch_add(1, Ordering::Relaxed);
+    let set: Arc<Mutex<Option<cl_int>>> = Arc::default();
+    // Submitted, without profiling times (a user event has none).
+    let state = EventState::submitted(false);
+    // The gate: a CPU task released by the tag, failing when the status set is an error,
+    // so that commands waiting on the event are cancelled (their status an error too).
+    let seen = set.clone();
+    let gate = Codelet::builder("clCreateUserEvent")
+        .cpu(move |_| match *seen.lock().unwrap_or_else(|e| e.into_inner()) {
+            Some(s) if s < 0 => Err(format!("user event set to {s}")),
+            _ => Ok(()),
         })
-    }
+        .build();
+    let st = state.clone();
+    let set2 = set.clone();
+    let b = TaskBuilder::new(&gate).after_tag(tag).callback(move |_| {
+        let s = set2.lock().unwrap_or_else(|e| e.into_inner()).unwrap_or(CL_COMPLETE);
+        st.complete(s.min(CL_COMPLETE));
+    });
+    let t = rt.submit(b).map_err(|_| CL_OUT_OF_RESOURCES)?;
+    state.set_task(t);
+    let e = new_obj(Event { context: c.clone(), queue: None, command: CL_COMMAND_USER, state, user: Some((tag, set)) });
+    Ok(publish(&e))
 }
 
-pub extern "C" fn clSetUserEventStatus(event: Handle, status: cl_int) -> cl_int {
-    ret_code(|| {
-        let e = icd::get::<Event>(event)?;
-        let Some((tag, set)) = &e.user else { return Err(CL_INVALID_EVENT) };
-        // CL_INVALID_VALUE if the execution_status is not CL_COMPLETE or a negative integer value.
-        if status > CL_COMPLETE {
-            return Err(CL_INVALID_VALUE);
+#[cl_entrypoint(clSetUserEventStatus)]
+fn set_user_event_status(event: Handle, status: cl_int) -> ClResult<()> {
+    let e = icd::get::<Event>(event)?;
+    let Some((tag, set)) = &e.user else { return Err(CL_INVALID_EVENT) };
+    // CL_INVALID_VALUE if the execution_status is not CL_COMPLETE or a negative integer value.
+    if status > CL_COMPLETE {
+        return Err(CL_INVALID_VALUE);
+    }
+    {
+        let mut s = set.lock().unwrap_or_else(|e| e.into_inner());
+        // CL_INVALID_OPERATION if the execution_status for event has already been changed
+        // by a previous call to clSetUserEventStatus.
+        if s.is_some() {
+            return Err(CL_INVALID_OPERATION);
         }
-        {
-            let mut s = set.lock().unwrap_or_else(|e| e.into_inner());
-            // CL_INVALID_OPERATION if the execution_status for event has already been changed
-            // by a previous call to clSetUserEventStatus.
-            if s.is_some() {
-                return Err(CL_INVALID_OPERATION);
-            }
-            *s = Some(status);
-        }
-        e.context.platform.rt.tag_notify(*tag).map_err(|_| CL_OUT_OF_RESOURCES)
-    })
+        *s = Some(status);
+    }
+    e.context.platform.rt.tag_notify(*tag).map_err(|_| CL_OUT_OF_RESOURCES)
 }
 
 #[cfg(test)]

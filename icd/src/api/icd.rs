@@ -161,6 +161,11 @@ pub fn release<T: ClObject>(h: Handle) -> ClResult<Option<Arc<Obj<T>>>> {
     if e.1 == 0 { Ok(live.remove(&(h as usize)).map(|e| e.0)) } else { Ok(None) }
 }
 
+/// The API reference count of `o` (`CL_*_REFERENCE_COUNT`).
+pub fn refcount_of<T: ClObject>(o: &Arc<Obj<T>>) -> cl_uint {
+    refcount::<T>(handle_of(o))
+}
+
 /// The API reference count (`CL_*_REFERENCE_COUNT`).
 pub fn refcount<T: ClObject>(h: Handle) -> cl_uint {
     lock(T::registry()).get(&(h as usize)).map_or(0, |e| e.1)

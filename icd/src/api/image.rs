@@ -33,10 +33,10 @@
 use super::cl::*;
 use super::context::Context;
 use super::event::EventState;
-use super::icd;
+use super::icd::{self, Obj};
 use super::memory::{HostAlloc, Mem, check_flags};
-use super::queue::{Queue, Rect, buffer_of, check_range, copy_rect, finish_command, host_codelet, prologue};
-use super::{ClResult, info_ptr, info_val, is_true, ret_code, ret_obj, ret_ptr, slice, write_info};
+use super::queue::{Cmd, Queue, Rect, buffer_of, check_range, copy_rect, finish_command, host_codelet};
+use super::{ClResult, Info, cl_entrypoint, info_ptr, info_val, is_true, slice};
 use std::ffi::c_void;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
@@ -317,46 +317,47 @@ const IMAGE_KINDS: [cl_uint; 6] = [
 
 /// # Safety
 /// `formats` null or writable for `num_entries` formats; `num_ret` null or writable.
-pub unsafe extern "C" fn clGetSupportedImageFormats(
-    context: Handle,
+#[cl_entrypoint(clGetSupportedImageFormats)]
+unsafe fn get_supported_image_formats(
+    c: Arc<Obj<Context>>,
     flags: cl_bitfield,
     image_type: cl_uint,
     num_entries: cl_uint,
     formats: *mut cl_image_format,
     num_ret: *mut cl_uint,
-) -> cl_int {
-    ret_code(|| {
-        let c = icd::get::<Context>(context)?;
-        // CL_MEM_KERNEL_READ_AND_WRITE (2.0+) is a flag of this query only: formats a kernel
-        // may both read and write; the vendors answer it.
-        check_flags(flags & !CL_MEM_KERNEL_READ_AND_WRITE)?;
-        // CL_INVALID_VALUE if flags or image_type are not valid, or if num_entries is 0 and
-        // image_formats is not NULL.
-        if !IMAGE_KINDS.contains(&image_type) || (num_entries == 0 && !formats.is_null()) {
-            return Err(CL_INVALID_VALUE);
+) -> ClResult<()> {
+    // CL_MEM_KERNEL_READ_AND_WRITE (2.0+) is a flag of this query only: formats a kernel
+    // may both read and write; the vendors answer it.
+    check_flags(flags & !CL_MEM_KERNEL_READ_AND_WRITE)?;
+    // CL_INVALID_VALUE if flags or image_type are not valid, or if num_entries is 0 and
+    // image_formats is not NULL.
+    if !IMAGE_KINDS.contains(&image_type) || (num_entries == 0 && !formats.is_null()) {
+        return Err(CL_INVALID_VALUE);
+    }
+    // A 1-D image buffer's formats are the vendors' own (no emulated ones: its pixels
+    // are the buffer's bytes).
+    let list = if image_type == CL_MEM_OBJECT_IMAGE1D_BUFFER {
+        vendor_formats(&c, flags, image_type)?
+    } else {
+        supported_formats(&c, flags, image_type)?
+    };
+    if !formats.is_null() {
+        for (i, f) in list.iter().take(num_entries as usize).enumerate() {
+            // SAFETY: the caller's contract; i < num_entries.
+            unsafe { formats.add(i).write_unaligned(*f) };
         }
-        // A 1-D image buffer's formats are the vendors' own (no emulated ones: its pixels
-        // are the buffer's bytes).
-        let list = if image_type == CL_MEM_OBJECT_IMAGE1D_BUFFER {
-            vendor_formats(&c, flags, image_type)?
-        } else {
-            supported_formats(&c, flags, image_type)?
-        };
-        if !formats.is_null() {
-            for (i, f) in list.iter().take(num_entries as usize).enumerate() {
-                // SAFETY: the caller's contract; i < num_entries.
-                unsafe { formats.add(i).write_unaligned(*f) };
-            }
-        }
-        if !num_ret.is_null() {
-            // SAFETY: the caller's contract.
-            unsafe { num_ret.write_unaligned(list.len() as cl_uint) };
-        }
-        Ok(())
-    })
+    }
+    if !num_ret.is_null() {
+        // SAFETY: the caller's contract.
+        unsafe { num_ret.write_unaligned(list.len() as cl_uint) };
+    }
+    Ok(())
 }
 
-fn create_image(
+/// # Safety
+/// `format`, `desc` null or valid; `host_ptr` as clCreateImage requires; `errcode_ret` null or writable.
+#[cl_entrypoint(clCreateImage)]
+unsafe fn create_image(
     context: Handle,
     flags: cl_bitfield,
     format: *const cl_image_format,
@@ -576,37 +577,20 @@ fn image_of_buffer(
 }
 
 /// # Safety
-/// `format`, `desc` null or valid; `host_ptr` as clCreateImage requires; `errcode_ret` null or writable.
-pub unsafe extern "C" fn clCreateImage(
-    context: Handle,
-    flags: cl_bitfield,
-    format: *const cl_image_format,
-    desc: *const cl_image_desc,
-    host_ptr: *mut c_void,
-    errcode_ret: *mut cl_int,
-) -> Handle {
-    // SAFETY: the caller's contract.
-    unsafe { ret_obj(errcode_ret, || create_image(context, flags, format, desc, host_ptr)) }
-}
-
-/// # Safety
 /// As clCreateImage; `properties` null or a 0-terminated list.
-pub unsafe extern "C" fn clCreateImageWithProperties(
+#[cl_entrypoint(clCreateImageWithProperties)]
+unsafe fn create_image_with_properties(
     context: Handle,
     properties: *const u64,
     flags: cl_bitfield,
     format: *const cl_image_format,
     desc: *const cl_image_desc,
     host_ptr: *mut c_void,
-    errcode_ret: *mut cl_int,
-) -> Handle {
-    // SAFETY: the caller's contract.
-    unsafe {
-        ret_obj(errcode_ret, || {
-            let props = super::memory::no_properties(properties)?;
-            super::memory::set_properties(create_image(context, flags, format, desc, host_ptr)?, props)
-        })
-    }
+) -> ClResult<Handle> {
+    // SAFETY: the caller's contract: `properties` null or a 0-terminated list.
+    let props = unsafe { super::memory::no_properties(properties) }?;
+    // SAFETY: the caller's contract (clCreateImage's).
+    super::memory::set_properties(unsafe { create_image(context, flags, format, desc, host_ptr) }?, props)
 }
 
 fn desc_of(kind: cl_uint, w: usize, h: usize, d: usize, row: usize, slice_: usize) -> cl_image_desc {
@@ -626,7 +610,8 @@ fn desc_of(kind: cl_uint, w: usize, h: usize, d: usize, row: usize, slice_: usiz
 
 /// # Safety
 /// As clCreateImage.
-pub unsafe extern "C" fn clCreateImage2D(
+#[cl_entrypoint(clCreateImage2D)]
+unsafe fn create_image_2d(
     context: Handle,
     flags: cl_bitfield,
     format: *const cl_image_format,
@@ -634,25 +619,21 @@ pub unsafe extern "C" fn clCreateImage2D(
     h: usize,
     row: usize,
     host_ptr: *mut c_void,
-    errcode_ret: *mut cl_int,
-) -> Handle {
+) -> ClResult<Handle> {
     let d = desc_of(CL_MEM_OBJECT_IMAGE2D, w, h, 0, row, 0);
-    // SAFETY: the caller's contract.
-    unsafe {
-        ret_obj(errcode_ret, || {
-            icd::get::<Context>(context)?;
-            // CL_INVALID_IMAGE_SIZE if image_width or image_height are 0.
-            if w == 0 || h == 0 {
-                return Err(CL_INVALID_IMAGE_SIZE);
-            }
-            create_image(context, flags, format, &d, host_ptr)
-        })
+    icd::get::<Context>(context)?;
+    // CL_INVALID_IMAGE_SIZE if image_width or image_height are 0.
+    if w == 0 || h == 0 {
+        return Err(CL_INVALID_IMAGE_SIZE);
     }
+    // SAFETY: the caller's contract (clCreateImage's).
+    unsafe { create_image(context, flags, format, &d, host_ptr) }
 }
 
 /// # Safety
 /// As clCreateImage.
-pub unsafe extern "C" fn clCreateImage3D(
+#[cl_entrypoint(clCreateImage3D)]
+unsafe fn create_image_3d(
     context: Handle,
     flags: cl_bitfield,
     format: *const cl_image_format,
@@ -662,45 +643,36 @@ pub unsafe extern "C" fn clCreateImage3D(
     row: usize,
     slice_: usize,
     host_ptr: *mut c_void,
-    errcode_ret: *mut cl_int,
-) -> Handle {
+) -> ClResult<Handle> {
     let d = desc_of(CL_MEM_OBJECT_IMAGE3D, w, h, depth, row, slice_);
-    // SAFETY: the caller's contract.
-    unsafe {
-        ret_obj(errcode_ret, || {
-            icd::get::<Context>(context)?;
-            // CL_INVALID_IMAGE_SIZE if image_width, image_height are 0 or if image_depth <= 1.
-            if w == 0 || h == 0 || depth <= 1 {
-                return Err(CL_INVALID_IMAGE_SIZE);
-            }
-            create_image(context, flags, format, &d, host_ptr)
-        })
+    icd::get::<Context>(context)?;
+    // CL_INVALID_IMAGE_SIZE if image_width, image_height are 0 or if image_depth <= 1.
+    if w == 0 || h == 0 || depth <= 1 {
+        return Err(CL_INVALID_IMAGE_SIZE);
     }
+    // SAFETY: the caller's contract (clCreateImage's).
+    unsafe { create_image(context, flags, format, &d, host_ptr) }
 }
 
-/// # Safety
-/// `value` null or writable for `size` bytes; `size_ret` null or writable.
-pub unsafe extern "C" fn clGetImageInfo(image: Handle, param: cl_uint, size: usize, value: *mut c_void, size_ret: *mut usize) -> cl_int {
-    ret_code(|| {
-        let m = icd::get::<Mem>(image)?;
-        // CL_INVALID_MEM_OBJECT if image is not a valid image object.
-        let i = m.image.as_ref().ok_or(CL_INVALID_MEM_OBJECT)?;
-        let bytes = match param {
-            CL_IMAGE_FORMAT => super::info_vals(&[i.format.image_channel_order, i.format.image_channel_data_type]),
-            CL_IMAGE_ELEMENT_SIZE => info_val(i.pixel),
-            CL_IMAGE_ROW_PITCH => info_val(i.row),
-            CL_IMAGE_SLICE_PITCH => info_val(i.slice_pitch()),
-            CL_IMAGE_WIDTH => info_val(i.width),
-            CL_IMAGE_HEIGHT => info_val(i.height),
-            CL_IMAGE_DEPTH => info_val(i.depth),
-            CL_IMAGE_ARRAY_SIZE => info_val(i.array_size),
-            CL_IMAGE_BUFFER => info_ptr(m.parent.as_ref().map_or(std::ptr::null(), |p| icd::handle_of(p).cast_const())),
-            CL_IMAGE_NUM_MIP_LEVELS | CL_IMAGE_NUM_SAMPLES => info_val(0 as cl_uint),
-            _ => return Err(CL_INVALID_VALUE),
-        };
-        // SAFETY: the caller's contract.
-        unsafe { write_info(&bytes, size, value, size_ret) }
-    })
+#[cl_entrypoint(clGetImageInfo)]
+fn get_image_info(image: Handle, param: cl_uint) -> ClResult<Info> {
+    let m = icd::get::<Mem>(image)?;
+    // CL_INVALID_MEM_OBJECT if image is not a valid image object.
+    let i = m.image.as_ref().ok_or(CL_INVALID_MEM_OBJECT)?;
+    let bytes = match param {
+        CL_IMAGE_FORMAT => super::info_vals(&[i.format.image_channel_order, i.format.image_channel_data_type]),
+        CL_IMAGE_ELEMENT_SIZE => info_val(i.pixel),
+        CL_IMAGE_ROW_PITCH => info_val(i.row),
+        CL_IMAGE_SLICE_PITCH => info_val(i.slice_pitch()),
+        CL_IMAGE_WIDTH => info_val(i.width),
+        CL_IMAGE_HEIGHT => info_val(i.height),
+        CL_IMAGE_DEPTH => info_val(i.depth),
+        CL_IMAGE_ARRAY_SIZE => info_val(i.array_size),
+        CL_IMAGE_BUFFER => info_ptr(m.parent.as_ref().map_or(std::ptr::null(), |p| icd::handle_of(p).cast_const())),
+        CL_IMAGE_NUM_MIP_LEVELS | CL_IMAGE_NUM_SAMPLES => info_val(0 as cl_uint),
+        _ => return Err(CL_INVALID_VALUE),
+    };
+    Ok(Info(bytes))
 }
 
 /// An image argument of a command on `q`: live, of `q`'s context, an image.
@@ -765,7 +737,7 @@ fn host_rect(i: &ImageInfo, bytes: [usize; 3], row: usize, slice_: usize) -> ClR
 /// OpenCL's contract for those calls.
 #[allow(clippy::too_many_arguments)]
 unsafe fn read_write(
-    q: Handle,
+    cmd: Cmd,
     image: Handle,
     blocking: cl_bool,
     origin: *const usize,
@@ -774,13 +746,10 @@ unsafe fn read_write(
     slice_: usize,
     ptr: usize,
     write: bool,
-    n: cl_uint,
-    list: *const Handle,
-    event: *mut Handle,
 ) -> ClResult<()> {
     // SAFETY: the caller's contract (all pointer arguments).
     unsafe {
-        let (qq, waits) = prologue(q, n, list)?;
+        let Cmd { q: qq, waits, event } = cmd;
         let m = image_of(&qq, image)?;
         let i = m.image.as_ref().ok_or(CL_INVALID_MEM_OBJECT)?;
         let (o, r) = (triple(origin)?, triple(region)?);
@@ -817,44 +786,31 @@ unsafe fn read_write(
     }
 }
 
-/// # Safety
-/// OpenCL's contract for clEnqueueReadImage.
-#[allow(clippy::too_many_arguments)]
-pub unsafe extern "C" fn clEnqueueReadImage(
-    q: Handle,
-    image: Handle,
-    blocking: cl_bool,
-    origin: *const usize,
-    region: *const usize,
-    row: usize,
-    slice_: usize,
-    ptr: *mut c_void,
-    n: cl_uint,
-    list: *const Handle,
-    event: *mut Handle,
-) -> cl_int {
-    // SAFETY: forwarded contract.
-    ret_code(|| unsafe { read_write(q, image, blocking, origin, region, row, slice_, ptr as usize, false, n, list, event) })
+/// clEnqueueReadImage and clEnqueueWriteImage: one signature, `ptr` written or read.
+macro_rules! read_write_image {
+    ($($cl:ident => $f:ident($ptr:ty, $write:expr);)*) => {$(
+        /// # Safety
+        #[doc = concat!("OpenCL's contract for ", stringify!($cl), ".")]
+        #[cl_entrypoint($cl)]
+        unsafe fn $f(
+            cmd: Cmd,
+            image: Handle,
+            blocking: cl_bool,
+            origin: *const usize,
+            region: *const usize,
+            row: usize,
+            slice_: usize,
+            ptr: $ptr,
+        ) -> ClResult<()> {
+            // SAFETY: forwarded contract.
+            unsafe { read_write(cmd, image, blocking, origin, region, row, slice_, ptr as usize, $write) }
+        }
+    )*};
 }
 
-/// # Safety
-/// OpenCL's contract for clEnqueueWriteImage.
-#[allow(clippy::too_many_arguments)]
-pub unsafe extern "C" fn clEnqueueWriteImage(
-    q: Handle,
-    image: Handle,
-    blocking: cl_bool,
-    origin: *const usize,
-    region: *const usize,
-    row: usize,
-    slice_: usize,
-    ptr: *const c_void,
-    n: cl_uint,
-    list: *const Handle,
-    event: *mut Handle,
-) -> cl_int {
-    // SAFETY: forwarded contract.
-    ret_code(|| unsafe { read_write(q, image, blocking, origin, region, row, slice_, ptr as usize, true, n, list, event) })
+read_write_image! {
+    clEnqueueReadImage => enqueue_read_image(*mut c_void, false);
+    clEnqueueWriteImage => enqueue_write_image(*const c_void, true);
 }
 
 /// Submit a copy between two memory objects' homes (`same`: one handle, accessed `RW`).
@@ -892,40 +848,35 @@ unsafe fn copy_between(
 
 /// # Safety
 /// OpenCL's contract for clEnqueueCopyImage.
-#[allow(clippy::too_many_arguments)]
-pub unsafe extern "C" fn clEnqueueCopyImage(
-    q: Handle,
+#[cl_entrypoint(clEnqueueCopyImage)]
+unsafe fn enqueue_copy_image(
+    cmd: Cmd,
     src: Handle,
     dst: Handle,
     src_origin: *const usize,
     dst_origin: *const usize,
     region: *const usize,
-    n: cl_uint,
-    list: *const Handle,
-    event: *mut Handle,
-) -> cl_int {
-    ret_code(|| {
-        // SAFETY: the caller's contract (all pointer arguments).
-        unsafe {
-            let (qq, waits) = prologue(q, n, list)?;
-            let (s, d) = (image_of(&qq, src)?, image_of(&qq, dst)?);
-            let (si, di) = (s.image.as_ref().ok_or(CL_INVALID_MEM_OBJECT)?, d.image.as_ref().ok_or(CL_INVALID_MEM_OBJECT)?);
-            // CL_IMAGE_FORMAT_MISMATCH if src_image and dst_image do not use the same image format.
-            if si.format != di.format {
-                return Err(CL_IMAGE_FORMAT_MISMATCH);
-            }
-            let r = triple(region)?;
-            let (so, do_) = (triple(src_origin)?, triple(dst_origin)?);
-            let (sr, bytes) = image_box(si, so, r)?;
-            let (dr, _) = image_box(di, do_, r)?;
-            // CL_MEM_COPY_OVERLAP if src_image and dst_image are the same image object and the
-            // source and destination regions overlap.
-            if Arc::ptr_eq(&s, &d) && (0..3).all(|k| so[k] < do_[k] + r[k] && do_[k] < so[k] + r[k]) {
-                return Err(CL_MEM_COPY_OVERLAP);
-            }
-            copy_between(&qq, &waits, &s, sr, &d, dr, bytes, "clEnqueueCopyImage", CL_COMMAND_COPY_IMAGE, event)
+) -> ClResult<()> {
+    // SAFETY: the caller's contract (all pointer arguments).
+    unsafe {
+        let Cmd { q: qq, waits, event } = cmd;
+        let (s, d) = (image_of(&qq, src)?, image_of(&qq, dst)?);
+        let (si, di) = (s.image.as_ref().ok_or(CL_INVALID_MEM_OBJECT)?, d.image.as_ref().ok_or(CL_INVALID_MEM_OBJECT)?);
+        // CL_IMAGE_FORMAT_MISMATCH if src_image and dst_image do not use the same image format.
+        if si.format != di.format {
+            return Err(CL_IMAGE_FORMAT_MISMATCH);
         }
-    })
+        let r = triple(region)?;
+        let (so, do_) = (triple(src_origin)?, triple(dst_origin)?);
+        let (sr, bytes) = image_box(si, so, r)?;
+        let (dr, _) = image_box(di, do_, r)?;
+        // CL_MEM_COPY_OVERLAP if src_image and dst_image are the same image object and the
+        // source and destination regions overlap.
+        if Arc::ptr_eq(&s, &d) && (0..3).all(|k| so[k] < do_[k] + r[k] && do_[k] < so[k] + r[k]) {
+            return Err(CL_MEM_COPY_OVERLAP);
+        }
+        copy_between(&qq, &waits, &s, sr, &d, dr, bytes, "clEnqueueCopyImage", CL_COMMAND_COPY_IMAGE, event)
+    }
 }
 
 /// The buffer side of an image<->buffer copy: `bytes` packed at `offset` in `m`.
@@ -937,56 +888,46 @@ fn packed_in_buffer(m: &Mem, offset: usize, bytes: [usize; 3]) -> ClResult<Rect>
 
 /// # Safety
 /// OpenCL's contract for clEnqueueCopyImageToBuffer.
-#[allow(clippy::too_many_arguments)]
-pub unsafe extern "C" fn clEnqueueCopyImageToBuffer(
-    q: Handle,
+#[cl_entrypoint(clEnqueueCopyImageToBuffer)]
+unsafe fn enqueue_copy_image_to_buffer(
+    cmd: Cmd,
     src: Handle,
     dst: Handle,
     src_origin: *const usize,
     region: *const usize,
     dst_offset: usize,
-    n: cl_uint,
-    list: *const Handle,
-    event: *mut Handle,
-) -> cl_int {
-    ret_code(|| {
-        // SAFETY: the caller's contract (all pointer arguments).
-        unsafe {
-            let (qq, waits) = prologue(q, n, list)?;
-            let (s, d) = (image_of(&qq, src)?, buffer_of(&qq, dst)?);
-            let si = s.image.as_ref().ok_or(CL_INVALID_MEM_OBJECT)?;
-            let (sr, bytes) = image_box(si, triple(src_origin)?, triple(region)?)?;
-            let dr = packed_in_buffer(&d, dst_offset, bytes)?;
-            copy_between(&qq, &waits, &s, sr, &d, dr, bytes, "clEnqueueCopyImageToBuffer", CL_COMMAND_COPY_IMAGE_TO_BUFFER, event)
-        }
-    })
+) -> ClResult<()> {
+    // SAFETY: the caller's contract (all pointer arguments).
+    unsafe {
+        let Cmd { q: qq, waits, event } = cmd;
+        let (s, d) = (image_of(&qq, src)?, buffer_of(&qq, dst)?);
+        let si = s.image.as_ref().ok_or(CL_INVALID_MEM_OBJECT)?;
+        let (sr, bytes) = image_box(si, triple(src_origin)?, triple(region)?)?;
+        let dr = packed_in_buffer(&d, dst_offset, bytes)?;
+        copy_between(&qq, &waits, &s, sr, &d, dr, bytes, "clEnqueueCopyImageToBuffer", CL_COMMAND_COPY_IMAGE_TO_BUFFER, event)
+    }
 }
 
 /// # Safety
 /// OpenCL's contract for clEnqueueCopyBufferToImage.
-#[allow(clippy::too_many_arguments)]
-pub unsafe extern "C" fn clEnqueueCopyBufferToImage(
-    q: Handle,
+#[cl_entrypoint(clEnqueueCopyBufferToImage)]
+unsafe fn enqueue_copy_buffer_to_image(
+    cmd: Cmd,
     src: Handle,
     dst: Handle,
     src_offset: usize,
     dst_origin: *const usize,
     region: *const usize,
-    n: cl_uint,
-    list: *const Handle,
-    event: *mut Handle,
-) -> cl_int {
-    ret_code(|| {
-        // SAFETY: the caller's contract (all pointer arguments).
-        unsafe {
-            let (qq, waits) = prologue(q, n, list)?;
-            let (s, d) = (buffer_of(&qq, src)?, image_of(&qq, dst)?);
-            let di = d.image.as_ref().ok_or(CL_INVALID_MEM_OBJECT)?;
-            let (dr, bytes) = image_box(di, triple(dst_origin)?, triple(region)?)?;
-            let sr = packed_in_buffer(&s, src_offset, bytes)?;
-            copy_between(&qq, &waits, &s, sr, &d, dr, bytes, "clEnqueueCopyBufferToImage", CL_COMMAND_COPY_BUFFER_TO_IMAGE, event)
-        }
-    })
+) -> ClResult<()> {
+    // SAFETY: the caller's contract (all pointer arguments).
+    unsafe {
+        let Cmd { q: qq, waits, event } = cmd;
+        let (s, d) = (buffer_of(&qq, src)?, image_of(&qq, dst)?);
+        let di = d.image.as_ref().ok_or(CL_INVALID_MEM_OBJECT)?;
+        let (dr, bytes) = image_box(di, triple(dst_origin)?, triple(region)?)?;
+        let sr = packed_in_buffer(&s, src_offset, bytes)?;
+        copy_between(&qq, &waits, &s, sr, &d, dr, bytes, "clEnqueueCopyBufferToImage", CL_COMMAND_COPY_BUFFER_TO_IMAGE, event)
+    }
 }
 
 /// An `f32` as IEEE half precision (round to nearest, ties away; overflow to infinity).
@@ -1065,53 +1006,42 @@ pub fn fill_pixel(f: &cl_image_format, color: [u8; 16]) -> Option<Vec<u8>> {
 
 /// # Safety
 /// OpenCL's contract for clEnqueueFillImage.
-#[allow(clippy::too_many_arguments)]
-pub unsafe extern "C" fn clEnqueueFillImage(
-    q: Handle,
-    image: Handle,
-    color: *const c_void,
-    origin: *const usize,
-    region: *const usize,
-    n: cl_uint,
-    list: *const Handle,
-    event: *mut Handle,
-) -> cl_int {
-    ret_code(|| {
-        // SAFETY: the caller's contract (all pointer arguments).
-        unsafe {
-            let (qq, waits) = prologue(q, n, list)?;
-            let m = image_of(&qq, image)?;
-            let i = m.image.as_ref().ok_or(CL_INVALID_MEM_OBJECT)?;
-            // CL_INVALID_VALUE if fill_color is NULL.
-            let color: [u8; 16] = slice(color.cast::<u8>(), 16)?.try_into().map_err(|_| CL_INVALID_VALUE)?;
-            let pixel = fill_pixel(&i.format, color).ok_or(CL_INVALID_VALUE)?;
-            let (o, r) = (triple(origin)?, triple(region)?);
-            let (img, bytes) = image_box(i, o, r)?;
-            let state = EventState::new_queued();
-            let c = host_codelet("clEnqueueFillImage", &state, move |a| {
-                let base = a[0] + img.offset().unwrap_or(0);
-                for z in 0..bytes[2] {
-                    for y in 0..bytes[1] {
-                        let row = base + z * img.slice + y * img.row;
-                        for x in (0..bytes[0]).step_by(pixel.len()) {
-                            // SAFETY: the rectangle lies within the home (checked by image_box).
-                            std::ptr::copy_nonoverlapping(pixel.as_ptr(), (row + x) as *mut u8, pixel.len());
-                        }
+#[cl_entrypoint(clEnqueueFillImage)]
+unsafe fn enqueue_fill_image(cmd: Cmd, image: Handle, color: *const c_void, origin: *const usize, region: *const usize) -> ClResult<()> {
+    // SAFETY: the caller's contract (all pointer arguments).
+    unsafe {
+        let Cmd { q: qq, waits, event } = cmd;
+        let m = image_of(&qq, image)?;
+        let i = m.image.as_ref().ok_or(CL_INVALID_MEM_OBJECT)?;
+        // CL_INVALID_VALUE if fill_color is NULL.
+        let color: [u8; 16] = slice(color.cast::<u8>(), 16)?.try_into().map_err(|_| CL_INVALID_VALUE)?;
+        let pixel = fill_pixel(&i.format, color).ok_or(CL_INVALID_VALUE)?;
+        let (o, r) = (triple(origin)?, triple(region)?);
+        let (img, bytes) = image_box(i, o, r)?;
+        let state = EventState::new_queued();
+        let c = host_codelet("clEnqueueFillImage", &state, move |a| {
+            let base = a[0] + img.offset().unwrap_or(0);
+            for z in 0..bytes[2] {
+                for y in 0..bytes[1] {
+                    let row = base + z * img.slice + y * img.row;
+                    for x in (0..bytes[0]).step_by(pixel.len()) {
+                        // SAFETY: the rectangle lies within the home (checked by image_box).
+                        std::ptr::copy_nonoverlapping(pixel.as_ptr(), (row + x) as *mut u8, pixel.len());
                     }
                 }
-            });
-            let mode = if o == [0; 3] && r == i.dims && m.parent.is_none() { AccessMode::W } else { AccessMode::RW };
-            let tb = TaskBuilder::new(&c).access(m.handle(), mode);
-            finish_command(&qq, &waits, CL_COMMAND_FILL_IMAGE, state, tb, false, event)
-        }
-    })
+            }
+        });
+        let mode = if o == [0; 3] && r == i.dims && m.parent.is_none() { AccessMode::W } else { AccessMode::RW };
+        let tb = TaskBuilder::new(&c).access(m.handle(), mode);
+        finish_command(&qq, &waits, CL_COMMAND_FILL_IMAGE, state, tb, false, event)
+    }
 }
 
 /// # Safety
 /// OpenCL's contract for clEnqueueMapImage.
-#[allow(clippy::too_many_arguments)]
-pub unsafe extern "C" fn clEnqueueMapImage(
-    q: Handle,
+#[cl_entrypoint(clEnqueueMapImage)]
+unsafe fn enqueue_map_image(
+    cmd: Cmd,
     image: Handle,
     blocking: cl_bool,
     flags: cl_bitfield,
@@ -1119,44 +1049,40 @@ pub unsafe extern "C" fn clEnqueueMapImage(
     region: *const usize,
     row_pitch: *mut usize,
     slice_pitch: *mut usize,
-    n: cl_uint,
-    list: *const Handle,
-    event: *mut Handle,
-    errcode_ret: *mut cl_int,
-) -> *mut c_void {
-    // SAFETY: the caller's contract.
-    unsafe {
-        ret_ptr(errcode_ret, || {
-            let (qq, waits) = prologue(q, n, list)?;
-            let m = image_of(&qq, image)?;
-            super::memory::host_map(&m, flags)?;
-            let i = m.image.as_ref().ok_or(CL_INVALID_MEM_OBJECT)?;
-            let (img, bytes) = image_box(i, triple(origin)?, triple(region)?)?;
-            // CL_INVALID_VALUE if image_row_pitch is NULL [or] image is a 3D image, 1D or 2D
-            // image array object and image_slice_pitch is NULL [or] map_flags are not valid.
-            if row_pitch.is_null()
-                || (i.slice_pitch() != 0 && slice_pitch.is_null())
-                || flags & !(CL_MAP_READ | CL_MAP_WRITE | CL_MAP_WRITE_INVALIDATE_REGION) != 0
-                || (flags & CL_MAP_WRITE_INVALIDATE_REGION != 0 && flags & (CL_MAP_READ | CL_MAP_WRITE) != 0)
-            {
-                return Err(CL_INVALID_VALUE);
-            }
-            let state = EventState::new_queued();
-            let c = host_codelet("clEnqueueMapImage", &state, |_| {});
-            let mode = if flags & (CL_MAP_WRITE | CL_MAP_WRITE_INVALIDATE_REGION) != 0 { AccessMode::RW } else { AccessMode::R };
-            let tb = TaskBuilder::new(&c).access(m.handle(), mode);
-            let ptr = m.base + img.offset().ok_or(CL_INVALID_VALUE)?;
-            let len = img.end(bytes).ok_or(CL_INVALID_VALUE)? - img.offset().unwrap_or(0);
-            row_pitch.write_unaligned(i.row);
-            if !slice_pitch.is_null() {
-                slice_pitch.write_unaligned(i.slice_pitch());
-            }
-            m.map_count.fetch_add(1, Ordering::Relaxed);
-            m.maps.lock().unwrap_or_else(|e| e.into_inner()).push((ptr, len));
-            finish_command(&qq, &waits, CL_COMMAND_MAP_IMAGE, state, tb, is_true(blocking), event)?;
-            Ok(ptr as *mut c_void)
-        })
+) -> ClResult<*mut c_void> {
+    // SAFETY: the caller's contract: `list` readable for `n` events.
+    let Cmd { q: qq, waits, event } = cmd;
+    let m = image_of(&qq, image)?;
+    super::memory::host_map(&m, flags)?;
+    let i = m.image.as_ref().ok_or(CL_INVALID_MEM_OBJECT)?;
+    // SAFETY: the caller's contract: `origin` and `region` null or three values each.
+    let (img, bytes) = image_box(i, unsafe { triple(origin) }?, unsafe { triple(region) }?)?;
+    // CL_INVALID_VALUE if image_row_pitch is NULL [or] image is a 3D image, 1D or 2D
+    // image array object and image_slice_pitch is NULL [or] map_flags are not valid.
+    if row_pitch.is_null()
+        || (i.slice_pitch() != 0 && slice_pitch.is_null())
+        || flags & !(CL_MAP_READ | CL_MAP_WRITE | CL_MAP_WRITE_INVALIDATE_REGION) != 0
+        || (flags & CL_MAP_WRITE_INVALIDATE_REGION != 0 && flags & (CL_MAP_READ | CL_MAP_WRITE) != 0)
+    {
+        return Err(CL_INVALID_VALUE);
     }
+    let state = EventState::new_queued();
+    let c = host_codelet("clEnqueueMapImage", &state, |_| {});
+    let mode = if flags & (CL_MAP_WRITE | CL_MAP_WRITE_INVALIDATE_REGION) != 0 { AccessMode::RW } else { AccessMode::R };
+    let tb = TaskBuilder::new(&c).access(m.handle(), mode);
+    let ptr = m.base + img.offset().ok_or(CL_INVALID_VALUE)?;
+    let len = img.end(bytes).ok_or(CL_INVALID_VALUE)? - img.offset().unwrap_or(0);
+    // SAFETY: the caller's contract; checked not null above.
+    unsafe { row_pitch.write_unaligned(i.row) };
+    if !slice_pitch.is_null() {
+        // SAFETY: the caller's contract.
+        unsafe { slice_pitch.write_unaligned(i.slice_pitch()) };
+    }
+    m.map_count.fetch_add(1, Ordering::Relaxed);
+    m.maps.lock().unwrap_or_else(|e| e.into_inner()).push((ptr, len));
+    // SAFETY: the caller's contract: `event` null or writable.
+    unsafe { finish_command(&qq, &waits, CL_COMMAND_MAP_IMAGE, state, tb, is_true(blocking), event) }?;
+    Ok(ptr as *mut c_void)
 }
 
 #[cfg(test)]

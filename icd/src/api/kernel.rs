@@ -22,7 +22,7 @@ use super::platform::DeviceKind;
 use super::program::Program;
 use super::queue::{Completes, Queue, enqueue, submit_with};
 use super::sampler::Sampler;
-use super::{ClResult, c_str, info_ptr, info_str, info_val, ret_code, ret_obj, slice, write_info};
+use super::{ClResult, Info, c_str, cl_entrypoint, entry::retain_release, info_ptr, info_str, info_val, slice};
 use smallvec::SmallVec;
 use std::ffi::{c_char, c_void};
 use std::sync::atomic::Ordering;
@@ -131,7 +131,7 @@ impl Kernel {
     }
 }
 
-fn create_kernel(program: Handle, name: &str) -> ClResult<Handle> {
+fn create_kernel_named(program: Handle, name: &str) -> ClResult<Handle> {
     let p = icd::get::<Program>(program)?;
     let built = p.built();
     // CL_INVALID_PROGRAM_EXECUTABLE if there is no successfully built executable for program.
@@ -198,59 +198,52 @@ fn arg_kind(k: &VendorKernel, i: u32) -> ArgKind {
 
 /// # Safety
 /// `name` null or NUL-terminated; `errcode_ret` null or writable.
-pub unsafe extern "C" fn clCreateKernel(program: Handle, name: *const c_char, errcode_ret: *mut cl_int) -> Handle {
+#[cl_entrypoint(clCreateKernel)]
+unsafe fn create_kernel(program: Handle, name: *const c_char) -> ClResult<Handle> {
+    icd::get::<Program>(program)?;
+    // CL_INVALID_VALUE if kernel_name is NULL.
     // SAFETY: the caller's contract.
-    unsafe {
-        ret_obj(errcode_ret, || {
-            icd::get::<Program>(program)?;
-            // CL_INVALID_VALUE if kernel_name is NULL.
-            let name = c_str(name).ok_or(CL_INVALID_VALUE)?.to_string_lossy().into_owned();
-            create_kernel(program, &name)
-        })
-    }
+    let name = unsafe { c_str(name) }.ok_or(CL_INVALID_VALUE)?.to_string_lossy().into_owned();
+    create_kernel_named(program, &name)
 }
 
 /// # Safety
 /// `kernels` null or writable for `n` handles; `n_ret` null or writable.
-pub unsafe extern "C" fn clCreateKernelsInProgram(program: Handle, n: cl_uint, kernels: *mut Handle, n_ret: *mut cl_uint) -> cl_int {
-    ret_code(|| {
-        let p = icd::get::<Program>(program)?;
-        let names = vr::bytes_to_string(super::program::vendor_names(&p)?);
-        let names: Vec<&str> = names.split(';').filter(|s| !s.is_empty()).collect();
-        // CL_INVALID_VALUE if kernels is not NULL and num_kernels is less than the number of
-        // kernels in program.
-        if !kernels.is_null() && (n as usize) < names.len() {
-            return Err(CL_INVALID_VALUE);
+#[cl_entrypoint(clCreateKernelsInProgram)]
+unsafe fn create_kernels_in_program(program: Handle, n: cl_uint, kernels: *mut Handle, n_ret: *mut cl_uint) -> ClResult<()> {
+    let p = icd::get::<Program>(program)?;
+    let names = vr::bytes_to_string(super::program::vendor_names(&p)?);
+    let names: Vec<&str> = names.split(';').filter(|s| !s.is_empty()).collect();
+    // CL_INVALID_VALUE if kernels is not NULL and num_kernels is less than the number of
+    // kernels in program.
+    if !kernels.is_null() && (n as usize) < names.len() {
+        return Err(CL_INVALID_VALUE);
+    }
+    if !kernels.is_null() {
+        for (i, name) in names.iter().enumerate() {
+            let h = create_kernel_named(program, name)?;
+            // SAFETY: the caller's contract; i < n.
+            unsafe { kernels.add(i).write_unaligned(h) };
         }
-        if !kernels.is_null() {
-            for (i, name) in names.iter().enumerate() {
-                let h = create_kernel(program, name)?;
-                // SAFETY: the caller's contract; i < n.
-                unsafe { kernels.add(i).write_unaligned(h) };
-            }
-        }
-        if !n_ret.is_null() {
-            // SAFETY: the caller's contract.
-            unsafe { n_ret.write_unaligned(names.len() as cl_uint) };
-        }
-        Ok(())
-    })
+    }
+    if !n_ret.is_null() {
+        // SAFETY: the caller's contract.
+        unsafe { n_ret.write_unaligned(names.len() as cl_uint) };
+    }
+    Ok(())
 }
 
-pub extern "C" fn clRetainKernel(kernel: Handle) -> cl_int {
-    ret_code(|| icd::retain::<Kernel>(kernel))
-}
+retain_release!(Kernel, clRetainKernel => retain_kernel);
 
-pub extern "C" fn clReleaseKernel(kernel: Handle) -> cl_int {
-    ret_code(|| {
-        // The program counts the kernels the application holds (clBuildProgram refuses to
-        // rebuild under them), not Weft's own references: a launch still running keeps its
-        // kernel alive without keeping the program from a rebuild.
-        if let Some(k) = icd::release::<Kernel>(kernel)? {
-            k.program.kernels.fetch_sub(1, Ordering::AcqRel);
-        }
-        Ok(())
-    })
+#[cl_entrypoint(clReleaseKernel)]
+fn release_kernel(kernel: Handle) -> ClResult<()> {
+    // The program counts the kernels the application holds (clBuildProgram refuses to
+    // rebuild under them), not Weft's own references: a launch still running keeps its
+    // kernel alive without keeping the program from a rebuild.
+    if let Some(k) = icd::release::<Kernel>(kernel)? {
+        k.program.kernels.fetch_sub(1, Ordering::AcqRel);
+    }
+    Ok(())
 }
 
 fn set_arg(k: &Kernel, index: cl_uint, size: usize, value: *const c_void) -> ClResult<()> {
@@ -354,93 +347,65 @@ fn set_arg(k: &Kernel, index: cl_uint, size: usize, value: *const c_void) -> ClR
 
 /// # Safety
 /// `value` null or readable for `size` bytes.
-pub unsafe extern "C" fn clSetKernelArg(kernel: Handle, index: cl_uint, size: usize, value: *const c_void) -> cl_int {
-    ret_code(|| set_arg(&**icd::get::<Kernel>(kernel)?, index, size, value))
+#[cl_entrypoint(clSetKernelArg)]
+unsafe fn set_kernel_arg(kernel: Handle, index: cl_uint, size: usize, value: *const c_void) -> ClResult<()> {
+    set_arg(&**icd::get::<Kernel>(kernel)?, index, size, value)
 }
 
-/// # Safety
-/// `value` null or writable for `size` bytes; `size_ret` null or writable.
-pub unsafe extern "C" fn clGetKernelInfo(kernel: Handle, param: cl_uint, size: usize, value: *mut c_void, size_ret: *mut usize) -> cl_int {
-    ret_code(|| {
-        let k = icd::get::<Kernel>(kernel)?;
-        let bytes = match param {
-            CL_KERNEL_FUNCTION_NAME => info_str(&k.name),
-            CL_KERNEL_NUM_ARGS => info_val(k.kinds.len() as cl_uint),
-            CL_KERNEL_REFERENCE_COUNT => info_val(icd::refcount::<Kernel>(kernel)),
-            CL_KERNEL_CONTEXT => info_ptr(icd::handle_of(&k.program.context)),
-            CL_KERNEL_PROGRAM => info_ptr(icd::handle_of(&k.program)),
-            CL_KERNEL_ATTRIBUTES => k
-                // SAFETY: the vendor kernel is live.
-                .with_template(|vk, _| unsafe { vr::get_kernel_info(vk.as_raw(), param) }.map_err(|e| e.0))
-                .unwrap_or_else(|_| info_str("")),
-            _ => return Err(CL_INVALID_VALUE),
-        };
-        // SAFETY: the caller's contract.
-        unsafe { write_info(&bytes, size, value, size_ret) }
-    })
+#[cl_entrypoint(clGetKernelInfo)]
+fn get_kernel_info(k: Arc<Obj<Kernel>>, param: cl_uint) -> ClResult<Info> {
+    let bytes = match param {
+        CL_KERNEL_FUNCTION_NAME => info_str(&k.name),
+        CL_KERNEL_NUM_ARGS => info_val(k.kinds.len() as cl_uint),
+        CL_KERNEL_REFERENCE_COUNT => info_val(icd::refcount_of(&k)),
+        CL_KERNEL_CONTEXT => info_ptr(icd::handle_of(&k.program.context)),
+        CL_KERNEL_PROGRAM => info_ptr(icd::handle_of(&k.program)),
+        CL_KERNEL_ATTRIBUTES => k
+            // SAFETY: the vendor kernel is live.
+            .with_template(|vk, _| unsafe { vr::get_kernel_info(vk.as_raw(), param) }.map_err(|e| e.0))
+            .unwrap_or_else(|_| info_str("")),
+        _ => return Err(CL_INVALID_VALUE),
+    };
+    Ok(Info(bytes))
 }
 
-/// # Safety
-/// `value` null or writable for `size` bytes; `size_ret` null or writable.
-pub unsafe extern "C" fn clGetKernelWorkGroupInfo(
-    kernel: Handle,
-    device: Handle,
-    param: cl_uint,
-    size: usize,
-    value: *mut c_void,
-    size_ret: *mut usize,
-) -> cl_int {
-    ret_code(|| {
-        let k = icd::get::<Kernel>(kernel)?;
-        let plat = k.program.context.platform;
-        let kind = if device.is_null() {
-            // CL_INVALID_DEVICE if device is NULL but there is more than one device associated with kernel.
-            if k.program.devices.len() != 1 {
-                return Err(CL_INVALID_DEVICE);
-            }
-            k.program.devices[0]
-        } else {
-            let d = plat.device(device)?;
-            if !k.program.devices.contains(&d.kind) {
-                return Err(CL_INVALID_DEVICE);
-            }
-            d.kind
-        };
-        let real = match kind {
-            DeviceKind::Real(i) => i,
-            DeviceKind::Unified => *k.program.built().first().ok_or(CL_INVALID_PROGRAM_EXECUTABLE)?,
-        };
-        let vk = k.take(real)?;
-        // SAFETY: the vendor kernel and device are live.
-        let r = unsafe { vr::get_kernel_work_group_info(vk.k.as_raw(), plat.real[real].1.id().as_raw(), param) }.map_err(|e| e.0);
-        k.give_back(real, vk);
-        let bytes = r?;
-        // SAFETY: the caller's contract.
-        unsafe { write_info(&bytes, size, value, size_ret) }
-    })
-}
-
-/// # Safety
-/// `value` null or writable for `size` bytes; `size_ret` null or writable.
-pub unsafe extern "C" fn clGetKernelArgInfo(
-    kernel: Handle,
-    index: cl_uint,
-    param: cl_uint,
-    size: usize,
-    value: *mut c_void,
-    size_ret: *mut usize,
-) -> cl_int {
-    ret_code(|| {
-        let k = icd::get::<Kernel>(kernel)?;
-        // CL_INVALID_ARG_INDEX if arg_indx is not a valid argument index.
-        if index as usize >= k.kinds.len() {
-            return Err(CL_INVALID_ARG_INDEX);
+#[cl_entrypoint(clGetKernelWorkGroupInfo)]
+fn get_kernel_work_group_info(k: Arc<Obj<Kernel>>, device: Handle, param: cl_uint) -> ClResult<Info> {
+    let plat = k.program.context.platform;
+    let kind = if device.is_null() {
+        // CL_INVALID_DEVICE if device is NULL but there is more than one device associated with kernel.
+        if k.program.devices.len() != 1 {
+            return Err(CL_INVALID_DEVICE);
         }
-        // SAFETY: the vendor kernel is live.
-        let bytes = k.with_template(|vk, _| unsafe { vr::get_kernel_arg_info(vk.as_raw(), index, param) }.map_err(|e| e.0))?;
-        // SAFETY: the caller's contract.
-        unsafe { write_info(&bytes, size, value, size_ret) }
-    })
+        k.program.devices[0]
+    } else {
+        let d = plat.device(device)?;
+        if !k.program.devices.contains(&d.kind) {
+            return Err(CL_INVALID_DEVICE);
+        }
+        d.kind
+    };
+    let real = match kind {
+        DeviceKind::Real(i) => i,
+        DeviceKind::Unified => *k.program.built().first().ok_or(CL_INVALID_PROGRAM_EXECUTABLE)?,
+    };
+    let vk = k.take(real)?;
+    // SAFETY: the vendor kernel and device are live.
+    let r = unsafe { vr::get_kernel_work_group_info(vk.k.as_raw(), plat.real[real].1.id().as_raw(), param) }.map_err(|e| e.0);
+    k.give_back(real, vk);
+    let bytes = r?;
+    Ok(Info(bytes))
+}
+
+#[cl_entrypoint(clGetKernelArgInfo)]
+fn get_kernel_arg_info(k: Arc<Obj<Kernel>>, index: cl_uint, param: cl_uint) -> ClResult<Info> {
+    // CL_INVALID_ARG_INDEX if arg_indx is not a valid argument index.
+    if index as usize >= k.kinds.len() {
+        return Err(CL_INVALID_ARG_INDEX);
+    }
+    // SAFETY: the vendor kernel is live.
+    let bytes = k.with_template(|vk, _| unsafe { vr::get_kernel_arg_info(vk.as_raw(), index, param) }.map_err(|e| e.0))?;
+    Ok(Info(bytes))
 }
 
 /// Work sizes of an enqueue.
@@ -454,8 +419,9 @@ unsafe fn sizes(dim: cl_uint, p: *const usize) -> ClResult<Option<Dims>> {
 
 /// # Safety
 /// Pointers per OpenCL's clEnqueueNDRangeKernel.
-pub unsafe extern "C" fn clEnqueueNDRangeKernel(
-    q: Handle,
+#[cl_entrypoint(clEnqueueNDRangeKernel)]
+unsafe fn enqueue_nd_range_kernel(
+    qq: Arc<Obj<Queue>>,
     kernel: Handle,
     dim: cl_uint,
     offset: *const usize,
@@ -464,46 +430,43 @@ pub unsafe extern "C" fn clEnqueueNDRangeKernel(
     n: cl_uint,
     list: *const Handle,
     event: *mut Handle,
-) -> cl_int {
-    ret_code(|| {
-        let qq = icd::get::<Queue>(q)?;
-        let k = icd::get::<Kernel>(kernel)?;
-        // CL_INVALID_CONTEXT if context associated with command_queue and kernel are not the same.
-        if !Arc::ptr_eq(&qq.context, &k.program.context) {
-            return Err(CL_INVALID_CONTEXT);
+) -> ClResult<()> {
+    let k = icd::get::<Kernel>(kernel)?;
+    // CL_INVALID_CONTEXT if context associated with command_queue and kernel are not the same.
+    if !Arc::ptr_eq(&qq.context, &k.program.context) {
+        return Err(CL_INVALID_CONTEXT);
+    }
+    // SAFETY: the caller's contract.
+    let waits = unsafe { super::event::wait_list(n, list, Some(&qq.context)) }?;
+    // CL_INVALID_WORK_DIMENSION if work_dim is not a valid value (i.e. a value between 1 and 3).
+    if !(1..=3).contains(&dim) {
+        return Err(CL_INVALID_WORK_DIMENSION);
+    }
+    // SAFETY: the caller's contract.
+    let (offset, global, local) = unsafe { (sizes(dim, offset)?, sizes(dim, global)?, sizes(dim, local)?) };
+    // Since OpenCL 2.1 a NULL global_work_size, or a zero in it, is no error (returning
+    // CL_INVALID_GLOBAL_WORK_SIZE for them is deprecated): "the kernel command will
+    // trivially succeed after its event dependencies are satisfied and subsequently
+    // update its completion event". Arguments must still be set.
+    let global = global.unwrap_or_default();
+    if global.is_empty() || global.contains(&0) {
+        if k.args.lock().unwrap_or_else(|e| e.into_inner()).iter().any(Option::is_none) {
+            return Err(CL_INVALID_KERNEL_ARGS);
         }
+        let e = super::queue::submit(&qq, &waits, CL_COMMAND_NDRANGE_KERNEL, EventState::new_queued(), TaskBuilder::empty(), false)?;
         // SAFETY: the caller's contract.
-        let waits = unsafe { super::event::wait_list(n, list, Some(&qq.context)) }?;
-        // CL_INVALID_WORK_DIMENSION if work_dim is not a valid value (i.e. a value between 1 and 3).
-        if !(1..=3).contains(&dim) {
-            return Err(CL_INVALID_WORK_DIMENSION);
+        unsafe { super::event::hand_out(&e, event) };
+        return Ok(());
+    }
+    if let Some(l) = &local {
+        // CL_INVALID_WORK_GROUP_SIZE if local_work_size is specified and number of work-items
+        // specified by global_work_size is not evenly divisible by size of work-group given by
+        // local_work_size.
+        if l.contains(&0) || global.iter().zip(l).any(|(g, l)| g % l != 0) {
+            return Err(CL_INVALID_WORK_GROUP_SIZE);
         }
-        // SAFETY: the caller's contract.
-        let (offset, global, local) = unsafe { (sizes(dim, offset)?, sizes(dim, global)?, sizes(dim, local)?) };
-        // Since OpenCL 2.1 a NULL global_work_size, or a zero in it, is no error (returning
-        // CL_INVALID_GLOBAL_WORK_SIZE for them is deprecated): "the kernel command will
-        // trivially succeed after its event dependencies are satisfied and subsequently
-        // update its completion event". Arguments must still be set.
-        let global = global.unwrap_or_default();
-        if global.is_empty() || global.contains(&0) {
-            if k.args.lock().unwrap_or_else(|e| e.into_inner()).iter().any(Option::is_none) {
-                return Err(CL_INVALID_KERNEL_ARGS);
-            }
-            let e = super::queue::submit(&qq, &waits, CL_COMMAND_NDRANGE_KERNEL, EventState::new_queued(), TaskBuilder::empty(), false)?;
-            // SAFETY: the caller's contract.
-            unsafe { super::event::hand_out(&e, event) };
-            return Ok(());
-        }
-        if let Some(l) = &local {
-            // CL_INVALID_WORK_GROUP_SIZE if local_work_size is specified and number of work-items
-            // specified by global_work_size is not evenly divisible by size of work-group given by
-            // local_work_size.
-            if l.contains(&0) || global.iter().zip(l).any(|(g, l)| g % l != 0) {
-                return Err(CL_INVALID_WORK_GROUP_SIZE);
-            }
-        }
-        launch(&qq, &k, offset, global, local, &waits, event)
-    })
+    }
+    launch(&qq, &k, offset, global, local, &waits, event)
 }
 
 /// Work sizes, inline up to three dimensions.
@@ -908,10 +871,11 @@ fn set_launch_args(
 
 /// # Safety
 /// As clEnqueueNDRangeKernel.
-pub unsafe extern "C" fn clEnqueueTask(q: Handle, kernel: Handle, n: cl_uint, list: *const Handle, event: *mut Handle) -> cl_int {
+#[cl_entrypoint(clEnqueueTask)]
+unsafe fn enqueue_task(q: Arc<Obj<Queue>>, kernel: Handle, n: cl_uint, list: *const Handle, event: *mut Handle) -> ClResult<()> {
     let one = [1usize];
-    // SAFETY: forwarded contract.
-    unsafe { clEnqueueNDRangeKernel(q, kernel, 1, std::ptr::null(), one.as_ptr(), one.as_ptr(), n, list, event) }
+    // SAFETY: forwarded contract; `one` is readable for the one dimension.
+    unsafe { enqueue_nd_range_kernel(q, kernel, 1, std::ptr::null(), one.as_ptr(), one.as_ptr(), n, list, event) }
 }
 
 const CL_KERNEL_EXEC_INFO_SVM_PTRS: cl_uint = 0x11B6;
@@ -919,80 +883,69 @@ const CL_KERNEL_EXEC_INFO_SVM_FINE_GRAIN_SYSTEM: cl_uint = 0x11B7;
 
 /// # Safety
 /// No pointer is dereferenced.
-pub unsafe extern "C" fn clSetKernelArgSVMPointer(kernel: Handle, index: cl_uint, value: *const c_void) -> cl_int {
-    ret_code(|| {
-        let k = icd::get::<Kernel>(kernel)?;
-        // CL_INVALID_ARG_INDEX if arg_index is not a valid argument index.
-        let kind = *k.kinds.get(index as usize).ok_or(CL_INVALID_ARG_INDEX)?;
-        // CL_INVALID_ARG_VALUE if arg_value specified is not a valid value: a pointer argument
-        // takes NULL or a pointer into an SVM allocation.
-        let p = value as usize;
-        if !matches!(kind, ArgKind::Buffer { .. } | ArgKind::Unknown) || (p != 0 && super::svm::allocation_of(p).is_none()) {
-            return Err(CL_INVALID_ARG_VALUE);
-        }
-        let arg = if p == 0 { KArg::Mem(None) } else { KArg::Svm(p) };
-        k.args.lock().unwrap_or_else(|e| e.into_inner())[index as usize] = Some(arg);
-        Ok(())
-    })
+#[cl_entrypoint(clSetKernelArgSVMPointer)]
+unsafe fn set_kernel_arg_svm_pointer(k: Arc<Obj<Kernel>>, index: cl_uint, value: *const c_void) -> ClResult<()> {
+    // CL_INVALID_ARG_INDEX if arg_index is not a valid argument index.
+    let kind = *k.kinds.get(index as usize).ok_or(CL_INVALID_ARG_INDEX)?;
+    // CL_INVALID_ARG_VALUE if arg_value specified is not a valid value: a pointer argument
+    // takes NULL or a pointer into an SVM allocation.
+    let p = value as usize;
+    if !matches!(kind, ArgKind::Buffer { .. } | ArgKind::Unknown) || (p != 0 && super::svm::allocation_of(p).is_none()) {
+        return Err(CL_INVALID_ARG_VALUE);
+    }
+    let arg = if p == 0 { KArg::Mem(None) } else { KArg::Svm(p) };
+    k.args.lock().unwrap_or_else(|e| e.into_inner())[index as usize] = Some(arg);
+    Ok(())
 }
 
 /// # Safety
 /// `value` readable for `size` bytes.
-pub unsafe extern "C" fn clSetKernelExecInfo(kernel: Handle, param: cl_uint, size: usize, value: *const c_void) -> cl_int {
-    ret_code(|| {
-        let k = icd::get::<Kernel>(kernel)?;
-        match param {
-            CL_KERNEL_EXEC_INFO_SVM_PTRS => {
-                // CL_INVALID_VALUE if param_value is NULL or param_value_size is not a multiple of
-                // the pointer size.
-                if !size.is_multiple_of(size_of::<usize>()) || (size > 0 && value.is_null()) {
-                    return Err(CL_INVALID_VALUE);
-                }
-                // SAFETY: the caller's contract: `size` readable bytes.
-                let ptrs = unsafe { slice(value.cast::<usize>(), size / size_of::<usize>()) }?.to_vec();
-                if ptrs.iter().any(|&p| super::svm::allocation_of(p).is_none()) {
-                    return Err(CL_INVALID_VALUE);
-                }
-                *k.svm_ptrs.lock().unwrap_or_else(|e| e.into_inner()) = ptrs;
-                Ok(())
+#[cl_entrypoint(clSetKernelExecInfo)]
+unsafe fn set_kernel_exec_info(k: Arc<Obj<Kernel>>, param: cl_uint, size: usize, value: *const c_void) -> ClResult<()> {
+    match param {
+        CL_KERNEL_EXEC_INFO_SVM_PTRS => {
+            // CL_INVALID_VALUE if param_value is NULL or param_value_size is not a multiple of
+            // the pointer size.
+            if !size.is_multiple_of(size_of::<usize>()) || (size > 0 && value.is_null()) {
+                return Err(CL_INVALID_VALUE);
             }
-            CL_KERNEL_EXEC_INFO_SVM_FINE_GRAIN_SYSTEM => {
-                if size != size_of::<cl_bool>() || value.is_null() {
-                    return Err(CL_INVALID_VALUE);
-                }
-                // SAFETY: the caller's contract: a cl_bool.
-                let on = unsafe { value.cast::<cl_bool>().read_unaligned() } != 0;
-                // CL_INVALID_OPERATION if [...] CL_KERNEL_EXEC_INFO_SVM_FINE_GRAIN_SYSTEM is set to
-                // CL_TRUE and no devices in the context support fine-grain system SVM allocations.
-                if on { Err(CL_INVALID_OPERATION) } else { Ok(()) }
+            // SAFETY: the caller's contract: `size` readable bytes.
+            let ptrs = unsafe { slice(value.cast::<usize>(), size / size_of::<usize>()) }?.to_vec();
+            if ptrs.iter().any(|&p| super::svm::allocation_of(p).is_none()) {
+                return Err(CL_INVALID_VALUE);
             }
-            // CL_INVALID_VALUE if param_name is not valid.
-            _ => Err(CL_INVALID_VALUE),
+            *k.svm_ptrs.lock().unwrap_or_else(|e| e.into_inner()) = ptrs;
+            Ok(())
         }
-    })
+        CL_KERNEL_EXEC_INFO_SVM_FINE_GRAIN_SYSTEM => {
+            if size != size_of::<cl_bool>() || value.is_null() {
+                return Err(CL_INVALID_VALUE);
+            }
+            // SAFETY: the caller's contract: a cl_bool.
+            let on = unsafe { value.cast::<cl_bool>().read_unaligned() } != 0;
+            // CL_INVALID_OPERATION if [...] CL_KERNEL_EXEC_INFO_SVM_FINE_GRAIN_SYSTEM is set to
+            // CL_TRUE and no devices in the context support fine-grain system SVM allocations.
+            if on { Err(CL_INVALID_OPERATION) } else { Ok(()) }
+        }
+        // CL_INVALID_VALUE if param_name is not valid.
+        _ => Err(CL_INVALID_VALUE),
+    }
 }
 
 /// A copy of a kernel with its arguments and exec info as they are now (OpenCL 2.1).
 ///
-/// # Safety
-/// `errcode_ret` null or writable.
-pub unsafe extern "C" fn clCloneKernel(kernel: Handle, errcode_ret: *mut cl_int) -> Handle {
-    // SAFETY: the caller's contract.
-    unsafe {
-        ret_obj(errcode_ret, || {
-            let k = icd::get::<Kernel>(kernel)?;
-            let pools = (0..k.pools.len()).map(|_| Mutex::new(Vec::new())).collect();
-            k.program.kernels.fetch_add(1, Ordering::AcqRel);
-            let c = new_obj(Kernel {
-                program: k.program.clone(),
-                name: k.name.clone(),
-                kinds: k.kinds.clone(),
-                args: Mutex::new(k.args.lock().unwrap_or_else(|e| e.into_inner()).clone()),
-                pools,
-                svm_ptrs: Mutex::new(k.svm_ptrs.lock().unwrap_or_else(|e| e.into_inner()).clone()),
-                codelet: k.codelet.clone(),
-            });
-            Ok(publish(&c))
-        })
-    }
+#[cl_entrypoint(clCloneKernel)]
+fn clone_kernel(k: Arc<Obj<Kernel>>) -> ClResult<Handle> {
+    let pools = (0..k.pools.len()).map(|_| Mutex::new(Vec::new())).collect();
+    k.program.kernels.fetch_add(1, Ordering::AcqRel);
+    let c = new_obj(Kernel {
+        program: k.program.clone(),
+        name: k.name.clone(),
+        kinds: k.kinds.clone(),
+        args: Mutex::new(k.args.lock().unwrap_or_else(|e| e.into_inner()).clone()),
+        pools,
+        svm_ptrs: Mutex::new(k.svm_ptrs.lock().unwrap_or_else(|e| e.into_inner()).clone()),
+        codelet: k.codelet.clone(),
+    });
+    Ok(publish(&c))
 }

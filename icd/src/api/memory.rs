@@ -26,7 +26,7 @@
 use super::cl::*;
 use super::context::Context;
 use super::icd::{self, Obj, new_obj, publish};
-use super::{ClResult, info_ptr, info_val, ret_code, ret_obj, write_info};
+use super::{ClResult, Info, cl_entrypoint, entry::retain_release, info_ptr, info_val};
 use std::alloc::Layout;
 use std::collections::HashMap;
 use std::ffi::c_void;
@@ -371,7 +371,10 @@ pub fn check_flags(flags: cl_bitfield) -> ClResult<()> {
     Ok(())
 }
 
-fn create_buffer(context: Handle, flags: cl_bitfield, size: usize, host_ptr: *mut c_void) -> ClResult<Handle> {
+/// # Safety
+/// `host_ptr` as clCreateBuffer requires; `errcode_ret` null or writable.
+#[cl_entrypoint(clCreateBuffer)]
+unsafe fn create_buffer(context: Handle, flags: cl_bitfield, size: usize, host_ptr: *mut c_void) -> ClResult<Handle> {
     let c = icd::get::<Context>(context)?;
     check_flags(flags)?;
     let flags = if flags & (CL_MEM_WRITE_ONLY | CL_MEM_READ_ONLY) == 0 { flags | CL_MEM_READ_WRITE } else { flags };
@@ -411,81 +414,59 @@ fn create_buffer(context: Handle, flags: cl_bitfield, size: usize, host_ptr: *mu
     Ok(h)
 }
 
-/// # Safety
-/// `host_ptr` as clCreateBuffer requires; `errcode_ret` null or writable.
-pub unsafe extern "C" fn clCreateBuffer(
-    context: Handle,
-    flags: cl_bitfield,
-    size: usize,
-    host_ptr: *mut c_void,
-    errcode_ret: *mut cl_int,
-) -> Handle {
-    // SAFETY: the caller's contract.
-    unsafe { ret_obj(errcode_ret, || create_buffer(context, flags, size, host_ptr)) }
-}
-
 /// A sub-buffer: a view of `origin..origin + size` of a (root) buffer.
 ///
 /// # Safety
 /// `info` null or a `cl_buffer_region`; `errcode_ret` null or writable.
-pub unsafe extern "C" fn clCreateSubBuffer(
-    buffer: Handle,
-    flags: cl_bitfield,
-    kind: cl_uint,
-    info: *const c_void,
-    errcode_ret: *mut cl_int,
-) -> Handle {
-    // SAFETY: the caller's contract.
-    unsafe {
-        ret_obj(errcode_ret, || {
-            let parent = icd::get::<Mem>(buffer)?;
-            // CL_INVALID_MEM_OBJECT if buffer is not a valid buffer object or is a sub-buffer object.
-            if parent.parent.is_some() || parent.image.is_some() {
-                return Err(CL_INVALID_MEM_OBJECT);
-            }
-            check_flags(flags)?;
-            // CL_INVALID_VALUE if [...] flags specifies CL_MEM_USE_HOST_PTR, CL_MEM_ALLOC_HOST_PTR or
-            // CL_MEM_COPY_HOST_PTR; or buffer was created with CL_MEM_WRITE_ONLY and flags specifies
-            // CL_MEM_READ_WRITE or CL_MEM_READ_ONLY, [...]
-            let access = CL_MEM_READ_WRITE | CL_MEM_WRITE_ONLY | CL_MEM_READ_ONLY;
-            if flags & (CL_MEM_USE_HOST_PTR | CL_MEM_ALLOC_HOST_PTR | CL_MEM_COPY_HOST_PTR) != 0
-                || (parent.flags & CL_MEM_WRITE_ONLY != 0 && flags & (CL_MEM_READ_WRITE | CL_MEM_READ_ONLY) != 0)
-                || (parent.flags & CL_MEM_READ_ONLY != 0 && flags & (CL_MEM_READ_WRITE | CL_MEM_WRITE_ONLY) != 0)
-            {
-                return Err(CL_INVALID_VALUE);
-            }
-            // CL_INVALID_VALUE if value specified in buffer_create_type is not valid [or]
-            // buffer_create_info is NULL.
-            if kind != CL_BUFFER_CREATE_TYPE_REGION || info.is_null() {
-                return Err(CL_INVALID_VALUE);
-            }
-            let region = super::slice(info.cast::<usize>(), 2)?;
-            let (origin, size) = (region[0], region[1]);
-            // CL_INVALID_BUFFER_SIZE if the size field of the cl_buffer_region structure is 0.
-            if size == 0 {
-                return Err(CL_INVALID_BUFFER_SIZE);
-            }
-            // CL_INVALID_VALUE if the region specified by the cl_buffer_region structure passed in
-            // buffer_create_info is out of bounds in buffer.
-            if origin.checked_add(size).is_none_or(|e| e > parent.size) {
-                return Err(CL_INVALID_VALUE);
-            }
-            // CL_MISALIGNED_SUB_BUFFER_OFFSET if there are no devices in context associated with
-            // buffer for which the origin field of the cl_buffer_region structure passed in
-            // buffer_create_info is aligned to the CL_DEVICE_MEM_BASE_ADDR_ALIGN value.
-            if origin % parent.context.platform.base_align() != 0 {
-                return Err(CL_MISALIGNED_SUB_BUFFER_OFFSET);
-            }
-            let inherited = if flags & access == 0 { parent.flags & access } else { flags & access };
-            let host = if flags & (CL_MEM_HOST_WRITE_ONLY | CL_MEM_HOST_READ_ONLY | CL_MEM_HOST_NO_ACCESS) == 0 {
-                parent.flags & (CL_MEM_HOST_WRITE_ONLY | CL_MEM_HOST_READ_ONLY | CL_MEM_HOST_NO_ACCESS)
-            } else {
-                flags & (CL_MEM_HOST_WRITE_ONLY | CL_MEM_HOST_READ_ONLY | CL_MEM_HOST_NO_ACCESS)
-            };
-            let flags = inherited | host | (parent.flags & (CL_MEM_USE_HOST_PTR | CL_MEM_ALLOC_HOST_PTR | CL_MEM_COPY_HOST_PTR));
-            Ok(Mem::publish_view(&parent, flags, size, origin, None))
-        })
+#[cl_entrypoint(clCreateSubBuffer)]
+unsafe fn create_sub_buffer(buffer: Handle, flags: cl_bitfield, kind: cl_uint, info: *const c_void) -> ClResult<Handle> {
+    let parent = icd::get::<Mem>(buffer)?;
+    // CL_INVALID_MEM_OBJECT if buffer is not a valid buffer object or is a sub-buffer object.
+    if parent.parent.is_some() || parent.image.is_some() {
+        return Err(CL_INVALID_MEM_OBJECT);
     }
+    check_flags(flags)?;
+    // CL_INVALID_VALUE if [...] flags specifies CL_MEM_USE_HOST_PTR, CL_MEM_ALLOC_HOST_PTR or
+    // CL_MEM_COPY_HOST_PTR; or buffer was created with CL_MEM_WRITE_ONLY and flags specifies
+    // CL_MEM_READ_WRITE or CL_MEM_READ_ONLY, [...]
+    let access = CL_MEM_READ_WRITE | CL_MEM_WRITE_ONLY | CL_MEM_READ_ONLY;
+    if flags & (CL_MEM_USE_HOST_PTR | CL_MEM_ALLOC_HOST_PTR | CL_MEM_COPY_HOST_PTR) != 0
+        || (parent.flags & CL_MEM_WRITE_ONLY != 0 && flags & (CL_MEM_READ_WRITE | CL_MEM_READ_ONLY) != 0)
+        || (parent.flags & CL_MEM_READ_ONLY != 0 && flags & (CL_MEM_READ_WRITE | CL_MEM_WRITE_ONLY) != 0)
+    {
+        return Err(CL_INVALID_VALUE);
+    }
+    // CL_INVALID_VALUE if value specified in buffer_create_type is not valid [or]
+    // buffer_create_info is NULL.
+    if kind != CL_BUFFER_CREATE_TYPE_REGION || info.is_null() {
+        return Err(CL_INVALID_VALUE);
+    }
+    // SAFETY: the caller's contract: `info` is a `cl_buffer_region` (two `usize`s).
+    let region = unsafe { super::slice(info.cast::<usize>(), 2) }?;
+    let (origin, size) = (region[0], region[1]);
+    // CL_INVALID_BUFFER_SIZE if the size field of the cl_buffer_region structure is 0.
+    if size == 0 {
+        return Err(CL_INVALID_BUFFER_SIZE);
+    }
+    // CL_INVALID_VALUE if the region specified by the cl_buffer_region structure passed in
+    // buffer_create_info is out of bounds in buffer.
+    if origin.checked_add(size).is_none_or(|e| e > parent.size) {
+        return Err(CL_INVALID_VALUE);
+    }
+    // CL_MISALIGNED_SUB_BUFFER_OFFSET if there are no devices in context associated with
+    // buffer for which the origin field of the cl_buffer_region structure passed in
+    // buffer_create_info is aligned to the CL_DEVICE_MEM_BASE_ADDR_ALIGN value.
+    if origin % parent.context.platform.base_align() != 0 {
+        return Err(CL_MISALIGNED_SUB_BUFFER_OFFSET);
+    }
+    let inherited = if flags & access == 0 { parent.flags & access } else { flags & access };
+    let host = if flags & (CL_MEM_HOST_WRITE_ONLY | CL_MEM_HOST_READ_ONLY | CL_MEM_HOST_NO_ACCESS) == 0 {
+        parent.flags & (CL_MEM_HOST_WRITE_ONLY | CL_MEM_HOST_READ_ONLY | CL_MEM_HOST_NO_ACCESS)
+    } else {
+        flags & (CL_MEM_HOST_WRITE_ONLY | CL_MEM_HOST_READ_ONLY | CL_MEM_HOST_NO_ACCESS)
+    };
+    let flags = inherited | host | (parent.flags & (CL_MEM_USE_HOST_PTR | CL_MEM_ALLOC_HOST_PTR | CL_MEM_COPY_HOST_PTR));
+    Ok(Mem::publish_view(&parent, flags, size, origin, None))
 }
 
 /// The properties of `clCreate{Buffer,Image}WithProperties`: Weft supports none, so a list
@@ -515,72 +496,59 @@ pub(super) fn set_properties(h: Handle, props: Option<Vec<u64>>) -> ClResult<Han
 
 /// # Safety
 /// As `clCreateBuffer`; `properties` is null or a 0-terminated list.
-pub unsafe extern "C" fn clCreateBufferWithProperties(
+#[cl_entrypoint(clCreateBufferWithProperties)]
+unsafe fn create_buffer_with_properties(
     context: Handle,
     properties: *const u64,
     flags: cl_bitfield,
     size: usize,
     host_ptr: *mut c_void,
-    errcode_ret: *mut cl_int,
-) -> Handle {
-    // SAFETY: the caller's contract.
-    unsafe {
-        ret_obj(errcode_ret, || {
-            let props = no_properties(properties)?;
-            set_properties(create_buffer(context, flags, size, host_ptr)?, props)
-        })
+) -> ClResult<Handle> {
+    // SAFETY: the caller's contract: `properties` null or a 0-terminated list.
+    let props = unsafe { no_properties(properties) }?;
+    // SAFETY: the caller's contract (clCreateBuffer's).
+    set_properties(unsafe { create_buffer(context, flags, size, host_ptr) }?, props)
+}
+
+retain_release!(Mem, clRetainMemObject => retain_mem_object);
+
+#[cl_entrypoint(clReleaseMemObject)]
+fn release_mem_object(mem: Handle) -> ClResult<()> {
+    if let Some(m) = icd::release::<Mem>(mem)?
+        && let Some(c) = &root(&m).claim
+    {
+        c.app_release();
     }
-}
-
-pub extern "C" fn clRetainMemObject(mem: Handle) -> cl_int {
-    ret_code(|| icd::retain::<Mem>(mem))
-}
-
-pub extern "C" fn clReleaseMemObject(mem: Handle) -> cl_int {
-    ret_code(|| {
-        if let Some(m) = icd::release::<Mem>(mem)?
-            && let Some(c) = &root(&m).claim
-        {
-            c.app_release();
-        }
-        Ok(())
-    })
+    Ok(())
 }
 
 /// # Safety
 /// `f` callable with `user_data` from any thread.
-pub unsafe extern "C" fn clSetMemObjectDestructorCallback(mem: Handle, f: Option<MemNotify>, user_data: *mut c_void) -> cl_int {
-    ret_code(|| {
-        let m = icd::get::<Mem>(mem)?;
-        // CL_INVALID_VALUE if pfn_notify is NULL.
-        let f = f.ok_or(CL_INVALID_VALUE)?;
-        m.destructors.lock().unwrap_or_else(|e| e.into_inner()).push((f, user_data as usize));
-        Ok(())
-    })
+#[cl_entrypoint(clSetMemObjectDestructorCallback)]
+unsafe fn set_mem_object_destructor_callback(m: Arc<Obj<Mem>>, f: Option<MemNotify>, user_data: *mut c_void) -> ClResult<()> {
+    // CL_INVALID_VALUE if pfn_notify is NULL.
+    let f = f.ok_or(CL_INVALID_VALUE)?;
+    m.destructors.lock().unwrap_or_else(|e| e.into_inner()).push((f, user_data as usize));
+    Ok(())
 }
 
-/// # Safety
-/// `value` null or writable for `size` bytes; `size_ret` null or writable.
-pub unsafe extern "C" fn clGetMemObjectInfo(mem: Handle, param: cl_uint, size: usize, value: *mut c_void, size_ret: *mut usize) -> cl_int {
-    ret_code(|| {
-        let m = icd::get::<Mem>(mem)?;
-        let bytes = match param {
-            CL_MEM_TYPE => info_val(m.image.as_ref().map_or(CL_MEM_OBJECT_BUFFER, |i| i.kind)),
-            CL_MEM_FLAGS => info_val(m.flags),
-            CL_MEM_SIZE => info_val(m.size),
-            CL_MEM_HOST_PTR => info_val(m.host_ptr),
-            CL_MEM_MAP_COUNT => info_val(m.map_count.load(Ordering::Relaxed)),
-            CL_MEM_REFERENCE_COUNT => info_val(icd::refcount::<Mem>(mem)),
-            CL_MEM_CONTEXT => info_ptr(icd::handle_of(&m.context)),
-            CL_MEM_ASSOCIATED_MEMOBJECT => info_ptr(m.parent.as_ref().map_or(std::ptr::null(), |p| icd::handle_of(p).cast_const())),
-            CL_MEM_OFFSET => info_val(m.offset),
-            // CL_MEM_USES_SVM_POINTER
-            0x1109 => info_val::<cl_bool>((m.host_ptr != 0 && super::svm::in_svm(m.host_ptr, m.host_ptr + m.size)) as cl_bool),
-            // CL_MEM_PROPERTIES: as given, or nothing when none were.
-            0x110A => m.properties.get().map_or_else(Vec::new, |p| p.iter().flat_map(|v| v.to_ne_bytes()).collect()),
-            _ => return Err(CL_INVALID_VALUE),
-        };
-        // SAFETY: the caller's contract.
-        unsafe { write_info(&bytes, size, value, size_ret) }
-    })
+#[cl_entrypoint(clGetMemObjectInfo)]
+fn get_mem_object_info(m: Arc<Obj<Mem>>, param: cl_uint) -> ClResult<Info> {
+    let bytes = match param {
+        CL_MEM_TYPE => info_val(m.image.as_ref().map_or(CL_MEM_OBJECT_BUFFER, |i| i.kind)),
+        CL_MEM_FLAGS => info_val(m.flags),
+        CL_MEM_SIZE => info_val(m.size),
+        CL_MEM_HOST_PTR => info_val(m.host_ptr),
+        CL_MEM_MAP_COUNT => info_val(m.map_count.load(Ordering::Relaxed)),
+        CL_MEM_REFERENCE_COUNT => info_val(icd::refcount_of(&m)),
+        CL_MEM_CONTEXT => info_ptr(icd::handle_of(&m.context)),
+        CL_MEM_ASSOCIATED_MEMOBJECT => info_ptr(m.parent.as_ref().map_or(std::ptr::null(), |p| icd::handle_of(p).cast_const())),
+        CL_MEM_OFFSET => info_val(m.offset),
+        // CL_MEM_USES_SVM_POINTER
+        0x1109 => info_val::<cl_bool>((m.host_ptr != 0 && super::svm::in_svm(m.host_ptr, m.host_ptr + m.size)) as cl_bool),
+        // CL_MEM_PROPERTIES: as given, or nothing when none were.
+        0x110A => m.properties.get().map_or_else(Vec::new, |p| p.iter().flat_map(|v| v.to_ne_bytes()).collect()),
+        _ => return Err(CL_INVALID_VALUE),
+    };
+    Ok(Info(bytes))
 }

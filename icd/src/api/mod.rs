@@ -4,7 +4,11 @@
 //!
 //! **Owns**: converting raw pointers, handles and flags into Rust values, the
 //! `errcode_ret`/return-code conventions, `catch_unwind` at every entry (a panic returns
-//! `CL_OUT_OF_RESOURCES`), and the `clGet*Info` size dance ([`write_info`]).
+//! `CL_OUT_OF_RESOURCES`), and the `clGet*Info` size dance ([`write_info`]). Every entry
+//! point is written by `#[cl_entrypoint(clName)]` (crate `weft-icd-macros`, helpers in
+//! [`entry`]) around the function that does the work, which returns a [`ClResult`] and
+//! takes typed handles (`Arc<Obj<T>>`, [`queue::Cmd`]) where its first check was that
+//! handle; the unsupported ones are `stubs.rs`'s two macros.
 //! **Does not own**: runtime state (core), device calls (weft-vendors).
 //! **Invariants**: every handle is checked against the live-object table of its kind
 //! ([`icd::get`]) before it is dereferenced, so invalid, foreign, wrong-kind and released
@@ -13,6 +17,7 @@
 
 pub mod cl;
 pub mod context;
+pub mod entry;
 pub mod event;
 pub mod icd;
 pub mod image;
@@ -26,46 +31,20 @@ pub mod stubs;
 pub mod svm;
 
 use cl::*;
+pub use entry::{NoValue, cl_entrypoint, obj_or_code, ret_code, ret_plain, set_errcode};
 use std::ffi::{CStr, c_char, c_void};
-use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::ptr::null_mut;
 
 /// A CL error code as the error of every safe function.
 pub type ClResult<T> = Result<T, cl_int>;
 
-/// Run an entry point's body, returning its code (a panic is `CL_OUT_OF_RESOURCES`).
-pub fn ret_code(f: impl FnOnce() -> ClResult<()>) -> cl_int {
-    match catch_unwind(AssertUnwindSafe(f)) {
-        Ok(Ok(())) => CL_SUCCESS,
-        Ok(Err(e)) => e,
-        Err(_) => CL_OUT_OF_RESOURCES,
-    }
-}
+/// The value of a `clGet*Info` query, as bytes: what a function under `#[cl_entrypoint]`
+/// returns for the entry point to do the size dance with ([`write_info`]).
+pub struct Info(pub Vec<u8>);
 
-/// Run a creating entry point's body: the object, or null with the code in `errcode_ret`.
-///
-/// # Safety
-/// `errcode_ret` is null or writable for one `cl_int`.
-pub unsafe fn ret_obj(errcode_ret: *mut cl_int, f: impl FnOnce() -> ClResult<Handle>) -> Handle {
-    let (h, code) = match catch_unwind(AssertUnwindSafe(f)) {
-        Ok(Ok(h)) => (h, CL_SUCCESS),
-        Ok(Err(e)) => (null_mut(), e),
-        Err(_) => (null_mut(), CL_OUT_OF_RESOURCES),
-    };
-    if !errcode_ret.is_null() {
-        // SAFETY: the caller's contract.
-        unsafe { errcode_ret.write_unaligned(code) };
+impl From<Vec<u8>> for Info {
+    fn from(v: Vec<u8>) -> Self {
+        Info(v)
     }
-    h
-}
-
-/// As [`ret_obj`], for entry points returning a plain pointer (`clEnqueueMapBuffer`).
-///
-/// # Safety
-/// As [`ret_obj`].
-pub unsafe fn ret_ptr(errcode_ret: *mut cl_int, f: impl FnOnce() -> ClResult<*mut c_void>) -> *mut c_void {
-    // SAFETY: forwarded contract.
-    unsafe { ret_obj(errcode_ret, f) }
 }
 
 /// The `clGet*Info` dance for a value already encoded as bytes.

@@ -14,7 +14,7 @@
 
 use super::cl::*;
 use super::icd::{Obj, new_obj};
-use super::{ClResult, c_str, info_ptr, info_str, info_val, info_vals, ret_code, slice, write_info};
+use super::{ClResult, Info, c_str, cl_entrypoint, info_ptr, info_str, info_val, info_vals, slice};
 use std::ffi::{c_char, c_void};
 use std::sync::{Arc, OnceLock};
 use weft_core::Runtime;
@@ -144,62 +144,52 @@ pub fn check_platform(h: Handle) -> ClResult<&'static Arc<Obj<Platform>>> {
 
 /// # Safety
 /// `platforms` is null or writable for `num_entries` handles; `num_platforms` null or writable.
-pub unsafe extern "C" fn clIcdGetPlatformIDsKHR(num_entries: cl_uint, platforms: *mut Handle, num_platforms: *mut cl_uint) -> cl_int {
-    ret_code(|| {
-        // CL_INVALID_VALUE if num_entries is equal to zero and platforms is not NULL, or if
-        // both num_platforms and platforms are NULL.
-        if (num_entries == 0 && !platforms.is_null()) || (platforms.is_null() && num_platforms.is_null()) {
-            return Err(CL_INVALID_VALUE);
-        }
-        let p = platform()?;
-        if !platforms.is_null() {
-            // SAFETY: the caller's contract; num_entries >= 1.
-            unsafe { platforms.write_unaligned(super::icd::handle_of(p)) };
-        }
-        if !num_platforms.is_null() {
-            // SAFETY: the caller's contract.
-            unsafe { num_platforms.write_unaligned(1) };
-        }
-        Ok(())
-    })
+#[cl_entrypoint(clIcdGetPlatformIDsKHR)]
+unsafe fn icd_get_platform_ids_khr(num_entries: cl_uint, platforms: *mut Handle, num_platforms: *mut cl_uint) -> ClResult<()> {
+    // CL_INVALID_VALUE if num_entries is equal to zero and platforms is not NULL, or if
+    // both num_platforms and platforms are NULL.
+    if (num_entries == 0 && !platforms.is_null()) || (platforms.is_null() && num_platforms.is_null()) {
+        return Err(CL_INVALID_VALUE);
+    }
+    let p = platform()?;
+    if !platforms.is_null() {
+        // SAFETY: the caller's contract; num_entries >= 1.
+        unsafe { platforms.write_unaligned(super::icd::handle_of(p)) };
+    }
+    if !num_platforms.is_null() {
+        // SAFETY: the caller's contract.
+        unsafe { num_platforms.write_unaligned(1) };
+    }
+    Ok(())
 }
 
 /// # Safety
 /// As [`clIcdGetPlatformIDsKHR`].
-pub unsafe extern "C" fn clGetPlatformIDs(num_entries: cl_uint, platforms: *mut Handle, num_platforms: *mut cl_uint) -> cl_int {
+#[cl_entrypoint(clGetPlatformIDs)]
+unsafe fn get_platform_ids(num_entries: cl_uint, platforms: *mut Handle, num_platforms: *mut cl_uint) -> ClResult<()> {
     // SAFETY: forwarded contract.
-    unsafe { clIcdGetPlatformIDsKHR(num_entries, platforms, num_platforms) }
+    unsafe { icd_get_platform_ids_khr(num_entries, platforms, num_platforms) }
 }
 
-/// # Safety
-/// `value` null or writable for `size` bytes; `size_ret` null or writable.
-pub unsafe extern "C" fn clGetPlatformInfo(
-    platform: Handle,
-    param: cl_uint,
-    size: usize,
-    value: *mut c_void,
-    size_ret: *mut usize,
-) -> cl_int {
-    ret_code(|| {
-        check_platform(platform)?;
-        let bytes = match param {
-            CL_PLATFORM_PROFILE => info_str("FULL_PROFILE"),
-            CL_PLATFORM_VERSION => info_str(PLATFORM_VERSION),
-            CL_PLATFORM_NAME => info_str("Weft"),
-            CL_PLATFORM_VENDOR => info_str("The Weft developers"),
-            CL_PLATFORM_EXTENSIONS => info_str(PLATFORM_EXTENSIONS),
-            CL_PLATFORM_ICD_SUFFIX_KHR => info_str("Weft"),
-            // CL_PLATFORM_HOST_TIMER_RESOLUTION: no host timer.
-            0x0905 => info_val(0u64),
-            // CL_PLATFORM_NUMERIC_VERSION
-            0x0906 => info_val(VERSION_3_0),
-            // CL_PLATFORM_EXTENSIONS_WITH_VERSION
-            0x0907 => name_version(PLATFORM_EXTENSIONS, 1 << 22),
-            _ => return Err(CL_INVALID_VALUE),
-        };
-        // SAFETY: the caller's contract.
-        unsafe { write_info(&bytes, size, value, size_ret) }
-    })
+#[cl_entrypoint(clGetPlatformInfo)]
+fn get_platform_info(platform: Handle, param: cl_uint) -> ClResult<Info> {
+    check_platform(platform)?;
+    let bytes = match param {
+        CL_PLATFORM_PROFILE => info_str("FULL_PROFILE"),
+        CL_PLATFORM_VERSION => info_str(PLATFORM_VERSION),
+        CL_PLATFORM_NAME => info_str("Weft"),
+        CL_PLATFORM_VENDOR => info_str("The Weft developers"),
+        CL_PLATFORM_EXTENSIONS => info_str(PLATFORM_EXTENSIONS),
+        CL_PLATFORM_ICD_SUFFIX_KHR => info_str("Weft"),
+        // CL_PLATFORM_HOST_TIMER_RESOLUTION: no host timer.
+        0x0905 => info_val(0u64),
+        // CL_PLATFORM_NUMERIC_VERSION
+        0x0906 => info_val(VERSION_3_0),
+        // CL_PLATFORM_EXTENSIONS_WITH_VERSION
+        0x0907 => name_version(PLATFORM_EXTENSIONS, 1 << 22),
+        _ => return Err(CL_INVALID_VALUE),
+    };
+    Ok(Info(bytes))
 }
 
 /// The device type of `kind`: one type, never `DEFAULT` (the CTS and the spec's
@@ -222,55 +212,54 @@ fn device_type(p: &Platform, kind: DeviceKind) -> cl_bitfield {
 
 /// # Safety
 /// `devices` null or writable for `num_entries` handles; `num_devices` null or writable.
-pub unsafe extern "C" fn clGetDeviceIDs(
+#[cl_entrypoint(clGetDeviceIDs)]
+pub(super) unsafe fn get_device_ids(
     platform: Handle,
     device_type_: cl_bitfield,
     num_entries: cl_uint,
     devices: *mut Handle,
     num_devices: *mut cl_uint,
-) -> cl_int {
-    ret_code(|| {
-        let p = check_platform(platform)?;
-        let known = CL_DEVICE_TYPE_DEFAULT | CL_DEVICE_TYPE_CPU | CL_DEVICE_TYPE_GPU | CL_DEVICE_TYPE_ACCELERATOR | CL_DEVICE_TYPE_CUSTOM;
-        // CL_INVALID_DEVICE_TYPE if device_type is not a valid value.
-        if device_type_ != CL_DEVICE_TYPE_ALL && (device_type_ & !known != 0 || device_type_ == 0) {
-            return Err(CL_INVALID_DEVICE_TYPE);
-        }
-        // CL_INVALID_VALUE if num_entries is equal to zero and devices is not NULL or if
-        // both num_devices and devices are NULL.
-        if (num_entries == 0 && !devices.is_null()) || (devices.is_null() && num_devices.is_null()) {
-            return Err(CL_INVALID_VALUE);
-        }
-        let found: Vec<Handle> = p
-            .devices
-            .iter()
-            .filter(|d| {
-                if device_type_ == CL_DEVICE_TYPE_ALL {
-                    return true;
-                }
-                if device_type_ & CL_DEVICE_TYPE_DEFAULT != 0 && d.kind == DeviceKind::Unified {
-                    return true;
-                }
-                device_type(p, d.kind) & device_type_ & !CL_DEVICE_TYPE_DEFAULT != 0
-            })
-            .map(super::icd::handle_of)
-            .collect();
-        // CL_DEVICE_NOT_FOUND if no OpenCL devices that matched device_type were found.
-        if found.is_empty() {
-            return Err(CL_DEVICE_NOT_FOUND);
-        }
-        if !devices.is_null() {
-            for (i, d) in found.iter().take(num_entries as usize).enumerate() {
-                // SAFETY: the caller's contract; i < num_entries.
-                unsafe { devices.add(i).write_unaligned(*d) };
+) -> ClResult<()> {
+    let p = check_platform(platform)?;
+    let known = CL_DEVICE_TYPE_DEFAULT | CL_DEVICE_TYPE_CPU | CL_DEVICE_TYPE_GPU | CL_DEVICE_TYPE_ACCELERATOR | CL_DEVICE_TYPE_CUSTOM;
+    // CL_INVALID_DEVICE_TYPE if device_type is not a valid value.
+    if device_type_ != CL_DEVICE_TYPE_ALL && (device_type_ & !known != 0 || device_type_ == 0) {
+        return Err(CL_INVALID_DEVICE_TYPE);
+    }
+    // CL_INVALID_VALUE if num_entries is equal to zero and devices is not NULL or if
+    // both num_devices and devices are NULL.
+    if (num_entries == 0 && !devices.is_null()) || (devices.is_null() && num_devices.is_null()) {
+        return Err(CL_INVALID_VALUE);
+    }
+    let found: Vec<Handle> = p
+        .devices
+        .iter()
+        .filter(|d| {
+            if device_type_ == CL_DEVICE_TYPE_ALL {
+                return true;
             }
+            if device_type_ & CL_DEVICE_TYPE_DEFAULT != 0 && d.kind == DeviceKind::Unified {
+                return true;
+            }
+            device_type(p, d.kind) & device_type_ & !CL_DEVICE_TYPE_DEFAULT != 0
+        })
+        .map(super::icd::handle_of)
+        .collect();
+    // CL_DEVICE_NOT_FOUND if no OpenCL devices that matched device_type were found.
+    if found.is_empty() {
+        return Err(CL_DEVICE_NOT_FOUND);
+    }
+    if !devices.is_null() {
+        for (i, d) in found.iter().take(num_entries as usize).enumerate() {
+            // SAFETY: the caller's contract; i < num_entries.
+            unsafe { devices.add(i).write_unaligned(*d) };
         }
-        if !num_devices.is_null() {
-            // SAFETY: the caller's contract.
-            unsafe { num_devices.write_unaligned(found.len() as cl_uint) };
-        }
-        Ok(())
-    })
+    }
+    if !num_devices.is_null() {
+        // SAFETY: the caller's contract.
+        unsafe { num_devices.write_unaligned(found.len() as cl_uint) };
+    }
+    Ok(())
 }
 
 /// Extensions a device may report through Weft: those that only change the OpenCL C
@@ -443,49 +432,46 @@ fn device_info(p: &Platform, h: Handle, kind: DeviceKind, param: cl_uint) -> ClR
     })
 }
 
-/// # Safety
-/// `value` null or writable for `size` bytes; `size_ret` null or writable.
-pub unsafe extern "C" fn clGetDeviceInfo(device: Handle, param: cl_uint, size: usize, value: *mut c_void, size_ret: *mut usize) -> cl_int {
-    ret_code(|| {
-        let p = platform().map_err(|_| CL_INVALID_DEVICE)?;
-        let d = p.device(device)?;
-        let bytes = device_info(p, device, d.kind, param)?;
-        // SAFETY: the caller's contract.
-        unsafe { write_info(&bytes, size, value, size_ret) }
-    })
+#[cl_entrypoint(clGetDeviceInfo)]
+fn get_device_info(device: Handle, param: cl_uint) -> ClResult<Info> {
+    let p = platform().map_err(|_| CL_INVALID_DEVICE)?;
+    let d = p.device(device)?;
+    let bytes = device_info(p, device, d.kind, param)?;
+    Ok(Info(bytes))
 }
 
 /// Root devices have no reference count: retain and release only validate.
-pub extern "C" fn clRetainDevice(device: Handle) -> cl_int {
-    ret_code(|| platform().map_err(|_| CL_INVALID_DEVICE)?.device(device).map(drop))
+#[cl_entrypoint(clRetainDevice)]
+fn retain_device(device: Handle) -> ClResult<()> {
+    platform().map_err(|_| CL_INVALID_DEVICE)?.device(device).map(drop)
 }
 
 /// See [`clRetainDevice`].
-pub extern "C" fn clReleaseDevice(device: Handle) -> cl_int {
-    ret_code(|| platform().map_err(|_| CL_INVALID_DEVICE)?.device(device).map(drop))
+#[cl_entrypoint(clReleaseDevice)]
+fn release_device(device: Handle) -> ClResult<()> {
+    platform().map_err(|_| CL_INVALID_DEVICE)?.device(device).map(drop)
 }
 
 /// # Safety
 /// `name` is null or a NUL-terminated string.
-pub unsafe extern "C" fn clGetExtensionFunctionAddress(name: *const c_char) -> *mut c_void {
-    let r = std::panic::catch_unwind(|| {
-        // SAFETY: the caller's contract.
-        match unsafe { c_str(name) } {
-            Some(n) => super::icd::function_address(&n.to_string_lossy()),
-            None => std::ptr::null_mut(),
-        }
-    });
-    r.unwrap_or(std::ptr::null_mut())
+#[cl_entrypoint(clGetExtensionFunctionAddress)]
+unsafe fn get_extension_function_address(name: *const c_char) -> *mut c_void {
+    // SAFETY: the caller's contract.
+    match unsafe { c_str(name) } {
+        Some(n) => super::icd::function_address(&n.to_string_lossy()),
+        None => std::ptr::null_mut(),
+    }
 }
 
 /// # Safety
 /// As [`clGetExtensionFunctionAddress`].
-pub unsafe extern "C" fn clGetExtensionFunctionAddressForPlatform(platform: Handle, name: *const c_char) -> *mut c_void {
+#[cl_entrypoint(clGetExtensionFunctionAddressForPlatform)]
+unsafe fn get_extension_function_address_for_platform(platform: Handle, name: *const c_char) -> *mut c_void {
     if check_platform(platform).is_err() {
         return std::ptr::null_mut();
     }
     // SAFETY: forwarded contract.
-    unsafe { clGetExtensionFunctionAddress(name) }
+    unsafe { get_extension_function_address(name) }
 }
 
 /// Validate a device list of a context or program call: the Weft devices, in order.

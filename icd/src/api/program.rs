@@ -13,7 +13,7 @@ use super::cl::*;
 use super::context::Context;
 use super::icd::{self, Obj, new_obj, publish};
 use super::platform::DeviceKind;
-use super::{ClResult, c_str, info_ptr, info_str, info_val, info_vals, ret_code, ret_obj, slice, write_info};
+use super::{ClResult, Info, c_str, cl_entrypoint, entry::retain_release, info_ptr, info_str, info_val, info_vals, slice, write_info};
 use std::ffi::{c_char, c_void};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -304,133 +304,125 @@ fn new_program(context: &Arc<Obj<Context>>, devices: Vec<DeviceKind>, source: St
 
 /// # Safety
 /// Pointers per OpenCL's clCreateProgramWithSource.
-pub unsafe extern "C" fn clCreateProgramWithSource(
-    context: Handle,
+#[cl_entrypoint(clCreateProgramWithSource)]
+unsafe fn create_program_with_source(
+    c: Arc<Obj<Context>>,
     count: cl_uint,
     strings: *const *const c_char,
     lengths: *const usize,
-    errcode_ret: *mut cl_int,
-) -> Handle {
-    // SAFETY: the caller's contract.
-    unsafe {
-        ret_obj(errcode_ret, || {
-            let c = icd::get::<Context>(context)?;
-            // CL_INVALID_VALUE if count is zero or if strings or any entry in strings is NULL.
-            if count == 0 || strings.is_null() {
-                return Err(CL_INVALID_VALUE);
-            }
-            let ss = slice(strings, count as usize)?;
-            let ls = if lengths.is_null() { None } else { Some(slice(lengths, count as usize)?) };
-            let mut source = Vec::new();
-            for (i, &s) in ss.iter().enumerate() {
-                if s.is_null() {
-                    return Err(CL_INVALID_VALUE);
-                }
-                match ls.map(|l| l[i]) {
-                    Some(n) if n > 0 => source.extend_from_slice(slice(s.cast::<u8>(), n)?),
-                    _ => source.extend_from_slice(c_str(s).map_or(&[][..], |c| c.to_bytes())),
-                }
-            }
-            let source = String::from_utf8_lossy(&source).into_owned();
-            Ok(new_program(&c, c.devices.clone(), source))
-        })
+) -> ClResult<Handle> {
+    // CL_INVALID_VALUE if count is zero or if strings or any entry in strings is NULL.
+    if count == 0 || strings.is_null() {
+        return Err(CL_INVALID_VALUE);
     }
+    // SAFETY: the caller's contract: `count` strings and, if not null, `count` lengths.
+    let ss = unsafe { slice(strings, count as usize) }?;
+    // SAFETY: as above.
+    let ls = if lengths.is_null() { None } else { Some(unsafe { slice(lengths, count as usize) }?) };
+    let mut source = Vec::new();
+    for (i, &s) in ss.iter().enumerate() {
+        if s.is_null() {
+            return Err(CL_INVALID_VALUE);
+        }
+        match ls.map(|l| l[i]) {
+            // SAFETY: the caller's contract: a string of `n` bytes, or NUL-terminated.
+            Some(n) if n > 0 => source.extend_from_slice(unsafe { slice(s.cast::<u8>(), n) }?),
+            // SAFETY: as above.
+            _ => source.extend_from_slice(unsafe { c_str(s) }.map_or(&[][..], |c| c.to_bytes())),
+        }
+    }
+    let source = String::from_utf8_lossy(&source).into_owned();
+    Ok(new_program(&c, c.devices.clone(), source))
 }
 
 /// # Safety
 /// Pointers per OpenCL's clCreateProgramWithBinary.
-pub unsafe extern "C" fn clCreateProgramWithBinary(
+#[cl_entrypoint(clCreateProgramWithBinary)]
+unsafe fn create_program_with_binary(
     context: Handle,
     num_devices: cl_uint,
     devices: *const Handle,
     lengths: *const usize,
     binaries: *const *const u8,
     binary_status: *mut cl_int,
-    errcode_ret: *mut cl_int,
-) -> Handle {
-    // SAFETY: the caller's contract.
-    unsafe {
-        ret_obj(errcode_ret, || {
-            let c = icd::get::<Context>(context)?;
-            let devs = super::platform::device_list(c.platform, num_devices, devices)?;
-            // CL_INVALID_DEVICE if OpenCL devices listed in device_list are not in the list of
-            // devices associated with context.
-            if devs.iter().any(|d| !c.has(*d)) {
-                return Err(CL_INVALID_DEVICE);
-            }
-            // CL_INVALID_VALUE if lengths or binaries are NULL or if any entry in lengths[i] is zero
-            // or binaries[i] is NULL.
-            let ls = slice(lengths, num_devices as usize)?;
-            let bs = slice(binaries, num_devices as usize)?;
-            if ls.contains(&0) || bs.iter().any(|b| b.is_null()) {
-                return Err(CL_INVALID_VALUE);
-            }
-            let mut source: Option<String> = None;
-            let mut parts: Option<(cl_uint, Vec<Unit>)> = None;
-            let mut statuses = Vec::new();
-            for (&l, &b) in ls.iter().zip(bs) {
-                let bytes = slice(b, l)?;
-                if let Some(s) = bytes.strip_prefix(BINARY_MAGIC) {
-                    statuses.push(CL_SUCCESS);
-                    source.get_or_insert_with(|| String::from_utf8_lossy(s).into_owned());
-                } else if let Some(p) = bytes.strip_prefix(BINARY_MAGIC_2).and_then(parse_v2) {
-                    statuses.push(CL_SUCCESS);
-                    parts.get_or_insert(p);
-                } else {
-                    statuses.push(CL_INVALID_BINARY);
-                }
-            }
-            if !binary_status.is_null() {
-                for (i, s) in statuses.iter().enumerate() {
-                    binary_status.add(i).write_unaligned(*s);
-                }
-            }
-            // CL_INVALID_BINARY if an invalid program binary was encountered for any device.
-            if statuses.contains(&CL_INVALID_BINARY) {
-                return Err(CL_INVALID_BINARY);
-            }
-            let Some((kind, units)) = parts else {
-                // An executable's binary: the program is one (its type says so) before the
-                // build the application must still ask for makes it from the source.
-                let h = new_program(&c, devs, source.unwrap_or_default());
-                icd::get::<Program>(h)?.state.lock().unwrap_or_else(|e| e.into_inner()).binary_type = CL_PROGRAM_BINARY_TYPE_EXECUTABLE;
-                return Ok(h);
-            };
-            // A compiled object or a library is ready to link, as the vendor's would be: it
-            // is compiled (linked as a library) here, for the devices it was given for.
-            let object = kind == CL_PROGRAM_BINARY_TYPE_COMPILED_OBJECT;
-            let source: String = if object { units[0].source.clone() } else { units.iter().map(|u| format!("{}\n", u.source)).collect() };
-            let h = new_program(&c, devs.clone(), source);
-            let p = icd::get::<Program>(h)?;
-            let ok = if object {
-                let u = &units[0];
-                p.compile(&devs, &u.options, u.headers.clone()).is_ok()
-            } else if p.library_native(&devs, &units) {
-                true
-            } else {
-                // As clLinkProgram's library from sources: built when linked into a program.
-                let headers: Vec<(String, String)> = units.iter().flat_map(|u| u.headers.iter().cloned()).collect();
-                let built = p.build_with_headers(&devs, &headers, |include| include.to_owned());
-                let mut st = p.state.lock().unwrap_or_else(|e| e.into_inner());
-                (st.binary_type, st.units) = (CL_PROGRAM_BINARY_TYPE_LIBRARY, units);
-                built.is_ok()
-            };
-            if !ok {
-                let _ = icd::release::<Program>(h);
-                return Err(CL_INVALID_BINARY);
-            }
-            Ok(h)
-        })
+) -> ClResult<Handle> {
+    let c = icd::get::<Context>(context)?;
+    // SAFETY: the caller's contract: `num_devices` handles.
+    let devs = unsafe { super::platform::device_list(c.platform, num_devices, devices) }?;
+    // CL_INVALID_DEVICE if OpenCL devices listed in device_list are not in the list of
+    // devices associated with context.
+    if devs.iter().any(|d| !c.has(*d)) {
+        return Err(CL_INVALID_DEVICE);
     }
+    // CL_INVALID_VALUE if lengths or binaries are NULL or if any entry in lengths[i] is zero
+    // or binaries[i] is NULL.
+    // SAFETY: the caller's contract: `num_devices` lengths and binaries.
+    let ls = unsafe { slice(lengths, num_devices as usize) }?;
+    // SAFETY: as above.
+    let bs = unsafe { slice(binaries, num_devices as usize) }?;
+    if ls.contains(&0) || bs.iter().any(|b| b.is_null()) {
+        return Err(CL_INVALID_VALUE);
+    }
+    let mut source: Option<String> = None;
+    let mut parts: Option<(cl_uint, Vec<Unit>)> = None;
+    let mut statuses = Vec::new();
+    for (&l, &b) in ls.iter().zip(bs) {
+        // SAFETY: the caller's contract: binary `i` holds `lengths[i]` bytes.
+        let bytes = unsafe { slice(b, l) }?;
+        if let Some(s) = bytes.strip_prefix(BINARY_MAGIC) {
+            statuses.push(CL_SUCCESS);
+            source.get_or_insert_with(|| String::from_utf8_lossy(s).into_owned());
+        } else if let Some(p) = bytes.strip_prefix(BINARY_MAGIC_2).and_then(parse_v2) {
+            statuses.push(CL_SUCCESS);
+            parts.get_or_insert(p);
+        } else {
+            statuses.push(CL_INVALID_BINARY);
+        }
+    }
+    if !binary_status.is_null() {
+        for (i, s) in statuses.iter().enumerate() {
+            // SAFETY: the caller's contract: `binary_status` writable for `num_devices` codes.
+            unsafe { binary_status.add(i).write_unaligned(*s) };
+        }
+    }
+    // CL_INVALID_BINARY if an invalid program binary was encountered for any device.
+    if statuses.contains(&CL_INVALID_BINARY) {
+        return Err(CL_INVALID_BINARY);
+    }
+    let Some((kind, units)) = parts else {
+        // An executable's binary: the program is one (its type says so) before the
+        // build the application must still ask for makes it from the source.
+        let h = new_program(&c, devs, source.unwrap_or_default());
+        icd::get::<Program>(h)?.state.lock().unwrap_or_else(|e| e.into_inner()).binary_type = CL_PROGRAM_BINARY_TYPE_EXECUTABLE;
+        return Ok(h);
+    };
+    // A compiled object or a library is ready to link, as the vendor's would be: it
+    // is compiled (linked as a library) here, for the devices it was given for.
+    let object = kind == CL_PROGRAM_BINARY_TYPE_COMPILED_OBJECT;
+    let source: String = if object { units[0].source.clone() } else { units.iter().map(|u| format!("{}\n", u.source)).collect() };
+    let h = new_program(&c, devs.clone(), source);
+    let p = icd::get::<Program>(h)?;
+    let ok = if object {
+        let u = &units[0];
+        p.compile(&devs, &u.options, u.headers.clone()).is_ok()
+    } else if p.library_native(&devs, &units) {
+        true
+    } else {
+        // As clLinkProgram's library from sources: built when linked into a program.
+        let headers: Vec<(String, String)> = units.iter().flat_map(|u| u.headers.iter().cloned()).collect();
+        let built = p.build_with_headers(&devs, &headers, |include| include.to_owned());
+        let mut st = p.state.lock().unwrap_or_else(|e| e.into_inner());
+        (st.binary_type, st.units) = (CL_PROGRAM_BINARY_TYPE_LIBRARY, units);
+        built.is_ok()
+    };
+    if !ok {
+        let _ = icd::release::<Program>(h);
+        return Err(CL_INVALID_BINARY);
+    }
+    Ok(h)
 }
 
-pub extern "C" fn clRetainProgram(program: Handle) -> cl_int {
-    ret_code(|| icd::retain::<Program>(program))
-}
-
-pub extern "C" fn clReleaseProgram(program: Handle) -> cl_int {
-    ret_code(|| icd::release::<Program>(program).map(drop))
-}
+retain_release!(Program, clRetainProgram => retain_program, clReleaseProgram => release_program);
 
 /// The devices of a build-like call: the listed ones (each of the program's), or all.
 ///
@@ -457,24 +449,23 @@ unsafe fn build_devices(prog: &Program, n: cl_uint, list: *const Handle) -> ClRe
 
 /// # Safety
 /// Pointers per OpenCL's clBuildProgram.
-pub unsafe extern "C" fn clBuildProgram(
+#[cl_entrypoint(clBuildProgram)]
+unsafe fn build_program(
     program: Handle,
     n: cl_uint,
     list: *const Handle,
     options: *const c_char,
     notify: Option<BuildNotify>,
     user_data: *mut c_void,
-) -> cl_int {
-    ret_code(|| {
-        // SAFETY: the caller's contract.
-        let (p, devs, opts) = unsafe { build_request(program, n, list, options, notify, user_data) }?;
-        let r = p.build(&devs, &opts, "");
-        if let Some(f) = notify {
-            // SAFETY: the application's callback with its user data.
-            unsafe { f(program, user_data) };
-        }
-        r
-    })
+) -> ClResult<()> {
+    // SAFETY: the caller's contract.
+    let (p, devs, opts) = unsafe { build_request(program, n, list, options, notify, user_data) }?;
+    let r = p.build(&devs, &opts, "");
+    if let Some(f) = notify {
+        // SAFETY: the application's callback with its user data.
+        unsafe { f(program, user_data) };
+    }
+    r
 }
 
 /// What clBuildProgram and clCompileProgram check first, in the spec's order: the program,
@@ -595,7 +586,8 @@ fn header_dir(headers: &[(String, String)]) -> ClResult<Option<tempfile::TempDir
 ///
 /// # Safety
 /// Pointers per OpenCL's clCompileProgram.
-pub unsafe extern "C" fn clCompileProgram(
+#[cl_entrypoint(clCompileProgram)]
+unsafe fn compile_program(
     program: Handle,
     n: cl_uint,
     list: *const Handle,
@@ -605,19 +597,17 @@ pub unsafe extern "C" fn clCompileProgram(
     names: *const *const c_char,
     notify: Option<BuildNotify>,
     user_data: *mut c_void,
-) -> cl_int {
-    ret_code(|| {
-        // SAFETY: the caller's contract.
-        let (p, devs, opts) = unsafe { build_request(program, n, list, options, notify, user_data) }?;
-        // SAFETY: the caller's contract.
-        let hs = unsafe { headers_of(num_headers, headers, names) }?;
-        let r = p.compile(&devs, &opts, hs);
-        if let Some(f) = notify {
-            // SAFETY: the application's callback with its user data.
-            unsafe { f(program, user_data) };
-        }
-        r
-    })
+) -> ClResult<()> {
+    // SAFETY: the caller's contract.
+    let (p, devs, opts) = unsafe { build_request(program, n, list, options, notify, user_data) }?;
+    // SAFETY: the caller's contract.
+    let hs = unsafe { headers_of(num_headers, headers, names) }?;
+    let r = p.compile(&devs, &opts, hs);
+    if let Some(f) = notify {
+        // SAFETY: the application's callback with its user data.
+        unsafe { f(program, user_data) };
+    }
+    r
 }
 
 const CL_LINK_PROGRAM_FAILURE: cl_int = -17;
@@ -628,8 +618,9 @@ const CL_LINK_PROGRAM_FAILURE: cl_int = -17;
 ///
 /// # Safety
 /// Pointers per OpenCL's clLinkProgram.
-pub unsafe extern "C" fn clLinkProgram(
-    context: Handle,
+#[cl_entrypoint(clLinkProgram)]
+unsafe fn link_program(
+    c: Arc<Obj<Context>>,
     n: cl_uint,
     list: *const Handle,
     options: *const c_char,
@@ -637,102 +628,100 @@ pub unsafe extern "C" fn clLinkProgram(
     inputs: *const Handle,
     notify: Option<BuildNotify>,
     user_data: *mut c_void,
-    errcode_ret: *mut cl_int,
-) -> Handle {
-    // SAFETY: the caller's contract.
-    unsafe {
-        ret_obj(errcode_ret, || {
-            let c = icd::get::<Context>(context)?;
-            if notify.is_none() && !user_data.is_null() {
-                return Err(CL_INVALID_VALUE);
-            }
-            // CL_INVALID_VALUE if num_input_programs is zero and input_programs is NULL or if
-            // num_input_programs is zero and input_programs is not NULL or if num_input_programs
-            // is not zero and input_programs is NULL.
-            if num_inputs == 0 || inputs.is_null() || list.is_null() != (n == 0) {
-                return Err(CL_INVALID_VALUE);
-            }
-            let devs = if list.is_null() { c.devices.clone() } else { super::platform::device_list(c.platform, n, list)? };
-            let mut source = String::new();
-            let mut compile_opts = String::new();
-            let mut headers = Vec::new();
-            let mut ins = Vec::new();
-            for &h in slice(inputs, num_inputs as usize)? {
-                let p = icd::get::<Program>(h)?;
-                ins.push(p.clone());
-                // CL_INVALID_OPERATION if the compilation or build of a program executable for any of
-                // the devices listed in device_list by a previous call to clCompileProgram [...] has not
-                // completed.
-                if p.built().is_empty() {
-                    return Err(CL_INVALID_OPERATION);
-                }
-                source.push_str(&p.source);
-                source.push('\n');
-                let st = p.state.lock().unwrap_or_else(|e| e.into_inner());
-                if compile_opts.is_empty() {
-                    compile_opts = st.options.clone();
-                }
-                headers.extend(st.headers.iter().cloned());
-            }
-            let opts = c_str(options).map(|c| c.to_string_lossy().into_owned()).unwrap_or_default();
-            let library = opts.contains("-create-library");
-            // The vendors' own linkers where every input was compiled by them; a library the
-            // vendors cannot make is made from the sources, below, and built when linked into
-            // a program.
-            let native = if library { None } else { link_native(&c, &devs, &opts, &ins) };
-            let h = new_program(&c, devs.clone(), source);
-            let p = icd::get::<Program>(h)?;
-            if library {
-                let units: Vec<Unit> = ins.iter().flat_map(|i| i.units_of()).collect();
-                if p.library_native(&devs, &units) {
-                    if let Some(f) = notify {
-                        f(h, user_data);
-                    }
-                    return Ok(h);
-                }
-            }
-            let r = match native {
-                Some(results) => {
-                    if p.record(results, &opts, CL_PROGRAM_BINARY_TYPE_EXECUTABLE) {
-                        Err(CL_LINK_PROGRAM_FAILURE)
-                    } else {
-                        Ok(())
-                    }
-                }
-                None => {
-                    // Compile options that are preprocessor settings still apply; others are dropped.
-                    let mut defines: Vec<&str> = Vec::new();
-                    let mut words = compile_opts.split_whitespace();
-                    while let Some(o) = words.next() {
-                        if o == "-D" || o == "-I" {
-                            defines.push(o);
-                            defines.extend(words.next());
-                        } else if o.starts_with("-D") || o.starts_with("-I") {
-                            defines.push(o);
-                        }
-                    }
-                    let keep = if library { String::new() } else { opts.clone() };
-                    let built = p.build_with_headers(&devs, &headers, |include| {
-                        format!("{}{include} {}", defines.join(" "), keep.replace("-enable-link-options", ""))
-                    });
-                    if library {
-                        // Its binary carries its inputs' units.
-                        let mut st = p.state.lock().unwrap_or_else(|e| e.into_inner());
-                        st.binary_type = CL_PROGRAM_BINARY_TYPE_LIBRARY;
-                        st.units = ins.iter().flat_map(|i| i.units_of()).collect();
-                    }
-                    built
-                }
-            };
+) -> ClResult<Handle> {
+    if notify.is_none() && !user_data.is_null() {
+        return Err(CL_INVALID_VALUE);
+    }
+    // CL_INVALID_VALUE if num_input_programs is zero and input_programs is NULL or if
+    // num_input_programs is zero and input_programs is not NULL or if num_input_programs
+    // is not zero and input_programs is NULL.
+    if num_inputs == 0 || inputs.is_null() || list.is_null() != (n == 0) {
+        return Err(CL_INVALID_VALUE);
+    }
+    // SAFETY: the caller's contract: `n` device handles.
+    let devs = if list.is_null() { c.devices.clone() } else { unsafe { super::platform::device_list(c.platform, n, list) }? };
+    let mut source = String::new();
+    let mut compile_opts = String::new();
+    let mut headers = Vec::new();
+    let mut ins = Vec::new();
+    // SAFETY: the caller's contract: `num_inputs` program handles.
+    for &h in unsafe { slice(inputs, num_inputs as usize) }? {
+        let p = icd::get::<Program>(h)?;
+        ins.push(p.clone());
+        // CL_INVALID_OPERATION if the compilation or build of a program executable for any of
+        // the devices listed in device_list by a previous call to clCompileProgram [...] has not
+        // completed.
+        if p.built().is_empty() {
+            return Err(CL_INVALID_OPERATION);
+        }
+        source.push_str(&p.source);
+        source.push('\n');
+        let st = p.state.lock().unwrap_or_else(|e| e.into_inner());
+        if compile_opts.is_empty() {
+            compile_opts = st.options.clone();
+        }
+        headers.extend(st.headers.iter().cloned());
+    }
+    // SAFETY: the caller's contract: `options` null or NUL-terminated.
+    let opts = unsafe { c_str(options) }.map(|c| c.to_string_lossy().into_owned()).unwrap_or_default();
+    let library = opts.contains("-create-library");
+    // The vendors' own linkers where every input was compiled by them; a library the
+    // vendors cannot make is made from the sources, below, and built when linked into
+    // a program.
+    let native = if library { None } else { link_native(&c, &devs, &opts, &ins) };
+    let h = new_program(&c, devs.clone(), source);
+    let p = icd::get::<Program>(h)?;
+    if library {
+        let units: Vec<Unit> = ins.iter().flat_map(|i| i.units_of()).collect();
+        if p.library_native(&devs, &units) {
             if let Some(f) = notify {
-                f(h, user_data);
+                // SAFETY: the caller's contract: `notify` may be called with `user_data`.
+                unsafe { f(h, user_data) };
             }
-            match r {
-                Ok(()) => Ok(h),
-                // The build from sources reports a build failure: for the caller, the link failed.
-                Err(e) => link_failed(h, &p, if e == CL_BUILD_PROGRAM_FAILURE { CL_LINK_PROGRAM_FAILURE } else { e }),
+            return Ok(h);
+        }
+    }
+    let r = match native {
+        Some(results) => {
+            if p.record(results, &opts, CL_PROGRAM_BINARY_TYPE_EXECUTABLE) {
+                Err(CL_LINK_PROGRAM_FAILURE)
+            } else {
+                Ok(())
             }
-        })
+        }
+        None => {
+            // Compile options that are preprocessor settings still apply; others are dropped.
+            let mut defines: Vec<&str> = Vec::new();
+            let mut words = compile_opts.split_whitespace();
+            while let Some(o) = words.next() {
+                if o == "-D" || o == "-I" {
+                    defines.push(o);
+                    defines.extend(words.next());
+                } else if o.starts_with("-D") || o.starts_with("-I") {
+                    defines.push(o);
+                }
+            }
+            let keep = if library { String::new() } else { opts.clone() };
+            let built = p.build_with_headers(&devs, &headers, |include| {
+                format!("{}{include} {}", defines.join(" "), keep.replace("-enable-link-options", ""))
+            });
+            if library {
+                // Its binary carries its inputs' units.
+                let mut st = p.state.lock().unwrap_or_else(|e| e.into_inner());
+                st.binary_type = CL_PROGRAM_BINARY_TYPE_LIBRARY;
+                st.units = ins.iter().flat_map(|i| i.units_of()).collect();
+            }
+            built
+        }
+    };
+    if let Some(f) = notify {
+        // SAFETY: the caller's contract: `notify` may be called with `user_data`.
+        unsafe { f(h, user_data) };
+    }
+    match r {
+        Ok(()) => Ok(h),
+        // The build from sources reports a build failure: for the caller, the link failed.
+        Err(e) => link_failed(h, &p, if e == CL_BUILD_PROGRAM_FAILURE { CL_LINK_PROGRAM_FAILURE } else { e }),
     }
 }
 
@@ -829,106 +818,87 @@ fn vendor_info(p: &Program, param: cl_uint) -> ClResult<Vec<u8>> {
 /// # Safety
 /// `value` null or writable for `size` bytes (for `CL_PROGRAM_BINARIES`, an array of
 /// pointers each null or writable for its binary's size); `size_ret` null or writable.
-pub unsafe extern "C" fn clGetProgramInfo(
-    program: Handle,
-    param: cl_uint,
-    size: usize,
-    value: *mut c_void,
-    size_ret: *mut usize,
-) -> cl_int {
-    ret_code(|| {
-        let p = icd::get::<Program>(program)?;
-        let plat = p.context.platform;
-        let built_any = !p.built().is_empty();
-        let bytes = match param {
-            CL_PROGRAM_REFERENCE_COUNT => info_val(icd::refcount::<Program>(program)),
-            CL_PROGRAM_CONTEXT => info_ptr(icd::handle_of(&p.context)),
-            CL_PROGRAM_NUM_DEVICES => info_val(p.devices.len() as cl_uint),
-            CL_PROGRAM_DEVICES => info_vals(&p.devices.iter().map(|&k| plat.handle(k) as usize).collect::<Vec<_>>()),
-            CL_PROGRAM_SOURCE => info_str(&p.source),
-            CL_PROGRAM_BINARY_SIZES => {
-                let n = if built_any { p.binary().len() } else { 0 };
-                info_vals(&vec![n; p.devices.len()])
-            }
-            CL_PROGRAM_BINARIES => {
-                let ptrs = vec![0usize; p.devices.len()];
-                let need = ptrs.len() * size_of::<usize>();
-                if !value.is_null() {
-                    if size < need {
-                        return Err(CL_INVALID_VALUE);
-                    }
-                    let bin = p.binary();
-                    // SAFETY: the caller's contract: an array of `devices` pointers.
-                    let dsts = unsafe { slice(value.cast::<*mut u8>().cast_const(), ptrs.len()) }?;
-                    for &d in dsts {
-                        if built_any && !d.is_null() {
-                            // SAFETY: the caller's contract: each non-null entry holds the binary's size.
-                            unsafe { std::ptr::copy_nonoverlapping(bin.as_ptr(), d, bin.len()) };
-                        }
+#[cl_entrypoint(clGetProgramInfo)]
+unsafe fn get_program_info(program: Handle, param: cl_uint, size: usize, value: *mut c_void, size_ret: *mut usize) -> ClResult<()> {
+    let p = icd::get::<Program>(program)?;
+    let plat = p.context.platform;
+    let built_any = !p.built().is_empty();
+    let bytes = match param {
+        CL_PROGRAM_REFERENCE_COUNT => info_val(icd::refcount::<Program>(program)),
+        CL_PROGRAM_CONTEXT => info_ptr(icd::handle_of(&p.context)),
+        CL_PROGRAM_NUM_DEVICES => info_val(p.devices.len() as cl_uint),
+        CL_PROGRAM_DEVICES => info_vals(&p.devices.iter().map(|&k| plat.handle(k) as usize).collect::<Vec<_>>()),
+        CL_PROGRAM_SOURCE => info_str(&p.source),
+        CL_PROGRAM_BINARY_SIZES => {
+            let n = if built_any { p.binary().len() } else { 0 };
+            info_vals(&vec![n; p.devices.len()])
+        }
+        CL_PROGRAM_BINARIES => {
+            let ptrs = vec![0usize; p.devices.len()];
+            let need = ptrs.len() * size_of::<usize>();
+            if !value.is_null() {
+                if size < need {
+                    return Err(CL_INVALID_VALUE);
+                }
+                let bin = p.binary();
+                // SAFETY: the caller's contract: an array of `devices` pointers.
+                let dsts = unsafe { slice(value.cast::<*mut u8>().cast_const(), ptrs.len()) }?;
+                for &d in dsts {
+                    if built_any && !d.is_null() {
+                        // SAFETY: the caller's contract: each non-null entry holds the binary's size.
+                        unsafe { std::ptr::copy_nonoverlapping(bin.as_ptr(), d, bin.len()) };
                     }
                 }
-                if !size_ret.is_null() {
-                    // SAFETY: the caller's contract.
-                    unsafe { size_ret.write_unaligned(need) };
-                }
-                return Ok(());
             }
-            CL_PROGRAM_NUM_KERNELS | CL_PROGRAM_KERNEL_NAMES => vendor_info(&p, param)?,
-            // CL_PROGRAM_IL: none (Weft takes no IL programs).
-            0x1169 => Vec::new(),
-            // CL_PROGRAM_SCOPE_GLOBAL_CTORS_PRESENT / _DTORS_PRESENT: no device of Weft's
-            // supports program initialization and clean-up kernels.
-            0x116A | 0x116B => info_val::<cl_bool>(CL_FALSE),
-            _ => return Err(CL_INVALID_VALUE),
-        };
-        // SAFETY: the caller's contract.
-        unsafe { write_info(&bytes, size, value, size_ret) }
-    })
+            if !size_ret.is_null() {
+                // SAFETY: the caller's contract.
+                unsafe { size_ret.write_unaligned(need) };
+            }
+            return Ok(());
+        }
+        CL_PROGRAM_NUM_KERNELS | CL_PROGRAM_KERNEL_NAMES => vendor_info(&p, param)?,
+        // CL_PROGRAM_IL: none (Weft takes no IL programs).
+        0x1169 => Vec::new(),
+        // CL_PROGRAM_SCOPE_GLOBAL_CTORS_PRESENT / _DTORS_PRESENT: no device of Weft's
+        // supports program initialization and clean-up kernels.
+        0x116A | 0x116B => info_val::<cl_bool>(CL_FALSE),
+        _ => return Err(CL_INVALID_VALUE),
+    };
+    // SAFETY: the caller's contract.
+    unsafe { write_info(&bytes, size, value, size_ret) }
 }
 
-/// # Safety
-/// `value` null or writable for `size` bytes; `size_ret` null or writable.
-pub unsafe extern "C" fn clGetProgramBuildInfo(
-    program: Handle,
-    device: Handle,
-    param: cl_uint,
-    size: usize,
-    value: *mut c_void,
-    size_ret: *mut usize,
-) -> cl_int {
-    ret_code(|| {
-        let p = icd::get::<Program>(program)?;
-        let d = p.context.platform.device(device)?;
-        // CL_INVALID_DEVICE if device is not in the list of devices associated with program.
-        if !p.devices.contains(&d.kind) {
-            return Err(CL_INVALID_DEVICE);
+#[cl_entrypoint(clGetProgramBuildInfo)]
+fn get_program_build_info(p: Arc<Obj<Program>>, device: Handle, param: cl_uint) -> ClResult<Info> {
+    let d = p.context.platform.device(device)?;
+    // CL_INVALID_DEVICE if device is not in the list of devices associated with program.
+    if !p.devices.contains(&d.kind) {
+        return Err(CL_INVALID_DEVICE);
+    }
+    let st = p.state.lock().unwrap_or_else(|e| e.into_inner());
+    let bytes = match param {
+        CL_PROGRAM_BUILD_STATUS => {
+            drop(st);
+            info_val(p.status(d.kind))
         }
-        let st = p.state.lock().unwrap_or_else(|e| e.into_inner());
-        let bytes = match param {
-            CL_PROGRAM_BUILD_STATUS => {
-                drop(st);
-                info_val(p.status(d.kind))
-            }
-            CL_PROGRAM_BUILD_OPTIONS => info_str(&st.options),
-            CL_PROGRAM_BUILD_LOG => {
-                let reals = p.context.platform.reals(d.kind);
-                let logs: Vec<String> = reals
-                    .iter()
-                    .filter_map(|&i| st.builds.get(i).and_then(|b| b.as_ref()).map(|b| b.log.trim_end().to_owned()))
-                    .filter(|l| !l.is_empty())
-                    .collect();
-                info_str(&logs.join("\n"))
-            }
-            // NONE (0) until a build, compile or link, or an executable's binary, sets it.
-            CL_PROGRAM_BINARY_TYPE => info_val(st.binary_type),
-            // CL_PROGRAM_BUILD_GLOBAL_VARIABLE_TOTAL_SIZE: 0, Weft's devices report no
-            // program-scope global variables (CL_DEVICE_MAX_GLOBAL_VARIABLE_SIZE 0).
-            0x1185 => info_val(0usize),
-            _ => return Err(CL_INVALID_VALUE),
-        };
-        // SAFETY: the caller's contract.
-        unsafe { write_info(&bytes, size, value, size_ret) }
-    })
+        CL_PROGRAM_BUILD_OPTIONS => info_str(&st.options),
+        CL_PROGRAM_BUILD_LOG => {
+            let reals = p.context.platform.reals(d.kind);
+            let logs: Vec<String> = reals
+                .iter()
+                .filter_map(|&i| st.builds.get(i).and_then(|b| b.as_ref()).map(|b| b.log.trim_end().to_owned()))
+                .filter(|l| !l.is_empty())
+                .collect();
+            info_str(&logs.join("\n"))
+        }
+        // NONE (0) until a build, compile or link, or an executable's binary, sets it.
+        CL_PROGRAM_BINARY_TYPE => info_val(st.binary_type),
+        // CL_PROGRAM_BUILD_GLOBAL_VARIABLE_TOTAL_SIZE: 0, Weft's devices report no
+        // program-scope global variables (CL_DEVICE_MAX_GLOBAL_VARIABLE_SIZE 0).
+        0x1185 => info_val(0usize),
+        _ => return Err(CL_INVALID_VALUE),
+    };
+    Ok(Info(bytes))
 }
 
 #[cfg(test)]

@@ -15,7 +15,7 @@ use super::event::{Event, EventState, add_after_events, code_of, hand_out, new_e
 use super::icd::{self, Obj, new_obj, publish};
 use super::memory::Mem;
 use super::platform::DeviceKind;
-use super::{ClResult, info_ptr, info_val, is_true, ret_code, ret_obj, ret_ptr, slice, write_info};
+use super::{ClResult, Info, cl_entrypoint, entry::retain_release, info_ptr, info_val, is_true, slice};
 use std::ffi::c_void;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
@@ -210,108 +210,93 @@ fn create_queue(context: Handle, device: Handle, properties: cl_bitfield, proper
     Ok(publish(&q))
 }
 
-/// # Safety
-/// `errcode_ret` null or writable.
-pub unsafe extern "C" fn clCreateCommandQueue(
-    context: Handle,
-    device: Handle,
-    properties: cl_bitfield,
-    errcode_ret: *mut cl_int,
-) -> Handle {
-    // SAFETY: the caller's contract.
-    unsafe { ret_obj(errcode_ret, || create_queue(context, device, properties, None)) }
+#[cl_entrypoint(clCreateCommandQueue)]
+fn create_command_queue(context: Handle, device: Handle, properties: cl_bitfield) -> ClResult<Handle> {
+    create_queue(context, device, properties, None)
 }
 
 /// # Safety
 /// `properties` null or a 0-terminated list; `errcode_ret` null or writable.
-pub unsafe extern "C" fn clCreateCommandQueueWithProperties(
-    context: Handle,
-    device: Handle,
-    properties: *const u64,
-    errcode_ret: *mut cl_int,
-) -> Handle {
-    // SAFETY: the caller's contract.
-    unsafe {
-        ret_obj(errcode_ret, || {
-            let mut props = 0;
-            let mut i = 0;
-            while !properties.is_null() {
-                // SAFETY: the caller's contract (0-terminated pairs).
-                let key = properties.add(i).read_unaligned();
-                if key == 0 {
-                    break;
-                }
-                let value = properties.add(i + 1).read_unaligned();
-                match key as cl_uint {
-                    CL_QUEUE_PROPERTIES => props = value,
-                    _ => return Err(CL_INVALID_VALUE),
-                }
-                i += 2;
-                if i > 16 {
-                    return Err(CL_INVALID_VALUE);
-                }
-            }
-            let array = (!properties.is_null()).then(|| (0..=i).map(|j| properties.add(j).read_unaligned()).collect());
-            create_queue(context, device, props, array)
-        })
-    }
-}
-
-pub extern "C" fn clRetainCommandQueue(q: Handle) -> cl_int {
-    ret_code(|| icd::retain::<Queue>(q))
-}
-
-pub extern "C" fn clReleaseCommandQueue(q: Handle) -> cl_int {
-    ret_code(|| {
-        // The release performs an implicit flush; Weft's commands are already submitted.
-        icd::release::<Queue>(q).map(drop)
-    })
-}
-
-/// # Safety
-/// `value` null or writable for `size` bytes; `size_ret` null or writable.
-pub unsafe extern "C" fn clGetCommandQueueInfo(q: Handle, param: cl_uint, size: usize, value: *mut c_void, size_ret: *mut usize) -> cl_int {
-    ret_code(|| {
-        let qq = icd::get::<Queue>(q)?;
-        let bytes = match param {
-            CL_QUEUE_CONTEXT => info_ptr(icd::handle_of(&qq.context)),
-            CL_QUEUE_DEVICE => info_ptr(qq.context.platform.handle(qq.device)),
-            CL_QUEUE_REFERENCE_COUNT => info_val(icd::refcount::<Queue>(q)),
-            CL_QUEUE_PROPERTIES => info_val(qq.properties),
-            // CL_QUEUE_PROPERTIES_ARRAY: as given, or nothing.
-            0x1098 => qq.properties_array.as_ref().map_or_else(Vec::new, |p| p.iter().flat_map(|v| v.to_ne_bytes()).collect()),
-            // CL_QUEUE_SIZE is a device queue's: "CL_INVALID_COMMAND_QUEUE if command_queue is
-            // not a valid command-queue for param_name" (Weft has no device queues).
-            CL_QUEUE_SIZE => return Err(CL_INVALID_COMMAND_QUEUE),
-            // CL_QUEUE_DEVICE_DEFAULT: the device's default device queue; none.
-            0x1095 => info_ptr(std::ptr::null()),
+#[cl_entrypoint(clCreateCommandQueueWithProperties)]
+unsafe fn create_command_queue_with_properties(context: Handle, device: Handle, properties: *const u64) -> ClResult<Handle> {
+    let mut props = 0;
+    let mut i = 0;
+    while !properties.is_null() {
+        // SAFETY: the caller's contract (0-terminated pairs).
+        let key = unsafe { properties.add(i).read_unaligned() };
+        if key == 0 {
+            break;
+        }
+        // SAFETY: as above: a key other than 0 has its value.
+        let value = unsafe { properties.add(i + 1).read_unaligned() };
+        match key as cl_uint {
+            CL_QUEUE_PROPERTIES => props = value,
             _ => return Err(CL_INVALID_VALUE),
-        };
+        }
+        i += 2;
+        if i > 16 {
+            return Err(CL_INVALID_VALUE);
+        }
+    }
+    // SAFETY: the list was read up to its terminator at `i` above.
+    let array = (!properties.is_null()).then(|| (0..=i).map(|j| unsafe { properties.add(j).read_unaligned() }).collect());
+    create_queue(context, device, props, array)
+}
+
+// A release performs an implicit flush; Weft's commands are already submitted.
+retain_release!(Queue, clRetainCommandQueue => retain_command_queue, clReleaseCommandQueue => release_command_queue);
+
+#[cl_entrypoint(clGetCommandQueueInfo)]
+fn get_command_queue_info(qq: Arc<Obj<Queue>>, param: cl_uint) -> ClResult<Info> {
+    let bytes = match param {
+        CL_QUEUE_CONTEXT => info_ptr(icd::handle_of(&qq.context)),
+        CL_QUEUE_DEVICE => info_ptr(qq.context.platform.handle(qq.device)),
+        CL_QUEUE_REFERENCE_COUNT => info_val(icd::refcount_of(&qq)),
+        CL_QUEUE_PROPERTIES => info_val(qq.properties),
+        // CL_QUEUE_PROPERTIES_ARRAY: as given, or nothing.
+        0x1098 => qq.properties_array.as_ref().map_or_else(Vec::new, |p| p.iter().flat_map(|v| v.to_ne_bytes()).collect()),
+        // CL_QUEUE_SIZE is a device queue's: "CL_INVALID_COMMAND_QUEUE if command_queue is
+        // not a valid command-queue for param_name" (Weft has no device queues).
+        CL_QUEUE_SIZE => return Err(CL_INVALID_COMMAND_QUEUE),
+        // CL_QUEUE_DEVICE_DEFAULT: the device's default device queue; none.
+        0x1095 => info_ptr(std::ptr::null()),
+        _ => return Err(CL_INVALID_VALUE),
+    };
+    Ok(Info(bytes))
+}
+
+#[cl_entrypoint(clFlush)]
+fn flush(q: Handle) -> ClResult<()> {
+    icd::get::<Queue>(q).map(drop)
+}
+
+#[cl_entrypoint(clFinish)]
+fn finish_queue(q: Handle) -> ClResult<()> {
+    finish(&**icd::get::<Queue>(q)?)
+}
+
+/// An enqueue's queue, wait list and event pointer: what `#[cl_entrypoint]` makes of a
+/// `Cmd` parameter (the C `command_queue` and the last three, `num_events_in_wait_list`,
+/// `event_wait_list`, `event`): the common prologue of an enqueue.
+pub struct Cmd {
+    pub q: Arc<Obj<Queue>>,
+    pub waits: Vec<Arc<Obj<Event>>>,
+    /// Null or writable for one handle (the contract of [`Cmd::from_c`]).
+    pub event: *mut Handle,
+}
+
+impl Cmd {
+    /// The queue, then the wait list: the kind's `CL_INVALID_*` code for the first that fails.
+    ///
+    /// # Safety
+    /// `list` null or readable for `n` handles; `event` null or writable for one handle until
+    /// the command is handed out.
+    pub unsafe fn from_c(q: Handle, n: cl_uint, list: *const Handle, event: *mut Handle) -> ClResult<Cmd> {
+        let q = icd::get::<Queue>(q)?;
         // SAFETY: the caller's contract.
-        unsafe { write_info(&bytes, size, value, size_ret) }
-    })
-}
-
-pub extern "C" fn clFlush(q: Handle) -> cl_int {
-    ret_code(|| icd::get::<Queue>(q).map(drop))
-}
-
-pub extern "C" fn clFinish(q: Handle) -> cl_int {
-    ret_code(|| finish(&**icd::get::<Queue>(q)?))
-}
-
-/// A command's queue and wait list.
-pub(super) type Prologue = (Arc<Obj<Queue>>, Vec<Arc<Obj<Event>>>);
-
-/// The common prologue of an enqueue: queue, wait list.
-///
-/// # Safety
-/// `list` null or readable for `n` handles.
-pub(super) unsafe fn prologue(q: Handle, n: cl_uint, list: *const Handle) -> ClResult<Prologue> {
-    let qq = icd::get::<Queue>(q)?;
-    // SAFETY: forwarded contract.
-    let waits = unsafe { wait_list(n, list, Some(&qq.context)) }?;
-    Ok((qq, waits))
+        let waits = unsafe { wait_list(n, list, Some(&q.context)) }?;
+        Ok(Cmd { q, waits, event })
+    }
 }
 
 /// A buffer argument of a command on `q`: live, and of `q`'s context.
@@ -393,192 +378,158 @@ pub(super) unsafe fn finish_command(
 
 /// # Safety
 /// OpenCL's contract for clEnqueueReadBuffer.
-pub unsafe extern "C" fn clEnqueueReadBuffer(
-    q: Handle,
-    buffer: Handle,
-    blocking: cl_bool,
-    offset: usize,
-    size: usize,
-    ptr: *mut c_void,
-    n: cl_uint,
-    list: *const Handle,
-    event: *mut Handle,
-) -> cl_int {
-    ret_code(|| {
-        // SAFETY: the caller's contract.
-        let (qq, waits) = unsafe { prologue(q, n, list) }?;
-        let m = buffer_of(&qq, buffer)?;
-        super::memory::host_access(&m, true, false)?;
-        check_range(offset, size, m.size)?;
-        if ptr.is_null() || size == 0 {
-            return Err(CL_INVALID_VALUE);
+#[cl_entrypoint(clEnqueueReadBuffer)]
+unsafe fn enqueue_read_buffer(cmd: Cmd, buffer: Handle, blocking: cl_bool, offset: usize, size: usize, ptr: *mut c_void) -> ClResult<()> {
+    let Cmd { q: qq, waits, event } = cmd;
+    let m = buffer_of(&qq, buffer)?;
+    super::memory::host_access(&m, true, false)?;
+    check_range(offset, size, m.size)?;
+    if ptr.is_null() || size == 0 {
+        return Err(CL_INVALID_VALUE);
+    }
+    let state = EventState::new_queued();
+    let dst = ptr as usize;
+    let offset = offset + m.offset;
+    // Data valid only on a device is read from there straight into `ptr` (one copy, not
+    // two through the buffer's home).
+    let b = match device_holding(&qq, &m) {
+        Some(w) => {
+            let st = state.clone();
+            let c = Codelet::builder("clEnqueueReadBuffer")
+                .opencl_impl(OpenClImpl::custom(move |l| {
+                    st.started();
+                    let (from, to) = (Endpoint::Device(l.buffers[0], offset), Endpoint::Host(dst as *mut u8));
+                    // On the kernel queue, not the transfer queue: core may launch this read as
+                    // soon as the queue's previous kernel is launched on this device (not
+                    // complete), and only the kernel queue orders it after that kernel.
+                    // SAFETY: the replica is valid and pinned until the completion fires and holds
+                    // `offset + size` bytes; the application's `ptr` is writable for `size` bytes
+                    // until the command completes.
+                    unsafe { l.device.copy_after_kernels(from, to, VRect::linear(size)) }.map_err(|e| e.to_string())
+                }))
+                .build();
+            TaskBuilder::new(&c).access(m.handle(), AccessMode::R).on_worker(w)
         }
-        let state = EventState::new_queued();
-        let dst = ptr as usize;
-        let offset = offset + m.offset;
-        // Data valid only on a device is read from there straight into `ptr` (one copy, not
-        // two through the buffer's home).
-        let b = match device_holding(&qq, &m) {
-            Some(w) => {
-                let st = state.clone();
-                let c = Codelet::builder("clEnqueueReadBuffer")
-                    .opencl_impl(OpenClImpl::custom(move |l| {
-                        st.started();
-                        let (from, to) = (Endpoint::Device(l.buffers[0], offset), Endpoint::Host(dst as *mut u8));
-                        // On the kernel queue, not the transfer queue: core may launch this read as
-                        // soon as the queue's previous kernel is launched on this device (not
-                        // complete), and only the kernel queue orders it after that kernel.
-                        // SAFETY: the replica is valid and pinned until the completion fires and holds
-                        // `offset + size` bytes; the application's `ptr` is writable for `size` bytes
-                        // until the command completes.
-                        unsafe { l.device.copy_after_kernels(from, to, VRect::linear(size)) }.map_err(|e| e.to_string())
-                    }))
-                    .build();
-                TaskBuilder::new(&c).access(m.handle(), AccessMode::R).on_worker(w)
-            }
-            None => {
-                let c = host_codelet("clEnqueueReadBuffer", &state, move |a| {
-                    // SAFETY: the buffer's host replica holds `offset + size` bytes; the application's
-                    // `ptr` is writable for `size` bytes until the command completes.
-                    unsafe { weft_vendors::copy_host((a[0] + offset) as *const u8, dst as *mut u8, size) }
-                });
-                TaskBuilder::new(&c).access(m.handle(), AccessMode::R)
-            }
-        };
-        // SAFETY: the caller's contract.
-        unsafe { finish_command(&qq, &waits, CL_COMMAND_READ_BUFFER, state, b, is_true(blocking), event) }
-    })
+        None => {
+            let c = host_codelet("clEnqueueReadBuffer", &state, move |a| {
+                // SAFETY: the buffer's host replica holds `offset + size` bytes; the application's
+                // `ptr` is writable for `size` bytes until the command completes.
+                unsafe { weft_vendors::copy_host((a[0] + offset) as *const u8, dst as *mut u8, size) }
+            });
+            TaskBuilder::new(&c).access(m.handle(), AccessMode::R)
+        }
+    };
+    // SAFETY: the caller's contract.
+    unsafe { finish_command(&qq, &waits, CL_COMMAND_READ_BUFFER, state, b, is_true(blocking), event) }
 }
 
 /// # Safety
 /// OpenCL's contract for clEnqueueWriteBuffer.
-pub unsafe extern "C" fn clEnqueueWriteBuffer(
-    q: Handle,
+#[cl_entrypoint(clEnqueueWriteBuffer)]
+unsafe fn enqueue_write_buffer(
+    cmd: Cmd,
     buffer: Handle,
     blocking: cl_bool,
     offset: usize,
     size: usize,
     ptr: *const c_void,
-    n: cl_uint,
-    list: *const Handle,
-    event: *mut Handle,
-) -> cl_int {
-    ret_code(|| {
-        // SAFETY: the caller's contract.
-        let (qq, waits) = unsafe { prologue(q, n, list) }?;
-        let m = buffer_of(&qq, buffer)?;
-        super::memory::host_access(&m, false, true)?;
-        check_range(offset, size, m.size)?;
-        if ptr.is_null() || size == 0 {
-            return Err(CL_INVALID_VALUE);
-        }
-        let state = EventState::new_queued();
-        let src = ptr as usize;
-        let mode = if m.whole(offset, size) { AccessMode::W } else { AccessMode::RW };
-        let offset = offset + m.offset;
-        let c = host_codelet("clEnqueueWriteBuffer", &state, move |a| {
-            // SAFETY: as in clEnqueueReadBuffer, the other way.
-            unsafe { weft_vendors::copy_host(src as *const u8, (a[0] + offset) as *mut u8, size) }
-        });
-        let b = TaskBuilder::new(&c).access(m.handle(), mode);
-        // SAFETY: the caller's contract.
-        unsafe { finish_command(&qq, &waits, CL_COMMAND_WRITE_BUFFER, state, b, is_true(blocking), event) }
-    })
+) -> ClResult<()> {
+    let Cmd { q: qq, waits, event } = cmd;
+    let m = buffer_of(&qq, buffer)?;
+    super::memory::host_access(&m, false, true)?;
+    check_range(offset, size, m.size)?;
+    if ptr.is_null() || size == 0 {
+        return Err(CL_INVALID_VALUE);
+    }
+    let state = EventState::new_queued();
+    let src = ptr as usize;
+    let mode = if m.whole(offset, size) { AccessMode::W } else { AccessMode::RW };
+    let offset = offset + m.offset;
+    let c = host_codelet("clEnqueueWriteBuffer", &state, move |a| {
+        // SAFETY: as in clEnqueueReadBuffer, the other way.
+        unsafe { weft_vendors::copy_host(src as *const u8, (a[0] + offset) as *mut u8, size) }
+    });
+    let b = TaskBuilder::new(&c).access(m.handle(), mode);
+    // SAFETY: the caller's contract.
+    unsafe { finish_command(&qq, &waits, CL_COMMAND_WRITE_BUFFER, state, b, is_true(blocking), event) }
 }
 
 /// # Safety
 /// OpenCL's contract for clEnqueueCopyBuffer.
-pub unsafe extern "C" fn clEnqueueCopyBuffer(
-    q: Handle,
-    src: Handle,
-    dst: Handle,
-    src_offset: usize,
-    dst_offset: usize,
-    size: usize,
-    n: cl_uint,
-    list: *const Handle,
-    event: *mut Handle,
-) -> cl_int {
-    ret_code(|| {
-        // SAFETY: the caller's contract.
-        let (qq, waits) = unsafe { prologue(q, n, list) }?;
-        let s = buffer_of(&qq, src)?;
-        let d = buffer_of(&qq, dst)?;
-        check_range(src_offset, size, s.size)?;
-        check_range(dst_offset, size, d.size)?;
-        if size == 0 {
-            return Err(CL_INVALID_VALUE);
-        }
-        let same = Arc::ptr_eq(&super::memory::root(&s), &super::memory::root(&d));
-        let dst_whole = d.whole(dst_offset, size);
-        let (src_offset, dst_offset) = (src_offset + s.offset, dst_offset + d.offset);
-        // CL_MEM_COPY_OVERLAP if src_buffer and dst_buffer are the same buffer or sub-buffer
-        // object and the source and destination regions overlap.
-        if same && src_offset < dst_offset + size && dst_offset < src_offset + size {
-            return Err(CL_MEM_COPY_OVERLAP);
-        }
-        let state = EventState::new_queued();
-        let c = host_codelet("clEnqueueCopyBuffer", &state, move |a| {
-            let (from, to) = if same { (a[0], a[0]) } else { (a[0], a[1]) };
-            // SAFETY: both ranges lie within their buffers' host replicas (checked above) and do
-            // not overlap when in one buffer.
-            unsafe { std::ptr::copy((from + src_offset) as *const u8, (to + dst_offset) as *mut u8, size) }
-        });
-        let b = if same {
-            TaskBuilder::new(&c).access(s.handle(), AccessMode::RW)
-        } else {
-            let mode = if dst_whole { AccessMode::W } else { AccessMode::RW };
-            TaskBuilder::new(&c).access(s.handle(), AccessMode::R).access(d.handle(), mode)
-        };
-        // SAFETY: the caller's contract.
-        unsafe { finish_command(&qq, &waits, CL_COMMAND_COPY_BUFFER, state, b, false, event) }
-    })
+#[cl_entrypoint(clEnqueueCopyBuffer)]
+unsafe fn enqueue_copy_buffer(cmd: Cmd, src: Handle, dst: Handle, src_offset: usize, dst_offset: usize, size: usize) -> ClResult<()> {
+    let Cmd { q: qq, waits, event } = cmd;
+    let s = buffer_of(&qq, src)?;
+    let d = buffer_of(&qq, dst)?;
+    check_range(src_offset, size, s.size)?;
+    check_range(dst_offset, size, d.size)?;
+    if size == 0 {
+        return Err(CL_INVALID_VALUE);
+    }
+    let same = Arc::ptr_eq(&super::memory::root(&s), &super::memory::root(&d));
+    let dst_whole = d.whole(dst_offset, size);
+    let (src_offset, dst_offset) = (src_offset + s.offset, dst_offset + d.offset);
+    // CL_MEM_COPY_OVERLAP if src_buffer and dst_buffer are the same buffer or sub-buffer
+    // object and the source and destination regions overlap.
+    if same && src_offset < dst_offset + size && dst_offset < src_offset + size {
+        return Err(CL_MEM_COPY_OVERLAP);
+    }
+    let state = EventState::new_queued();
+    let c = host_codelet("clEnqueueCopyBuffer", &state, move |a| {
+        let (from, to) = if same { (a[0], a[0]) } else { (a[0], a[1]) };
+        // SAFETY: both ranges lie within their buffers' host replicas (checked above) and do
+        // not overlap when in one buffer.
+        unsafe { std::ptr::copy((from + src_offset) as *const u8, (to + dst_offset) as *mut u8, size) }
+    });
+    let b = if same {
+        TaskBuilder::new(&c).access(s.handle(), AccessMode::RW)
+    } else {
+        let mode = if dst_whole { AccessMode::W } else { AccessMode::RW };
+        TaskBuilder::new(&c).access(s.handle(), AccessMode::R).access(d.handle(), mode)
+    };
+    // SAFETY: the caller's contract.
+    unsafe { finish_command(&qq, &waits, CL_COMMAND_COPY_BUFFER, state, b, false, event) }
 }
 
 /// # Safety
 /// OpenCL's contract for clEnqueueFillBuffer.
-pub unsafe extern "C" fn clEnqueueFillBuffer(
-    q: Handle,
+#[cl_entrypoint(clEnqueueFillBuffer)]
+unsafe fn enqueue_fill_buffer(
+    cmd: Cmd,
     buffer: Handle,
     pattern: *const c_void,
     pattern_size: usize,
     offset: usize,
     size: usize,
-    n: cl_uint,
-    list: *const Handle,
-    event: *mut Handle,
-) -> cl_int {
-    ret_code(|| {
-        // SAFETY: the caller's contract.
-        let (qq, waits) = unsafe { prologue(q, n, list) }?;
-        let m = buffer_of(&qq, buffer)?;
-        // CL_INVALID_VALUE if pattern is NULL or if pattern_size is 0 or if pattern_size is not
-        // one of { 1, 2, 4, 8, 16, 32, 64, 128 }; if offset and size are not a multiple of pattern_size.
-        if pattern.is_null()
-            || !pattern_size.is_power_of_two()
-            || pattern_size > 128
-            || !offset.is_multiple_of(pattern_size)
-            || !size.is_multiple_of(pattern_size)
-        {
-            return Err(CL_INVALID_VALUE);
+) -> ClResult<()> {
+    let Cmd { q: qq, waits, event } = cmd;
+    let m = buffer_of(&qq, buffer)?;
+    // CL_INVALID_VALUE if pattern is NULL or if pattern_size is 0 or if pattern_size is not
+    // one of { 1, 2, 4, 8, 16, 32, 64, 128 }; if offset and size are not a multiple of pattern_size.
+    if pattern.is_null()
+        || !pattern_size.is_power_of_two()
+        || pattern_size > 128
+        || !offset.is_multiple_of(pattern_size)
+        || !size.is_multiple_of(pattern_size)
+    {
+        return Err(CL_INVALID_VALUE);
+    }
+    check_range(offset, size, m.size)?;
+    // SAFETY: the caller's contract: `pattern` is readable for `pattern_size` bytes.
+    let pat = unsafe { slice(pattern.cast::<u8>(), pattern_size) }?.to_vec();
+    let mode = if m.whole(offset, size) { AccessMode::W } else { AccessMode::RW };
+    let offset = offset + m.offset;
+    let state = EventState::new_queued();
+    let c = host_codelet("clEnqueueFillBuffer", &state, move |a| {
+        // SAFETY: the range lies within the buffer's host replica (checked above).
+        let dst = unsafe { std::slice::from_raw_parts_mut((a[0] + offset) as *mut u8, size) };
+        for chunk in dst.chunks_exact_mut(pat.len()) {
+            chunk.copy_from_slice(&pat);
         }
-        check_range(offset, size, m.size)?;
-        // SAFETY: the caller's contract: `pattern` is readable for `pattern_size` bytes.
-        let pat = unsafe { slice(pattern.cast::<u8>(), pattern_size) }?.to_vec();
-        let mode = if m.whole(offset, size) { AccessMode::W } else { AccessMode::RW };
-        let offset = offset + m.offset;
-        let state = EventState::new_queued();
-        let c = host_codelet("clEnqueueFillBuffer", &state, move |a| {
-            // SAFETY: the range lies within the buffer's host replica (checked above).
-            let dst = unsafe { std::slice::from_raw_parts_mut((a[0] + offset) as *mut u8, size) };
-            for chunk in dst.chunks_exact_mut(pat.len()) {
-                chunk.copy_from_slice(&pat);
-            }
-        });
-        let b = TaskBuilder::new(&c).access(m.handle(), mode);
-        // SAFETY: the caller's contract.
-        unsafe { finish_command(&qq, &waits, CL_COMMAND_FILL_BUFFER, state, b, false, event) }
-    })
+    });
+    let b = TaskBuilder::new(&c).access(m.handle(), mode);
+    // SAFETY: the caller's contract.
+    unsafe { finish_command(&qq, &waits, CL_COMMAND_FILL_BUFFER, state, b, false, event) }
 }
 
 /// A rectangle of a rect command, in bytes.
@@ -656,27 +607,18 @@ pub(super) unsafe fn copy_rect(src: usize, s: Rect, dst: usize, d: Rect, region:
 ///
 /// # Safety
 /// OpenCL's contract for clEnqueue{Read,Write}BufferRect.
-#[allow(clippy::too_many_arguments)]
 unsafe fn host_rect(
-    q: Handle,
+    cmd: Cmd,
     buffer: Handle,
     blocking: cl_bool,
-    buffer_origin: *const usize,
-    host_origin: *const usize,
-    region_: *const usize,
-    buffer_row: usize,
-    buffer_slice: usize,
-    host_row: usize,
-    host_slice: usize,
+    [buffer_origin, host_origin, region_]: [*const usize; 3],
+    [buffer_row, buffer_slice, host_row, host_slice]: [usize; 4],
     ptr: usize,
     write: bool,
-    n: cl_uint,
-    list: *const Handle,
-    event: *mut Handle,
 ) -> ClResult<()> {
     // SAFETY: the caller's contract (all pointer arguments).
     unsafe {
-        let (qq, waits) = prologue(q, n, list)?;
+        let Cmd { q: qq, waits, event } = cmd;
         let m = buffer_of(&qq, buffer)?;
         super::memory::host_access(&m, !write, write)?;
         if ptr == 0 {
@@ -703,94 +645,43 @@ unsafe fn host_rect(
     }
 }
 
-/// # Safety
-/// OpenCL's contract for clEnqueueReadBufferRect.
-pub unsafe extern "C" fn clEnqueueReadBufferRect(
-    q: Handle,
-    buffer: Handle,
-    blocking: cl_bool,
-    buffer_origin: *const usize,
-    host_origin: *const usize,
-    region_: *const usize,
-    buffer_row: usize,
-    buffer_slice: usize,
-    host_row: usize,
-    host_slice: usize,
-    ptr: *mut c_void,
-    n: cl_uint,
-    list: *const Handle,
-    event: *mut Handle,
-) -> cl_int {
-    ret_code(|| {
-        // SAFETY: forwarded contract.
-        unsafe {
-            host_rect(
-                q,
-                buffer,
-                blocking,
-                buffer_origin,
-                host_origin,
-                region_,
-                buffer_row,
-                buffer_slice,
-                host_row,
-                host_slice,
-                ptr as usize,
-                false,
-                n,
-                list,
-                event,
-            )
+/// clEnqueueReadBufferRect and clEnqueueWriteBufferRect: one signature, `ptr` written or read.
+macro_rules! read_write_rect {
+    ($($cl:ident => $f:ident($ptr:ty, $write:expr);)*) => {$(
+        /// # Safety
+        #[doc = concat!("OpenCL's contract for ", stringify!($cl), ".")]
+        #[cl_entrypoint($cl)]
+        unsafe fn $f(
+            cmd: Cmd,
+            buffer: Handle,
+            blocking: cl_bool,
+            buffer_origin: *const usize,
+            host_origin: *const usize,
+            region_: *const usize,
+            buffer_row: usize,
+            buffer_slice: usize,
+            host_row: usize,
+            host_slice: usize,
+            ptr: $ptr,
+        ) -> ClResult<()> {
+            let origins = [buffer_origin, host_origin, region_];
+            let pitches = [buffer_row, buffer_slice, host_row, host_slice];
+            // SAFETY: forwarded contract.
+            unsafe { host_rect(cmd, buffer, blocking, origins, pitches, ptr as usize, $write) }
         }
-    })
+    )*};
 }
 
-/// # Safety
-/// OpenCL's contract for clEnqueueWriteBufferRect.
-pub unsafe extern "C" fn clEnqueueWriteBufferRect(
-    q: Handle,
-    buffer: Handle,
-    blocking: cl_bool,
-    buffer_origin: *const usize,
-    host_origin: *const usize,
-    region_: *const usize,
-    buffer_row: usize,
-    buffer_slice: usize,
-    host_row: usize,
-    host_slice: usize,
-    ptr: *const c_void,
-    n: cl_uint,
-    list: *const Handle,
-    event: *mut Handle,
-) -> cl_int {
-    ret_code(|| {
-        // SAFETY: forwarded contract.
-        unsafe {
-            host_rect(
-                q,
-                buffer,
-                blocking,
-                buffer_origin,
-                host_origin,
-                region_,
-                buffer_row,
-                buffer_slice,
-                host_row,
-                host_slice,
-                ptr as usize,
-                true,
-                n,
-                list,
-                event,
-            )
-        }
-    })
+read_write_rect! {
+    clEnqueueReadBufferRect => enqueue_read_buffer_rect(*mut c_void, false);
+    clEnqueueWriteBufferRect => enqueue_write_buffer_rect(*const c_void, true);
 }
 
 /// # Safety
 /// OpenCL's contract for clEnqueueCopyBufferRect.
-pub unsafe extern "C" fn clEnqueueCopyBufferRect(
-    q: Handle,
+#[cl_entrypoint(clEnqueueCopyBufferRect)]
+unsafe fn enqueue_copy_buffer_rect(
+    cmd: Cmd,
     src: Handle,
     dst: Handle,
     src_origin: *const usize,
@@ -800,127 +691,106 @@ pub unsafe extern "C" fn clEnqueueCopyBufferRect(
     src_slice: usize,
     dst_row: usize,
     dst_slice: usize,
-    n: cl_uint,
-    list: *const Handle,
-    event: *mut Handle,
-) -> cl_int {
-    ret_code(|| {
-        // SAFETY: the caller's contract (all pointer arguments).
-        unsafe {
-            let (qq, waits) = prologue(q, n, list)?;
-            let s = buffer_of(&qq, src)?;
-            let d = buffer_of(&qq, dst)?;
-            let reg = region(region_)?;
-            let sr = rect(src_origin, reg, src_row, src_slice)?;
-            let dr = rect(dst_origin, reg, dst_row, dst_slice)?;
-            let (Some(se), Some(de)) = (sr.end(reg), dr.end(reg)) else { return Err(CL_INVALID_VALUE) };
-            if se > s.size || de > d.size {
-                return Err(CL_INVALID_VALUE);
-            }
-            let same = Arc::ptr_eq(&super::memory::root(&s), &super::memory::root(&d));
-            let (ssub, dsub) = (s.offset, d.offset);
-            if same {
-                let (so, do_) = (sr.offset().unwrap_or(0) + ssub, dr.offset().unwrap_or(0) + dsub);
-                let (se, de) = (se + ssub, de + dsub);
-                // CL_MEM_COPY_OVERLAP (conservatively: the spans overlap).
-                if so < de && do_ < se {
-                    return Err(CL_MEM_COPY_OVERLAP);
-                }
-            }
-            let state = EventState::new_queued();
-            let c = host_codelet("clEnqueueCopyBufferRect", &state, move |a| {
-                let (from, to) = if same { (a[0], a[0]) } else { (a[0], a[1]) };
-                // SAFETY: both rectangles lie within their replicas (checked above).
-                copy_rect(from + ssub, sr, to + dsub, dr, reg)
-            });
-            let tb = if same {
-                TaskBuilder::new(&c).access(s.handle(), AccessMode::RW)
-            } else {
-                TaskBuilder::new(&c).access(s.handle(), AccessMode::R).access(d.handle(), AccessMode::RW)
-            };
-            finish_command(&qq, &waits, CL_COMMAND_COPY_BUFFER_RECT, state, tb, false, event)
+) -> ClResult<()> {
+    // SAFETY: the caller's contract (all pointer arguments).
+    unsafe {
+        let Cmd { q: qq, waits, event } = cmd;
+        let s = buffer_of(&qq, src)?;
+        let d = buffer_of(&qq, dst)?;
+        let reg = region(region_)?;
+        let sr = rect(src_origin, reg, src_row, src_slice)?;
+        let dr = rect(dst_origin, reg, dst_row, dst_slice)?;
+        let (Some(se), Some(de)) = (sr.end(reg), dr.end(reg)) else { return Err(CL_INVALID_VALUE) };
+        if se > s.size || de > d.size {
+            return Err(CL_INVALID_VALUE);
         }
-    })
+        let same = Arc::ptr_eq(&super::memory::root(&s), &super::memory::root(&d));
+        let (ssub, dsub) = (s.offset, d.offset);
+        if same {
+            let (so, do_) = (sr.offset().unwrap_or(0) + ssub, dr.offset().unwrap_or(0) + dsub);
+            let (se, de) = (se + ssub, de + dsub);
+            // CL_MEM_COPY_OVERLAP (conservatively: the spans overlap).
+            if so < de && do_ < se {
+                return Err(CL_MEM_COPY_OVERLAP);
+            }
+        }
+        let state = EventState::new_queued();
+        let c = host_codelet("clEnqueueCopyBufferRect", &state, move |a| {
+            let (from, to) = if same { (a[0], a[0]) } else { (a[0], a[1]) };
+            // SAFETY: both rectangles lie within their replicas (checked above).
+            copy_rect(from + ssub, sr, to + dsub, dr, reg)
+        });
+        let tb = if same {
+            TaskBuilder::new(&c).access(s.handle(), AccessMode::RW)
+        } else {
+            TaskBuilder::new(&c).access(s.handle(), AccessMode::R).access(d.handle(), AccessMode::RW)
+        };
+        finish_command(&qq, &waits, CL_COMMAND_COPY_BUFFER_RECT, state, tb, false, event)
+    }
 }
 
 /// # Safety
 /// OpenCL's contract for clEnqueueMapBuffer.
-pub unsafe extern "C" fn clEnqueueMapBuffer(
-    q: Handle,
+#[cl_entrypoint(clEnqueueMapBuffer)]
+unsafe fn enqueue_map_buffer(
+    cmd: Cmd,
     buffer: Handle,
     blocking: cl_bool,
     flags: cl_bitfield,
     offset: usize,
     size: usize,
-    n: cl_uint,
-    list: *const Handle,
-    event: *mut Handle,
-    errcode_ret: *mut cl_int,
-) -> *mut c_void {
-    // SAFETY: the caller's contract.
-    unsafe {
-        ret_ptr(errcode_ret, || {
-            let (qq, waits) = prologue(q, n, list)?;
-            let m = buffer_of(&qq, buffer)?;
-            super::memory::host_map(&m, flags)?;
-            check_range(offset, size, m.size)?;
-            // CL_INVALID_VALUE if [...] size is 0 or values specified in map_flags are not valid.
-            if size == 0
-                || flags & !(CL_MAP_READ | CL_MAP_WRITE | CL_MAP_WRITE_INVALIDATE_REGION) != 0
-                || (flags & CL_MAP_WRITE_INVALIDATE_REGION != 0 && flags & (CL_MAP_READ | CL_MAP_WRITE) != 0)
-            {
-                return Err(CL_INVALID_VALUE);
-            }
-            let state = EventState::new_queued();
-            let c = host_codelet("clEnqueueMapBuffer", &state, |_| {});
-            // The task brings the data home (valid for reading, owned for writing).
-            let mode = if flags & (CL_MAP_WRITE | CL_MAP_WRITE_INVALIDATE_REGION) != 0 { AccessMode::RW } else { AccessMode::R };
-            let tb = TaskBuilder::new(&c).access(m.handle(), mode);
-            let ptr = m.base + offset;
-            m.map_count.fetch_add(1, Ordering::Relaxed);
-            m.maps.lock().unwrap_or_else(|e| e.into_inner()).push((ptr, size));
-            finish_command(&qq, &waits, CL_COMMAND_MAP_BUFFER, state, tb, is_true(blocking), event)?;
-            Ok(ptr as *mut c_void)
-        })
+) -> ClResult<*mut c_void> {
+    // SAFETY: the caller's contract: `list` readable for `n` events.
+    let Cmd { q: qq, waits, event } = cmd;
+    let m = buffer_of(&qq, buffer)?;
+    super::memory::host_map(&m, flags)?;
+    check_range(offset, size, m.size)?;
+    // CL_INVALID_VALUE if [...] size is 0 or values specified in map_flags are not valid.
+    if size == 0
+        || flags & !(CL_MAP_READ | CL_MAP_WRITE | CL_MAP_WRITE_INVALIDATE_REGION) != 0
+        || (flags & CL_MAP_WRITE_INVALIDATE_REGION != 0 && flags & (CL_MAP_READ | CL_MAP_WRITE) != 0)
+    {
+        return Err(CL_INVALID_VALUE);
     }
+    let state = EventState::new_queued();
+    let c = host_codelet("clEnqueueMapBuffer", &state, |_| {});
+    // The task brings the data home (valid for reading, owned for writing).
+    let mode = if flags & (CL_MAP_WRITE | CL_MAP_WRITE_INVALIDATE_REGION) != 0 { AccessMode::RW } else { AccessMode::R };
+    let tb = TaskBuilder::new(&c).access(m.handle(), mode);
+    let ptr = m.base + offset;
+    m.map_count.fetch_add(1, Ordering::Relaxed);
+    m.maps.lock().unwrap_or_else(|e| e.into_inner()).push((ptr, size));
+    // SAFETY: the caller's contract: `event` null or writable.
+    unsafe { finish_command(&qq, &waits, CL_COMMAND_MAP_BUFFER, state, tb, is_true(blocking), event) }?;
+    Ok(ptr as *mut c_void)
 }
 
 /// # Safety
 /// OpenCL's contract for clEnqueueUnmapMemObject.
-pub unsafe extern "C" fn clEnqueueUnmapMemObject(
-    q: Handle,
-    memobj: Handle,
-    mapped: *mut c_void,
-    n: cl_uint,
-    list: *const Handle,
-    event: *mut Handle,
-) -> cl_int {
-    ret_code(|| {
-        // SAFETY: the caller's contract.
-        let (qq, waits) = unsafe { prologue(q, n, list) }?;
-        let m = mem_of(&qq, memobj)?;
-        {
-            let mut maps = m.maps.lock().unwrap_or_else(|e| e.into_inner());
-            // CL_INVALID_VALUE if mapped_ptr is not a valid pointer returned by clEnqueueMapBuffer
-            // [...] for memobj.
-            let i = maps.iter().position(|&(p, _)| p == mapped as usize).ok_or(CL_INVALID_VALUE)?;
-            maps.swap_remove(i);
-        }
-        m.map_count.fetch_sub(1, Ordering::Relaxed);
-        let state = EventState::new_queued();
-        let tb = TaskBuilder::empty();
-        // SAFETY: the caller's contract.
-        unsafe { finish_command(&qq, &waits, CL_COMMAND_UNMAP_MEM_OBJECT, state, tb, false, event) }
-    })
+#[cl_entrypoint(clEnqueueUnmapMemObject)]
+unsafe fn enqueue_unmap_mem_object(cmd: Cmd, memobj: Handle, mapped: *mut c_void) -> ClResult<()> {
+    let Cmd { q: qq, waits, event } = cmd;
+    let m = mem_of(&qq, memobj)?;
+    {
+        let mut maps = m.maps.lock().unwrap_or_else(|e| e.into_inner());
+        // CL_INVALID_VALUE if mapped_ptr is not a valid pointer returned by clEnqueueMapBuffer
+        // [...] for memobj.
+        let i = maps.iter().position(|&(p, _)| p == mapped as usize).ok_or(CL_INVALID_VALUE)?;
+        maps.swap_remove(i);
+    }
+    m.map_count.fetch_sub(1, Ordering::Relaxed);
+    let state = EventState::new_queued();
+    let tb = TaskBuilder::empty();
+    // SAFETY: the caller's contract.
+    unsafe { finish_command(&qq, &waits, CL_COMMAND_UNMAP_MEM_OBJECT, state, tb, false, event) }
 }
 
 /// Markers and barriers: an empty task after the wait list (or after everything before).
 ///
 /// # Safety
 /// `list` null or readable for `n` handles; `event` null or writable.
-unsafe fn sync_point(q: Handle, n: cl_uint, list: *const Handle, event: *mut Handle, command: cl_uint, barrier: bool) -> ClResult<()> {
-    // SAFETY: the caller's contract.
-    let (qq, waits) = unsafe { prologue(q, n, list) }?;
+unsafe fn sync_point(cmd: Cmd, command: cl_uint, barrier: bool) -> ClResult<()> {
+    let Cmd { q: qq, waits, event } = cmd;
     let all = waits.is_empty() || barrier;
     let e = submit(&qq, &waits, command, EventState::new_queued(), TaskBuilder::empty(), all)?;
     // SAFETY: the caller's contract.
@@ -930,54 +800,59 @@ unsafe fn sync_point(q: Handle, n: cl_uint, list: *const Handle, event: *mut Han
 
 /// # Safety
 /// `event` null or writable.
-pub unsafe extern "C" fn clEnqueueMarker(q: Handle, event: *mut Handle) -> cl_int {
+#[cl_entrypoint(clEnqueueMarker)]
+unsafe fn enqueue_marker(q: Handle, event: *mut Handle) -> ClResult<()> {
     // CL_INVALID_VALUE if event is a NULL value.
     if event.is_null() && icd::is::<Queue>(q) {
-        return CL_INVALID_VALUE;
+        return Err(CL_INVALID_VALUE);
     }
-    // SAFETY: the caller's contract.
-    ret_code(|| unsafe { sync_point(q, 0, std::ptr::null(), event, CL_COMMAND_MARKER, true) })
+    // SAFETY: the caller's contract: `event` null or writable.
+    unsafe { sync_point(Cmd::from_c(q, 0, std::ptr::null(), event)?, CL_COMMAND_MARKER, true) }
 }
 
 /// # Safety
 /// As clEnqueueMarkerWithWaitList.
-pub unsafe extern "C" fn clEnqueueMarkerWithWaitList(q: Handle, n: cl_uint, list: *const Handle, event: *mut Handle) -> cl_int {
+#[cl_entrypoint(clEnqueueMarkerWithWaitList)]
+unsafe fn enqueue_marker_with_wait_list(cmd: Cmd) -> ClResult<()> {
     // SAFETY: the caller's contract.
-    ret_code(|| unsafe { sync_point(q, n, list, event, CL_COMMAND_MARKER, false) })
+    unsafe { sync_point(cmd, CL_COMMAND_MARKER, false) }
 }
 
 /// # Safety
 /// As clEnqueueBarrierWithWaitList.
-pub unsafe extern "C" fn clEnqueueBarrierWithWaitList(q: Handle, n: cl_uint, list: *const Handle, event: *mut Handle) -> cl_int {
+#[cl_entrypoint(clEnqueueBarrierWithWaitList)]
+unsafe fn enqueue_barrier_with_wait_list(cmd: Cmd) -> ClResult<()> {
     // SAFETY: the caller's contract.
-    ret_code(|| unsafe { sync_point(q, n, list, event, CL_COMMAND_BARRIER, true) })
+    unsafe { sync_point(cmd, CL_COMMAND_BARRIER, true) }
 }
 
 /// # Safety
 /// `q` is any value (validated).
-pub unsafe extern "C" fn clEnqueueBarrier(q: Handle) -> cl_int {
-    // SAFETY: no pointer arguments but the handle, which is validated before use.
-    ret_code(|| unsafe { sync_point(q, 0, std::ptr::null(), std::ptr::null_mut(), CL_COMMAND_BARRIER, true) })
+#[cl_entrypoint(clEnqueueBarrier)]
+fn enqueue_barrier(q: Handle) -> ClResult<()> {
+    // SAFETY: no wait list and no event: nothing is read or written but the handle, which is
+    // validated before use.
+    unsafe { sync_point(Cmd::from_c(q, 0, std::ptr::null(), std::ptr::null_mut())?, CL_COMMAND_BARRIER, true) }
 }
 
 /// # Safety
 /// `list` readable for `n` handles.
-pub unsafe extern "C" fn clEnqueueWaitForEvents(q: Handle, n: cl_uint, list: *const Handle) -> cl_int {
-    ret_code(|| {
-        // CL_INVALID_VALUE if num_events is 0 or event_list is NULL.
-        if icd::is::<Queue>(q) && (n == 0 || list.is_null()) {
-            return Err(CL_INVALID_VALUE);
-        }
-        // SAFETY: the caller's contract.
-        unsafe { sync_point(q, n, list, std::ptr::null_mut(), CL_COMMAND_BARRIER, true) }
-    })
+#[cl_entrypoint(clEnqueueWaitForEvents)]
+unsafe fn enqueue_wait_for_events(q: Handle, n: cl_uint, list: *const Handle) -> ClResult<()> {
+    // CL_INVALID_VALUE if num_events is 0 or event_list is NULL.
+    if icd::is::<Queue>(q) && (n == 0 || list.is_null()) {
+        return Err(CL_INVALID_VALUE);
+    }
+    // SAFETY: the caller's contract: `list` readable for `n` handles; no event.
+    unsafe { sync_point(Cmd::from_c(q, n, list, std::ptr::null_mut())?, CL_COMMAND_BARRIER, true) }
 }
 
 /// Migration is a hint: a marker after the wait list, with the buffers validated.
 ///
 /// # Safety
 /// `mems` readable for `num` handles; `list`/`event` as for any enqueue.
-pub unsafe extern "C" fn clEnqueueMigrateMemObjects(
+#[cl_entrypoint(clEnqueueMigrateMemObjects)]
+unsafe fn enqueue_migrate_mem_objects(
     q: Handle,
     num: cl_uint,
     mems: *const Handle,
@@ -985,19 +860,17 @@ pub unsafe extern "C" fn clEnqueueMigrateMemObjects(
     n: cl_uint,
     list: *const Handle,
     event: *mut Handle,
-) -> cl_int {
-    ret_code(|| {
-        let qq = icd::get::<Queue>(q)?;
-        // CL_INVALID_VALUE if num_mem_objects is zero or if mem_objects is NULL [or] flags is not 0
-        // or any of the values described in the table.
-        if num == 0 || mems.is_null() || flags & !(CL_MIGRATE_MEM_OBJECT_HOST | CL_MIGRATE_MEM_OBJECT_CONTENT_UNDEFINED) != 0 {
-            return Err(CL_INVALID_VALUE);
-        }
-        // SAFETY: the caller's contract.
-        for &m in unsafe { slice(mems, num as usize) }? {
-            mem_of(&qq, m)?;
-        }
-        // SAFETY: the caller's contract.
-        unsafe { sync_point(q, n, list, event, CL_COMMAND_MIGRATE_MEM_OBJECTS, false) }
-    })
+) -> ClResult<()> {
+    let qq = icd::get::<Queue>(q)?;
+    // CL_INVALID_VALUE if num_mem_objects is zero or if mem_objects is NULL [or] flags is not 0
+    // or any of the values described in the table.
+    if num == 0 || mems.is_null() || flags & !(CL_MIGRATE_MEM_OBJECT_HOST | CL_MIGRATE_MEM_OBJECT_CONTENT_UNDEFINED) != 0 {
+        return Err(CL_INVALID_VALUE);
+    }
+    // SAFETY: the caller's contract.
+    for &m in unsafe { slice(mems, num as usize) }? {
+        mem_of(&qq, m)?;
+    }
+    // SAFETY: the caller's contract.
+    unsafe { sync_point(Cmd::from_c(q, n, list, event)?, CL_COMMAND_MIGRATE_MEM_OBJECTS, false) }
 }

@@ -8,8 +8,7 @@
 use super::cl::*;
 use super::context::Context;
 use super::icd::{self, Obj, new_obj, publish};
-use super::{ClResult, info_ptr, info_val, info_vals, is_true, ret_code, ret_obj, write_info};
-use std::ffi::c_void;
+use super::{ClResult, Info, cl_entrypoint, entry::retain_release, info_ptr, info_val, info_vals, is_true};
 use std::sync::{Arc, Mutex};
 use weft_vendors::opencl::result as vr;
 use weft_vendors::opencl::{OpenClDevice, Sampler as VendorSampler};
@@ -63,80 +62,59 @@ fn create(context: Handle, normalized: bool, addressing: cl_uint, filter: cl_uin
     Ok(publish(&s))
 }
 
-/// # Safety
-/// `errcode_ret` null or writable.
-pub unsafe extern "C" fn clCreateSampler(
-    context: Handle,
-    normalized: cl_bool,
-    addressing: cl_uint,
-    filter: cl_uint,
-    errcode_ret: *mut cl_int,
-) -> Handle {
-    // SAFETY: the caller's contract.
-    unsafe { ret_obj(errcode_ret, || create(context, is_true(normalized), addressing, filter, Vec::new())) }
+#[cl_entrypoint(clCreateSampler)]
+fn create_sampler(context: Handle, normalized: cl_bool, addressing: cl_uint, filter: cl_uint) -> ClResult<Handle> {
+    create(context, is_true(normalized), addressing, filter, Vec::new())
 }
 
 /// # Safety
 /// `properties` null or a 0-terminated list of (name, value) pairs; `errcode_ret` null or writable.
-pub unsafe extern "C" fn clCreateSamplerWithProperties(context: Handle, properties: *const u64, errcode_ret: *mut cl_int) -> Handle {
-    // SAFETY: the caller's contract.
-    unsafe {
-        ret_obj(errcode_ret, || {
-            let (mut normalized, mut addressing, mut filter) = (true, CL_ADDRESS_NONE + 2, CL_FILTER_NEAREST);
-            let mut list = Vec::new();
-            let mut seen = Vec::new();
-            let mut i = 0;
-            while !properties.is_null() {
-                let key = properties.add(i).read_unaligned();
-                if key == 0 {
-                    list.push(0);
-                    break;
-                }
-                let value = properties.add(i + 1).read_unaligned();
-                // CL_INVALID_VALUE if the same property name is specified more than once.
-                if seen.contains(&key) || i > 16 {
-                    return Err(CL_INVALID_VALUE);
-                }
-                seen.push(key);
-                match key as cl_uint {
-                    CL_SAMPLER_NORMALIZED_COORDS => normalized = value != 0,
-                    CL_SAMPLER_ADDRESSING_MODE => addressing = value as cl_uint,
-                    CL_SAMPLER_FILTER_MODE => filter = value as cl_uint,
-                    // CL_INVALID_VALUE if the property name in sampler_properties is not a
-                    // supported property name.
-                    _ => return Err(CL_INVALID_VALUE),
-                }
-                list.extend([key, value]);
-                i += 2;
-            }
-            create(context, normalized, addressing, filter, list)
-        })
-    }
-}
-
-pub extern "C" fn clRetainSampler(s: Handle) -> cl_int {
-    ret_code(|| icd::retain::<Sampler>(s))
-}
-
-pub extern "C" fn clReleaseSampler(s: Handle) -> cl_int {
-    ret_code(|| icd::release::<Sampler>(s).map(drop))
-}
-
-/// # Safety
-/// `value` null or writable for `size` bytes; `size_ret` null or writable.
-pub unsafe extern "C" fn clGetSamplerInfo(s: Handle, param: cl_uint, size: usize, value: *mut c_void, size_ret: *mut usize) -> cl_int {
-    ret_code(|| {
-        let sm = icd::get::<Sampler>(s)?;
-        let bytes = match param {
-            CL_SAMPLER_REFERENCE_COUNT => info_val(icd::refcount::<Sampler>(s)),
-            CL_SAMPLER_CONTEXT => info_ptr(icd::handle_of(&sm.context)),
-            CL_SAMPLER_NORMALIZED_COORDS => info_val(sm.normalized as cl_bool),
-            CL_SAMPLER_ADDRESSING_MODE => info_val(sm.addressing),
-            CL_SAMPLER_FILTER_MODE => info_val(sm.filter),
-            CL_SAMPLER_PROPERTIES => info_vals(&sm.properties),
+#[cl_entrypoint(clCreateSamplerWithProperties)]
+unsafe fn create_sampler_with_properties(context: Handle, properties: *const u64) -> ClResult<Handle> {
+    let (mut normalized, mut addressing, mut filter) = (true, CL_ADDRESS_NONE + 2, CL_FILTER_NEAREST);
+    let mut list = Vec::new();
+    let mut seen = Vec::new();
+    let mut i = 0;
+    while !properties.is_null() {
+        // SAFETY: the caller's contract (0-terminated pairs).
+        let key = unsafe { properties.add(i).read_unaligned() };
+        if key == 0 {
+            list.push(0);
+            break;
+        }
+        // SAFETY: as above: a key other than 0 has its value.
+        let value = unsafe { properties.add(i + 1).read_unaligned() };
+        // CL_INVALID_VALUE if the same property name is specified more than once.
+        if seen.contains(&key) || i > 16 {
+            return Err(CL_INVALID_VALUE);
+        }
+        seen.push(key);
+        match key as cl_uint {
+            CL_SAMPLER_NORMALIZED_COORDS => normalized = value != 0,
+            CL_SAMPLER_ADDRESSING_MODE => addressing = value as cl_uint,
+            CL_SAMPLER_FILTER_MODE => filter = value as cl_uint,
+            // CL_INVALID_VALUE if the property name in sampler_properties is not a
+            // supported property name.
             _ => return Err(CL_INVALID_VALUE),
-        };
-        // SAFETY: the caller's contract.
-        unsafe { write_info(&bytes, size, value, size_ret) }
-    })
+        }
+        list.extend([key, value]);
+        i += 2;
+    }
+    create(context, normalized, addressing, filter, list)
+}
+
+retain_release!(Sampler, clRetainSampler => retain_sampler, clReleaseSampler => release_sampler);
+
+#[cl_entrypoint(clGetSamplerInfo)]
+fn get_sampler_info(sm: Arc<Obj<Sampler>>, param: cl_uint) -> ClResult<Info> {
+    let bytes = match param {
+        CL_SAMPLER_REFERENCE_COUNT => info_val(icd::refcount_of(&sm)),
+        CL_SAMPLER_CONTEXT => info_ptr(icd::handle_of(&sm.context)),
+        CL_SAMPLER_NORMALIZED_COORDS => info_val(sm.normalized as cl_bool),
+        CL_SAMPLER_ADDRESSING_MODE => info_val(sm.addressing),
+        CL_SAMPLER_FILTER_MODE => info_val(sm.filter),
+        CL_SAMPLER_PROPERTIES => info_vals(&sm.properties),
+        _ => return Err(CL_INVALID_VALUE),
+    };
+    Ok(Info(bytes))
 }

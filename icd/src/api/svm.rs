@@ -51,8 +51,8 @@ use super::event::{Event, EventState, hand_out};
 use super::icd::{self, Obj};
 use super::memory::Mem;
 use super::platform::DeviceKind;
-use super::queue::{Queue, finish_command, host_codelet, prologue, submit};
-use super::{ClResult, is_true, ret_code, slice};
+use super::queue::{Cmd, Queue, finish_command, host_codelet, submit};
+use super::{ClResult, cl_entrypoint, is_true, slice};
 use std::ffi::c_void;
 use std::sync::{Arc, Condvar, LazyLock, Mutex, Weak};
 use weft_core::task::{AccessMode, TaskBuilder};
@@ -314,8 +314,9 @@ fn alloc(context: Handle, flags: cl_bitfield, size: usize, alignment: cl_uint) -
 
 /// # Safety
 /// No pointer arguments.
-pub unsafe extern "C" fn clSVMAlloc(context: Handle, flags: cl_bitfield, size: usize, alignment: cl_uint) -> *mut c_void {
-    std::panic::catch_unwind(|| alloc(context, flags, size, alignment)).ok().flatten().unwrap_or(std::ptr::null_mut())
+#[cl_entrypoint(clSVMAlloc)]
+fn svm_alloc(context: Handle, flags: cl_bitfield, size: usize, alignment: cl_uint) -> *mut c_void {
+    alloc(context, flags, size, alignment).unwrap_or(std::ptr::null_mut())
 }
 
 /// The device's `clSVMFree`, under its submission lock as in [`alloc`].
@@ -356,14 +357,13 @@ fn free(c: &Context, p: usize) {
 
 /// # Safety
 /// `p` null or an SVM pointer of `context` that no command uses any more.
-pub unsafe extern "C" fn clSVMFree(context: Handle, p: *mut c_void) {
-    let _ = std::panic::catch_unwind(|| {
-        if let Ok(c) = icd::get::<Context>(context)
-            && !p.is_null()
-        {
-            free(&c, p as usize);
-        }
-    });
+#[cl_entrypoint(clSVMFree)]
+unsafe fn svm_free(context: Handle, p: *mut c_void) {
+    if let Ok(c) = icd::get::<Context>(context)
+        && !p.is_null()
+    {
+        free(&c, p as usize);
+    }
 }
 
 /// The wait list of an SVM command touching `ranges`: `waits`, plus a gate command (a host
@@ -432,195 +432,145 @@ fn with_views(mut b: TaskBuilder, ranges: &[(usize, usize, bool)]) -> TaskBuilde
 
 /// # Safety
 /// OpenCL's contract for clEnqueueSVMMemcpy.
-#[allow(clippy::too_many_arguments)]
-pub unsafe extern "C" fn clEnqueueSVMMemcpy(
-    q: Handle,
-    blocking: cl_bool,
-    dst: *mut c_void,
-    src: *const c_void,
-    size: usize,
-    n: cl_uint,
-    list: *const Handle,
-    event: *mut Handle,
-) -> cl_int {
-    ret_code(|| {
-        // SAFETY: the caller's contract.
-        let (qq, waits) = unsafe { prologue(q, n, list) }?;
-        let (d, s) = (dst as usize, src as usize);
-        // CL_INVALID_VALUE if dst_ptr or src_ptr is NULL; CL_MEM_COPY_OVERLAP if the values
-        // specified for dst_ptr, src_ptr and size result in an overlapping copy.
-        if d == 0 || s == 0 {
-            return Err(CL_INVALID_VALUE);
-        }
-        if overlaps((d, d.saturating_add(size)), (s, s.saturating_add(size))) {
-            return Err(CL_MEM_COPY_OVERLAP);
-        }
-        let views = [(s, s + size, false), (d, d + size, true)];
-        let copy = move |_: &[usize]| {
-            // SAFETY: both ranges are valid for `size` bytes until the command completes
-            // (the application's contract).
-            unsafe { weft_vendors::copy_host(s as *const u8, d as *mut u8, size) }
-        };
-        // SAFETY: the caller's contract.
-        unsafe { svm_command(&qq, waits, "clEnqueueSVMMemcpy", CL_COMMAND_SVM_MEMCPY, &views, copy, is_true(blocking), event) }
-    })
+#[cl_entrypoint(clEnqueueSVMMemcpy)]
+unsafe fn enqueue_svm_memcpy(cmd: Cmd, blocking: cl_bool, dst: *mut c_void, src: *const c_void, size: usize) -> ClResult<()> {
+    let Cmd { q: qq, waits, event } = cmd;
+    let (d, s) = (dst as usize, src as usize);
+    // CL_INVALID_VALUE if dst_ptr or src_ptr is NULL; CL_MEM_COPY_OVERLAP if the values
+    // specified for dst_ptr, src_ptr and size result in an overlapping copy.
+    if d == 0 || s == 0 {
+        return Err(CL_INVALID_VALUE);
+    }
+    if overlaps((d, d.saturating_add(size)), (s, s.saturating_add(size))) {
+        return Err(CL_MEM_COPY_OVERLAP);
+    }
+    let views = [(s, s + size, false), (d, d + size, true)];
+    let copy = move |_: &[usize]| {
+        // SAFETY: both ranges are valid for `size` bytes until the command completes
+        // (the application's contract).
+        unsafe { weft_vendors::copy_host(s as *const u8, d as *mut u8, size) }
+    };
+    // SAFETY: the caller's contract.
+    unsafe { svm_command(&qq, waits, "clEnqueueSVMMemcpy", CL_COMMAND_SVM_MEMCPY, &views, copy, is_true(blocking), event) }
 }
 
 /// # Safety
 /// OpenCL's contract for clEnqueueSVMMemFill.
-#[allow(clippy::too_many_arguments)]
-pub unsafe extern "C" fn clEnqueueSVMMemFill(
-    q: Handle,
-    ptr: *mut c_void,
-    pattern: *const c_void,
-    pattern_size: usize,
-    size: usize,
-    n: cl_uint,
-    list: *const Handle,
-    event: *mut Handle,
-) -> cl_int {
-    ret_code(|| {
-        // SAFETY: the caller's contract.
-        let (qq, waits) = unsafe { prologue(q, n, list) }?;
-        let p = ptr as usize;
-        // CL_INVALID_VALUE if svm_ptr is NULL [or] not aligned to pattern_size, pattern is
-        // NULL, pattern_size is 0 or not one of {1, 2, 4, 8, ..., 128}, or size is not a
-        // multiple of pattern_size.
-        if p == 0
-            || !pattern_size.is_power_of_two()
-            || pattern_size > 128
-            || !p.is_multiple_of(pattern_size)
-            || !size.is_multiple_of(pattern_size)
-        {
-            return Err(CL_INVALID_VALUE);
+#[cl_entrypoint(clEnqueueSVMMemFill)]
+unsafe fn enqueue_svm_mem_fill(cmd: Cmd, ptr: *mut c_void, pattern: *const c_void, pattern_size: usize, size: usize) -> ClResult<()> {
+    let Cmd { q: qq, waits, event } = cmd;
+    let p = ptr as usize;
+    // CL_INVALID_VALUE if svm_ptr is NULL [or] not aligned to pattern_size, pattern is
+    // NULL, pattern_size is 0 or not one of {1, 2, 4, 8, ..., 128}, or size is not a
+    // multiple of pattern_size.
+    if p == 0
+        || !pattern_size.is_power_of_two()
+        || pattern_size > 128
+        || !p.is_multiple_of(pattern_size)
+        || !size.is_multiple_of(pattern_size)
+    {
+        return Err(CL_INVALID_VALUE);
+    }
+    // SAFETY: the caller's contract: `pattern_size` readable bytes.
+    let pat = unsafe { slice(pattern.cast::<u8>(), pattern_size) }?.to_vec();
+    let fill = move |_: &[usize]| {
+        for off in (0..size).step_by(pat.len()) {
+            // SAFETY: `p..p + size` is writable until the command completes (the
+            // application's contract).
+            unsafe { std::ptr::copy_nonoverlapping(pat.as_ptr(), (p + off) as *mut u8, pat.len()) };
         }
-        // SAFETY: the caller's contract: `pattern_size` readable bytes.
-        let pat = unsafe { slice(pattern.cast::<u8>(), pattern_size) }?.to_vec();
-        let fill = move |_: &[usize]| {
-            for off in (0..size).step_by(pat.len()) {
-                // SAFETY: `p..p + size` is writable until the command completes (the
-                // application's contract).
-                unsafe { std::ptr::copy_nonoverlapping(pat.as_ptr(), (p + off) as *mut u8, pat.len()) };
-            }
-        };
-        // SAFETY: the caller's contract.
-        unsafe { svm_command(&qq, waits, "clEnqueueSVMMemFill", CL_COMMAND_SVM_MEMFILL, &[(p, p + size, true)], fill, false, event) }
-    })
+    };
+    // SAFETY: the caller's contract.
+    unsafe { svm_command(&qq, waits, "clEnqueueSVMMemFill", CL_COMMAND_SVM_MEMFILL, &[(p, p + size, true)], fill, false, event) }
 }
 
 /// # Safety
 /// OpenCL's contract for clEnqueueSVMMap.
-#[allow(clippy::too_many_arguments)]
-pub unsafe extern "C" fn clEnqueueSVMMap(
-    q: Handle,
-    blocking: cl_bool,
-    flags: cl_bitfield,
-    ptr: *mut c_void,
-    size: usize,
-    n: cl_uint,
-    list: *const Handle,
-    event: *mut Handle,
-) -> cl_int {
-    ret_code(|| {
-        // SAFETY: the caller's contract.
-        let (qq, waits) = unsafe { prologue(q, n, list) }?;
-        let p = ptr as usize;
-        // CL_INVALID_VALUE if svm_ptr is NULL, size is 0, or values specified in map_flags
-        // are not valid.
-        if p == 0 || size == 0 || flags & !(CL_MAP_READ | CL_MAP_WRITE | CL_MAP_WRITE_INVALIDATE_REGION) != 0 {
-            return Err(CL_INVALID_VALUE);
-        }
-        let w = flags & (CL_MAP_WRITE | CL_MAP_WRITE_INVALIDATE_REGION) != 0;
-        // SAFETY: the caller's contract.
-        unsafe { svm_command(&qq, waits, "clEnqueueSVMMap", CL_COMMAND_SVM_MAP, &[(p, p + size, w)], |_| {}, is_true(blocking), event) }
-    })
+#[cl_entrypoint(clEnqueueSVMMap)]
+unsafe fn enqueue_svm_map(cmd: Cmd, blocking: cl_bool, flags: cl_bitfield, ptr: *mut c_void, size: usize) -> ClResult<()> {
+    let Cmd { q: qq, waits, event } = cmd;
+    let p = ptr as usize;
+    // CL_INVALID_VALUE if svm_ptr is NULL, size is 0, or values specified in map_flags
+    // are not valid.
+    if p == 0 || size == 0 || flags & !(CL_MAP_READ | CL_MAP_WRITE | CL_MAP_WRITE_INVALIDATE_REGION) != 0 {
+        return Err(CL_INVALID_VALUE);
+    }
+    let w = flags & (CL_MAP_WRITE | CL_MAP_WRITE_INVALIDATE_REGION) != 0;
+    // SAFETY: the caller's contract.
+    unsafe { svm_command(&qq, waits, "clEnqueueSVMMap", CL_COMMAND_SVM_MAP, &[(p, p + size, w)], |_| {}, is_true(blocking), event) }
 }
 
 /// # Safety
 /// OpenCL's contract for clEnqueueSVMUnmap.
-pub unsafe extern "C" fn clEnqueueSVMUnmap(q: Handle, ptr: *mut c_void, n: cl_uint, list: *const Handle, event: *mut Handle) -> cl_int {
-    ret_code(|| {
-        // SAFETY: the caller's contract.
-        let (qq, waits) = unsafe { prologue(q, n, list) }?;
-        // CL_INVALID_VALUE if svm_ptr is NULL.
-        if ptr.is_null() {
-            return Err(CL_INVALID_VALUE);
-        }
-        // SAFETY: the caller's contract.
-        unsafe { finish_command(&qq, &waits, CL_COMMAND_SVM_UNMAP, EventState::new_queued(), TaskBuilder::empty(), false, event) }
-    })
+#[cl_entrypoint(clEnqueueSVMUnmap)]
+unsafe fn enqueue_svm_unmap(cmd: Cmd, ptr: *mut c_void) -> ClResult<()> {
+    let Cmd { q: qq, waits, event } = cmd;
+    // CL_INVALID_VALUE if svm_ptr is NULL.
+    if ptr.is_null() {
+        return Err(CL_INVALID_VALUE);
+    }
+    // SAFETY: the caller's contract.
+    unsafe { finish_command(&qq, &waits, CL_COMMAND_SVM_UNMAP, EventState::new_queued(), TaskBuilder::empty(), false, event) }
 }
 
 pub type SvmFreeNotify = unsafe extern "C" fn(Handle, cl_uint, *mut *mut c_void, *mut c_void);
 
 /// # Safety
 /// OpenCL's contract for clEnqueueSVMFree.
-#[allow(clippy::too_many_arguments)]
-pub unsafe extern "C" fn clEnqueueSVMFree(
-    q: Handle,
+#[cl_entrypoint(clEnqueueSVMFree)]
+unsafe fn enqueue_svm_free(
+    cmd: Cmd,
     num: cl_uint,
     ptrs: *mut *mut c_void,
     notify: Option<SvmFreeNotify>,
     user: *mut c_void,
-    n: cl_uint,
-    list: *const Handle,
-    event: *mut Handle,
-) -> cl_int {
-    ret_code(|| {
-        // SAFETY: the caller's contract.
-        let (qq, waits) = unsafe { prologue(q, n, list) }?;
-        // CL_INVALID_VALUE if num_svm_pointers is 0 and svm_pointers is non-NULL, or if
-        // svm_pointers is NULL and num_svm_pointers is not 0.
-        if (num == 0) != ptrs.is_null() {
-            return Err(CL_INVALID_VALUE);
-        }
-        // SAFETY: the caller's contract: `num` pointers.
-        let list_: Vec<usize> = unsafe { slice(ptrs.cast_const(), num as usize) }?.iter().map(|&p| p as usize).collect();
-        // After the write-back of buffers released over the memory (`free` would wait for
-        // it on a worker).
-        let ranges: Vec<(usize, usize)> = list_.iter().filter_map(|&p| allocation_of(p)).map(|(a, n)| (a, a + n)).collect();
-        let waits = gated(&qq, waits, &ranges)?;
-        let raw_list = ptrs as usize;
-        let (qh, user) = (q as usize, user as usize);
-        let ctx = qq.context.clone();
-        let state = EventState::new_queued();
-        let c = host_codelet("clEnqueueSVMFree", &state, move |_| match notify {
-            // SAFETY: the application's callback, with the arguments it expects.
-            Some(f) => unsafe { f(qh as Handle, num, raw_list as *mut *mut c_void, user as *mut c_void) },
-            None => list_.iter().filter(|&&p| p != 0).for_each(|&p| free(&ctx, p)),
-        });
-        // SAFETY: the caller's contract.
-        unsafe { finish_command(&qq, &waits, CL_COMMAND_SVM_FREE, state, TaskBuilder::new(&c), false, event) }
-    })
+) -> ClResult<()> {
+    let Cmd { q: qq, waits, event } = cmd;
+    // CL_INVALID_VALUE if num_svm_pointers is 0 and svm_pointers is non-NULL, or if
+    // svm_pointers is NULL and num_svm_pointers is not 0.
+    if (num == 0) != ptrs.is_null() {
+        return Err(CL_INVALID_VALUE);
+    }
+    // SAFETY: the caller's contract: `num` pointers.
+    let list_: Vec<usize> = unsafe { slice(ptrs.cast_const(), num as usize) }?.iter().map(|&p| p as usize).collect();
+    // After the write-back of buffers released over the memory (`free` would wait for
+    // it on a worker).
+    let ranges: Vec<(usize, usize)> = list_.iter().filter_map(|&p| allocation_of(p)).map(|(a, n)| (a, a + n)).collect();
+    let waits = gated(&qq, waits, &ranges)?;
+    let raw_list = ptrs as usize;
+    let (qh, user) = (icd::handle_of(&qq) as usize, user as usize);
+    let ctx = qq.context.clone();
+    let state = EventState::new_queued();
+    let c = host_codelet("clEnqueueSVMFree", &state, move |_| match notify {
+        // SAFETY: the application's callback, with the arguments it expects.
+        Some(f) => unsafe { f(qh as Handle, num, raw_list as *mut *mut c_void, user as *mut c_void) },
+        None => list_.iter().filter(|&&p| p != 0).for_each(|&p| free(&ctx, p)),
+    });
+    // SAFETY: the caller's contract.
+    unsafe { finish_command(&qq, &waits, CL_COMMAND_SVM_FREE, state, TaskBuilder::new(&c), false, event) }
 }
 
 /// # Safety
 /// OpenCL's contract for clEnqueueSVMMigrateMem.
-#[allow(clippy::too_many_arguments)]
-pub unsafe extern "C" fn clEnqueueSVMMigrateMem(
-    q: Handle,
+#[cl_entrypoint(clEnqueueSVMMigrateMem)]
+unsafe fn enqueue_svm_migrate_mem(
+    cmd: Cmd,
     num: cl_uint,
     ptrs: *const *const c_void,
     sizes: *const usize,
     flags: cl_bitfield,
-    n: cl_uint,
-    list: *const Handle,
-    event: *mut Handle,
-) -> cl_int {
-    ret_code(|| {
-        // SAFETY: the caller's contract.
-        let (qq, waits) = unsafe { prologue(q, n, list) }?;
-        // CL_INVALID_VALUE if num_svm_pointers is zero or svm_pointers is NULL.
-        if num == 0 || ptrs.is_null() || flags & !(CL_MIGRATE_MEM_OBJECT_HOST | CL_MIGRATE_MEM_OBJECT_CONTENT_UNDEFINED) != 0 {
-            return Err(CL_INVALID_VALUE);
-        }
-        let _ = sizes;
-        // A hint only: the SVM data never moves.
-        let e = submit(&qq, &waits, CL_COMMAND_SVM_MIGRATE_MEM, EventState::new_queued(), TaskBuilder::empty(), false)?;
-        // SAFETY: the caller's contract.
-        unsafe { hand_out(&e, event) };
-        Ok(())
-    })
+) -> ClResult<()> {
+    let Cmd { q: qq, waits, event } = cmd;
+    // CL_INVALID_VALUE if num_svm_pointers is zero or svm_pointers is NULL.
+    if num == 0 || ptrs.is_null() || flags & !(CL_MIGRATE_MEM_OBJECT_HOST | CL_MIGRATE_MEM_OBJECT_CONTENT_UNDEFINED) != 0 {
+        return Err(CL_INVALID_VALUE);
+    }
+    let _ = sizes;
+    // A hint only: the SVM data never moves.
+    let e = submit(&qq, &waits, CL_COMMAND_SVM_MIGRATE_MEM, EventState::new_queued(), TaskBuilder::empty(), false)?;
+    // SAFETY: the caller's contract.
+    unsafe { hand_out(&e, event) };
+    Ok(())
 }
 
 /// The wait list of a kernel launch on `q` after `waits` that takes SVM pointers `ptrs`
