@@ -49,9 +49,12 @@ pub fn gantt(t: &Trace, path: &Path, width: u32) -> Result<(), String> {
         }
     }
     let label_px = (rows.iter().map(|r| r.len()).max().unwrap_or(8) as u32 * 7 + 16).clamp(60, 400);
-    let legend_px = 30 + 18 * (order.len() as u32 + 1);
+    let width = width.max(400);
+    // The legend's rows, as `legend` lays them out.
+    let items_px: u32 = order.iter().map(|n| 30 + 7 * n.len() as u32).sum::<u32>() + 30 + 7 * 8;
+    let legend_px = 20 + 18 * items_px.div_ceil(width - 40);
     let height = 90 + ROW_PX * nrows as u32 + legend_px;
-    let root = SVGBackend::new(path, (width.max(400), height)).into_drawing_area();
+    let root = SVGBackend::new(path, (width, height)).into_drawing_area();
     root.fill(&WHITE).map_err(err(path))?;
     let (chart_area, legend_area) = root.split_vertically(height - legend_px);
     // x in ms from the first event; a little room on the right.
@@ -62,7 +65,7 @@ pub fn gantt(t: &Trace, path: &Path, width: u32) -> Result<(), String> {
         .caption(format!("{} tasks on {} workers, {} transfers", t.tasks().count(), t.workers.len(), t.transfers.len()), ("sans-serif", 18))
         .x_label_area_size(40)
         .y_label_area_size(label_px)
-        .build_cartesian_2d(0f64..x1, -0.05f64..nrows as f64 - 0.95)
+        .build_cartesian_2d(0f64..x1, -0.5f64..nrows as f64 - 0.5)
         .map_err(err(path))?;
     chart
         .configure_mesh()
@@ -72,16 +75,25 @@ pub fn gantt(t: &Trace, path: &Path, width: u32) -> Result<(), String> {
         .draw()
         .map_err(err(path))?;
     let ms = |us: f64| (us - lo) / 1e3;
-    let bar = |row: usize, a: f64, b: f64, h: f64| [(ms(a), y(row) - h), (ms(b), y(row) + h)];
+    // Clipped to the span drawn: a worker's sleep from the runtime's start to its first
+    // task, or after its last one, would run off the chart.
+    let bar = |row: usize, a: f64, b: f64, h: f64| [(ms(a.max(lo)), y(row) - h), (ms(b.min(hi)), y(row) + h)];
     // Idle and sleep spans first, under everything.
     let grey = |k: Kind| if k == Kind::Sleep { RGBColor(200, 200, 200) } else { RGBColor(232, 232, 232) };
     let idle = t.workers.iter().enumerate().flat_map(|(w, wk)| {
-        wk.slices.iter().filter(|s| s.kind != Kind::Task).map(move |s| Rectangle::new(bar(w, s.start, s.end(), 0.2), grey(s.kind).filled()))
+        wk.slices
+            .iter()
+            .filter(|s| s.kind != Kind::Task && s.end() > lo && s.start < hi)
+            .map(move |s| Rectangle::new(bar(w, s.start, s.end(), 0.2), grey(s.kind).filled()))
     });
     chart.draw_series(idle).map_err(err(path))?;
+    // Tasks end a little early, by at most a pixel's worth of time, so that back-to-back
+    // tasks stay apart.
+    let px_us = (hi - lo) / (width - label_px).max(100) as f64;
+    let gap = |s: &crate::trace::Slice| s.end() - (0.8 * px_us).min(0.2 * s.dur);
     for name in &order {
         let c = colour[name];
-        let rects = t.tasks().filter(|(_, s)| s.name == *name).map(|(w, s)| Rectangle::new(bar(w, s.start, s.end(), 0.4), c.filled()));
+        let rects = t.tasks().filter(|(_, s)| s.name == *name).map(|(w, s)| Rectangle::new(bar(w, s.start, gap(s), 0.4), c.filled()));
         chart.draw_series(rects).map_err(err(path))?;
     }
     let nw = t.workers.len();
@@ -97,7 +109,7 @@ pub fn gantt(t: &Trace, path: &Path, width: u32) -> Result<(), String> {
             plotters::style::text_anchor::HPos::Right,
             plotters::style::text_anchor::VPos::Center,
         ));
-        chart_area.draw_text(r, &style, (10 + label_px as i32 - 6, py - 10)).map_err(err(path))?;
+        chart_area.draw_text(r, &style, (10 + label_px as i32 - 6, py)).map_err(err(path))?;
     }
     legend(&legend_area, &order.iter().map(|n| (n.to_string(), colour[n])).chain([("transfer".to_string(), copy)]).collect::<Vec<_>>())
         .map_err(err(path))?;
@@ -123,7 +135,8 @@ fn legend(area: &DrawingArea<SVGBackend<'_>, Shift>, items: &[(String, RGBColor)
 }
 
 /// `weft perfmodel plot`: time against task size, log-log, one colour per architecture:
-/// each entry's recent samples (small dots), its mean (a cross), the power law `a·n^b`
+/// each entry's recent samples (small dots), its mean (a cross) and median (a ring: what
+/// predictions use), the power law `a·n^b`
 /// when usable (solid line) and the non-linear `a·n^b + c` fitted through the entries
 /// (thin line) when there are 3 sizes or more.
 pub fn model(m: &ModelHandle, path: &Path) -> Result<(), String> {
@@ -142,9 +155,16 @@ pub fn model(m: &ModelHandle, path: &Path) -> Result<(), String> {
     };
     let (x0, x1) = range(&xs);
     let (y0, y1) = range(&ts);
-    let root = SVGBackend::new(path, (1000, 700)).into_drawing_area();
+    // The legend goes below the chart, where it hides no sample: a line per architecture
+    // and per fitted curve.
+    let archs = m.archs();
+    let nlines: u32 = archs.iter().map(|a| 1 + u32::from(m.regression(a).is_some()) + u32::from(m.nl_regression(a).is_some())).sum();
+    let legend_px = 20 + 18 * nlines;
+    let root = SVGBackend::new(path, (1000, 650 + legend_px)).into_drawing_area();
     root.fill(&WHITE).map_err(err(path))?;
-    let mut chart = ChartBuilder::on(&root)
+    let (chart_area, legend_area) = root.split_vertically(650);
+    let mut lines: Vec<(String, RGBColor, bool)> = Vec::new();
+    let mut chart = ChartBuilder::on(&chart_area)
         .margin(15)
         .caption(format!("performance model {}", m.name()), ("sans-serif", 20))
         .x_label_area_size(50)
@@ -155,23 +175,28 @@ pub fn model(m: &ModelHandle, path: &Path) -> Result<(), String> {
         .configure_mesh()
         .x_desc("task size n (bytes of its data unless the codelet says otherwise)")
         .y_desc("time (us)")
-        .x_label_formatter(&|v| format!("{v:.3e}"))
-        .y_label_formatter(&|v| format!("{v:.3e}"))
+        .max_light_lines(0)
+        .x_label_formatter(&log_label)
+        .y_label_formatter(&log_label)
         .draw()
         .map_err(err(path))?;
-    for (k, arch) in m.archs().iter().enumerate() {
+    for (k, arch) in archs.iter().enumerate() {
         let c = PALETTE[k % PALETTE.len()];
         let mine: Vec<_> = entries.iter().filter(|e| &e.arch == arch && pos(e.size)).collect();
         let dots =
             mine.iter().flat_map(|e| e.recent.iter().filter(|&&t| pos(t)).map(|&t| Circle::new((e.size, t), 2, c.mix(0.5).filled())));
         let nsamples: u64 = mine.iter().map(|e| e.count).sum();
-        chart
-            .draw_series(dots)
-            .map_err(err(path))?
-            .label(format!("{arch}: samples ({nsamples} in {} entries), x = entry mean", mine.len()))
-            .legend(move |(x, y)| Circle::new((x + 7, y), 3, c.filled()));
+        chart.draw_series(dots).map_err(err(path))?;
+        lines.push((
+            format!("{arch}: samples ({nsamples} in {} entries; dots: the newest per entry), x: entry mean, o: median", mine.len()),
+            c,
+            false,
+        ));
         chart
             .draw_series(mine.iter().filter(|e| pos(e.mean)).map(|e| Cross::new((e.size, e.mean), 6, c.stroke_width(2))))
+            .map_err(err(path))?;
+        chart
+            .draw_series(mine.iter().filter(|e| pos(e.estimate)).map(|e| Circle::new((e.size, e.estimate), 7, c.stroke_width(2))))
             .map_err(err(path))?;
         let curve = |f: &dyn Fn(f64) -> f64| -> Vec<(f64, f64)> {
             (0..=60)
@@ -181,27 +206,42 @@ pub fn model(m: &ModelHandle, path: &Path) -> Result<(), String> {
                 .collect()
         };
         if let Some((a, b)) = m.regression(arch) {
-            chart
-                .draw_series(LineSeries::new(curve(&|n| a * n.powf(b)), c.stroke_width(2)))
-                .map_err(err(path))?
-                .label(format!("{arch}: t = {a:.3e} * n^{b:.3}"))
-                .legend(move |(x, y)| PathElement::new([(x, y), (x + 14, y)], c.stroke_width(2)));
+            chart.draw_series(LineSeries::new(curve(&|n| a * n.powf(b)), c.stroke_width(2))).map_err(err(path))?;
+            lines.push((format!("{arch}: t = {a:.3e} * n^{b:.3} (power law over every sample)"), c, true));
         }
         if let Some((a, b, cc)) = m.nl_regression(arch) {
-            chart
-                .draw_series(LineSeries::new(curve(&|n| a * n.powf(b) + cc), c.mix(0.6).stroke_width(1)))
-                .map_err(err(path))?
-                .label(format!("{arch}: t = {a:.3e} * n^{b:.3} + {cc:.3}"))
-                .legend(move |(x, y)| PathElement::new([(x, y), (x + 14, y)], c.mix(0.6).stroke_width(1)));
+            let light = c.mix(0.5);
+            chart.draw_series(LineSeries::new(curve(&|n| a * n.powf(b) + cc), light.stroke_width(1))).map_err(err(path))?;
+            lines.push((format!("{arch}: t = {a:.3e} * n^{b:.3} + {cc:.3} (through the entries' medians; thin)"), c, true));
         }
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperLeft)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .draw()
-        .map_err(err(path))?;
+    for (i, (text, c, line)) in lines.iter().enumerate() {
+        let y = 10 + 18 * i as i32;
+        let r = if *line {
+            legend_area.draw(&PathElement::new([(100, y), (120, y)], c.stroke_width(2)))
+        } else {
+            legend_area.draw(&Circle::new((110, y), 3, c.filled()))
+        };
+        r.and_then(|()| legend_area.draw(&Text::new(text.clone(), (128, y - 6), ("sans-serif", 12).into_font()))).map_err(err(path))?;
+    }
     root.present().map_err(err(path))?;
     Ok(())
+}
+
+/// A log axis' label: only at 1, 2 and 5 times a power of ten (plotters puts a key point at
+/// every multiple of each decade, whose labels would overlap), as `500` or `2e6`.
+fn log_label(v: &f64) -> String {
+    if !(v.is_finite() && *v > 0.0) {
+        return String::new();
+    }
+    let e = v.log10().floor();
+    let m = v / 10f64.powf(e);
+    let near = |k: f64| (m - k).abs() < 1e-6 * k;
+    match [1.0, 2.0, 5.0, 10.0].into_iter().find(|&k| near(k)) {
+        None => String::new(),
+        Some(k) => {
+            let (k, e) = if k == 10.0 { (1.0, e + 1.0) } else { (k, e) };
+            if (0.0..4.0).contains(&e) { format!("{}", k * 10f64.powf(e)) } else { format!("{k}e{e}") }
+        }
+    }
 }

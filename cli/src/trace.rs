@@ -406,7 +406,10 @@ pub fn summary(t: &Trace) -> String {
     let _ =
         writeln!(o, "  {:<wn$} {:>7} {:>12} {:>7} {:>7} {:>7} {:>9}", "worker", "tasks", "busy", "busy%", "idle%", "sleep%", "transfer%");
     for (i, w) in t.workers.iter().enumerate() {
-        let sum = |k: Kind| w.slices.iter().filter(|s| s.kind == k).map(|s| s.dur).sum::<f64>();
+        // Spans clipped to the makespan: a worker sleeps from the runtime's start to its
+        // first task, which may be long before (a bus calibration, the program's setup).
+        let sum =
+            |k: Kind| 0.0 + w.slices.iter().filter(|s| s.kind == k).map(|s| (s.end().min(hi) - s.start.max(lo)).max(0.0)).sum::<f64>();
         let n = w.slices.iter().filter(|s| s.kind == Kind::Task).count();
         let busy = sum(Kind::Task);
         let xfer = match t.node_of(i) {
