@@ -82,7 +82,8 @@ pub fn list() -> Result<String, String> {
     Ok(o)
 }
 
-/// The text of `weft perfmodel show NAME`.
+/// The text of `weft perfmodel show NAME`: per architecture its fits, then its entries by
+/// increasing size.
 pub fn show(name: &str) -> Result<String, String> {
     let m = open(name)?;
     let mut o = String::new();
@@ -92,7 +93,8 @@ pub fn show(name: &str) -> Result<String, String> {
     }
     let entries = m.entries();
     for arch in m.archs() {
-        let mine: Vec<_> = entries.iter().filter(|e| e.arch == arch).collect();
+        let mut mine: Vec<_> = entries.iter().filter(|e| e.arch == arch).collect();
+        mine.sort_by(|a, b| a.size.total_cmp(&b.size).then(a.footprint.cmp(&b.footprint)));
         let samples: u64 = mine.iter().map(|e| e.count).sum();
         let _ = writeln!(o, "\narch {arch}: {} entries, {samples} samples", mine.len());
         match m.regression(&arch) {
