@@ -51,7 +51,7 @@ pub fn gantt(t: &Trace, path: &Path, width: u32) -> Result<(), String> {
     let label_px = (rows.iter().map(|r| r.len()).max().unwrap_or(8) as u32 * 7 + 16).clamp(60, 400);
     let width = width.max(400);
     // The legend's rows, as `legend` lays them out.
-    let items_px: u32 = order.iter().map(|n| 30 + 7 * n.len() as u32).sum::<u32>() + 30 + 7 * 8;
+    let items_px: u32 = order.iter().map(|n| 30 + 7 * n.len() as u32).sum::<u32>() + 3 * (30 + 7 * 15);
     let legend_px = 20 + 18 * items_px.div_ceil(width - 40);
     let height = 90 + ROW_PX * nrows as u32 + legend_px;
     let root = SVGBackend::new(path, (width, height)).into_drawing_area();
@@ -62,7 +62,16 @@ pub fn gantt(t: &Trace, path: &Path, width: u32) -> Result<(), String> {
     let y = |row: usize| (nrows - 1 - row) as f64;
     let mut chart = ChartBuilder::on(&chart_area)
         .margin(10)
-        .caption(format!("{} tasks on {} workers, {} transfers", t.tasks().count(), t.workers.len(), t.transfers.len()), ("sans-serif", 18))
+        .caption(
+            format!(
+                "{} tasks on {} workers, {} transfers; makespan {}",
+                t.tasks().count(),
+                t.workers.len(),
+                t.transfers.len(),
+                crate::trace::dur(hi - lo)
+            ),
+            ("sans-serif", 18),
+        )
         .x_label_area_size(40)
         .y_label_area_size(label_px)
         .build_cartesian_2d(0f64..x1, -0.5f64..nrows as f64 - 0.5)
@@ -111,8 +120,14 @@ pub fn gantt(t: &Trace, path: &Path, width: u32) -> Result<(), String> {
         ));
         chart_area.draw_text(r, &style, (10 + label_px as i32 - 6, py)).map_err(err(path))?;
     }
-    legend(&legend_area, &order.iter().map(|n| (n.to_string(), colour[n])).chain([("transfer".to_string(), copy)]).collect::<Vec<_>>())
-        .map_err(err(path))?;
+    let mut items: Vec<(String, RGBColor)> = order.iter().map(|n| (n.to_string(), colour[n])).collect();
+    items.push(("transfer".to_string(), copy));
+    for k in [Kind::Idle, Kind::Sleep] {
+        if t.workers.iter().any(|w| w.slices.iter().any(|s| s.kind == k)) {
+            items.push((if k == Kind::Idle { "idle (spinning)" } else { "sleep" }.to_string(), grey(k)));
+        }
+    }
+    legend(&legend_area, &items).map_err(err(path))?;
     root.present().map_err(err(path))?;
     Ok(())
 }
