@@ -166,7 +166,10 @@ pub fn model(m: &ModelHandle, path: &Path) -> Result<(), String> {
     let range = |v: &[f64]| {
         let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
         let hi = v.iter().copied().fold(0.0, f64::max);
-        (lo / 2.0, hi * 2.0)
+        // At least a factor of 20 end to end, so that the axis has a labelled 1, 2 or 5
+        // times a power of ten even when every entry has one size.
+        let widen = (20.0 / (4.0 * hi / lo)).max(1.0).sqrt();
+        (lo / 2.0 / widen, hi * 2.0 * widen)
     };
     let (x0, x1) = range(&xs);
     let (y0, y1) = range(&ts);
