@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Set up, build, and run Weft's main demo: Weft's own tiled matrix multiply on the CPU cores
 # and OpenCL devices, then an unmodified OpenCL program through the system's ICD loader and
-# an unmodified gcc -fopenmp program, each showing which worker ran how many tasks.
+# an unmodified gcc -fopenmp program, each showing which worker ran how many tasks. Step 3
+# (CPU and a simulated device) also writes an execution trace, sums it up with
+# `weft trace summary` and draws it as a Gantt chart (docs/cli.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
-# The libraries (libweft.so, libweft_icd.so) and the examples: `--examples` alone builds
-# no library target of the other packages.
-cargo build -q --release -p weft -p weft-icd-shim
+# The libraries (libweft.so, libweft_icd.so), the `weft` command and the examples:
+# `--examples` alone builds no library target of the other packages.
+cargo build -q --release -p weft -p weft-icd-shim -p weft-cli
 cargo build -q --release --workspace --examples
 # Where cargo put them: $CARGO_TARGET_DIR when set (as cargo does), else ./target.
 target=$(realpath -m "${CARGO_TARGET_DIR:-target}")
@@ -30,7 +32,11 @@ for run in first second; do
 done
 echo
 echo "== 3. With a simulated device (WEFT_NNULL=1): tiles move between separate memory nodes =="
-WEFT_NOPENCL=0 WEFT_NCUDA=0 WEFT_NNULL=1 cargo run -q --release --example demo -- 512 4
+WEFT_NOPENCL=0 WEFT_NCUDA=0 WEFT_NNULL=1 WEFT_TRACE="$demo/trace-3.json" cargo run -q --release --example demo -- 512 4
+echo "-- where the time went (WEFT_TRACE=$demo/trace-3.json, which https://ui.perfetto.dev opens)"
+"$target/release/weft" trace summary "$demo/trace-3.json"
+"$target/release/weft" trace gantt "$demo/trace-3.json" -o "$demo/gantt-3.svg" >/dev/null
+echo "   Gantt chart (a row per worker and per link): $demo/gantt-3.svg"
 echo
 echo "== 4. An unmodified OpenCL program (examples/opencl/saxpy_tiles.c) through the system's ICD loader =="
 echo "   (OCL_ICD_VENDORS names only weft.icd: the program sees the Weft platform, takes its first"

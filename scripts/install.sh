@@ -2,7 +2,9 @@
 # Install Weft under PREFIX (default /usr/local): libweft.so (the runtime, the OpenMP ABI
 # and the OpenCL implementation), libweft_omp.so (a link to it, for LD_PRELOAD),
 # libweft_icd.so (the ICD shim the OpenCL loader opens), include/weft.h, a pkg-config file,
-# and etc/OpenCL/vendors/weft.icd. Builds in release mode first (honours CARGO_TARGET_DIR).
+# etc/OpenCL/vendors/weft.icd, and bin/weft (the command that reads traces, performance
+# models and the machine: docs/cli.md). Builds in release mode first (honours
+# CARGO_TARGET_DIR).
 #
 #   scripts/install.sh /opt/weft
 #   OCL_ICD_VENDORS=/opt/weft/etc/OpenCL/vendors clinfo      # any OpenCL program, on Weft
@@ -16,12 +18,13 @@ PREFIX="${1:-/usr/local}"
 mkdir -p "$PREFIX"
 PREFIX="$(cd "$PREFIX" && pwd)"
 TARGET="${CARGO_TARGET_DIR:-target}"
-cargo build -q --release -p weft -p weft-icd-shim
+cargo build -q --release -p weft -p weft-icd-shim -p weft-cli
 LIB="$PREFIX/lib"
-mkdir -p "$LIB/pkgconfig" "$PREFIX/include" "$PREFIX/etc/OpenCL/vendors"
+mkdir -p "$LIB/pkgconfig" "$PREFIX/include" "$PREFIX/etc/OpenCL/vendors" "$PREFIX/bin"
 install -m 755 "$TARGET/release/libweft.so" "$LIB/libweft.so"
 install -m 755 "$TARGET/release/libweft_icd.so" "$LIB/libweft_icd.so"
 ln -sfn libweft.so "$LIB/libweft_omp.so"
+install -m 755 "$TARGET/release/weft" "$PREFIX/bin/weft"
 install -m 644 include/weft.h "$PREFIX/include/weft.h"
 VERSION="$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n1)"
 cat > "$LIB/pkgconfig/weft.pc" <<PC
@@ -39,3 +42,6 @@ echo "$LIB/libweft_icd.so" > "$PREFIX/etc/OpenCL/vendors/weft.icd"
 echo "Installed Weft $VERSION under $PREFIX."
 echo "Run any OpenCL program on Weft, e.g.:"
 echo "  OCL_ICD_VENDORS=$PREFIX/etc/OpenCL/vendors clinfo"
+echo "See the machine as Weft does, and read a trace (docs/cli.md):"
+echo "  $PREFIX/bin/weft machine"
+echo "  WEFT_TRACE=/tmp/run.json ./my_program && $PREFIX/bin/weft trace summary /tmp/run.json"

@@ -152,6 +152,24 @@ impl BusModel {
         model
     }
 
+    /// The cached measurement for `nodes` in `dir`, if there is a usable one; measures
+    /// nothing and writes nothing.
+    fn cached(nodes: &[Arc<MemoryNode>], dir: &Path) -> Option<Result<BusModel, String>> {
+        let name = format!("{:016x}.bus", machine_key(nodes));
+        let path = dir.join(&name);
+        match PrivateDir::open(dir).and_then(|d| d.read(&name)) {
+            Ok(Some(bytes)) => Some(
+                String::from_utf8(bytes)
+                    .map_err(|_| "not UTF-8 text".to_string())
+                    .and_then(|text| parse(&text, nodes))
+                    .map_err(|why| format!("{}: {why}", path.display())),
+            ),
+            Ok(None) => None,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => Some(Err(format!("{}: {e}", path.display()))),
+        }
+    }
+
     /// The hops a transfer takes: none within a node, one between host memory and a
     /// device, two (through host memory) between devices. A node out of range (a caller's
     /// bug) costs the default rather than nothing.
@@ -220,6 +238,18 @@ impl BusModel {
         }
         s
     }
+}
+
+/// The bus model cached in `dir` (`$WEFT_HOME/bus`) for these memory nodes, as the table
+/// `WEFT_STATS` prints (latency and bandwidth of every ordered pair of nodes), for display
+/// (`weft machine`). `None` when nothing is cached for this machine's nodes (a machine
+/// without devices has nothing to cache); `Err` says why a cached file cannot be used.
+/// Measures nothing and writes nothing.
+pub fn cached_report(nodes: &[Arc<MemoryNode>], dir: &Path) -> Option<Result<String, String>> {
+    if nodes.len() <= 1 {
+        return None;
+    }
+    BusModel::cached(nodes, dir).map(|m| m.map(|m| m.report()))
 }
 
 /// A node's line in the file and the report: its device's kind and name, the name made to

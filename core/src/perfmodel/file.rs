@@ -35,7 +35,7 @@ const MAX_STEM: usize = 100;
 /// The file name of model `name`: its characters outside `[A-Za-z0-9._-]` replaced by `_`,
 /// and, if any was replaced, the name was empty or longer than [`MAX_STEM`], a 64-bit FNV
 /// hash of the original appended, so that distinct names get distinct files.
-pub(crate) fn file_name(name: &str) -> String {
+pub fn file_name(name: &str) -> String {
     let keep = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-');
     let mut stem: String = name.chars().map(|c| if keep(c) { c } else { '_' }).take(MAX_STEM).collect();
     if name.is_empty() || name.len() > MAX_STEM || !name.chars().all(keep) {
@@ -120,6 +120,13 @@ pub(crate) fn render(name: &str, data: &ModelData) -> String {
     }
     s.push_str("end\n");
     s
+}
+
+/// The model name a model file's text states on its `model` line (without checking the
+/// rest: [`parse`] does), if it has one.
+pub(crate) fn model_name(text: &str) -> Option<String> {
+    let line = text.lines().find(|l| !l.starts_with('#') && l.starts_with("model "))?;
+    unquote(&line["model ".len()..]).ok()
 }
 
 /// Parses a model file's text, which must hold model `name`.

@@ -15,6 +15,8 @@ mod history;
 mod regression;
 mod store;
 
+pub use bus::cached_report as cached_bus_report;
+pub use file::file_name as model_file_name;
 pub use store::{Calibrate, EntryInfo, ModelHandle, Prediction};
 pub(crate) use store::{models_in, save_all};
 

@@ -68,6 +68,8 @@ pub struct EntryInfo {
     pub max: f64,
     /// What predictions use once calibrated: the median of the newest 32 samples, µs.
     pub estimate: f64,
+    /// The newest samples (at most 32), oldest first, µs: what `estimate` is the median of.
+    pub recent: Vec<f64>,
 }
 
 struct State {
@@ -132,8 +134,33 @@ impl ModelHandle {
         (h, warning)
     }
 
+    /// The model that file `path` holds, read once for display (`weft perfmodel`), apart
+    /// from the process's models: the handle is in no registry, predicts from what the file
+    /// holds, and is never saved unless [`ModelHandle::save`] is called. The model's name is
+    /// the one the file states. Unlike the runtime's loading, the file is read whatever its
+    /// owner and mode (nothing read here steers a scheduler); a file that is not a valid
+    /// model file is an error saying why.
+    pub fn read_file(path: &Path) -> Result<ModelHandle, String> {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let name = file::model_name(&text).ok_or_else(|| format!("{}: not a model file (no `model` line)", path.display()))?;
+        let total = file::parse(&text, &name).map_err(|why| format!("{}: {why}", path.display()))?;
+        Ok(ModelHandle {
+            name,
+            path: Some(path.to_path_buf()),
+            calibrate: Calibrate::Use,
+            state: RwLock::new(State { total, fresh: ModelData::default(), replace: false }),
+            saving: Mutex::new(()),
+            warnings: AtomicU32::new(0),
+        })
+    }
+
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// The architectures the model has measured, in the order they were first recorded.
+    pub fn archs(&self) -> Vec<String> {
+        self.read().total.archs.iter().map(|(a, _)| a.clone()).collect()
     }
 
     /// The model's file; `None` for a model kept in memory only.
@@ -209,6 +236,7 @@ impl ModelHandle {
                     min: e.min,
                     max: e.max,
                     estimate: e.estimate(),
+                    recent: e.recent.clone(),
                 });
             }
         }
@@ -436,6 +464,28 @@ mod tests {
 
     fn total(h: &ModelHandle) -> ModelData {
         h.read().total.clone()
+    }
+
+    /// `read_file` gives back what a save wrote, under the name the file states, and says
+    /// why a file that is not a model file is refused.
+    #[test]
+    fn read_file_reads_a_saved_model_by_the_name_it_states() {
+        let d = TempDir::new("readfile");
+        let path = d.model("gemm \"x\"");
+        let (h, _) = ModelHandle::load("gemm \"x\"", Some(path.clone()), Calibrate::Keep);
+        for i in 0..12 {
+            h.record("cpu", 7, 1000.0 * (1 + i % 3) as f64, 10.0 + i as f64);
+        }
+        h.save().unwrap();
+        let r = ModelHandle::read_file(&path).unwrap();
+        assert_eq!(r.name(), "gemm \"x\"");
+        assert_eq!(r.archs(), ["cpu"]);
+        assert_eq!(r.entries(), h.entries());
+        assert_eq!(r.entries()[0].recent.len(), 12);
+        assert_eq!(r.regression("cpu"), h.regression("cpu"));
+        std::fs::write(d.0.join("bad.model"), "weft-perfmodel 1\nmodel \"b\"\n").unwrap();
+        let why = ModelHandle::read_file(&d.0.join("bad.model")).err().unwrap();
+        assert!(why.contains("bad.model") && why.contains("truncated"), "{why}");
     }
 
     fn count(h: &ModelHandle, arch: &str, fp: u32) -> u64 {
