@@ -66,8 +66,8 @@ pub const DRIVER_WINDOW: usize = 8;
 
 /// [`DRIVER_WINDOW`] for tasks pinned to the driver (`TaskBuilder::on_worker`, what an
 /// OpenCL in-order queue's commands are): no other worker could run them, and a device fed
-/// a few tiny kernels at a time runs dry and sleeps between them. 256 rather than 64: tiny
-/// kernels on PoCL, interleaved medians of 9, 3.64 -> 3.25 us (unified device) and 4.46 ->
-/// 3.37 us (one real device); each holds pins on its buffers, which a full node reclaims by
-/// retiring the window (`Start::Busy`).
+/// a few tiny kernels at a time runs dry and sleeps between them. 256 rather than 64 was
+/// faster on tiny kernels (commit f9f609b; bench/RESULTS.md, "Figures behind code
+/// comments"). Each task in the window holds pins on its buffers, which a full node
+/// reclaims by retiring the window (`Start::Busy`).
 pub const DRIVER_WINDOW_PINNED: usize = 256;

@@ -470,22 +470,16 @@ impl weft_core::ExternalWork for TaskBox {
         // makes it) goes to that thread's deque, as a task without depend clauses does: the
         // creator runs its newest first (as libgomp's taskwait), thieves its oldest. In the
         // team's queue, a waiting creator took and put back every task it may not run
-        // (recursive code with depend clauses: the siblings of each ancestor) at each look
-        // (bench deptree, 17 deep, one thread: 0.131 -> 0.091 s). Every other task, released
-        // second, joins the team's FIFO queue, so tasks run in about the order they became
-        // ready. Sending every released task to the releaser's deque (LIFO, libomp's way)
-        // left the graph's older, wider work waiting: at 2 threads, Cholesky's time outside
-        // kernels went 3.9 -> 5.4 ms and SparseLU's wall 0.94 -> 0.97 s. The first released
-        // kept on its thread, against FIFO alone: at 16 threads (H100 VM, three windows of
-        // 31-41 rounds) 4-16% less time outside the kernels on Cholesky and SparseLU, wall
-        // time within the noise (each round's own ratio: medians 0.966-1.042); at 2 threads
-        // beside a busy process, Cholesky 0.383 -> 0.336 s and SparseLU 1.35 -> 1.26 s
-        // (medians of 9); on 2 quiet cores, level.
+        // (recursive code with depend clauses: the siblings of each ancestor) at each look.
+        // Every other task, released second, joins the team's FIFO queue, so tasks run in
+        // about the order they became ready: sending every released task to the releaser's
+        // deque (LIFO, libomp's way) left the graph's older, wider work waiting.
         // The first released also stays when the thread is waiting for it (its deque not
         // empty: a taskwait or a taskgroup's end whose scope admits it). No other thread may
         // run it then, but one at a barrier; in the team's queue, the waiter found it only by
-        // taking and putting back every task ahead of it (deptree 17 at 2 threads: 2.4 such
-        // per task, 15% of the time; 0.77 of the time with the task kept).
+        // taking and putting back every task ahead of it.
+        // Measured (deptree, Cholesky, SparseLU; commits ab4c4a1, 319fcd1, 8771db3):
+        // bench/RESULTS.md, "Figures behind code comments".
         if let Some(c) = team::cur_if_any() {
             // SAFETY: the calling thread's context.
             let (cteam, tid) = unsafe { ((*c).team, (*c).tid) };

@@ -20,9 +20,9 @@ use std::any::Any;
 /// Aligned to a cache line so that its fields sit on a line of their own, apart from the
 /// reference counts `Arc` puts in front: every task's access clones the handle on the
 /// submitting thread while the completing thread reads `tree` and `idx`, and sharing one line
-/// made each side miss on the other's writes (OpenMP Cholesky 2048/32 at 2 threads:
-/// creating a task with depend clauses 7% faster; `TaskBuilder::add_access` spent half its
-/// time on the clone's increment).
+/// made each side miss on the other's writes (`TaskBuilder::add_access` spent half its time
+/// on the clone's increment). Measured, commit 60fc030: bench/RESULTS.md, "Figures behind
+/// code comments".
 #[repr(align(64))]
 pub struct HandleInner {
     pub(crate) rt: Arc<RuntimeInner>,

@@ -36,9 +36,9 @@ fn prune(v: &mut PhaseTasks) {
 /// The current phase becomes the previous one; the current list starts empty in the old
 /// previous list's memory. A read phase of many readers spills to the heap; a handle read
 /// widely again and again then neither frees that list at each phase change nor grows a new
-/// one reader by reader. Memory over [`KEPT_CAPACITY`] places is given back. (OpenMP
-/// Cholesky with tiles of 32 at 2 threads: about 1% less wall time, each round's own ratio
-/// over 15-25 rounds; its tiles have one wide read phase each, which still grows.)
+/// one reader by reader. Memory over [`KEPT_CAPACITY`] places is given back. (A tile read
+/// by one wide phase still grows its list once. Measured, commit 7ff688c: bench/RESULTS.md,
+/// "Figures behind code comments".)
 fn new_phase(d: &mut DepState) {
     std::mem::swap(&mut d.prev, &mut d.cur);
     if d.cur.capacity() > KEPT_CAPACITY {
@@ -60,9 +60,9 @@ const FORGET_SCAN: usize = 64;
 /// registering put it. A weak reference keeps the task's allocation alive: a handle whose
 /// last phase had many readers and which is never used again (a factored tile) would
 /// otherwise hold all of them until it goes, and every new task would be fresh memory
-/// (OpenMP Cholesky with 45,760 tasks: 4,400 more page faults than libgomp, 10 ms more of
-/// the threads' time outside the kernels). The place is vacated, not removed, so that the
-/// other tasks' places stay valid (`prune` compacts).
+/// (page faults and time outside the kernels on OpenMP Cholesky, commit 0c63990:
+/// bench/RESULTS.md, "Figures behind code comments"). The place is vacated, not removed, so
+/// that the other tasks' places stay valid (`prune` compacts).
 pub(crate) fn forget(st: &mut TreeState, idx: usize, task: *const TaskInner, slot: u32) {
     let d = &mut st.entries[idx].deps;
     let at = |v: &PhaseTasks| v.get(slot as usize).is_some_and(|w| std::ptr::eq(w.as_ptr(), task));
