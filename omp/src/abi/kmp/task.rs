@@ -39,13 +39,26 @@ pub struct KmpTask {
     data2: usize,
 }
 
-/// Ours, before the task: the whole block's size and the allocation flags. 16 bytes, so
-/// the task keeps malloc's 16-byte alignment.
+/// Ours, before the task: the whole block's size, the allocation flags and the detach
+/// event's cell (0: no detach clause). A multiple of 16 bytes, so the task keeps malloc's
+/// 16-byte alignment.
 #[repr(C, align(16))]
 struct Header {
     size: usize,
     flags: i32,
+    /// [`RUNNING`], [`REQUEUED`].
+    state: u32,
+    event: usize,
 }
+
+/// The block is a task whose routine is running (a spawned copy, or an `if(0)` task).
+const RUNNING: u32 = 1;
+/// Its untied routine returned at a scheduling point and asked to be continued: clang's
+/// untied task is a state machine over `part_id` that calls `__kmpc_omp_task` on itself and
+/// returns; the next call of the routine resumes after that point. We continue it at once,
+/// on the same thread (any thread may resume an untied task, and the point is only a
+/// scheduling point).
+const REQUEUED: u32 = 2;
 
 const HEAD: usize = std::mem::size_of::<Header>();
 
@@ -63,6 +76,9 @@ fn spawn_of(t: *mut KmpTask, flags: u32, depend: *mut *mut c_void) -> Spawn {
     // SAFETY: as above; the compiler wrote the priority before handing the task over.
     let priority = unsafe { (*t).data2 as u32 as i32 };
     let mut flags = flags;
+    if h.event != 0 {
+        flags |= task::FLAG_DETACH;
+    }
     if h.flags & KMP_FINAL != 0 {
         flags |= FLAG_FINAL;
     }
@@ -79,7 +95,9 @@ fn spawn_of(t: *mut KmpTask, flags: u32, depend: *mut *mut c_void) -> Spawn {
         flags,
         depend,
         priority,
-        detach: std::ptr::null_mut(),
+        // task::spawn writes the task's event handle into the cell.
+        detach: h.event as *mut usize,
+        detach_in_data: false,
     }
 }
 
@@ -98,6 +116,26 @@ unsafe extern "C" fn copy(dst: *mut c_void, src: *mut c_void) {
     }
 }
 
+/// Call the task's routine until it does not ask to be continued ([`REQUEUED`]).
+///
+/// # Safety
+/// `t` is a task block's task, filled in by the compiler.
+unsafe fn run_routine(t: *mut KmpTask, g: i32) {
+    // SAFETY: per the contract; the header is only touched by the thread running the task.
+    unsafe {
+        let h = header(t);
+        (*h).state = RUNNING;
+        loop {
+            ((*t).routine)(g, t);
+            if (*h).state & REQUEUED == 0 {
+                break;
+            }
+            (*h).state = RUNNING;
+        }
+        (*h).state = 0;
+    }
+}
+
 /// The task's body, on its copy of the block: `routine(gtid, task)`, then the destructor
 /// thunk if the compiler gave one.
 unsafe extern "C" fn body(data: *mut c_void) {
@@ -106,7 +144,7 @@ unsafe extern "C" fn body(data: *mut c_void) {
         let h = &*(data as *const Header);
         let t = (data as *mut u8).add(HEAD) as *mut KmpTask;
         let g = gtid();
-        ((*t).routine)(g, t);
+        run_routine(t, g);
         if h.flags & KMP_DESTRUCTORS != 0 && (*t).data1 != 0 {
             let d: Routine = std::mem::transmute::<usize, Routine>((*t).data1);
             d(g, t);
@@ -136,7 +174,7 @@ pub extern "C" fn __kmpc_omp_task_alloc(
         }
         // SAFETY: `p` has room for the header, the task and the shareds, 16-byte aligned.
         unsafe {
-            (p as *mut Header).write(Header { size, flags });
+            (p as *mut Header).write(Header { size, flags, state: 0, event: 0 });
             let t = p.add(HEAD) as *mut KmpTask;
             let shareds = if sizeof_shareds > 0 { p.add(HEAD + task_size) as *mut c_void } else { std::ptr::null_mut() };
             (*t).shareds = shareds;
@@ -158,6 +196,13 @@ unsafe fn free(t: *mut KmpTask) {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn __kmpc_omp_task(_loc: Ident, _gtid: i32, t: *mut KmpTask) -> i32 {
     guard("__kmpc_omp_task", || {
+        // SAFETY: per the contract.
+        let h = unsafe { &mut *header(t) };
+        if h.state & RUNNING != 0 {
+            // An untied task continuing itself: `run_routine` calls it again.
+            h.state |= REQUEUED;
+            return;
+        }
         // SAFETY: per the contract; spawn copies the block (or runs the task on a copy)
         // before it returns.
         unsafe {
@@ -249,16 +294,76 @@ pub unsafe extern "C" fn __kmpc_omp_wait_deps(
     })
 }
 
-/// An `if(0)` task: the compiler runs it itself next (see the module doc).
+/// `detach(evt)`: the event handle the compiler stores in `evt` before the task is
+/// spawned, so before task::spawn makes the task's own handle: a cell that spawn fills in,
+/// given out with its low bit set (task handles are aligned pointers), which
+/// `omp_fulfill_event` passes to [`event_task`].
+///
+/// # Safety
+/// `t` is a task from [`__kmpc_omp_task_alloc`], not spawned yet.
 #[unsafe(no_mangle)]
-pub extern "C" fn __kmpc_omp_task_begin_if0(_loc: Ident, _gtid: i32, _t: *mut KmpTask) {}
+pub unsafe extern "C" fn __kmpc_task_allow_completion_event(_loc: Ident, _gtid: i32, t: *mut KmpTask) -> *mut c_void {
+    guard("__kmpc_task_allow_completion_event", || {
+        // SAFETY: per the contract.
+        let h = unsafe { &mut *header(t) };
+        if h.event == 0 {
+            h.event = Box::into_raw(Box::new(0usize)) as usize;
+        }
+        (h.event | 1) as *mut c_void
+    })
+}
+
+/// The task handle behind an event handle of [`__kmpc_task_allow_completion_event`] (0 when
+/// the task was never spawned); frees the cell: an event is fulfilled once.
+pub(crate) fn event_task(ev: usize) -> usize {
+    // SAFETY: an odd handle is a cell of __kmpc_task_allow_completion_event (the caller's
+    // contract, as omp_fulfill_event's); spawn wrote the task handle into it before the task
+    // could run, and the program synchronizes its fulfilling with the task's creation.
+    let h = unsafe { *Box::from_raw((ev & !1) as *mut usize) };
+    if h == 0 {
+        eprintln!("weft-omp: omp_fulfill_event: event {ev:#x} belongs to a task that was not created");
+    }
+    h
+}
+
+thread_local! {
+    /// The ICVs of the tasks that started `if(0)` tasks on this thread, innermost last: an
+    /// `if(0)` task has its own data environment (libgomp.c/icv-1.c).
+    static IF0_ICVS: std::cell::RefCell<Vec<crate::team::Icv>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// An `if(0)` task: the compiler calls its routine itself next (see the module doc).
+///
+/// # Safety
+/// `t` is a task from [`__kmpc_omp_task_alloc`], filled in by the compiler.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn __kmpc_omp_task_begin_if0(_loc: Ident, _gtid: i32, t: *mut KmpTask) {
+    guard("__kmpc_omp_task_begin_if0", || {
+        let icv = crate::team::ctx().icv;
+        IF0_ICVS.with(|s| s.borrow_mut().push(icv));
+        // SAFETY: per the contract.
+        unsafe { (*header(t)).state = RUNNING };
+    })
+}
 
 /// # Safety
 /// `t` is the task [`__kmpc_omp_task_begin_if0`] got.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn __kmpc_omp_task_complete_if0(_loc: Ident, _gtid: i32, t: *mut KmpTask) {
-    // SAFETY: per the contract; the compiler ran it and no longer uses it.
-    unsafe { free(t) }
+pub unsafe extern "C" fn __kmpc_omp_task_complete_if0(_loc: Ident, gtid: i32, t: *mut KmpTask) {
+    guard("__kmpc_omp_task_complete_if0", || {
+        // SAFETY: per the contract; the compiler ran the routine once and no longer uses
+        // the task.
+        unsafe {
+            if (*header(t)).state & REQUEUED != 0 {
+                // An untied routine that stopped at a scheduling point: run the rest.
+                run_routine(t, gtid);
+            }
+            free(t)
+        }
+        if let Some(icv) = IF0_ICVS.with(|s| s.borrow_mut().pop()) {
+            crate::team::ctx().icv = icv;
+        }
+    })
 }
 
 #[unsafe(no_mangle)]
