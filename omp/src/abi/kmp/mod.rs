@@ -17,6 +17,7 @@ pub mod fork;
 pub mod loop_;
 pub mod sync;
 pub mod task;
+pub mod taskred;
 
 /// `ident_t *`: the source location the compiler passes first; unused.
 pub type Ident = *const std::ffi::c_void;

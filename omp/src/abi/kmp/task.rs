@@ -1,4 +1,5 @@
 //! Explicit tasks: `__kmpc_omp_task_alloc` and `__kmpc_omp_task(_with_deps)`, taskwait,
+//! taskloop (each task a copy of the pattern task with its bounds, spawned as any task),
 //! taskgroup, `if(0)` tasks. A task goes to `task::spawn`, as `GOMP_task`'s does.
 //!
 //! The ABI's quirk: the runtime allocates the task (`kmp_task_t`: shareds pointer, entry
@@ -380,12 +381,163 @@ pub extern "C" fn __kmpc_omp_taskyield(_loc: Ident, _gtid: i32, _end_part: i32) 
 
 #[unsafe(no_mangle)]
 pub extern "C" fn __kmpc_taskgroup(_loc: Ident, _gtid: i32) {
-    guard("__kmpc_taskgroup", || task::taskgroup_start(false))
+    guard("__kmpc_taskgroup", super::taskred::group_start)
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn __kmpc_end_taskgroup(_loc: Ident, _gtid: i32) {
-    guard("__kmpc_end_taskgroup", task::taskgroup_end)
+    guard("__kmpc_end_taskgroup", super::taskred::group_end)
+}
+
+/// `void task_dup(kmp_task_t *dst, kmp_task_t *src, kmp_int32 lastpriv)`: firstprivate
+/// construction and the lastprivate flag of a taskloop task.
+pub type TaskDup = unsafe extern "C" fn(*mut KmpTask, *mut KmpTask, i32);
+
+/// A taskloop's division: `(number of tasks, iterations per task, how many of the first
+/// tasks get one more, the last task's count under `strict`)`, as libomp divides
+/// (`__kmp_taskloop`): sched 0 none (num_tasks = 10 per thread), 1 grainsize, 2 num_tasks.
+pub(crate) fn taskloop_division(tc: u64, sched: i32, grain: u64, strict: bool, nthreads: u32) -> (u64, u64, u64, Option<u64>) {
+    let grain = if sched == 0 { 10 * nthreads.max(1) as u64 } else { grain.max(1) };
+    if sched == 1 {
+        if grain > tc {
+            (1, tc, 0, None)
+        } else if strict {
+            let n = tc.div_ceil(grain);
+            (n, grain, 0, Some(tc - grain * (n - 1)))
+        } else {
+            let n = tc / grain;
+            (n, tc / n, tc % n, None)
+        }
+    } else if grain > tc {
+        (tc, 1, 0, None)
+    } else {
+        (grain, tc / grain, tc % grain, None)
+    }
+}
+
+/// `taskloop`: the pattern task `t` (bounds at `*lb..=*ub`, inside it, by `st`) becomes
+/// tasks over slices of the iterations, each a copy of it with its own bounds, made ready
+/// by `dup` and spawned as `__kmpc_omp_task` spawns; in a taskgroup unless `nogroup`.
+///
+/// # Safety
+/// As `__kmpc_taskloop`'s arguments from the compiler: `lb`/`ub` point into `t`.
+#[allow(clippy::too_many_arguments)]
+unsafe fn taskloop(
+    t: *mut KmpTask,
+    if_val: i32,
+    lb: *mut u64,
+    ub: *mut u64,
+    st: i64,
+    nogroup: i32,
+    sched: i32,
+    grain: u64,
+    strict: bool,
+    dup: Option<TaskDup>,
+) {
+    if nogroup == 0 {
+        super::taskred::group_start();
+    }
+    // SAFETY: per the contract.
+    let (lower, upper) = unsafe { (*lb, *ub) };
+    let tc = if st == 1 {
+        upper.wrapping_sub(lower).wrapping_add(1)
+    } else if st < 0 {
+        lower.wrapping_sub(upper) / st.unsigned_abs() + 1
+    } else {
+        upper.wrapping_sub(lower) / st.max(1) as u64 + 1
+    };
+    let empty = if st < 0 { lower < upper } else { lower > upper };
+    if !empty && tc > 0 {
+        let (n, grain, extras, last) = taskloop_division(tc, sched, grain, strict, crate::team::ctx().team().n);
+        // SAFETY: per the contract.
+        let (lb_off, ub_off, size) = unsafe { (lb as usize - t as usize, ub as usize - t as usize, (*header(t)).size) };
+        let mut lo = lower;
+        for i in 0..n {
+            let count = match last {
+                Some(l) if i == n - 1 => l,
+                _ => grain + u64::from(i < extras),
+            };
+            let hi = lo.wrapping_add((st as u64).wrapping_mul(count - 1));
+            // SAFETY: a copy of the pattern's block (the header's size), made as `copy`
+            // makes a task's; the bounds are u64 words inside the task at the pattern's
+            // offsets; `dup` is the compiler's for this task type.
+            unsafe {
+                let p = libc::malloc(size) as *mut u8;
+                if p.is_null() {
+                    eprintln!("weft-omp: cannot allocate a taskloop task of {size} bytes; aborting");
+                    std::process::abort();
+                }
+                copy(p as *mut c_void, header(t) as *mut c_void);
+                let nt = p.add(HEAD) as *mut KmpTask;
+                *((nt as *mut u8).add(lb_off) as *mut u64) = lo;
+                *((nt as *mut u8).add(ub_off) as *mut u64) = hi;
+                if let Some(dup) = dup {
+                    dup(nt, t, i32::from(i == n - 1));
+                }
+                let mut s = spawn_of(nt, 0, std::ptr::null_mut());
+                s.if_clause = if_val != 0;
+                task::spawn(s);
+                free(nt);
+            }
+            lo = hi.wrapping_add(st as u64);
+        }
+    }
+    // SAFETY: the pattern is never run; its privates' destructors (if any) run here.
+    unsafe {
+        if (*header(t)).flags & KMP_DESTRUCTORS != 0 && (*t).data1 != 0 {
+            let d: Routine = std::mem::transmute::<usize, Routine>((*t).data1);
+            d(gtid(), t);
+        }
+        free(t);
+    }
+    if nogroup == 0 {
+        super::taskred::group_end();
+    }
+}
+
+/// # Safety
+/// The compiler's arguments (see [`taskloop`]).
+#[unsafe(no_mangle)]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn __kmpc_taskloop(
+    _loc: Ident,
+    _gtid: i32,
+    t: *mut KmpTask,
+    if_val: i32,
+    lb: *mut u64,
+    ub: *mut u64,
+    st: i64,
+    nogroup: i32,
+    sched: i32,
+    grainsize: u64,
+    task_dup: Option<TaskDup>,
+) {
+    // SAFETY: per the contract.
+    guard("__kmpc_taskloop", || unsafe { taskloop(t, if_val, lb, ub, st, nogroup, sched, grainsize, false, task_dup) })
+}
+
+/// OpenMP 5.1's taskloop: `modifier` is `strict` on grainsize/num_tasks.
+///
+/// # Safety
+/// As [`__kmpc_taskloop`].
+#[unsafe(no_mangle)]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn __kmpc_taskloop_5(
+    _loc: Ident,
+    _gtid: i32,
+    t: *mut KmpTask,
+    if_val: i32,
+    lb: *mut u64,
+    ub: *mut u64,
+    st: i64,
+    nogroup: i32,
+    sched: i32,
+    grainsize: u64,
+    modifier: i32,
+    task_dup: Option<TaskDup>,
+) {
+    // SAFETY: per the contract.
+    guard("__kmpc_taskloop_5", || unsafe { taskloop(t, if_val, lb, ub, st, nogroup, sched, grainsize, modifier != 0, task_dup) })
 }
 
 #[cfg(test)]
@@ -398,5 +550,18 @@ mod tests {
         let got: Vec<usize> = gomp_depend(&[(0xa, 1), (0xb, 2), (0xc, 3), (0xd, 4), (0xe, 8)]).into_iter().map(|p| p as usize).collect();
         assert_eq!(got, vec![0, 5, 3, 1, 1, 0xb, 0xc, 0xe, 0xd, 0xa]);
         assert_eq!(gomp_depend(&[]).into_iter().map(|p| p as usize).collect::<Vec<_>>(), vec![0, 0, 0, 0, 0]);
+    }
+
+    #[test]
+    fn taskloop_divisions_as_libomps() {
+        // No clause: 10 tasks per thread, or one per iteration when fewer.
+        assert_eq!(taskloop_division(100, 0, 0, false, 2), (20, 5, 0, None));
+        assert_eq!(taskloop_division(7, 0, 0, false, 2), (7, 1, 0, None));
+        // grainsize(3) over 10: 3 tasks of 3, the first one more; strict: 4 tasks, the last of 1.
+        assert_eq!(taskloop_division(10, 1, 3, false, 2), (3, 3, 1, None));
+        assert_eq!(taskloop_division(10, 1, 3, true, 2), (4, 3, 0, Some(1)));
+        assert_eq!(taskloop_division(2, 1, 3, false, 2), (1, 2, 0, None));
+        // num_tasks(4) over 10: 4 tasks of 2, the first two one more.
+        assert_eq!(taskloop_division(10, 2, 4, false, 2), (4, 2, 2, None));
     }
 }
