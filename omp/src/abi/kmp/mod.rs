@@ -12,6 +12,7 @@
 //! thread-local already.
 #![cfg(target_arch = "x86_64")]
 
+pub mod api;
 pub mod cancel;
 pub mod fork;
 pub mod loop_;
