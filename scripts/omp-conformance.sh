@@ -26,7 +26,8 @@ PROFILE=${PROFILE:-release}
 SRC=$(scripts/omp-fetch-testsuite.sh)
 if [ "$PROFILE" = release ]; then cargo build -q --release -p weft; else cargo build -q -p weft; fi
 LIB="$TARGET/$PROFILE/libweft.so"
-WORK="$ROOT/target/omp-testsuite/run"
+# The clang builds get their own directory: the two modes' executables share names.
+WORK="$ROOT/target/omp-testsuite/run$([ "${CLANG:-0}" = 1 ] && echo -clang || true)"
 mkdir -p "$WORK/standin"
 ln -sf "$LIB" "$WORK/standin/libgomp.so.1"
 ln -sf "$LIB" "$WORK/standin/libomp.so.5"
@@ -43,6 +44,13 @@ flaky = []
 # Tests the reference runtime passes and Weft does not, each with why.
 KNOWN_CLANG = {
 }
+# Tests whose result under either runtime depends on timing because of the compiler's code,
+# not the runtime's: CHECK=1 ignores them both ways.
+FLAKY_CLANG = {
+    "libgomp.c/reduction-15.c": "clang 14's array-section reduction of an orphaned "
+    "schedule(static, 1) loop loses a thread's contribution now and then under libomp too "
+    "(a reduced version: 93 of 200 runs wrong under libomp, 1 of 200 under Weft)",
+}
 EXPECT_CLANG = 259
 KNOWN_GCC = {
     "libgomp.c-c++-common/pause-2.c": "checks that omp_pause_resource destroys the team's threads, "
@@ -50,6 +58,7 @@ KNOWN_GCC = {
     "its shared workers",
 }
 KNOWN = KNOWN_CLANG if CLANG else KNOWN_GCC
+FLAKY = FLAKY_CLANG if CLANG else {}
 src, work, filt, lib = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
 # A test passes under Weft only if Weft defines every libgomp symbol it imports.
 served = set(l.split()[-1].split("@")[0] for l in subprocess.run(["nm", "-D", "--defined-only", lib], capture_output=True, text=True).stdout.splitlines() if l.split())
@@ -215,7 +224,7 @@ if flaky:
     print("\nFailed once under Weft, passed when run again (timing flukes or intermittent bugs):")
     for n, why in flaky: print("  %s: %s" % (n, why))
 if os.environ.get("CHECK") == "1":
-    ran_ = [r for r in results if r[1] in ("notasks", "tasks")]
+    ran_ = [r for r in results if r[1] in ("notasks", "tasks") and r[0] not in FLAKY]
     lost = [r[0] for r in ran_ if r[3][0] and not r[4][0] and r[0] not in KNOWN]
     fixed = [r[0] for r in ran_ if r[4][0] and r[0] in KNOWN]
     for n in lost: print("CHECK: %s fails under Weft and passes under %s" % (n, REF))
