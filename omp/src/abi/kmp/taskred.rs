@@ -19,10 +19,9 @@ use super::Ident;
 use crate::abi::guard;
 use crate::team::ctx;
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::ffi::c_void;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, Mutex};
 
 /// `kmp_taskred_input_t`.
 #[repr(C)]
@@ -82,9 +81,6 @@ pub struct Taskred {
 thread_local! {
     /// The calling thread's open kmp taskgroups, innermost last, with their reductions.
     static GROUPS: RefCell<Vec<Option<Box<Taskred>>>> = const { RefCell::new(Vec::new()) };
-    /// (team, count) of the modifier constructs this thread entered in that team: the
-    /// team's threads meet every construct in the same order, so the count names one.
-    static MODIFIERS: std::cell::Cell<(usize, u64)> = const { std::cell::Cell::new((0, 0)) };
 }
 
 /// The copies for `data`'s items, made and initialized.
@@ -224,11 +220,6 @@ pub unsafe extern "C" fn __kmpc_task_reduction_get_th_data(_gtid: i32, tg: *mut 
     })
 }
 
-/// Copies being made or taken by the team's threads at a modifier construct: (team,
-/// is_ws, construct count) → the copies and the threads still to take them.
-type Pending = HashMap<(usize, i32, u64), (Arc<Copies>, usize)>;
-static PENDING: Mutex<Option<Pending>> = Mutex::new(None);
-
 /// `reduction(task, ...)` on a parallel (`is_ws` 0) or worksharing construct: a taskgroup
 /// whose reduction copies the team's threads share.
 ///
@@ -251,28 +242,9 @@ pub unsafe extern "C" fn __kmpc_taskred_modifier_init(
             return unsafe { __kmpc_taskred_init(gtid, num, data) };
         }
         let num = num.max(0) as usize;
-        let team_id = team as *const _ as usize;
-        let seq = MODIFIERS.with(|m| {
-            let (t, n) = m.get();
-            let n = if t == team_id { n + 1 } else { 0 };
-            m.set((team_id, n));
-            n
-        });
-        let copies = {
-            let mut p = PENDING.lock().unwrap_or_else(|e| e.into_inner());
-            let map = p.get_or_insert_with(HashMap::new);
-            let key = (team_id, is_ws, seq);
-            let e = map.entry(key).or_insert_with(|| {
-                // SAFETY: per the contract (the first thread's items initialize the copies).
-                (Arc::new(unsafe { make(num, data, nth, nth as u32) }), nth)
-            });
-            e.1 -= 1;
-            let c = e.0.clone();
-            if e.1 == 0 {
-                map.remove(&key);
-            }
-            c
-        };
+        let kind = if is_ws != 0 { super::SHARED_TASKRED_WS } else { super::SHARED_TASKRED };
+        // SAFETY: per the contract (the first thread's items initialize the copies).
+        let copies = super::team_shared(kind, |n| unsafe { make(num, data, n as usize, n) });
         // SAFETY: per the contract.
         attach(copies, unsafe { shars(num, data) })
     })
