@@ -20,6 +20,7 @@ pub mod loop_;
 pub mod sync;
 pub mod task;
 pub mod taskred;
+pub mod threadprivate;
 
 /// `ident_t *`: the source location the compiler passes first; unused.
 pub type Ident = *const std::ffi::c_void;
