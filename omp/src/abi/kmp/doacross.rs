@@ -38,9 +38,12 @@ fn count(d: &(i64, i64, i64)) -> u64 {
     iteration(d, d.1).map_or(0, |k| k + 1)
 }
 
+/// A doacross loop as a thread sees it: the team's table and the dimensions.
+type Loop = (Arc<Doacross>, Vec<(i64, i64, i64)>);
+
 thread_local! {
-    /// The calling thread's doacross loops, innermost last: the table and the dimensions.
-    static LOOPS: RefCell<Vec<(Arc<Doacross>, Vec<(i64, i64, i64)>)>> = const { RefCell::new(Vec::new()) };
+    /// The calling thread's doacross loops, innermost last.
+    static LOOPS: RefCell<Vec<Loop>> = const { RefCell::new(Vec::new()) };
 }
 
 /// # Safety
