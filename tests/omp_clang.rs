@@ -37,11 +37,21 @@ fn clang() -> Option<String> {
     names.into_iter().find(|c| Command::new(c).arg("--version").output().is_ok_and(|o| o.status.success()))
 }
 
+/// Extra clang flags a program needs.
+fn flags(name: &str) -> &'static [&'static str] {
+    match name {
+        // threadprivate through the runtime (__kmpc_threadprivate_cached), not TLS.
+        "threadprivate" => &["-fnoopenmp-use-tls"],
+        _ => &[],
+    }
+}
+
 fn compile(cc: &str, name: &str) -> PathBuf {
     let exe = common::unique_exe(&out_dir(), name);
     let out = Command::new(cc)
         .current_dir(ROOT)
         .args(["-fopenmp", "-O2", "-Wall", "-Werror"])
+        .args(flags(name))
         .arg(format!("tests/omp_clang/{name}.c"))
         .args(["-ldl", "-o"])
         .arg(&exe)
@@ -66,7 +76,15 @@ fn check(name: &str, env: &[(&str, &str)]) {
         } else {
             cmd.env("LD_LIBRARY_PATH", standin()).env_remove("LD_PRELOAD");
         }
-        for v in ["OMP_NUM_THREADS", "OMP_SCHEDULE", "OMP_DYNAMIC", "OMP_WAIT_POLICY", "OMP_MAX_ACTIVE_LEVELS", "OMP_PROC_BIND"] {
+        for v in [
+            "OMP_NUM_THREADS",
+            "OMP_SCHEDULE",
+            "OMP_DYNAMIC",
+            "OMP_WAIT_POLICY",
+            "OMP_MAX_ACTIVE_LEVELS",
+            "OMP_PROC_BIND",
+            "OMP_CANCELLATION",
+        ] {
             cmd.env_remove(v);
         }
         cmd.env("WEFT_NCPU", "2").env("WEFT_NOPENCL", "0").env("WEFT_NCUDA", "0").envs(env.iter().copied());
@@ -101,6 +119,41 @@ fn single_master_critical_barrier_reductions() {
 #[test]
 fn tasks() {
     check("tasks", &[]);
+}
+
+#[test]
+fn host_teams_and_distribute() {
+    check("teams", &[]);
+}
+
+#[test]
+fn cancellation() {
+    check("cancel", &[("OMP_CANCELLATION", "true")]);
+}
+
+#[test]
+fn detach_untied_and_if0_tasks() {
+    check("detach", &[]);
+}
+
+#[test]
+fn taskloop() {
+    check("taskloop", &[]);
+}
+
+#[test]
+fn task_reductions() {
+    check("taskred", &[]);
+}
+
+#[test]
+fn doacross_loops() {
+    check("doacross", &[]);
+}
+
+#[test]
+fn threadprivate_without_tls() {
+    check("threadprivate", &[]);
 }
 
 /// The stand-in loads without the dynamic linker complaining about versions, and LLVM's

@@ -1344,7 +1344,11 @@ pub struct Spawn {
     pub flags: u32,
     pub depend: *mut *mut c_void,
     pub priority: i32,
+    /// Where the task's event handle is written (a detach clause; null: none).
     pub detach: *mut usize,
+    /// The data's first word is the task's copy of the event handle variable, written too
+    /// (GCC's layout for `detach`).
+    pub detach_in_data: bool,
 }
 
 /// Whether the runtime, not the program, decides if a new task of the calling thread runs
@@ -1627,7 +1631,7 @@ unsafe fn new_task(c: *mut Ctx, s: &Spawn, final_: bool, priority: i32, detach: 
         unsafe {
             let h = Arc::into_raw(t.clone()) as usize;
             *s.detach = h;
-            if !s.data.is_null() {
+            if s.detach_in_data && !s.data.is_null() {
                 *(s.data as *mut usize) = h;
             }
         }
@@ -1913,7 +1917,7 @@ pub unsafe fn taskloop(s: Spawn, num_tasks: u64, start: u64, end: u64, step: u64
             unsafe { reduction_register(ptr) };
         }
     }
-    let sp = Spawn { flags: flags & !FLAG_DEPEND, depend: std::ptr::null_mut(), detach: std::ptr::null_mut(), ..s };
+    let sp = Spawn { flags: flags & !FLAG_DEPEND, depend: std::ptr::null_mut(), detach: std::ptr::null_mut(), detach_in_data: false, ..s };
     let final_ = cx.task.final_ || flags & FLAG_FINAL != 0;
     let priority = if flags & FLAG_PRIORITY != 0 { sp.priority.clamp(0, env().max_task_priority) } else { 0 };
     // All at once when none may be deferred (if(0), final, outside a region). Otherwise each
@@ -2249,6 +2253,7 @@ mod tests {
                     depend: depend.as_mut_ptr().cast(),
                     priority: 0,
                     detach: std::ptr::null_mut(),
+                    detach_in_data: false,
                 };
                 // SAFETY: a GOMP_task call as GCC makes it for `task depend(out: X[i])`.
                 unsafe { spawn(s) };

@@ -103,7 +103,7 @@ struct Spec {
     nthreads: u32,
 }
 
-struct Doacross {
+pub struct Doacross {
     /// Per iteration of the first dimension: 1 + the last posted flat index of the others.
     done: Vec<AtomicU64>,
     strides: Vec<u64>,
@@ -469,7 +469,7 @@ pub fn sections_next() -> u32 {
 // ---------------------------------------------------------------------------------------
 // Doacross (ordered(n) with depend(sink/source)).
 
-fn doacross_new(counts: &[u64]) -> Doacross {
+pub fn doacross_new(counts: &[u64]) -> Doacross {
     let mut strides = vec![1u64; counts.len()];
     for i in (1..counts.len().saturating_sub(1)).rev() {
         strides[i] = strides[i + 1].saturating_mul(counts[i + 1]);
@@ -498,7 +498,13 @@ fn flat(d: &Doacross, v: &[u64]) -> Option<u64> {
 }
 
 pub fn doacross_post(v: &[u64]) {
-    let Some(d) = doacross() else { return };
+    if let Some(d) = doacross() {
+        doacross_post_in(d, v)
+    }
+}
+
+/// Iteration `v` (normalized: 0-based counts) of `d` is done.
+pub fn doacross_post_in(d: &Doacross, v: &[u64]) {
     let Some(e) = d.done.get(v[0] as usize) else { return };
     let Some(f) = flat(d, v) else { return };
     // Release: the iteration's writes happen before a waiter sees it posted.
@@ -506,7 +512,13 @@ pub fn doacross_post(v: &[u64]) {
 }
 
 pub fn doacross_wait(v: &[u64]) {
-    let Some(d) = doacross() else { return };
+    if let Some(d) = doacross() {
+        doacross_wait_in(d, v)
+    }
+}
+
+/// Wait until iteration `v` (normalized) of `d` is done.
+pub fn doacross_wait_in(d: &Doacross, v: &[u64]) {
     let Some(e) = d.done.get(v[0] as usize) else { return };
     let Some(f) = flat(d, v) else { return };
     while !spin_until(|| e.load(Ordering::Acquire) > f) {

@@ -40,6 +40,7 @@ pub unsafe extern "C" fn GOMP_task(
             depend,
             priority,
             detach: detach as *mut usize,
+            detach_in_data: true,
         };
         // SAFETY: the compiler's arguments.
         unsafe { task::spawn(s) }
@@ -93,6 +94,7 @@ fn spawn_args(
         depend: std::ptr::null_mut(),
         priority,
         detach: std::ptr::null_mut(),
+        detach_in_data: false,
     }
 }
 
@@ -142,8 +144,12 @@ pub unsafe extern "C" fn GOMP_taskloop_ull(
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn omp_fulfill_event(event: usize) {
-    // SAFETY: an event handle from a detach clause.
-    guard("omp_fulfill_event", || unsafe { task::fulfill(event) })
+    guard("omp_fulfill_event", || {
+        // An odd handle is a clang-built program's (`__kmpc_task_allow_completion_event`).
+        let event = if event & 1 != 0 { super::kmp::task::event_task(event) } else { event };
+        // SAFETY: an event handle from a detach clause.
+        unsafe { task::fulfill(event) }
+    })
 }
 
 // ---------------------------------------------------------------------------------------

@@ -22,6 +22,8 @@ pub type Microtask = unsafe extern "C" fn(*mut i32, *mut i32);
 thread_local! {
     /// `num_threads` and `proc_bind` pushed for the calling thread's next region (0: none).
     static PUSHED: Cell<(u32, u32)> = const { Cell::new((0, 0)) };
+    /// `num_teams` and `thread_limit` pushed for the calling thread's next `teams` (0: none).
+    static PUSHED_TEAMS: Cell<(u32, u32)> = const { Cell::new((0, 0)) };
     /// The calling thread's global thread number (-1: not given yet).
     static GTID: Cell<i32> = const { Cell::new(-1) };
 }
@@ -58,12 +60,12 @@ unsafe extern "C" fn body(data: *mut c_void) {
     unsafe { invoke(call.f, &mut gtid, &mut btid, call.argc, call.argv.as_ptr()) };
 }
 
-/// `__kmpc_fork_call`'s body: gather the varargs, run the region.
+/// The varargs of `__kmpc_fork_call`/`__kmpc_fork_teams` as a [`Call`].
 ///
 /// # Safety
 /// `regs` points to the 3 values that came in registers, `stack` to the caller's stack
 /// arguments (`argc - 3` of them when `argc > 3`).
-unsafe extern "C" fn fork_call_va(_loc: Ident, argc: i32, f: Microtask, regs: *const *mut c_void, stack: *const *mut c_void) {
+unsafe fn gather(argc: i32, f: Microtask, regs: *const *mut c_void, stack: *const *mut c_void) -> Call {
     let argc = argc.max(0) as usize;
     let mut argv: SmallVec<[*mut c_void; 8]> = (0..argc)
         .map(|i| {
@@ -75,37 +77,95 @@ unsafe extern "C" fn fork_call_va(_loc: Ident, argc: i32, f: Microtask, regs: *c
     while argv.len() < 4 {
         argv.push(std::ptr::null_mut());
     }
-    let call = Call { f, argv, argc };
+    Call { f, argv, argc }
+}
+
+/// `__kmpc_fork_call`'s body: gather the varargs, run the region.
+///
+/// # Safety
+/// As [`gather`].
+unsafe extern "C" fn fork_call_va(_loc: Ident, argc: i32, f: Microtask, regs: *const *mut c_void, stack: *const *mut c_void) {
+    // SAFETY: per the contract.
+    let call = unsafe { gather(argc, f, regs, stack) };
     guard("__kmpc_fork_call", || {
         let (n, bind) = PUSHED.with(|p| p.replace((0, 0)));
         team::parallel(body, &call as *const Call as *mut c_void, n, bind, None)
     })
 }
 
-/// `void __kmpc_fork_call(ident_t *loc, kmp_int32 argc, kmpc_micro microtask, ...)`.
+/// `__kmpc_fork_teams`'s body: the host `teams` construct, as `GOMP_teams_reg` runs it
+/// (one team after the other on the encountering thread).
 ///
 /// # Safety
-/// Called as the variadic C function it is, with `argc` pointer-sized varargs.
-#[unsafe(naked)]
+/// As [`gather`].
+unsafe extern "C" fn fork_teams_va(_loc: Ident, argc: i32, f: Microtask, regs: *const *mut c_void, stack: *const *mut c_void) {
+    // SAFETY: per the contract.
+    let call = unsafe { gather(argc, f, regs, stack) };
+    let (n, limit) = PUSHED_TEAMS.with(|p| p.replace((0, 0)));
+    // SAFETY: `teams_body` takes the `Call`, alive for the construct.
+    unsafe { crate::abi::parallel::GOMP_teams_reg(teams_body, &call as *const Call as *mut c_void, n, limit, 0) }
+}
+
+/// A team's initial thread runs the microtask with thread number 0.
+unsafe extern "C" fn teams_body(data: *mut c_void) {
+    // SAFETY: `data` is the `Call` of `fork_teams_va`, alive until the construct ends.
+    let call = unsafe { &*(data as *const Call) };
+    let (mut gtid, mut btid) = (gtid(), 0);
+    // SAFETY: as in `body`.
+    unsafe { invoke(call.f, &mut gtid, &mut btid, call.argc, call.argv.as_ptr()) };
+}
+
+/// A variadic `(ident_t *loc, kmp_int32 argc, kmpc_micro microtask, ...)` entry point that
+/// hands `$imp` pointers to its varargs.
+macro_rules! varargs_entry {
+    ($(#[$m:meta])* $name:ident => $imp:ident) => {
+        $(#[$m])*
+        ///
+        /// # Safety
+        /// Called as the variadic C function it is, with `argc` pointer-sized varargs.
+        #[unsafe(naked)]
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $name(loc: Ident, argc: i32, microtask: Microtask) {
+            // rdi, rsi, rdx: loc, argc, microtask; rcx, r8, r9: the first 3 varargs; the
+            // rest at [rsp + 8] on entry ([rbp + 16] once rbp is pushed). The 32-byte frame
+            // keeps rsp 16-byte aligned at the call.
+            std::arch::naked_asm!(
+                "push rbp",
+                "mov rbp, rsp",
+                "sub rsp, 32",
+                "mov [rsp], rcx",
+                "mov [rsp + 8], r8",
+                "mov [rsp + 16], r9",
+                "mov rcx, rsp",
+                "lea r8, [rbp + 16]",
+                "call {imp}",
+                "leave",
+                "ret",
+                imp = sym $imp,
+            )
+        }
+    };
+}
+
+varargs_entry!(
+    /// `void __kmpc_fork_call(ident_t *loc, kmp_int32 argc, kmpc_micro microtask, ...)`.
+    __kmpc_fork_call => fork_call_va
+);
+varargs_entry!(
+    /// `void __kmpc_fork_teams(ident_t *loc, kmp_int32 argc, kmpc_micro microtask, ...)`.
+    __kmpc_fork_teams => fork_teams_va
+);
+
+/// `num_teams(n)` and `thread_limit(t)` of the calling thread's next `teams` (0: not given).
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn __kmpc_fork_call(loc: Ident, argc: i32, microtask: Microtask) {
-    // rdi, rsi, rdx: loc, argc, microtask; rcx, r8, r9: the first 3 varargs; the rest at
-    // [rsp + 8] on entry ([rbp + 16] once rbp is pushed). The 32-byte frame keeps rsp
-    // 16-byte aligned at the call.
-    std::arch::naked_asm!(
-        "push rbp",
-        "mov rbp, rsp",
-        "sub rsp, 32",
-        "mov [rsp], rcx",
-        "mov [rsp + 8], r8",
-        "mov [rsp + 16], r9",
-        "mov rcx, rsp",
-        "lea r8, [rbp + 16]",
-        "call {imp}",
-        "leave",
-        "ret",
-        imp = sym fork_call_va,
-    )
+pub extern "C" fn __kmpc_push_num_teams(_loc: Ident, _gtid: i32, num_teams: i32, thread_limit: i32) {
+    PUSHED_TEAMS.with(|p| p.set((num_teams.max(0) as u32, thread_limit.max(0) as u32)));
+}
+
+/// OpenMP 5.1's `num_teams(lower: upper)`: the upper bound is the number of teams made.
+#[unsafe(no_mangle)]
+pub extern "C" fn __kmpc_push_num_teams_51(_loc: Ident, _gtid: i32, _lower: i32, upper: i32, thread_limit: i32) {
+    __kmpc_push_num_teams(_loc, _gtid, upper, thread_limit)
 }
 
 /// Call `f(gtid, btid, argv[0], …, argv[argc - 1])`.

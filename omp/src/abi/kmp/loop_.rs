@@ -131,6 +131,18 @@ pub(crate) fn static_init(
     }
 }
 
+/// Who shares a static loop: a `distribute` loop's iterations go to the teams of the
+/// enclosing host `teams` construct (run one after the other), any other's to the threads
+/// of the calling thread's team.
+fn sharers(sched: i32, c: &crate::team::Ctx) -> (u32, u32) {
+    if matches!(sched & !MODIFIERS, DISTRIBUTE_STATIC | DISTRIBUTE_STATIC_CHUNKED) {
+        let (num, n) = crate::abi::parallel::TEAMS.with(|t| t.get());
+        (num.max(0) as u32, n.max(1) as u32)
+    } else {
+        (c.tid, c.team().n)
+    }
+}
+
 macro_rules! kmp_loops {
     ($($t:ty, $st:ty => $init:ident, $dinit:ident, $next:ident, $fini:ident;)*) => {$(
         /// # Safety
@@ -143,7 +155,8 @@ macro_rules! kmp_loops {
                 let range = (<$t>::MIN as i128, <$t>::MAX as i128, <$st>::MAX as i128);
                 // SAFETY: the compiler passes its loop variables.
                 let (lower, upper) = unsafe { (*plower as i128, *pupper as i128) };
-                let s = static_init(sched, lower, upper, incr as i128, chunk as i64, c.tid, c.team().n, range);
+                let (tid, nth) = sharers(sched, c);
+                let s = static_init(sched, lower, upper, incr as i128, chunk as i64, tid, nth, range);
                 // SAFETY: as above; the values are within the types' ranges.
                 unsafe {
                     *plower = s.lower as $t;

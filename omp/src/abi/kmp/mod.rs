@@ -12,10 +12,64 @@
 //! thread-local already.
 #![cfg(target_arch = "x86_64")]
 
+pub mod api;
+pub mod cancel;
+pub mod doacross;
 pub mod fork;
 pub mod loop_;
 pub mod sync;
 pub mod task;
+pub mod taskred;
+pub mod threadprivate;
 
 /// `ident_t *`: the source location the compiler passes first; unused.
 pub type Ident = *const std::ffi::c_void;
+
+use std::any::Any;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+/// Kinds of [`team_shared`] state.
+pub(crate) const SHARED_TASKRED: u8 = 0;
+pub(crate) const SHARED_TASKRED_WS: u8 = 1;
+pub(crate) const SHARED_DOACROSS: u8 = 2;
+const SHARED_KINDS: usize = 3;
+
+type Pending = HashMap<(usize, u8, u64), (Arc<dyn Any + Send + Sync>, u32)>;
+/// State being handed to the team's threads: (team, kind, construct count) → the state
+/// and the threads still to take it.
+static PENDING: Mutex<Option<Pending>> = Mutex::new(None);
+
+thread_local! {
+    /// Per kind: (team, count) of the constructs of that kind this thread entered in that
+    /// team. The team's threads meet the constructs in the same order, so the count names
+    /// one even when a thread runs ahead into the next (`nowait`).
+    static SEQ: std::cell::Cell<[(usize, u64); SHARED_KINDS]> = const { std::cell::Cell::new([(0, 0); SHARED_KINDS]) };
+}
+
+/// State of the construct of kind `kind` the calling thread's team is entering, which this
+/// ABI keeps outside the team (the compiler hands each thread only its own pointers): the
+/// first of the team's threads to arrive makes it with `make`, every thread gets it.
+pub(crate) fn team_shared<T: Send + Sync + 'static>(kind: u8, make: impl FnOnce(u32) -> T) -> Arc<T> {
+    let team = crate::team::ctx().team();
+    let (id, n) = (team as *const crate::team::Team as usize, team.n);
+    let seq = SEQ.with(|s| {
+        let mut v = s.get();
+        let (t, c) = v[kind as usize];
+        let c = if t == id { c + 1 } else { 0 };
+        v[kind as usize] = (id, c);
+        s.set(v);
+        c
+    });
+    let mut p = PENDING.lock().unwrap_or_else(|e| e.into_inner());
+    let map = p.get_or_insert_with(HashMap::new);
+    let key = (id, kind, seq);
+    let e = map.entry(key).or_insert_with(|| (Arc::new(make(n)) as Arc<dyn Any + Send + Sync>, n));
+    e.1 -= 1;
+    let got = e.0.clone();
+    if e.1 == 0 {
+        map.remove(&key);
+    }
+    drop(p);
+    got.downcast::<T>().unwrap_or_else(|_| unreachable!("a construct's state has the type of its kind"))
+}

@@ -1,4 +1,5 @@
 //! Explicit tasks: `__kmpc_omp_task_alloc` and `__kmpc_omp_task(_with_deps)`, taskwait,
+//! taskloop (each task a copy of the pattern task with its bounds, spawned as any task),
 //! taskgroup, `if(0)` tasks. A task goes to `task::spawn`, as `GOMP_task`'s does.
 //!
 //! The ABI's quirk: the runtime allocates the task (`kmp_task_t`: shareds pointer, entry
@@ -39,13 +40,26 @@ pub struct KmpTask {
     data2: usize,
 }
 
-/// Ours, before the task: the whole block's size and the allocation flags. 16 bytes, so
-/// the task keeps malloc's 16-byte alignment.
+/// Ours, before the task: the whole block's size, the allocation flags and the detach
+/// event's cell (0: no detach clause). A multiple of 16 bytes, so the task keeps malloc's
+/// 16-byte alignment.
 #[repr(C, align(16))]
 struct Header {
     size: usize,
     flags: i32,
+    /// [`RUNNING`], [`REQUEUED`].
+    state: u32,
+    event: usize,
 }
+
+/// The block is a task whose routine is running (a spawned copy, or an `if(0)` task).
+const RUNNING: u32 = 1;
+/// Its untied routine returned at a scheduling point and asked to be continued: clang's
+/// untied task is a state machine over `part_id` that calls `__kmpc_omp_task` on itself and
+/// returns; the next call of the routine resumes after that point. We continue it at once,
+/// on the same thread (any thread may resume an untied task, and the point is only a
+/// scheduling point).
+const REQUEUED: u32 = 2;
 
 const HEAD: usize = std::mem::size_of::<Header>();
 
@@ -63,6 +77,9 @@ fn spawn_of(t: *mut KmpTask, flags: u32, depend: *mut *mut c_void) -> Spawn {
     // SAFETY: as above; the compiler wrote the priority before handing the task over.
     let priority = unsafe { (*t).data2 as u32 as i32 };
     let mut flags = flags;
+    if h.event != 0 {
+        flags |= task::FLAG_DETACH;
+    }
     if h.flags & KMP_FINAL != 0 {
         flags |= FLAG_FINAL;
     }
@@ -79,7 +96,9 @@ fn spawn_of(t: *mut KmpTask, flags: u32, depend: *mut *mut c_void) -> Spawn {
         flags,
         depend,
         priority,
-        detach: std::ptr::null_mut(),
+        // task::spawn writes the task's event handle into the cell.
+        detach: h.event as *mut usize,
+        detach_in_data: false,
     }
 }
 
@@ -98,6 +117,26 @@ unsafe extern "C" fn copy(dst: *mut c_void, src: *mut c_void) {
     }
 }
 
+/// Call the task's routine until it does not ask to be continued ([`REQUEUED`]).
+///
+/// # Safety
+/// `t` is a task block's task, filled in by the compiler.
+unsafe fn run_routine(t: *mut KmpTask, g: i32) {
+    // SAFETY: per the contract; the header is only touched by the thread running the task.
+    unsafe {
+        let h = header(t);
+        (*h).state = RUNNING;
+        loop {
+            ((*t).routine)(g, t);
+            if (*h).state & REQUEUED == 0 {
+                break;
+            }
+            (*h).state = RUNNING;
+        }
+        (*h).state = 0;
+    }
+}
+
 /// The task's body, on its copy of the block: `routine(gtid, task)`, then the destructor
 /// thunk if the compiler gave one.
 unsafe extern "C" fn body(data: *mut c_void) {
@@ -106,7 +145,7 @@ unsafe extern "C" fn body(data: *mut c_void) {
         let h = &*(data as *const Header);
         let t = (data as *mut u8).add(HEAD) as *mut KmpTask;
         let g = gtid();
-        ((*t).routine)(g, t);
+        run_routine(t, g);
         if h.flags & KMP_DESTRUCTORS != 0 && (*t).data1 != 0 {
             let d: Routine = std::mem::transmute::<usize, Routine>((*t).data1);
             d(g, t);
@@ -136,7 +175,7 @@ pub extern "C" fn __kmpc_omp_task_alloc(
         }
         // SAFETY: `p` has room for the header, the task and the shareds, 16-byte aligned.
         unsafe {
-            (p as *mut Header).write(Header { size, flags });
+            (p as *mut Header).write(Header { size, flags, state: 0, event: 0 });
             let t = p.add(HEAD) as *mut KmpTask;
             let shareds = if sizeof_shareds > 0 { p.add(HEAD + task_size) as *mut c_void } else { std::ptr::null_mut() };
             (*t).shareds = shareds;
@@ -158,6 +197,13 @@ unsafe fn free(t: *mut KmpTask) {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn __kmpc_omp_task(_loc: Ident, _gtid: i32, t: *mut KmpTask) -> i32 {
     guard("__kmpc_omp_task", || {
+        // SAFETY: per the contract.
+        let h = unsafe { &mut *header(t) };
+        if h.state & RUNNING != 0 {
+            // An untied task continuing itself: `run_routine` calls it again.
+            h.state |= REQUEUED;
+            return;
+        }
         // SAFETY: per the contract; spawn copies the block (or runs the task on a copy)
         // before it returns.
         unsafe {
@@ -249,16 +295,76 @@ pub unsafe extern "C" fn __kmpc_omp_wait_deps(
     })
 }
 
-/// An `if(0)` task: the compiler runs it itself next (see the module doc).
+/// `detach(evt)`: the event handle the compiler stores in `evt` before the task is
+/// spawned, so before task::spawn makes the task's own handle: a cell that spawn fills in,
+/// given out with its low bit set (task handles are aligned pointers), which
+/// `omp_fulfill_event` passes to [`event_task`].
+///
+/// # Safety
+/// `t` is a task from [`__kmpc_omp_task_alloc`], not spawned yet.
 #[unsafe(no_mangle)]
-pub extern "C" fn __kmpc_omp_task_begin_if0(_loc: Ident, _gtid: i32, _t: *mut KmpTask) {}
+pub unsafe extern "C" fn __kmpc_task_allow_completion_event(_loc: Ident, _gtid: i32, t: *mut KmpTask) -> *mut c_void {
+    guard("__kmpc_task_allow_completion_event", || {
+        // SAFETY: per the contract.
+        let h = unsafe { &mut *header(t) };
+        if h.event == 0 {
+            h.event = Box::into_raw(Box::new(0usize)) as usize;
+        }
+        (h.event | 1) as *mut c_void
+    })
+}
+
+/// The task handle behind an event handle of [`__kmpc_task_allow_completion_event`] (0 when
+/// the task was never spawned); frees the cell: an event is fulfilled once.
+pub(crate) fn event_task(ev: usize) -> usize {
+    // SAFETY: an odd handle is a cell of __kmpc_task_allow_completion_event (the caller's
+    // contract, as omp_fulfill_event's); spawn wrote the task handle into it before the task
+    // could run, and the program synchronizes its fulfilling with the task's creation.
+    let h = unsafe { *Box::from_raw((ev & !1) as *mut usize) };
+    if h == 0 {
+        eprintln!("weft-omp: omp_fulfill_event: event {ev:#x} belongs to a task that was not created");
+    }
+    h
+}
+
+thread_local! {
+    /// The ICVs of the tasks that started `if(0)` tasks on this thread, innermost last: an
+    /// `if(0)` task has its own data environment (libgomp.c/icv-1.c).
+    static IF0_ICVS: std::cell::RefCell<Vec<crate::team::Icv>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// An `if(0)` task: the compiler calls its routine itself next (see the module doc).
+///
+/// # Safety
+/// `t` is a task from [`__kmpc_omp_task_alloc`], filled in by the compiler.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn __kmpc_omp_task_begin_if0(_loc: Ident, _gtid: i32, t: *mut KmpTask) {
+    guard("__kmpc_omp_task_begin_if0", || {
+        let icv = crate::team::ctx().icv;
+        IF0_ICVS.with(|s| s.borrow_mut().push(icv));
+        // SAFETY: per the contract.
+        unsafe { (*header(t)).state = RUNNING };
+    })
+}
 
 /// # Safety
 /// `t` is the task [`__kmpc_omp_task_begin_if0`] got.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn __kmpc_omp_task_complete_if0(_loc: Ident, _gtid: i32, t: *mut KmpTask) {
-    // SAFETY: per the contract; the compiler ran it and no longer uses it.
-    unsafe { free(t) }
+pub unsafe extern "C" fn __kmpc_omp_task_complete_if0(_loc: Ident, gtid: i32, t: *mut KmpTask) {
+    guard("__kmpc_omp_task_complete_if0", || {
+        // SAFETY: per the contract; the compiler ran the routine once and no longer uses
+        // the task.
+        unsafe {
+            if (*header(t)).state & REQUEUED != 0 {
+                // An untied routine that stopped at a scheduling point: run the rest.
+                run_routine(t, gtid);
+            }
+            free(t)
+        }
+        if let Some(icv) = IF0_ICVS.with(|s| s.borrow_mut().pop()) {
+            crate::team::ctx().icv = icv;
+        }
+    })
 }
 
 #[unsafe(no_mangle)]
@@ -275,12 +381,163 @@ pub extern "C" fn __kmpc_omp_taskyield(_loc: Ident, _gtid: i32, _end_part: i32) 
 
 #[unsafe(no_mangle)]
 pub extern "C" fn __kmpc_taskgroup(_loc: Ident, _gtid: i32) {
-    guard("__kmpc_taskgroup", || task::taskgroup_start(false))
+    guard("__kmpc_taskgroup", super::taskred::group_start)
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn __kmpc_end_taskgroup(_loc: Ident, _gtid: i32) {
-    guard("__kmpc_end_taskgroup", task::taskgroup_end)
+    guard("__kmpc_end_taskgroup", super::taskred::group_end)
+}
+
+/// `void task_dup(kmp_task_t *dst, kmp_task_t *src, kmp_int32 lastpriv)`: firstprivate
+/// construction and the lastprivate flag of a taskloop task.
+pub type TaskDup = unsafe extern "C" fn(*mut KmpTask, *mut KmpTask, i32);
+
+/// A taskloop's division: `(number of tasks, iterations per task, how many of the first
+/// tasks get one more, the last task's count under `strict`)`, as libomp divides
+/// (`__kmp_taskloop`): sched 0 none (num_tasks = 10 per thread), 1 grainsize, 2 num_tasks.
+pub(crate) fn taskloop_division(tc: u64, sched: i32, grain: u64, strict: bool, nthreads: u32) -> (u64, u64, u64, Option<u64>) {
+    let grain = if sched == 0 { 10 * nthreads.max(1) as u64 } else { grain.max(1) };
+    if sched == 1 {
+        if grain > tc {
+            (1, tc, 0, None)
+        } else if strict {
+            let n = tc.div_ceil(grain);
+            (n, grain, 0, Some(tc - grain * (n - 1)))
+        } else {
+            let n = tc / grain;
+            (n, tc / n, tc % n, None)
+        }
+    } else if grain > tc {
+        (tc, 1, 0, None)
+    } else {
+        (grain, tc / grain, tc % grain, None)
+    }
+}
+
+/// `taskloop`: the pattern task `t` (bounds at `*lb..=*ub`, inside it, by `st`) becomes
+/// tasks over slices of the iterations, each a copy of it with its own bounds, made ready
+/// by `dup` and spawned as `__kmpc_omp_task` spawns; in a taskgroup unless `nogroup`.
+///
+/// # Safety
+/// As `__kmpc_taskloop`'s arguments from the compiler: `lb`/`ub` point into `t`.
+#[allow(clippy::too_many_arguments)]
+unsafe fn taskloop(
+    t: *mut KmpTask,
+    if_val: i32,
+    lb: *mut u64,
+    ub: *mut u64,
+    st: i64,
+    nogroup: i32,
+    sched: i32,
+    grain: u64,
+    strict: bool,
+    dup: Option<TaskDup>,
+) {
+    if nogroup == 0 {
+        super::taskred::group_start();
+    }
+    // SAFETY: per the contract.
+    let (lower, upper) = unsafe { (*lb, *ub) };
+    let tc = if st == 1 {
+        upper.wrapping_sub(lower).wrapping_add(1)
+    } else if st < 0 {
+        lower.wrapping_sub(upper) / st.unsigned_abs() + 1
+    } else {
+        upper.wrapping_sub(lower) / st.max(1) as u64 + 1
+    };
+    let empty = if st < 0 { lower < upper } else { lower > upper };
+    if !empty && tc > 0 {
+        let (n, grain, extras, last) = taskloop_division(tc, sched, grain, strict, crate::team::ctx().team().n);
+        // SAFETY: per the contract.
+        let (lb_off, ub_off, size) = unsafe { (lb as usize - t as usize, ub as usize - t as usize, (*header(t)).size) };
+        let mut lo = lower;
+        for i in 0..n {
+            let count = match last {
+                Some(l) if i == n - 1 => l,
+                _ => grain + u64::from(i < extras),
+            };
+            let hi = lo.wrapping_add((st as u64).wrapping_mul(count - 1));
+            // SAFETY: a copy of the pattern's block (the header's size), made as `copy`
+            // makes a task's; the bounds are u64 words inside the task at the pattern's
+            // offsets; `dup` is the compiler's for this task type.
+            unsafe {
+                let p = libc::malloc(size) as *mut u8;
+                if p.is_null() {
+                    eprintln!("weft-omp: cannot allocate a taskloop task of {size} bytes; aborting");
+                    std::process::abort();
+                }
+                copy(p as *mut c_void, header(t) as *mut c_void);
+                let nt = p.add(HEAD) as *mut KmpTask;
+                *((nt as *mut u8).add(lb_off) as *mut u64) = lo;
+                *((nt as *mut u8).add(ub_off) as *mut u64) = hi;
+                if let Some(dup) = dup {
+                    dup(nt, t, i32::from(i == n - 1));
+                }
+                let mut s = spawn_of(nt, 0, std::ptr::null_mut());
+                s.if_clause = if_val != 0;
+                task::spawn(s);
+                free(nt);
+            }
+            lo = hi.wrapping_add(st as u64);
+        }
+    }
+    // SAFETY: the pattern is never run; its privates' destructors (if any) run here.
+    unsafe {
+        if (*header(t)).flags & KMP_DESTRUCTORS != 0 && (*t).data1 != 0 {
+            let d: Routine = std::mem::transmute::<usize, Routine>((*t).data1);
+            d(gtid(), t);
+        }
+        free(t);
+    }
+    if nogroup == 0 {
+        super::taskred::group_end();
+    }
+}
+
+/// # Safety
+/// The compiler's arguments (see [`taskloop`]).
+#[unsafe(no_mangle)]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn __kmpc_taskloop(
+    _loc: Ident,
+    _gtid: i32,
+    t: *mut KmpTask,
+    if_val: i32,
+    lb: *mut u64,
+    ub: *mut u64,
+    st: i64,
+    nogroup: i32,
+    sched: i32,
+    grainsize: u64,
+    task_dup: Option<TaskDup>,
+) {
+    // SAFETY: per the contract.
+    guard("__kmpc_taskloop", || unsafe { taskloop(t, if_val, lb, ub, st, nogroup, sched, grainsize, false, task_dup) })
+}
+
+/// OpenMP 5.1's taskloop: `modifier` is `strict` on grainsize/num_tasks.
+///
+/// # Safety
+/// As [`__kmpc_taskloop`].
+#[unsafe(no_mangle)]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn __kmpc_taskloop_5(
+    _loc: Ident,
+    _gtid: i32,
+    t: *mut KmpTask,
+    if_val: i32,
+    lb: *mut u64,
+    ub: *mut u64,
+    st: i64,
+    nogroup: i32,
+    sched: i32,
+    grainsize: u64,
+    modifier: i32,
+    task_dup: Option<TaskDup>,
+) {
+    // SAFETY: per the contract.
+    guard("__kmpc_taskloop_5", || unsafe { taskloop(t, if_val, lb, ub, st, nogroup, sched, grainsize, modifier != 0, task_dup) })
 }
 
 #[cfg(test)]
@@ -293,5 +550,18 @@ mod tests {
         let got: Vec<usize> = gomp_depend(&[(0xa, 1), (0xb, 2), (0xc, 3), (0xd, 4), (0xe, 8)]).into_iter().map(|p| p as usize).collect();
         assert_eq!(got, vec![0, 5, 3, 1, 1, 0xb, 0xc, 0xe, 0xd, 0xa]);
         assert_eq!(gomp_depend(&[]).into_iter().map(|p| p as usize).collect::<Vec<_>>(), vec![0, 0, 0, 0, 0]);
+    }
+
+    #[test]
+    fn taskloop_divisions_as_libomps() {
+        // No clause: 10 tasks per thread, or one per iteration when fewer.
+        assert_eq!(taskloop_division(100, 0, 0, false, 2), (20, 5, 0, None));
+        assert_eq!(taskloop_division(7, 0, 0, false, 2), (7, 1, 0, None));
+        // grainsize(3) over 10: 3 tasks of 3, the first one more; strict: 4 tasks, the last of 1.
+        assert_eq!(taskloop_division(10, 1, 3, false, 2), (3, 3, 1, None));
+        assert_eq!(taskloop_division(10, 1, 3, true, 2), (4, 3, 0, Some(1)));
+        assert_eq!(taskloop_division(2, 1, 3, false, 2), (1, 2, 0, None));
+        // num_tasks(4) over 10: 4 tasks of 2, the first two one more.
+        assert_eq!(taskloop_division(10, 2, 4, false, 2), (4, 2, 2, None));
     }
 }
