@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# Issue 33: the tiled OpenCL Cholesky of bench/cl/cholesky.c on one out-of-order queue,
+# side by side over the same PoCL `basic` devices (POCL_DEVICES="basic basic"): PoCL alone
+# on one device; Weft's unified device (its device 0, over both); Weft on one real device
+# (its device 1). Rounds interleave the runs, so a noisy stretch of the machine hits them
+# all; medians over rounds, and each run's speedup over PoCL alone and over Weft's one
+# device. Target (issue 33): the unified device at least 1.6x one device.
+#
+# Usage: bench/cl/cholesky.sh [rounds] [n] [nb]   (default 3 rounds, n = 2048 in tiles of
+#        256; each run is a separate process: one warm-up factorisation, then one timed)
+# Environment: ROUNDS (overrides the first argument), WEFT_ICD_LIB (default
+# $CARGO_TARGET_DIR or target/release/libweft_icd.so, with libweft.so next to it),
+# MODE (ooo, the default, or inorder: the unified device then runs one kernel at a time).
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+cd "$root"
+rounds=${ROUNDS:-${1:-3}}
+n=${2:-2048}
+nb=${3:-256}
+mode=${MODE:-ooo}
+case $rounds in '' | *[!0-9]* | 0) echo "rounds must be a positive number" >&2; exit 2 ;; esac
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+gcc -O2 -Wall -Wextra -o "$out/cholesky" bench/cl/cholesky.c -lOpenCL -lm
+export POCL_DEVICES=${POCL_DEVICES:-basic basic}
+
+pocl_icd=$(grep -l -i pocl /etc/OpenCL/vendors/*.icd 2>/dev/null | head -n 1 || true)
+[ -n "$pocl_icd" ] || { echo "no PoCL .icd under /etc/OpenCL/vendors: install pocl-opencl-icd" >&2; exit 1; }
+weft_icd=${WEFT_ICD_LIB:-${CARGO_TARGET_DIR:-$root/target}/release/libweft_icd.so}
+[ -f "$weft_icd" ] || { echo "no $weft_icd: build with cargo build --release -p weft -p weft-icd-shim" >&2; exit 1; }
+mkdir -p "$out/weft"
+echo "$weft_icd" >"$out/weft/weft.icd"
+runs="pocl:one weft:unified weft:one"
+
+run() { # platform device -> RESULT line
+    case $1 in
+        # PoCL alone: one device of its own, as a program using one device would see it.
+        pocl) POCL_DEVICES=basic OCL_ICD_VENDORS=$pocl_icd "$out/cholesky" Portable 0 "$n" "$nb" "$mode" ;;
+        weft) OCL_ICD_VENDORS=$out/weft "$out/cholesky" Weft "$2" "$n" "$nb" "$mode" ;;
+    esac 2>"$out/$1.$2.err" | grep '^RESULT' || echo "RESULT seconds=0 gflops=0 check=crashed:$(tail -n 1 "$out/$1.$2.err" | tr ' ' _)"
+}
+field() { sed -n "s/.* $1=\([^ ]*\).*/\1/p"; }
+median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+
+loads=""
+for r in $(seq "$rounds"); do
+    loads="$loads $(cut -d' ' -f1 /proc/loadavg)"
+    for x in $runs; do
+        case $x in weft:unified) dev=0 ;; *) dev=1 ;; esac
+        run "${x%%:*}" "$dev" >>"$out/${x/:/.}.txt"
+    done
+done
+printf '%-14s %9s %8s %10s %10s  %s\n' run seconds GFLOP/s vs-pocl vs-weft1 checks
+pocl=$(field seconds <"$out/pocl.one.txt" | median)
+weft1=$(field seconds <"$out/weft.one.txt" | median)
+for x in $runs; do
+    s=$(field seconds <"$out/${x/:/.}.txt" | median)
+    g=$(field gflops <"$out/${x/:/.}.txt" | median)
+    all=$(field seconds <"$out/${x/:/.}.txt" | tr '\n' ' ')
+    checks=$(field check <"$out/${x/:/.}.txt" | sort -u | tr '\n' ' ')
+    awk -v x="$x" -v s="$s" -v g="$g" -v p="$pocl" -v w="$weft1" -v c="$checks" -v all="$all" 'BEGIN {
+        printf "%-14s %9.3f %8.2f %10s %10s  %s(%s)\n", x, s, g, (s > 0 ? sprintf("%.2fx", p / s) : "-"),
+            (s > 0 ? sprintf("%.2fx", w / s) : "-"), c, all }'
+done
+echo "($rounds rounds, medians; n=$n nb=$nb mode=$mode; POCL_DEVICES=\"$POCL_DEVICES\" for Weft, \"basic\" for PoCL alone;" \
+    "1-minute load average at each round:$loads; now $(cut -d' ' -f1-3 /proc/loadavg))"
