@@ -6,11 +6,18 @@
 # all; medians over rounds, and each run's speedup over PoCL alone and over Weft's one
 # device. Target (issue 33): the unified device at least 1.6x one device.
 #
+# A control runs in each round too: bench/cl/overlap.c on PoCL alone, 16 independent
+# kernels on one device and then with a host thread per device: the speedup two devices
+# can have on the machine at that moment (1.98x when it is quiet; a shared 2-core
+# machine under load gives less, and then so does everything else here).
+#
 # Usage: bench/cl/cholesky.sh [rounds] [n] [nb]   (default 3 rounds, n = 2048 in tiles of
-#        256; each run is a separate process: one warm-up factorisation, then one timed)
+#        256; each run is a separate process: one warm-up factorisation, then REPS
+#        timed ones, their median taken)
 # Environment: ROUNDS (overrides the first argument), WEFT_ICD_LIB (default
 # $CARGO_TARGET_DIR or target/release/libweft_icd.so, with libweft.so next to it),
-# MODE (ooo, the default, or inorder: the unified device then runs one kernel at a time).
+# MODE (ooo, the default, or inorder: the unified device then runs one kernel at a time),
+# REPS (default 3).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$root"
@@ -18,10 +25,12 @@ rounds=${ROUNDS:-${1:-3}}
 n=${2:-2048}
 nb=${3:-256}
 mode=${MODE:-ooo}
+reps=${REPS:-3}
 case $rounds in '' | *[!0-9]* | 0) echo "rounds must be a positive number" >&2; exit 2 ;; esac
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 gcc -O2 -Wall -Wextra -o "$out/cholesky" bench/cl/cholesky.c -lOpenCL -lm
+gcc -O2 -Wall -Wextra -pthread -o "$out/overlap" bench/cl/overlap.c -lOpenCL
 export POCL_DEVICES=${POCL_DEVICES:-basic basic}
 
 pocl_icd=$(grep -l -i pocl /etc/OpenCL/vendors/*.icd 2>/dev/null | head -n 1 || true)
@@ -35,8 +44,9 @@ runs="pocl:one weft:unified weft:one"
 run() { # platform device -> RESULT line
     case $1 in
         # PoCL alone: one device of its own, as a program using one device would see it.
-        pocl) POCL_DEVICES=basic OCL_ICD_VENDORS=$pocl_icd "$out/cholesky" Portable 0 "$n" "$nb" "$mode" ;;
-        weft) OCL_ICD_VENDORS=$out/weft "$out/cholesky" Weft "$2" "$n" "$nb" "$mode" ;;
+        pocl) POCL_DEVICES=basic OCL_ICD_VENDORS=$pocl_icd "$out/cholesky" Portable 0 "$n" "$nb" "$mode" "$reps" ;;
+        weft) OCL_ICD_VENDORS=$out/weft "$out/cholesky" Weft "$2" "$n" "$nb" "$mode" "$reps" ;;
+        control) OCL_ICD_VENDORS=$pocl_icd "$out/overlap" Portable "$2" 4000000 ;;
     esac 2>"$out/$1.$2.err" | grep '^RESULT' || echo "RESULT seconds=0 gflops=0 check=crashed:$(tail -n 1 "$out/$1.$2.err" | tr ' ' _)"
 }
 field() { sed -n "s/.* $1=\([^ ]*\).*/\1/p"; }
@@ -49,6 +59,7 @@ for r in $(seq "$rounds"); do
         case $x in weft:unified) dev=0 ;; *) dev=1 ;; esac
         run "${x%%:*}" "$dev" >>"$out/${x/:/.}.txt"
     done
+    for m in one threads; do run control "$m" >>"$out/control.$m.txt"; done
 done
 printf '%-14s %9s %8s %10s %10s  %s\n' run seconds GFLOP/s vs-pocl vs-weft1 checks
 pocl=$(field seconds <"$out/pocl.one.txt" | median)
@@ -62,5 +73,10 @@ for x in $runs; do
         printf "%-14s %9.3f %8.2f %10s %10s  %s(%s)\n", x, s, g, (s > 0 ? sprintf("%.2fx", p / s) : "-"),
             (s > 0 ? sprintf("%.2fx", w / s) : "-"), c, all }'
 done
-echo "($rounds rounds, medians; n=$n nb=$nb mode=$mode; POCL_DEVICES=\"$POCL_DEVICES\" for Weft, \"basic\" for PoCL alone;" \
+c1=$(field seconds <"$out/control.one.txt" | median)
+c2=$(field seconds <"$out/control.threads.txt" | median)
+awk -v a="$c1" -v b="$c2" -v all="$(field seconds <"$out/control.threads.txt" | tr '\n' ' ')" -v one="$(field seconds <"$out/control.one.txt" | tr '\n' ' ')" 'BEGIN {
+    printf "control: PoCL alone, 16 independent kernels, a thread per device %.3f s vs one device %.3f s: %s (one: %s; threads: %s)\n",
+        b, a, (b > 0 ? sprintf("%.2fx", a / b) : "-"), one, all }'
+echo "($rounds rounds, medians; n=$n nb=$nb mode=$mode, $reps timed runs a process; POCL_DEVICES=\"$POCL_DEVICES\" for Weft, \"basic\" for PoCL alone;" \
     "1-minute load average at each round:$loads; now $(cut -d' ' -f1-3 /proc/loadavg))"
