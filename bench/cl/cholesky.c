@@ -95,7 +95,7 @@ int main(int argc, char **argv) {
     size_t nt = (size_t)t * t, elems = (size_t)n * n;
     float *a = malloc(elems * sizeof(float)), *b = malloc(elems * sizeof(float)), *c = malloc(elems * sizeof(float));
     float *ta = malloc(elems * sizeof(float)), *tb = malloc(elems * sizeof(float)), *tc = malloc(elems * sizeof(float));
-    float *out = malloc(elems * sizeof(float));
+    float *out = calloc(elems, sizeof(float)); /* (upper tiles of a Cholesky stay 0) */
     cl_mem *ma = calloc(nt, sizeof(cl_mem)), *mb = calloc(nt, sizeof(cl_mem)), *mc = calloc(nt, sizeof(cl_mem));
     cl_event *ea = calloc(nt, sizeof(cl_event)), *eb = calloc(nt, sizeof(cl_event)), *ec = calloc(nt, sizeof(cl_event));
     if (!a || !b || !c || !ta || !tb || !tc || !out || !ma || !mb || !mc || !ea || !eb || !ec) {
