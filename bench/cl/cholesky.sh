@@ -9,10 +9,14 @@
 # A control runs in each round too: bench/cl/overlap.c on PoCL alone, 16 independent
 # kernels on one device and then with a host thread per device: the speedup two devices
 # can have on the machine at that moment (1.98x when it is quiet; a shared 2-core
-# machine under load gives less, and then so does everything else here).
+# machine under load gives less, and then so does everything else here). Last, one more
+# run of the unified device with WEFT_TRACE (needs python3): how much of the factorisation's
+# span both devices spent running kernels, and the kernel time over the span (the speedup
+# the placement would give if running both devices did not slow each kernel down, as it
+# does when the machine has less than two free cores).
 #
-# Usage: bench/cl/cholesky.sh [rounds] [n] [nb]   (default 3 rounds, n = 2048 in tiles of
-#        256; each run is a separate process: one warm-up factorisation, then REPS
+# Usage: bench/cl/cholesky.sh [rounds] [n] [nb]   (default 3 rounds, n = 4096 in tiles of
+#        256, 816 kernels, about 1 s on one device; 2048 is 120 kernels, about 0.12 s; each run is a separate process: one warm-up factorisation, then REPS
 #        timed ones, their median taken)
 # Environment: ROUNDS (overrides the first argument), WEFT_ICD_LIB (default
 # $CARGO_TARGET_DIR or target/release/libweft_icd.so, with libweft.so next to it),
@@ -22,7 +26,7 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$root"
 rounds=${ROUNDS:-${1:-3}}
-n=${2:-2048}
+n=${2:-4096}
 nb=${3:-256}
 mode=${MODE:-ooo}
 reps=${REPS:-3}
@@ -78,5 +82,29 @@ c2=$(field seconds <"$out/control.threads.txt" | median)
 awk -v a="$c1" -v b="$c2" -v all="$(field seconds <"$out/control.threads.txt" | tr '\n' ' ')" -v one="$(field seconds <"$out/control.one.txt" | tr '\n' ' ')" 'BEGIN {
     printf "control: PoCL alone, 16 independent kernels, a thread per device %.3f s vs one device %.3f s: %s (one: %s; threads: %s)\n",
         b, a, (b > 0 ? sprintf("%.2fx", a / b) : "-"), one, all }'
+if command -v python3 >/dev/null; then
+    OCL_ICD_VENDORS=$out/weft WEFT_TRACE=$out/trace.json "$out/cholesky" Weft 0 "$n" "$nb" "$mode" 1 >/dev/null 2>&1 &&
+        python3 - "$out/trace.json" <<'PY' || echo "(no trace)"
+import json, sys
+d = json.load(open(sys.argv[1]))
+ev = d["traceEvents"] if isinstance(d, dict) else d
+names = {(e["pid"], e.get("tid")): e["args"]["name"] for e in ev if e.get("name") == "thread_name"}
+ks = sorted((e for e in ev if e.get("ph") == "X" and e["name"] in ("potrf", "trsm", "syrk", "gemm")), key=lambda e: e["ts"])
+ks = ks[len(ks) // 2:]  # the timed factorisation (the first half is the warm-up's)
+t0, t1 = ks[0]["ts"], max(e["ts"] + e["dur"] for e in ks)
+pts = sorted(p for e in ks for p in ((e["ts"], 1), (e["ts"] + e["dur"], -1)))
+both, n, last = 0.0, 0, t0
+for t, d in pts:
+    both += (t - last) if n >= 2 else 0
+    n, last = n + d, t
+per = {}
+for e in ks:
+    w = names.get((e["pid"], e["tid"]), "?").split(" (")[0]
+    per[w] = per.get(w, 0) + 1
+busy = sum(e["dur"] for e in ks)
+print("trace of the unified device: both devices ran kernels %.0f%% of the span; kernel time / span %.2f; kernels per device %s"
+      % (100 * both / (t1 - t0), busy / (t1 - t0), dict(sorted(per.items()))))
+PY
+fi
 echo "($rounds rounds, medians; n=$n nb=$nb mode=$mode, $reps timed runs a process; POCL_DEVICES=\"$POCL_DEVICES\" for Weft, \"basic\" for PoCL alone;" \
     "1-minute load average at each round:$loads; now $(cut -d' ' -f1-3 /proc/loadavg))"
