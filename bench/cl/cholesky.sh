@@ -11,9 +11,12 @@
 # can have on the machine at that moment (1.98x when it is quiet; a shared 2-core
 # machine under load gives less, and then so does everything else here). Last, one more
 # run of the unified device with WEFT_TRACE (needs python3): how much of the factorisation's
-# span both devices spent running kernels, and the kernel time over the span (the speedup
-# the placement would give if running both devices did not slow each kernel down, as it
-# does when the machine has less than two free cores).
+# span both devices had a kernel task in progress, and task time over span. A task's
+# interval also covers its driver waiting for an input tile to be copied out of the other
+# device (measured with perf on a quiet machine: each driver thread was blocked in
+# enqueue_copy_on ~20% of the time, behind the other device's submission lock, which that
+# device's driver holds while PoCL runs its kernel inside the flush), so these figures are
+# how well the placement keeps both devices occupied, an upper bound on the speedup.
 #
 # Usage: bench/cl/cholesky.sh [rounds] [n] [nb]   (default 3 rounds, n = 4096 in tiles of
 #        256, 816 kernels, about 1 s on one device; 2048 is 120 kernels, about 0.12 s; each run is a separate process: one warm-up factorisation, then REPS
@@ -102,7 +105,7 @@ for e in ks:
     w = names.get((e["pid"], e["tid"]), "?").split(" (")[0]
     per[w] = per.get(w, 0) + 1
 busy = sum(e["dur"] for e in ks)
-print("trace of the unified device: both devices ran kernels %.0f%% of the span; kernel time / span %.2f; kernels per device %s"
+print("trace of the unified device: both devices had a kernel task in progress %.0f%% of the span; task time / span %.2f (input waits included); kernels per device %s"
       % (100 * both / (t1 - t0), busy / (t1 - t0), dict(sorted(per.items()))))
 PY
 fi
