@@ -46,13 +46,16 @@ weft_icd=${WEFT_ICD_LIB:-${CARGO_TARGET_DIR:-$root/target}/release/libweft_icd.s
 [ -f "$weft_icd" ] || { echo "no $weft_icd: build with cargo build --release -p weft -p weft-icd-shim" >&2; exit 1; }
 mkdir -p "$out/weft"
 echo "$weft_icd" >"$out/weft/weft.icd"
-runs="pocl:one weft:unified weft:one"
+# weft:dmda is the unified device under WEFT_SCHED=dmda (placement by expected finish,
+# transfers included) instead of the default policy (lws where the devices are PoCL's).
+runs="pocl:one weft:unified weft:dmda weft:one"
 
 run() { # platform device -> RESULT line
     case $1 in
         # PoCL alone: one device of its own, as a program using one device would see it.
         pocl) POCL_DEVICES=basic OCL_ICD_VENDORS=$pocl_icd "$out/cholesky" Portable 0 "$n" "$nb" "$mode" "$reps" ;;
         weft) OCL_ICD_VENDORS=$out/weft "$out/cholesky" Weft "$2" "$n" "$nb" "$mode" "$reps" ;;
+        dmda) WEFT_SCHED=dmda OCL_ICD_VENDORS=$out/weft "$out/cholesky" Weft 0 "$n" "$nb" "$mode" "$reps" ;;
         control) OCL_ICD_VENDORS=$pocl_icd "$out/overlap" Portable "$2" 4000000 ;;
     esac 2>"$out/$1.$2.err" | grep '^RESULT' || echo "RESULT seconds=0 gflops=0 check=crashed:$(tail -n 1 "$out/$1.$2.err" | tr ' ' _)"
 }
@@ -64,7 +67,7 @@ for r in $(seq "$rounds"); do
     loads="$loads $(cut -d' ' -f1 /proc/loadavg)"
     for x in $runs; do
         case $x in weft:unified) dev=0 ;; *) dev=1 ;; esac
-        run "${x%%:*}" "$dev" >>"$out/${x/:/.}.txt"
+        case $x in weft:dmda) run dmda 0 ;; *) run "${x%%:*}" "$dev" ;; esac >>"$out/${x/:/.}.txt"
     done
     for m in one threads; do run control "$m" >>"$out/control.$m.txt"; done
 done
