@@ -261,6 +261,20 @@ fn kernels_on_two_devices_overlap_in_time() {
     }
 }
 
+/// Tiled Cholesky (1024 in tiles of 128) and tiled SGEMM in OpenCL C, each tile its own
+/// buffer and the dependencies event wait lists (see `tests/icd/cholesky.c`, kernels and
+/// algorithms from `bench/cl/tiles.h`): on one out-of-order queue of the unified device
+/// over two `basic` devices, whose kernels Weft spreads over both, the results are those
+/// of one real device, element for element, and check on the host. No timing here
+/// (`bench/cl/cholesky.sh` measures the speedup).
+#[test]
+fn tiled_cholesky_and_sgemm_on_the_unified_device_match_one_real_device() {
+    let v = vendors_or_skip!();
+    let Some(exe) = compile("cholesky") else { return };
+    let stdout = run_all_ok(&exe, &v, "basic basic", &[], "cholesky");
+    assert!(stdout.contains("cholesky ok") && stdout.contains("sgemm ok"), "{stdout}");
+}
+
 /// Separate compilation (see `tests/icd/compile_link.c`): clCompileProgram with a header
 /// compiles with the vendor's compiler (a compile error is reported there, with its log),
 /// and clLinkProgram links the compiled objects with the vendor's linker, so two objects'
