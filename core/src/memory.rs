@@ -39,6 +39,8 @@ pub struct MemoryNode {
     /// The runtime's trace (`WEFT_TRACE`), set once at start: copies to this node record
     /// themselves there. Unset, a copy pays one load of it.
     pub(crate) trace: std::sync::OnceLock<Arc<crate::trace::Tracer>>,
+    /// The channel of this node's copy thread, started on first use (`copy_later`).
+    copier: std::sync::OnceLock<Option<Mutex<std::sync::mpsc::Sender<crate::data::coherence::CopyJob>>>>,
 }
 
 /// Source nodes counted apart in `MemoryNode::bytes_from`.
@@ -65,6 +67,36 @@ impl MemoryNode {
             evictions: AtomicUsize::new(0),
             bytes_from: std::array::from_fn(|_| AtomicU64::new(0)),
             trace: std::sync::OnceLock::new(),
+            copier: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// Run `job`, a copy out of this node's device, on a thread of the node's own, so that
+    /// whoever needs it need not wait meanwhile (a device driver runs other tasks; see
+    /// `data::coherence`). Its copies run one after another, as the device's own queue
+    /// would run them. The thread ends with the node (its channel closes); if it cannot be
+    /// started, the copy runs here.
+    pub(crate) fn copy_later(&self, job: crate::data::coherence::CopyJob) {
+        let tx = self.copier.get_or_init(|| {
+            let (tx, rx) = std::sync::mpsc::channel::<crate::data::coherence::CopyJob>();
+            std::thread::Builder::new()
+                .name(format!("weft-copy{}", self.id))
+                .spawn(move || {
+                    for job in rx {
+                        job.run();
+                    }
+                })
+                .ok()
+                .map(|_| Mutex::new(tx))
+        });
+        match tx {
+            Some(tx) => {
+                // A send fails only if the thread is gone: the job comes back in the error.
+                if let Err(e) = crate::sync::lock(tx).send(job) {
+                    e.0.run();
+                }
+            }
+            None => job.run(),
         }
     }
 

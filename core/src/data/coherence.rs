@@ -23,12 +23,13 @@
 //! Invalid, and every path that looks at a replica settles what flows into it first (a
 //! write, which changes every replica, settles all of the entry's), waiting if it must.
 //!
-//! **Copies home in flight.** A device driver never waits for the first hop of a
-//! device-to-device transfer: `step` starts the copy home on the other device
-//! (`start_write_back`) and returns its completion; the driver runs other tasks and asks
-//! again when it completed. The second hop (home to the driver's device) is then a single
-//! copy.
-#![allow(unsafe_code)] // issuing device copies (two `unsafe` calls, with their SAFETY arguments)
+//! **Copies out of another device.** A device driver never waits for the first hop of a
+//! device-to-device transfer: the copy home waits behind the kernel the other device is
+//! running (a PoCL `basic` device runs it inside the flush that holds its submission
+//! lock), so `step` hands it to the source node's copy thread (`MemoryNode::copy_later`)
+//! and returns its completion; the driver runs other tasks and asks again when it
+//! completed. The second hop (home to the driver's device) is then a single copy.
+#![allow(unsafe_code)] // issuing device copies (one `unsafe` call, with its SAFETY argument)
 
 use super::{Entry, Home, PendingCopy, ReplicaState, Tree, TreeState, relatives};
 use crate::error::{Error, Result};
@@ -309,35 +310,11 @@ impl TreeState {
         Ok(Step::Copy(CopyJob { node, src: s, dst: d, rect, done }))
     }
 
-    /// Start copying entry `idx` home from the device that holds it, without waiting.
-    /// Returns the copy's completion.
-    fn start_write_back(&mut self, tree: &Arc<Tree>, idx: usize) -> Result<Completion> {
-        let src = self.any_valid(idx, 0).expect("invariant: a live entry has a valid replica");
-        self.home_base(tree)?;
-        // Reserved with a placeholder first: the copy needs the endpoints `reserve` computes.
-        let placeholder = Completion::new();
-        let (s, d, rect) = self.reserve(tree, idx, src, 0, placeholder.clone())?;
-        // SAFETY: as `CopyJob::run`: `reserve` pinned both replicas until the copy is
-        // settled, and nobody reads home before `settle` marks it valid nor writes the entry
-        // meanwhile (the task waiting for this copy holds its dependencies).
-        match unsafe { tree.nodes[src].device.copy(s, d, rect) } {
-            Ok(done) => {
-                self.entries[idx].replicas[0].incoming.as_mut().expect("invariant: reserved above").done = done.clone();
-                placeholder.complete(Ok(()));
-                Ok(done)
-            }
-            Err(e) => {
-                placeholder.complete(Err(e.clone()));
-                self.settle(tree, idx, 0, true).and(Err(e.into()))
-            }
-        }
-    }
-
     /// One step of making entry `idx` usable on `node` with `mode`: `Done` pins the replica
     /// for the caller; otherwise a copy is needed first (`Copy`, for the caller to run
     /// without the lock) or in flight (`Wait`). Never copies nor waits itself.
-    /// `defer`: the caller is a device driver: data only on other devices is started home
-    /// here (see the module doc).
+    /// `defer`: the caller does not wait (a device driver, a prefetch): data only on other
+    /// devices goes home on the source node's copy thread (see the module doc).
     pub(crate) fn step(&mut self, tree: &Arc<Tree>, idx: usize, node: usize, mode: AccessMode, defer: bool) -> Result<Step> {
         // The steady state of a buffer used over and over on one device (an OpenCL in-order
         // queue's tiny kernels): a device replica that is allocated and already usable for
@@ -371,17 +348,17 @@ impl TreeState {
                 return Ok(Step::Wait(c));
             }
             if !self.entries[idx].replicas[0].valid() {
-                if defer {
-                    let c = self.start_write_back(tree, idx)?;
-                    if !c.is_complete() {
-                        return Ok(Step::Wait(c));
-                    }
-                    self.settle(tree, idx, 0, true)?;
-                } else {
-                    let src = self.any_valid(idx, 0).expect("invariant: a live entry has a valid replica");
-                    self.home_base(tree)?;
-                    return self.copy_job(tree, idx, src, 0);
+                let src = self.any_valid(idx, 0).expect("invariant: a live entry has a valid replica");
+                self.home_base(tree)?;
+                let step = self.copy_job(tree, idx, src, 0)?;
+                if let (true, Step::Copy(job)) = (defer, &step) {
+                    // Out of another device: its copy thread waits for that device, not us.
+                    let done = job.done.clone();
+                    let Step::Copy(job) = step else { unreachable!("matched above") };
+                    tree.nodes[src].copy_later(job);
+                    return Ok(Step::Wait(done));
                 }
+                return Ok(step);
             }
         }
         let rel = relatives(self, idx);
@@ -676,6 +653,47 @@ mod tests {
             },
         );
         assert_eq!(v.unwrap().unwrap(), vec![7; 4]);
+    }
+
+    /// A device driver (`defer`) reading data that only another device holds does not run
+    /// the copy out of that device itself: the source node's copy thread does, and the
+    /// driver gets its completion; asked again, it copies home to its own device.
+    #[test]
+    fn the_first_hop_between_devices_runs_on_the_source_nodes_thread() {
+        let rt = Runtime::new(Config { ncpu: Some(1), nnull: 2, ..Config::default() }).unwrap();
+        let h = rt.register_vector(vec![0u32; 4]).unwrap();
+        let hd = &h.0;
+        {
+            let mut st = hd.tree.lock();
+            let p = st.acquire(&hd.tree, hd.idx, 1, AccessMode::W).unwrap() as *mut u32;
+            // SAFETY: acquired for writing; the vector holds 4 u32s.
+            unsafe { std::slice::from_raw_parts_mut(p, 4) }.copy_from_slice(&[5, 6, 7, 8]);
+            st.release(hd.idx, 1);
+        }
+        let c = match hd.tree.lock().step(&hd.tree, hd.idx, 2, AccessMode::R, true).unwrap() {
+            Step::Wait(c) => c,
+            _ => panic!("a driver waits for the copy out of the other device"),
+        };
+        c.wait().unwrap();
+        let got = acquire_unlocked(
+            &hd.tree,
+            hd.idx,
+            2,
+            AccessMode::R,
+            true,
+            || true,
+            |st| {
+                let p = st.host_addr(&hd.tree, hd.idx, 2)? as *const u32;
+                // SAFETY: acquired for reading; the vector holds 4 u32s.
+                let v = unsafe { std::slice::from_raw_parts(p, 4) }.to_vec();
+                st.release(hd.idx, 2);
+                Ok(v)
+            },
+        );
+        assert_eq!(got.unwrap().unwrap(), vec![5, 6, 7, 8]);
+        let st = hd.tree.lock();
+        assert!(check_invariants(&st).is_ok(), "{:?}", check_invariants(&st));
+        assert!(st.entries[hd.idx].replicas.iter().all(|r| r.valid() && r.pins == 0 && r.incoming.is_none()));
     }
 
     proptest! {
