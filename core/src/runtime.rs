@@ -812,7 +812,11 @@ impl RuntimeInner {
                     let mut rp = deps::Preds::new();
                     red.accesses[0].set_slot(deps::access_preds(st, idx, AccessMode::RW, Some(&red), &mut rp));
                     for p in rp {
-                        p.add_successor(&red);
+                        if p.add_successor(&red)
+                            && let Some(tr) = &self.trace
+                        {
+                            tr.dependency(p.id, red.id);
+                        }
                     }
                     extra.push(red);
                 }
@@ -827,7 +831,11 @@ impl RuntimeInner {
             preds.dedup_by(|a, b| Arc::ptr_eq(a, b));
         }
         for p in &preds {
-            p.add_successor(task);
+            if p.add_successor(task)
+                && let Some(tr) = &self.trace
+            {
+                tr.dependency(p.id, task.id);
+            }
         }
         for &t in &task.dep_tags {
             self.tags.depend(task, t);

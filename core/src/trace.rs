@@ -170,6 +170,8 @@ pub(crate) struct Tracer {
     /// Per worker, then one for every thread that is not a worker.
     bufs: Vec<CachePadded<PerThread>>,
     transfers: Mutex<Vec<Transfer>>,
+    /// Dependencies (earlier task id, later task id), recorded where submission links them.
+    deps: Mutex<Vec<(u64, u64)>>,
     /// Memory nodes' names ("host", device names), by node id.
     nodes: Vec<String>,
 }
@@ -177,7 +179,7 @@ pub(crate) struct Tracer {
 impl Tracer {
     pub(crate) fn new(path: PathBuf, epoch: Instant, tracks: Vec<Track>, nodes: Vec<String>) -> Tracer {
         let bufs = (0..=tracks.len()).map(|_| CachePadded::new(PerThread::default())).collect();
-        Tracer { path, epoch, tracks, bufs, transfers: Mutex::new(Vec::new()), nodes }
+        Tracer { path, epoch, tracks, bufs, transfers: Mutex::new(Vec::new()), deps: Mutex::new(Vec::new()), nodes }
     }
 
     fn ns(&self, at: Instant) -> u64 {
@@ -232,6 +234,11 @@ impl Tracer {
         lock(&self.transfers).push(Transfer { start, end: end.max(start), src, dst, bytes, handle });
     }
 
+    /// Task `later` waits for task `earlier` (a dependency submission created).
+    pub(crate) fn dependency(&self, earlier: u64, later: u64) {
+        lock(&self.deps).push((earlier, later));
+    }
+
     /// Write everything recorded so far to the file, atomically (a temporary file beside
     /// it, renamed over it). A failure is one warning naming `WEFT_TRACE` and the path.
     pub(crate) fn write(&self) {
@@ -269,6 +276,8 @@ impl Tracer {
         ev.push(meta(2, None, "process_sort_index", "{\"sort_index\":2}".into()));
         let other = self.tracks.len();
         let now = self.ns(Instant::now());
+        // Where each task's slice is: (track, start, end), for the dependency arrows.
+        let mut placed: HashMap<u64, (u32, u64, u64)> = HashMap::new();
         for (w, pt) in self.bufs.iter().enumerate() {
             let b = lock(&pt.buf);
             let tid = w as u32 + 1;
@@ -289,6 +298,7 @@ impl Tracer {
                 let (name, cat, args) = match s.what {
                     What::Idle { slept } => (if slept { "sleep" } else { "idle" }, "idle", String::from("{}")),
                     What::Task { task, footprint, predicted_us, measured_us, handles } => {
+                        placed.insert(task, (tid, s.start, s.end));
                         let hs = &b.handles[handles.0 as usize..(handles.0 + handles.1) as usize];
                         let hs: Vec<String> = hs.iter().map(u64::to_string).collect();
                         let mut a = format!("{{\"task\":{task},\"handles\":[{}]", hs.join(","));
@@ -312,6 +322,21 @@ impl Tracer {
                     us(s.end - s.start)
                 ));
             }
+        }
+        // Dependencies: a flow arrow from the end of the earlier task's slice to the start of
+        // the later one's (both ends inside their slices, so viewers bind them), for the
+        // pairs whose two tasks both ran (an arrow id per pair).
+        for (i, &(a, b)) in lock(&self.deps).iter().enumerate() {
+            let (Some(&(ta, sa, ea)), Some(&(tb, sb, _))) = (placed.get(&a), placed.get(&b)) else { continue };
+            let from = ea.saturating_sub(1).max(sa);
+            ev.push(format!(
+                "{{\"ph\":\"s\",\"id\":{i},\"pid\":1,\"tid\":{ta},\"name\":\"dependency\",\"cat\":\"dep\",\"ts\":{}}}",
+                us(from)
+            ));
+            ev.push(format!(
+                "{{\"ph\":\"f\",\"bp\":\"e\",\"id\":{i},\"pid\":1,\"tid\":{tb},\"name\":\"dependency\",\"cat\":\"dep\",\"ts\":{}}}",
+                us(sb)
+            ));
         }
         // Transfers: a track per (source, destination) pair; copies that overlap in time
         // (issued by different threads) go to further lanes of the pair, so that no track

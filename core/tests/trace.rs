@@ -185,3 +185,45 @@ fn without_a_trace_path_nothing_is_written() {
     assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Dependencies are flow arrows: one `s`/`f` pair per edge the submission created, from
+/// inside the earlier task's slice to the start of the later one's; independent tasks get
+/// none.
+#[test]
+fn dependencies_are_flow_arrows_between_the_tasks_slices() {
+    let dir = temp_dir("flows");
+    let path = dir.join("trace.json");
+    let rt = Runtime::new(Config { ncpu: Some(2), spin_us: 5, trace: Some(path.clone()), ..Config::default() }).unwrap();
+    let v = rt.register_vector(vec![0u32; 64]).unwrap();
+    let free = rt.register_vector(vec![0u32; 64]).unwrap();
+    let cl = inc("step", Arch::Cpu);
+    // A chain a -> b -> c on `v`, and one task on `free` that depends on nothing.
+    let chain: Vec<u64> = (0..3).map(|_| rt.submit(TaskBuilder::new(&cl).access(&v, AccessMode::RW)).unwrap().id()).collect();
+    let alone = rt.submit(TaskBuilder::new(&cl).access(&free, AccessMode::RW)).unwrap().id();
+    rt.wait_for_all().unwrap();
+    drop((v, free));
+    drop(rt);
+
+    let json: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let events = json["traceEvents"].as_array().unwrap();
+    let slice = |task: u64| -> (u64, f64, f64) {
+        let e = events.iter().find(|e| e["cat"] == "task" && e["args"]["task"] == task).unwrap_or_else(|| panic!("no slice of {task}"));
+        let ts = e["ts"].as_f64().unwrap();
+        (e["tid"].as_u64().unwrap(), ts, ts + e["dur"].as_f64().unwrap())
+    };
+    let flows: Vec<&Value> = events.iter().filter(|e| e["cat"] == "dep").collect();
+    assert_eq!(flows.len(), 4, "two edges, an s and an f each: {flows:#?}");
+    for (a, b) in [(chain[0], chain[1]), (chain[1], chain[2])] {
+        let (ta, sa, ea) = slice(a);
+        let (tb, sb, _) = slice(b);
+        let s = flows
+            .iter()
+            .find(|e| e["ph"] == "s" && e["tid"] == ta && (sa..=ea).contains(&e["ts"].as_f64().unwrap()))
+            .unwrap_or_else(|| panic!("no arrow out of task {a}: {flows:#?}"));
+        let f = flows.iter().find(|e| e["ph"] == "f" && e["id"] == s["id"]).unwrap();
+        assert_eq!((f["tid"].as_u64().unwrap(), f["ts"].as_f64().unwrap(), &f["bp"]), (tb, sb, &Value::from("e")));
+    }
+    let (ta, sa, ea) = slice(alone);
+    assert!(!flows.iter().any(|e| e["tid"] == ta && (sa..ea).contains(&e["ts"].as_f64().unwrap()) && e["ph"] == "f"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
