@@ -261,7 +261,24 @@ impl Runtime {
                 alpha: config.sched_alpha,
                 beta: config.sched_beta,
                 epoch,
-                prefetch: (kind != PolicyKind::Heteroprio && nodes.len() > 1).then(|| crate::sched::prefetch::Prefetcher::new(&nodes)),
+                prefetch: (kind != PolicyKind::Heteroprio && nodes.len() > 1).then(|| {
+                    // Each device node's thread next to its driver where that is bound; host
+                    // memory's next to the first bound driver.
+                    let driver_pu = |n: usize| workers.iter().find(|w| w.node == n && w.arch != Arch::Cpu).and_then(|w| w.pu);
+                    let first = (1..nodes.len()).find_map(driver_pu);
+                    let pus: Vec<Option<usize>> = (0..nodes.len())
+                        .map(|n| {
+                            if !config.bind {
+                                None
+                            } else if n == 0 {
+                                first
+                            } else {
+                                driver_pu(n)
+                            }
+                        })
+                        .collect();
+                    crate::sched::prefetch::Prefetcher::new(&nodes, &pus, &topology)
+                }),
             })
         });
         let ctx = SchedCtx {

@@ -34,18 +34,25 @@ pub(crate) struct Prefetcher {
 
 impl Prefetcher {
     /// A prefetch thread for every node among `nodes` (the runtime makes one only when some
-    /// node is a device's).
-    pub(crate) fn new(nodes: &[Arc<MemoryNode>]) -> Prefetcher {
+    /// node is a device's), bound to `pus[node]` (an OS index) where given: a device's next
+    /// to its driver, host memory's next to a device's driver, so that their copies (memcpy
+    /// on the host for a device whose memory is host memory, which its driver would
+    /// otherwise do itself) never take time from the CPU workers' cores.
+    pub(crate) fn new(nodes: &[Arc<MemoryNode>], pus: &[Option<usize>], topology: &crate::topology::Topology) -> Prefetcher {
         let bytes = Arc::new(AtomicU64::new(0));
         let txs = nodes
             .iter()
             .map(|n| {
                 let (tx, rx) = channel::<TaskRef>();
                 let (node, b) = (n.clone(), bytes.clone());
+                let (pu, topology) = (pus.get(n.id).copied().flatten(), topology.clone());
                 // A thread that cannot start leaves the node without prefetch, nothing more.
                 std::thread::Builder::new()
                     .name(format!("weft-prefetch{}", n.id))
                     .spawn(move || {
+                        if let Some(pu) = pu {
+                            topology.bind_current_thread_os(pu);
+                        }
                         for t in rx {
                             b.fetch_add(prefetch(&node, &t), Ordering::Relaxed);
                         }
