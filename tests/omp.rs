@@ -275,3 +275,33 @@ fn stats_count_team_shares_and_tasks_where_they_ran() {
     assert!(want[0] > 0 && want[2] > 0, "no share or no task ran on a worker:\n{stderr}");
     assert_eq!(seen, want, "statistics (worker jobs, other jobs, worker tasks, other tasks) against what ran:\n{stderr}");
 }
+
+/// `WEFT_TRACE` shows OpenMP parallel regions: a span per team member's share, on the track
+/// of the thread that ran it (a CPU worker's, or "other threads"), as many as the program
+/// counted on each (tests/omp/stats.c).
+#[test]
+fn a_trace_shows_each_team_members_share_on_its_threads_track() {
+    let path = out_dir().join(format!("omp-trace-{}.json", std::process::id()));
+    let _ = std::fs::remove_file(&path);
+    let Some(stderr) = check("stats", &[("OMP_NUM_THREADS", "4"), ("WEFT_TRACE", path.to_str().unwrap())], false) else { return };
+    let ran = stderr.lines().find(|l| l.starts_with("ran:")).unwrap_or_else(|| panic!("no counts printed:\n{stderr}"));
+    let want: Vec<u64> = ran.split_whitespace().filter_map(|w| w.parse().ok()).collect();
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("no trace at {}: {e}\n{stderr}", path.display()));
+    let json: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let events = json["traceEvents"].as_array().unwrap();
+    let name_of = |tid: &serde_json::Value| -> String {
+        let m = events.iter().find(|e| e["ph"] == "M" && e["name"] == "thread_name" && e["pid"] == 1 && e["tid"] == *tid).unwrap();
+        m["args"]["name"].as_str().unwrap().to_string()
+    };
+    let (mut on_workers, mut elsewhere) = (0, 0);
+    for e in events.iter().filter(|e| e["cat"] == "omp") {
+        assert_eq!((&e["name"], &e["ph"]), (&serde_json::Value::from("omp parallel"), &serde_json::Value::from("X")), "{e}");
+        if name_of(&e["tid"]).starts_with("cpu ") { on_workers += 1 } else { elsewhere += 1 }
+    }
+    assert_eq!(
+        (on_workers, elsewhere),
+        (want[0], want[1]),
+        "omp parallel spans (on workers, elsewhere) against the shares counted:\n{stderr}"
+    );
+    let _ = std::fs::remove_file(&path);
+}

@@ -614,6 +614,21 @@ impl Runtime {
         self.counter().job();
     }
 
+    /// Whether the runtime records a trace (`WEFT_TRACE`): a front end then times the work
+    /// it runs itself and records it with [`Runtime::trace_span`].
+    pub fn tracing(&self) -> bool {
+        self.inner.trace.is_some()
+    }
+
+    /// Record in the trace a span of work named `name` that the calling thread ran from
+    /// `start` until now, outside core's tasks (an OpenMP team member's share of a parallel
+    /// region): on its worker's track, or "other threads". Nothing when not tracing.
+    pub fn trace_span(&self, name: &str, start: std::time::Instant) {
+        if let Some(tr) = &self.inner.trace {
+            tr.span(worker::current(self.inner.id), name, start, std::time::Instant::now());
+        }
+    }
+
     /// Run one ready task on the calling worker, if the calling thread is a worker of this
     /// runtime and one is ready for it: what a thread waiting inside a job (an OpenMP barrier
     /// or taskwait) does meanwhile. Returns whether a task ran.

@@ -66,6 +66,9 @@ enum What {
     Idle {
         slept: bool,
     },
+    /// Work a front end ran on the thread outside core's tasks (an OpenMP team member's
+    /// share of a parallel region), named.
+    Span,
 }
 
 #[derive(Clone, Copy)]
@@ -215,6 +218,19 @@ impl Tracer {
         b.push(Slice { start, end: end.max(start), name, what });
     }
 
+    /// A front end's span of work named `name` ran on `worker` (`None`: a thread that is
+    /// not a worker) from `start` to `end`.
+    pub(crate) fn span(&self, worker: Option<usize>, name: &str, start: Instant, end: Instant) {
+        let (start, end) = (self.ns(start), self.ns(end));
+        let pt = self.buf(worker);
+        let mut b = lock(&pt.buf);
+        if worker.is_some() && pt.idle.load(Ordering::Relaxed) != 0 {
+            b.close_idle(pt.idle.swap(0, Ordering::Relaxed), start);
+        }
+        let name = b.intern(0, name);
+        b.push(Slice { start, end: end.max(start), name, what: What::Span });
+    }
+
     /// Worker `worker` (the calling thread) looked for work from `start` on, and slept if
     /// `slept`. The span ends where the worker's next slice starts (or when the trace is
     /// written): no clock read, and no lock unless an earlier span is still open.
@@ -297,6 +313,7 @@ impl Tracer {
             for s in &slices {
                 let (name, cat, args) = match s.what {
                     What::Idle { slept } => (if slept { "sleep" } else { "idle" }, "idle", String::from("{}")),
+                    What::Span => (&*b.names[s.name as usize], "omp", String::from("{}")),
                     What::Task { task, footprint, predicted_us, measured_us, handles } => {
                         placed.insert(task, (tid, s.start, s.end));
                         let hs = &b.handles[handles.0 as usize..(handles.0 + handles.1) as usize];

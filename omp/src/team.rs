@@ -287,6 +287,9 @@ pub struct Team {
     /// How many ring slots the last region may have used (all of them for a new team).
     dirty: usize,
     primary: UnsafeCell<Option<Ctx>>,
+    /// When the primary forked it, if the runtime records a trace (`WEFT_TRACE`): the
+    /// primary's share of the region is a span from then to the join.
+    traced_from: Option<std::time::Instant>,
     /// The binding policy the team was formed with (places.rs).
     pub bind: u8,
     /// Each implicit task's place and place partition, by thread number (empty without a
@@ -324,6 +327,7 @@ impl Team {
             own_slot: None,
             dirty: RING,
             primary: UnsafeCell::new(None),
+            traced_from: None,
             bind: 0,
             places: Vec::new(),
         })
@@ -578,11 +582,15 @@ unsafe fn run_member(team: *const Team, tid: u32) {
     }
     CUR.with(|x| x.set(&mut c));
     crate::places::enter_member(t.places.get(tid as usize), sys::oversubscribed());
+    let traced = runtime().filter(|rt| rt.tracing()).map(|rt| (rt, std::time::Instant::now()));
     if let Some(body) = t.body {
         // SAFETY: the compiler-outlined body with its data, as GOMP_parallel received them.
         unsafe { body(t.data) };
     }
     t.barrier();
+    if let Some((rt, from)) = traced {
+        rt.trace_span("omp parallel", from);
+    }
     task::end_implicit(&mut c.task);
     CUR.with(|x| x.set(prev));
     // Release: our last access to the team; the primary frees it after seeing all of them.
@@ -675,6 +683,7 @@ pub fn fork_with(
     // it: the initial thread's on the statistics' "other threads" line.
     if let Some(rt) = runtime() {
         rt.count_job();
+        t.traced_from = rt.tracing().then(std::time::Instant::now);
     }
     let mut c = Ctx::new(team, 0, icv);
     if t.ring[0].preinit() {
@@ -782,6 +791,9 @@ pub fn join() {
         return;
     }
     t.barrier();
+    if let (Some(from), Some(rt)) = (t.traced_from.take(), runtime()) {
+        rt.trace_span("omp parallel", from);
+    }
     let members = t.members.len() as u32;
     // Acquire: pairs with each member's Release increment, its last access to the team.
     // Members count themselves out within a microsecond of the barrier, unless one was
