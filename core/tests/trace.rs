@@ -197,9 +197,23 @@ fn dependencies_are_flow_arrows_between_the_tasks_slices() {
     let v = rt.register_vector(vec![0u32; 64]).unwrap();
     let free = rt.register_vector(vec![0u32; 64]).unwrap();
     let cl = inc("step", Arch::Cpu);
+    // The chain's first task waits until everything is submitted: a task that ended before
+    // its successor's submission would leave no edge (nothing to wait for).
+    let go = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let g = go.clone();
+    let gated = Codelet::builder("gated")
+        .cpu(move |_| {
+            while !g.load(std::sync::atomic::Ordering::Acquire) {
+                std::thread::yield_now();
+            }
+            Ok(())
+        })
+        .build();
     // A chain a -> b -> c on `v`, and one task on `free` that depends on nothing.
-    let chain: Vec<u64> = (0..3).map(|_| rt.submit(TaskBuilder::new(&cl).access(&v, AccessMode::RW)).unwrap().id()).collect();
+    let mut chain = vec![rt.submit(TaskBuilder::new(&gated).access(&v, AccessMode::RW)).unwrap().id()];
+    chain.extend((0..2).map(|_| rt.submit(TaskBuilder::new(&cl).access(&v, AccessMode::RW)).unwrap().id()));
     let alone = rt.submit(TaskBuilder::new(&cl).access(&free, AccessMode::RW)).unwrap().id();
+    go.store(true, std::sync::atomic::Ordering::Release);
     rt.wait_for_all().unwrap();
     drop((v, free));
     drop(rt);
