@@ -1170,21 +1170,7 @@ impl RuntimeInner {
                     let p = crate::data::handle::redux_contribution(self, h, w)?;
                     crate::data::handle::view(p, shape, shape.packed(), a.mode)
                 }
-                // Copies run without the tree lock (see `data::coherence`).
-                mode => crate::data::coherence::acquire_unlocked(
-                    &h.tree,
-                    h.idx,
-                    node,
-                    mode,
-                    false,
-                    || true,
-                    |st| {
-                        let p = st.host_addr(&h.tree, h.idx, node).inspect_err(|_| st.release(h.idx, node))?;
-                        let e = &st.entries[h.idx];
-                        Ok(crate::data::handle::view(p, e.shape, e.strides_on(node), mode))
-                    },
-                )?
-                .unwrap_or_else(|_| unreachable!("a waiting acquisition is never deferred")),
+                mode => crate::data::handle::acquire_view(h, node, mode)?,
             };
             views.push(view);
         }

@@ -413,86 +413,31 @@ pub mod openblas {
             unsafe { openblas_set_num_threads(1) }
         }
 
-        /// One precision's entry points, with the same arguments for both.
+        // One precision's entry points, with the same arguments for both.
+        type Gemm<T> =
+            unsafe extern "C" fn(c_int, c_int, c_int, c_int, c_int, c_int, T, *const T, c_int, *const T, c_int, T, *mut T, c_int);
+        type Syrk<T> = unsafe extern "C" fn(c_int, c_int, c_int, c_int, c_int, T, *const T, c_int, T, *mut T, c_int);
+        type Trsm<T> = unsafe extern "C" fn(c_int, c_int, c_int, c_int, c_int, c_int, c_int, T, *const T, c_int, *mut T, c_int);
+        type Potrf<T> = unsafe extern "C" fn(*const c_char, *const c_int, *mut T, *const c_int, *mut c_int);
+
+        /// One precision's entry points.
         pub trait Routines: Sized {
-            const CB_GEMM: unsafe extern "C" fn(
-                c_int,
-                c_int,
-                c_int,
-                c_int,
-                c_int,
-                c_int,
-                Self,
-                *const Self,
-                c_int,
-                *const Self,
-                c_int,
-                Self,
-                *mut Self,
-                c_int,
-            );
-            const CB_SYRK: unsafe extern "C" fn(c_int, c_int, c_int, c_int, c_int, Self, *const Self, c_int, Self, *mut Self, c_int);
-            const CB_TRSM: unsafe extern "C" fn(
-                c_int,
-                c_int,
-                c_int,
-                c_int,
-                c_int,
-                c_int,
-                c_int,
-                Self,
-                *const Self,
-                c_int,
-                *mut Self,
-                c_int,
-            );
-            const LAPACK_POTRF: unsafe extern "C" fn(*const c_char, *const c_int, *mut Self, *const c_int, *mut c_int);
+            const CB_GEMM: Gemm<Self>;
+            const CB_SYRK: Syrk<Self>;
+            const CB_TRSM: Trsm<Self>;
+            const LAPACK_POTRF: Potrf<Self>;
         }
         impl Routines for f32 {
-            const CB_GEMM: unsafe extern "C" fn(
-                c_int,
-                c_int,
-                c_int,
-                c_int,
-                c_int,
-                c_int,
-                f32,
-                *const f32,
-                c_int,
-                *const f32,
-                c_int,
-                f32,
-                *mut f32,
-                c_int,
-            ) = cblas_sgemm;
-            const CB_SYRK: unsafe extern "C" fn(c_int, c_int, c_int, c_int, c_int, f32, *const f32, c_int, f32, *mut f32, c_int) =
-                cblas_ssyrk;
-            const CB_TRSM: unsafe extern "C" fn(c_int, c_int, c_int, c_int, c_int, c_int, c_int, f32, *const f32, c_int, *mut f32, c_int) =
-                cblas_strsm;
-            const LAPACK_POTRF: unsafe extern "C" fn(*const c_char, *const c_int, *mut f32, *const c_int, *mut c_int) = spotrf_;
+            const CB_GEMM: Gemm<f32> = cblas_sgemm;
+            const CB_SYRK: Syrk<f32> = cblas_ssyrk;
+            const CB_TRSM: Trsm<f32> = cblas_strsm;
+            const LAPACK_POTRF: Potrf<f32> = spotrf_;
         }
         impl Routines for f64 {
-            const CB_GEMM: unsafe extern "C" fn(
-                c_int,
-                c_int,
-                c_int,
-                c_int,
-                c_int,
-                c_int,
-                f64,
-                *const f64,
-                c_int,
-                *const f64,
-                c_int,
-                f64,
-                *mut f64,
-                c_int,
-            ) = cblas_dgemm;
-            const CB_SYRK: unsafe extern "C" fn(c_int, c_int, c_int, c_int, c_int, f64, *const f64, c_int, f64, *mut f64, c_int) =
-                cblas_dsyrk;
-            const CB_TRSM: unsafe extern "C" fn(c_int, c_int, c_int, c_int, c_int, c_int, c_int, f64, *const f64, c_int, *mut f64, c_int) =
-                cblas_dtrsm;
-            const LAPACK_POTRF: unsafe extern "C" fn(*const c_char, *const c_int, *mut f64, *const c_int, *mut c_int) = dpotrf_;
+            const CB_GEMM: Gemm<f64> = cblas_dgemm;
+            const CB_SYRK: Syrk<f64> = cblas_dsyrk;
+            const CB_TRSM: Trsm<f64> = cblas_dtrsm;
+            const LAPACK_POTRF: Potrf<f64> = dpotrf_;
         }
 
         fn dims<T>(m: &MatRef<'_, T>) -> (c_int, c_int, c_int) {

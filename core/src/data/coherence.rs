@@ -303,11 +303,11 @@ impl TreeState {
     }
 
     /// Reserve a copy of entry `idx` from `src` to `dst` for the caller to run (`CopyJob`).
-    fn copy_job(&mut self, tree: &Arc<Tree>, idx: usize, src: usize, dst: usize) -> Result<Step> {
+    fn copy_job(&mut self, tree: &Arc<Tree>, idx: usize, src: usize, dst: usize) -> Result<CopyJob> {
         let done = Completion::new();
         let (s, d, rect) = self.reserve(tree, idx, src, dst, done.clone())?;
         let node = tree.nodes[if src == 0 { dst } else { src }].clone();
-        Ok(Step::Copy(CopyJob { node, src: s, dst: d, rect, done }))
+        Ok(CopyJob { node, src: s, dst: d, rect, done })
     }
 
     /// One step of making entry `idx` usable on `node` with `mode`: `Done` pins the replica
@@ -350,15 +350,14 @@ impl TreeState {
             if !self.entries[idx].replicas[0].valid() {
                 let src = self.any_valid(idx, 0).expect("invariant: a live entry has a valid replica");
                 self.home_base(tree)?;
-                let step = self.copy_job(tree, idx, src, 0)?;
-                if let (true, Step::Copy(job)) = (defer, &step) {
+                let job = self.copy_job(tree, idx, src, 0)?;
+                if defer {
                     // Out of another device: its copy thread waits for that device, not us.
                     let done = job.done.clone();
-                    let Step::Copy(job) = step else { unreachable!("matched above") };
                     tree.nodes[src].copy_later(job);
                     return Ok(Step::Wait(done));
                 }
-                return Ok(step);
+                return Ok(Step::Copy(job));
             }
         }
         let rel = relatives(self, idx);
@@ -379,7 +378,7 @@ impl TreeState {
         self.ensure_alloc(tree, idx, node)?;
         if needs_fetch {
             let src = self.any_valid(idx, node).expect("invariant: a live entry has a valid replica");
-            return self.copy_job(tree, idx, src, node);
+            return self.copy_job(tree, idx, src, node).map(Step::Copy);
         }
         let e = &mut self.entries[idx];
         e.replicas[node].pins += 1;
@@ -567,6 +566,36 @@ mod tests {
         [AccessMode::R, AccessMode::W, AccessMode::RW][i as usize % 3]
     }
 
+    /// Write `v` into entry `h` on `node` (acquired for `mode`, under the lock).
+    fn write_u32s(h: &crate::data::handle::HandleInner, node: usize, mode: AccessMode, v: &[u32]) {
+        let mut st = h.tree.lock();
+        let p = st.acquire(&h.tree, h.idx, node, mode).unwrap() as *mut u32;
+        // SAFETY: acquired for writing; callers pass the entry's length.
+        unsafe { std::slice::from_raw_parts_mut(p, v.len()) }.copy_from_slice(v);
+        st.release(h.idx, node);
+    }
+
+    /// Read `len` values of entry `h` on `node` through `acquire_unlocked` (`defer` as a
+    /// device driver would).
+    fn read_u32s(h: &crate::data::handle::HandleInner, node: usize, len: usize, defer: bool) -> Vec<u32> {
+        let got = acquire_unlocked(
+            &h.tree,
+            h.idx,
+            node,
+            AccessMode::R,
+            defer,
+            || true,
+            |st| {
+                let p = st.host_addr(&h.tree, h.idx, node)? as *const u32;
+                // SAFETY: acquired for reading; callers pass the entry's length.
+                let v = unsafe { std::slice::from_raw_parts(p, len) }.to_vec();
+                st.release(h.idx, node);
+                Ok(v)
+            },
+        );
+        got.unwrap().unwrap_or_else(|_| panic!("the copy was deferred"))
+    }
+
     /// A copy a step reserved runs without the tree lock: meanwhile another tile of the same
     /// tree is acquired and released freely, a second reader of the tile waits for that copy
     /// (it is not copied twice), and the data arrives whole.
@@ -577,13 +606,7 @@ mod tests {
         let halves = h.partition(crate::data::Filter::VectorBlock { parts: 2 }).unwrap();
         let (a, b) = (&halves[0].0, &halves[1].0);
         // Make node 1 the only valid copy of the first half.
-        {
-            let mut st = a.tree.lock();
-            let p = st.acquire(&a.tree, a.idx, 1, AccessMode::RW).unwrap() as *mut u32;
-            // SAFETY: acquired for writing; the half holds 4 u32s.
-            unsafe { std::slice::from_raw_parts_mut(p, 4) }.copy_from_slice(&[10, 11, 12, 13]);
-            st.release(a.idx, 1);
-        }
+        write_u32s(a, 1, AccessMode::RW, &[10, 11, 12, 13]);
         let job = match a.tree.lock().step(&a.tree, a.idx, 0, AccessMode::R, false).unwrap() {
             Step::Copy(job) => job,
             _ => panic!("reading device-only data at home needs a copy"),
@@ -599,22 +622,7 @@ mod tests {
             assert!(!c.is_complete());
         }
         job.run();
-        let got = acquire_unlocked(
-            &a.tree,
-            a.idx,
-            0,
-            AccessMode::R,
-            false,
-            || true,
-            |st| {
-                let p = st.host_addr(&a.tree, a.idx, 0)? as *const u32;
-                // SAFETY: acquired for reading; the half holds 4 u32s.
-                let v = unsafe { std::slice::from_raw_parts(p, 4) }.to_vec();
-                st.release(a.idx, 0);
-                Ok(v)
-            },
-        );
-        assert_eq!(got.unwrap().unwrap(), vec![10, 11, 12, 13]);
+        assert_eq!(read_u32s(a, 0, 4, false), vec![10, 11, 12, 13]);
         let st = a.tree.lock();
         assert!(check_invariants(&st).is_ok(), "{:?}", check_invariants(&st));
         assert!(st.entries[a.idx].replicas.iter().all(|r| r.incoming.is_none() && r.pins == 0));
@@ -637,22 +645,7 @@ mod tests {
             assert!(st.entries[hd.idx].replicas.iter().all(|r| r.incoming.is_none() && r.pins == 0));
             assert!(check_invariants(&st).is_ok());
         }
-        let v = acquire_unlocked(
-            &hd.tree,
-            hd.idx,
-            1,
-            AccessMode::R,
-            true,
-            || true,
-            |st| {
-                let p = st.host_addr(&hd.tree, hd.idx, 1)? as *const u32;
-                // SAFETY: acquired for reading; the vector holds 4 u32s.
-                let v = unsafe { std::slice::from_raw_parts(p, 4) }.to_vec();
-                st.release(hd.idx, 1);
-                Ok(v)
-            },
-        );
-        assert_eq!(v.unwrap().unwrap(), vec![7; 4]);
+        assert_eq!(read_u32s(hd, 1, 4, true), vec![7; 4]);
     }
 
     /// A device driver (`defer`) reading data that only another device holds does not run
@@ -663,34 +656,13 @@ mod tests {
         let rt = Runtime::new(Config { ncpu: Some(1), nnull: 2, ..Config::default() }).unwrap();
         let h = rt.register_vector(vec![0u32; 4]).unwrap();
         let hd = &h.0;
-        {
-            let mut st = hd.tree.lock();
-            let p = st.acquire(&hd.tree, hd.idx, 1, AccessMode::W).unwrap() as *mut u32;
-            // SAFETY: acquired for writing; the vector holds 4 u32s.
-            unsafe { std::slice::from_raw_parts_mut(p, 4) }.copy_from_slice(&[5, 6, 7, 8]);
-            st.release(hd.idx, 1);
-        }
+        write_u32s(hd, 1, AccessMode::W, &[5, 6, 7, 8]);
         let c = match hd.tree.lock().step(&hd.tree, hd.idx, 2, AccessMode::R, true).unwrap() {
             Step::Wait(c) => c,
             _ => panic!("a driver waits for the copy out of the other device"),
         };
         c.wait().unwrap();
-        let got = acquire_unlocked(
-            &hd.tree,
-            hd.idx,
-            2,
-            AccessMode::R,
-            true,
-            || true,
-            |st| {
-                let p = st.host_addr(&hd.tree, hd.idx, 2)? as *const u32;
-                // SAFETY: acquired for reading; the vector holds 4 u32s.
-                let v = unsafe { std::slice::from_raw_parts(p, 4) }.to_vec();
-                st.release(hd.idx, 2);
-                Ok(v)
-            },
-        );
-        assert_eq!(got.unwrap().unwrap(), vec![5, 6, 7, 8]);
+        assert_eq!(read_u32s(hd, 2, 4, true), vec![5, 6, 7, 8]);
         let st = hd.tree.lock();
         assert!(check_invariants(&st).is_ok(), "{:?}", check_invariants(&st));
         assert!(st.entries[hd.idx].replicas.iter().all(|r| r.valid() && r.pins == 0 && r.incoming.is_none()));

@@ -48,6 +48,25 @@ impl PartialEq for DataHandle {
 }
 impl Eq for DataHandle {}
 
+/// Acquire entry `h` on `node` (host-addressable) for `mode`, pinned, and view it there;
+/// copies run, and others' are waited for, without the tree lock (see `data::coherence`).
+pub(crate) fn acquire_view(h: &HandleInner, node: usize, mode: AccessMode) -> Result<View> {
+    let got = super::coherence::acquire_unlocked(
+        &h.tree,
+        h.idx,
+        node,
+        mode,
+        false,
+        || true,
+        |st| {
+            let p = st.host_addr(&h.tree, h.idx, node).inspect_err(|_| st.release(h.idx, node))?;
+            let e = &st.entries[h.idx];
+            Ok(view(p, e.shape, e.strides_on(node), mode))
+        },
+    )?;
+    Ok(got.unwrap_or_else(|_| unreachable!("a waiting acquisition is never deferred")))
+}
+
 /// Build a view (the one place views are made).
 pub(crate) fn view(p: *mut u8, shape: Shape, strides: Strides, mode: AccessMode) -> View {
     // SAFETY: callers pass the address of a replica acquired (pinned, valid, ordered by
@@ -243,22 +262,7 @@ impl DataHandle {
                 ready = sig.cv.wait(ready).unwrap_or_else(|e| e.into_inner());
             }
         }
-        let h = &self.0;
-        let r = super::coherence::acquire_unlocked(
-            &h.tree,
-            h.idx,
-            0,
-            mode,
-            false,
-            || true,
-            |st| {
-                let p = st.host_addr(&h.tree, h.idx, 0).inspect_err(|_| st.release(h.idx, 0))?;
-                let e = &st.entries[h.idx];
-                Ok(view(p, e.shape, e.home_strides, mode))
-            },
-        )
-        .map(|r| r.unwrap_or_else(|_| unreachable!("a waiting acquisition is never deferred")));
-        match r {
+        match acquire_view(&self.0, 0, mode) {
             Ok(view) => Ok(AcquireGuard { handle: self.clone(), task: Some(t), view }),
             Err(e) => {
                 rt.complete(&t, Err(crate::task::TaskError::Data(e.to_string())), None);
