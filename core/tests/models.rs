@@ -32,6 +32,55 @@ fn unique(base: &str) -> String {
     format!("{base}-{}-{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed))
 }
 
+/// A task that occupies the one worker of `arch` until [`Gate::open`].
+struct Gate {
+    go: Arc<std::sync::atomic::AtomicBool>,
+    started: Arc<std::sync::atomic::AtomicBool>,
+    codelet: Arc<Codelet>,
+}
+
+impl Gate {
+    fn new(name: &str, arch: Arch) -> Gate {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let (go, started) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicBool::new(false)));
+        let (g, s) = (go.clone(), started.clone());
+        let codelet = Codelet::builder(name)
+            .implementation(
+                arch,
+                Arc::new(move |_: &TaskContext<'_>| {
+                    s.store(true, Ordering::SeqCst);
+                    while !g.load(Ordering::SeqCst) {
+                        std::thread::yield_now();
+                    }
+                    Ok(())
+                }),
+            )
+            .build();
+        Gate { go, started, codelet }
+    }
+
+    /// Submit the blocking task and wait until it runs.
+    fn block(&self, rt: &Runtime) {
+        rt.submit(TaskBuilder::new(&self.codelet)).unwrap();
+        while !self.started.load(std::sync::atomic::Ordering::SeqCst) {
+            std::thread::yield_now();
+        }
+    }
+
+    fn open(&self) {
+        self.go.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// `v`'s replica states once its replica on `node` is valid, or after 10 s.
+fn states_once_valid(v: &DataHandle, node: usize) -> Vec<ReplicaState> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while v.replica_states()[node] == ReplicaState::Invalid && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    v.replica_states()
+}
+
 fn runtime(sched: PolicyKind, slowdown: f64) -> Runtime {
     Runtime::new(Config { ncpu: Some(1), nnull: 1, sched, null_slowdown: slowdown, spin_us: 5, ..Config::default() }).unwrap()
 }
@@ -184,21 +233,10 @@ fn statistics_report_time_models_and_bytes_per_pair() {
 /// device's driver takes it.
 #[test]
 fn a_placed_tasks_inputs_are_prefetched_while_it_waits() {
-    use std::sync::atomic::{AtomicBool, Ordering};
     for sched in [PolicyKind::Dm, PolicyKind::Dmda, PolicyKind::Dmdas] {
         let rt = Runtime::new(Config { ncpu: Some(1), nnull: 1, sched, spin_us: 5, ..Config::default() }).unwrap();
-        let (go, started) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicBool::new(false)));
-        let (g, s) = (go.clone(), started.clone());
         // Only the device can run these.
-        let blocker = Codelet::builder("blocker")
-            .null(move |_| {
-                s.store(true, Ordering::SeqCst);
-                while !g.load(Ordering::SeqCst) {
-                    std::thread::yield_now();
-                }
-                Ok(())
-            })
-            .build();
+        let gate = Gate::new("blocker", Arch::Null);
         let sum = Codelet::builder("sum")
             .null(|ctx| {
                 let v = ctx.vector::<u32>(0);
@@ -207,18 +245,11 @@ fn a_placed_tasks_inputs_are_prefetched_while_it_waits() {
             })
             .build();
         let v = rt.register_vector(vec![1u32; 1024]).unwrap();
-        rt.submit(TaskBuilder::new(&blocker)).unwrap();
-        while !started.load(Ordering::SeqCst) {
-            std::thread::yield_now();
-        }
+        gate.block(&rt);
         let t = rt.submit(TaskBuilder::new(&sum).access(&v, AccessMode::R)).unwrap();
         // The device is busy: its input reaches node 1 anyway.
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while v.replica_states()[1] == ReplicaState::Invalid && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(1));
-        }
-        let states = v.replica_states();
-        go.store(true, Ordering::SeqCst);
+        let states = states_once_valid(&v, 1);
+        gate.open();
         t.wait().unwrap();
         assert_ne!(states[1], ReplicaState::Invalid, "{sched:?}: not prefetched: {states:?}");
         drop(v);
@@ -229,11 +260,8 @@ fn a_placed_tasks_inputs_are_prefetched_while_it_waits() {
 /// host memory is prefetched to as well.
 #[test]
 fn a_cpu_tasks_inputs_come_home_while_it_waits() {
-    use std::sync::atomic::{AtomicBool, Ordering};
     for sched in [PolicyKind::Dm, PolicyKind::Dmda, PolicyKind::Dmdas] {
         let rt = Runtime::new(Config { ncpu: Some(1), nnull: 1, sched, spin_us: 5, ..Config::default() }).unwrap();
-        let (go, started) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicBool::new(false)));
-        let (g, s) = (go.clone(), started.clone());
         // Only the device can run this: the vector is then valid there alone.
         let produce = Codelet::builder("produce")
             .null(|ctx| {
@@ -242,15 +270,7 @@ fn a_cpu_tasks_inputs_come_home_while_it_waits() {
             })
             .build();
         // Only the CPU worker can run these.
-        let blocker = Codelet::builder("cpu-blocker")
-            .cpu(move |_| {
-                s.store(true, Ordering::SeqCst);
-                while !g.load(Ordering::SeqCst) {
-                    std::thread::yield_now();
-                }
-                Ok(())
-            })
-            .build();
+        let gate = Gate::new("cpu-blocker", Arch::Cpu);
         let sum = Codelet::builder("cpu-sum")
             .cpu(|ctx| {
                 assert_eq!(ctx.vector::<u32>(0).iter().sum::<u32>(), 2048);
@@ -260,18 +280,11 @@ fn a_cpu_tasks_inputs_come_home_while_it_waits() {
         let v = rt.register_vector(vec![1u32; 1024]).unwrap();
         rt.submit(TaskBuilder::new(&produce).access(&v, AccessMode::W)).unwrap().wait().unwrap();
         assert_eq!(v.replica_states()[0], ReplicaState::Invalid, "{sched:?}: the device wrote it");
-        rt.submit(TaskBuilder::new(&blocker)).unwrap();
-        while !started.load(Ordering::SeqCst) {
-            std::thread::yield_now();
-        }
+        gate.block(&rt);
         let t = rt.submit(TaskBuilder::new(&sum).access(&v, AccessMode::R)).unwrap();
         // The CPU worker is busy: the input reaches host memory anyway.
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while v.replica_states()[0] == ReplicaState::Invalid && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(1));
-        }
-        let states = v.replica_states();
-        go.store(true, Ordering::SeqCst);
+        let states = states_once_valid(&v, 0);
+        gate.open();
         t.wait().unwrap();
         assert_ne!(states[0], ReplicaState::Invalid, "{sched:?}: not brought home: {states:?}");
         drop(v);
