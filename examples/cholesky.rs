@@ -26,19 +26,11 @@
 mod common;
 
 use common::Real;
-#[cfg(not(feature = "openblas"))]
-use faer::dyn_stack::{MemBuffer, MemStack};
-#[cfg(not(feature = "openblas"))]
-use faer::linalg::cholesky::llt::factor::{cholesky_in_place, cholesky_in_place_scratch};
-#[cfg(not(feature = "openblas"))]
-use faer::linalg::matmul::matmul;
 use faer::linalg::matmul::triangular::{self, BlockStructure};
-#[cfg(not(feature = "openblas"))]
-use faer::linalg::triangular_solve::solve_lower_triangular_in_place;
 use faer::{Accum, Mat, Par};
 use std::time::Instant;
 use weft_core::perfmodel::PerfModel;
-use weft_core::{AccessMode, Codelet, Filter, OpenClImpl, Runtime, Shape, TaskBuilder, TaskContext};
+use weft_core::{AccessMode, Codelet, Filter, OpenClImpl, Runtime, Shape, TaskBuilder};
 
 /// `C −= A·Bᵀ` (GEMM) and `C −= A·Aᵀ` (SYRK, both triangles) on packed column-major
 /// tiles of `REAL` (a build option): `A` is `m×k`, `B` `n×k`, `C` `m×n`. The blocked
@@ -112,59 +104,6 @@ __kernel void trsm(__global const REAL *L, __global REAL *B, int m, int n) {
 }
 "#;
 
-/// POTRF: the diagonal tile's lower triangle replaced by its factor `L`.
-fn potrf_cpu<T: Real>(ctx: &TaskContext<'_>) -> Result<(), String> {
-    let a = common::mat_mut::<T>(ctx.buffer(0));
-    #[cfg(feature = "openblas")]
-    return common::openblas::potrf(a).map_err(|info| format!("matrix not positive definite (LAPACK info {info} in a diagonal tile)"));
-    #[cfg(not(feature = "openblas"))]
-    {
-        let mut mem = MemBuffer::new(cholesky_in_place_scratch::<T>(a.nrows(), Par::Seq, Default::default()));
-        match cholesky_in_place(a, Default::default(), Par::Seq, MemStack::new(&mut mem), Default::default()) {
-            Ok(_) => Ok(()),
-            Err(e) => Err(format!("matrix not positive definite ({e:?} in a diagonal tile)")),
-        }
-    }
-}
-
-/// TRSM: `X = B·L⁻ᵀ` in place of `B` (a tile below the diagonal), `L` the factored
-/// diagonal tile, solved as `L·Xᵀ = Bᵀ`.
-fn trsm_cpu<T: Real>(ctx: &TaskContext<'_>) -> Result<(), String> {
-    let l = common::mat::<T>(ctx.buffer(0));
-    let b = common::mat_mut::<T>(ctx.buffer(1));
-    #[cfg(feature = "openblas")]
-    common::openblas::trsm(l, b);
-    #[cfg(not(feature = "openblas"))]
-    solve_lower_triangular_in_place(l, b.transpose_mut(), Par::Seq);
-    Ok(())
-}
-
-/// SYRK: `C −= A·Aᵀ` on a diagonal tile, its lower triangle only.
-fn syrk_cpu<T: Real>(ctx: &TaskContext<'_>) -> Result<(), String> {
-    let a = common::mat::<T>(ctx.buffer(0));
-    let c = common::mat_mut::<T>(ctx.buffer(1));
-    #[cfg(feature = "openblas")]
-    common::openblas::syrk(a, c);
-    #[cfg(not(feature = "openblas"))]
-    {
-        let (rect, minus_one) = (BlockStructure::Rectangular, T::from_f64(-1.0));
-        triangular::matmul(c, BlockStructure::TriangularLower, Accum::Add, a, rect, a.transpose(), rect, minus_one, Par::Seq);
-    }
-    Ok(())
-}
-
-/// GEMM: `C −= A·Bᵀ`.
-fn gemm_cpu<T: Real>(ctx: &TaskContext<'_>) -> Result<(), String> {
-    let a = common::mat::<T>(ctx.buffer(0));
-    let b = common::mat::<T>(ctx.buffer(1));
-    let c = common::mat_mut::<T>(ctx.buffer(2));
-    #[cfg(feature = "openblas")]
-    common::openblas::gemm(a, b, c);
-    #[cfg(not(feature = "openblas"))]
-    matmul(c, Accum::Add, a, b.transpose(), T::from_f64(-1.0), Par::Seq);
-    Ok(())
-}
-
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let usage = "usage: cholesky [n] [tile] [--f32]";
     let (mut sizes, mut single) = (Vec::new(), false);
@@ -233,28 +172,28 @@ pub fn run<T: Real>(rt: &Runtime, n: usize, nb: usize) -> Result<(), Box<dyn std
     let trsm_cl = cl("trsm").arg_sizes(&[4, 4]).global(|s, _| vec![s[1].dims()[0]]);
     let (one, minus_one) = (T::from_f64(1.0), T::from_f64(-1.0));
     let potrf = Codelet::builder("potrf")
-        .cpu(potrf_cpu::<T>)
+        .cpu(common::tiles::potrf::<T>)
         .opencl_impl(potrf_cl)
         .cuda_fn(common::cublas::potrf_lower::<T>)
         .modes(&[AccessMode::RW])
         .model(PerfModel::new("cholesky_potrf"))
         .build();
     let trsm = Codelet::builder("trsm")
-        .cpu(trsm_cpu::<T>)
+        .cpu(common::tiles::trsm::<T>)
         .opencl_impl(trsm_cl)
         .cuda_fn(common::cublas::trsm_right_lower_t::<T>)
         .modes(&[AccessMode::R, AccessMode::RW])
         .model(PerfModel::new("cholesky_trsm"))
         .build();
     let syrk = Codelet::builder("syrk")
-        .cpu(syrk_cpu::<T>)
+        .cpu(common::tiles::syrk::<T>)
         .opencl_impl(syrk_cl)
         .cuda_fn(move |ctx| common::cublas::gemm(ctx, [0, 0, 1], true, minus_one, one))
         .modes(&[AccessMode::R, AccessMode::RW])
         .model(PerfModel::new("cholesky_syrk"))
         .build();
     let gemm = Codelet::builder("gemm")
-        .cpu(gemm_cpu::<T>)
+        .cpu(common::tiles::gemm::<T>)
         .opencl_impl(gemm_cl)
         .cuda_fn(move |ctx| common::cublas::gemm(ctx, [0, 1, 2], true, minus_one, one))
         .modes(&[AccessMode::R, AccessMode::R, AccessMode::RW])

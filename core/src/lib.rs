@@ -37,7 +37,7 @@ pub(crate) mod trace;
 pub mod worker;
 
 pub use config::Config;
-pub use data::{AcquireGuard, DataHandle, Filter, ReplicaState, Shape, Strides, View};
+pub use data::{AcquireGuard, DataHandle, Filter, PendingAcquire, ReplicaState, Shape, Strides, View};
 pub use error::{Error, Result};
 pub use runtime::{Counter, Runtime};
 pub use sched::PolicyKind;

@@ -936,8 +936,25 @@ impl RuntimeInner {
     /// All dependencies of `t` are met: queue it (or hand it to its waiting application thread).
     pub(crate) fn make_ready(&self, t: TaskRef, from: Option<usize>, wake: bool) {
         if let TaskKind::Acquire(sig) = &t.kind {
-            *lock(&sig.ready) = true;
-            sig.cv.notify_all();
+            let armed = {
+                let mut then = lock(&sig.then);
+                match std::mem::replace(&mut *then, crate::task::Then::Fired) {
+                    crate::task::Then::Armed(f) => Some(f),
+                    _ => None,
+                }
+            };
+            match armed {
+                // An asynchronous acquisition: its front end is told on this thread.
+                Some(f) => {
+                    if std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).is_err() {
+                        eprintln!("weft: an asynchronous acquisition's callback panicked");
+                    }
+                }
+                None => {
+                    *lock(&sig.ready) = true;
+                    sig.cv.notify_all();
+                }
+            }
             return;
         }
         if t.has_commute && t.poison.get().is_none() {

@@ -373,3 +373,55 @@ fn a_home_detached_without_write_back_is_never_touched() {
     h.unregister().unwrap();
     assert_eq!(mem, vec![0xdead; 64], "registered memory touched after detach_home(false)");
 }
+
+/// `pack_into` skips the padding between a strided matrix's columns and `unpack_from`
+/// writes the columns back without touching it.
+#[test]
+fn pack_and_unpack_follow_the_strides() {
+    let rt = Runtime::new(Config { ncpu: Some(1), ..Config::default() }).unwrap();
+    // 3×2 matrix of u16 with ld 4: columns [1,2,3] and [5,6,7], padding 100 and 200.
+    let h = rt.register_matrix(vec![1u16, 2, 3, 100, 5, 6, 7, 200], 3, 2, 4).unwrap();
+    let mut packed = vec![0u8; 12];
+    h.acquire(AccessMode::R).unwrap().pack_into(&mut packed);
+    let words: Vec<u16> = packed.chunks(2).map(|c| u16::from_ne_bytes([c[0], c[1]])).collect();
+    assert_eq!(words, [1, 2, 3, 5, 6, 7]);
+    let new: Vec<u8> = [9u16, 8, 7, 6, 5, 4].iter().flat_map(|w| w.to_ne_bytes()).collect();
+    h.acquire(AccessMode::W).unwrap().unpack_from(&new);
+    assert_eq!(h.into_vec::<u16>().unwrap(), [9, 8, 7, 100, 6, 5, 4, 200]);
+}
+
+/// An asynchronous acquisition is ordered after the tasks submitted before it and before
+/// those submitted after: its callback sees the first task's write, and the second task
+/// waits until the guard taken on another thread is dropped.
+#[test]
+fn an_asynchronous_acquisition_orders_like_a_task() {
+    let rt = Runtime::new(Config { ncpu: Some(2), ..Config::default() }).unwrap();
+    let h = rt.register_variable(0u64).unwrap();
+    let set = |v: u64| {
+        Codelet::builder("set")
+            .cpu(move |ctx| {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+                ctx.buffer(0).set_value(ctx.buffer(0).value::<u64>() * 10 + v);
+                Ok(())
+            })
+            .build()
+    };
+    let (first, second) = (set(1), set(2));
+    rt.submit(TaskBuilder::new(&first).access(&h, AccessMode::RW)).unwrap();
+    let (tx, rx) = std::sync::mpsc::channel::<PendingAcquire>();
+    h.acquire_async(AccessMode::RW, move |p| tx.send(p).unwrap()).unwrap();
+    let t2 = rt.submit(TaskBuilder::new(&second).access(&h, AccessMode::RW)).unwrap();
+    let pending = rx.recv().unwrap();
+    let g = pending.get().unwrap();
+    assert_eq!(g.value::<u64>(), 1, "the acquisition ran before the task submitted before it");
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    assert!(!t2.is_done(), "the task submitted after the acquisition ran while it was held");
+    g.set_value(5u64);
+    drop(g);
+    t2.wait().unwrap();
+    assert_eq!(h.read_to_vec::<u64>().unwrap(), [52]);
+    // Dropped without `get`, it releases the data too.
+    h.acquire_async(AccessMode::R, drop).unwrap();
+    rt.submit(TaskBuilder::new(&first).access(&h, AccessMode::RW)).unwrap().wait().unwrap();
+    assert_eq!(h.read_to_vec::<u64>().unwrap(), [521]);
+}

@@ -288,6 +288,80 @@ pub mod cublas {
     }
 }
 
+/// The Cholesky tile kernels on CPU workers (examples/cholesky, weft-mpi's distributed
+/// Cholesky): faer, or OpenBLAS with the `openblas` feature, in place on the tiles.
+pub mod tiles {
+    use super::Real;
+    #[cfg(not(feature = "openblas"))]
+    use faer::Accum;
+    #[cfg(not(feature = "openblas"))]
+    use faer::Par;
+    #[cfg(not(feature = "openblas"))]
+    use faer::dyn_stack::{MemBuffer, MemStack};
+    #[cfg(not(feature = "openblas"))]
+    use faer::linalg::cholesky::llt::factor::{cholesky_in_place, cholesky_in_place_scratch};
+    #[cfg(not(feature = "openblas"))]
+    use faer::linalg::matmul::matmul;
+    #[cfg(not(feature = "openblas"))]
+    use faer::linalg::matmul::triangular::{self, BlockStructure};
+    #[cfg(not(feature = "openblas"))]
+    use faer::linalg::triangular_solve::solve_lower_triangular_in_place;
+    use weft_core::TaskContext;
+
+    /// POTRF: the diagonal tile's lower triangle replaced by its factor `L`.
+    pub fn potrf<T: Real>(ctx: &TaskContext<'_>) -> Result<(), String> {
+        let a = super::mat_mut::<T>(ctx.buffer(0));
+        #[cfg(feature = "openblas")]
+        return super::openblas::potrf(a).map_err(|info| format!("matrix not positive definite (LAPACK info {info} in a diagonal tile)"));
+        #[cfg(not(feature = "openblas"))]
+        {
+            let mut mem = MemBuffer::new(cholesky_in_place_scratch::<T>(a.nrows(), Par::Seq, Default::default()));
+            match cholesky_in_place(a, Default::default(), Par::Seq, MemStack::new(&mut mem), Default::default()) {
+                Ok(_) => Ok(()),
+                Err(e) => Err(format!("matrix not positive definite ({e:?} in a diagonal tile)")),
+            }
+        }
+    }
+
+    /// TRSM: `X = B·L⁻ᵀ` in place of `B` (a tile below the diagonal), `L` the factored
+    /// diagonal tile, solved as `L·Xᵀ = Bᵀ`.
+    pub fn trsm<T: Real>(ctx: &TaskContext<'_>) -> Result<(), String> {
+        let l = super::mat::<T>(ctx.buffer(0));
+        let b = super::mat_mut::<T>(ctx.buffer(1));
+        #[cfg(feature = "openblas")]
+        super::openblas::trsm(l, b);
+        #[cfg(not(feature = "openblas"))]
+        solve_lower_triangular_in_place(l, b.transpose_mut(), Par::Seq);
+        Ok(())
+    }
+
+    /// SYRK: `C −= A·Aᵀ` on a diagonal tile, its lower triangle only.
+    pub fn syrk<T: Real>(ctx: &TaskContext<'_>) -> Result<(), String> {
+        let a = super::mat::<T>(ctx.buffer(0));
+        let c = super::mat_mut::<T>(ctx.buffer(1));
+        #[cfg(feature = "openblas")]
+        super::openblas::syrk(a, c);
+        #[cfg(not(feature = "openblas"))]
+        {
+            let (rect, minus_one) = (BlockStructure::Rectangular, T::from_f64(-1.0));
+            triangular::matmul(c, BlockStructure::TriangularLower, Accum::Add, a, rect, a.transpose(), rect, minus_one, Par::Seq);
+        }
+        Ok(())
+    }
+
+    /// GEMM: `C −= A·Bᵀ`.
+    pub fn gemm<T: Real>(ctx: &TaskContext<'_>) -> Result<(), String> {
+        let a = super::mat::<T>(ctx.buffer(0));
+        let b = super::mat::<T>(ctx.buffer(1));
+        let c = super::mat_mut::<T>(ctx.buffer(2));
+        #[cfg(feature = "openblas")]
+        super::openblas::gemm(a, b, c);
+        #[cfg(not(feature = "openblas"))]
+        matmul(c, Accum::Add, a, b.transpose(), T::from_f64(-1.0), Par::Seq);
+        Ok(())
+    }
+}
+
 /// OpenBLAS's tile kernels (the `openblas` feature), on the same column-major views.
 pub mod openblas {
     /// The routines of one precision (empty without the `openblas` feature).

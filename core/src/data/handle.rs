@@ -206,6 +206,43 @@ impl Drop for AcquireGuard {
     }
 }
 
+/// An acquisition whose dependencies are met ([`DataHandle::acquire_async`]): `get` brings
+/// the data to host memory and gives the guard. Dropping it unused releases the data.
+pub struct PendingAcquire {
+    handle: DataHandle,
+    task: Option<TaskRef>,
+    mode: AccessMode,
+}
+
+impl PendingAcquire {
+    /// The data in host memory, held until the guard is dropped. Call it outside the
+    /// runtime's workers: a transfer to host memory may have to wait for a device.
+    pub fn get(mut self) -> Result<AcquireGuard> {
+        self.handle.check_not_in_task()?;
+        let t = self.task.take().expect("a pending acquisition is taken once");
+        let h = self.handle.clone();
+        match acquire_view(&h.0, 0, self.mode) {
+            Ok(view) => Ok(AcquireGuard { handle: h, task: Some(t), view }),
+            Err(e) => {
+                h.0.rt.complete(&t, Err(crate::task::TaskError::Data(e.to_string())), None);
+                Err(e)
+            }
+        }
+    }
+
+    pub fn handle(&self) -> &DataHandle {
+        &self.handle
+    }
+}
+
+impl Drop for PendingAcquire {
+    fn drop(&mut self) {
+        if let Some(t) = self.task.take() {
+            self.handle.0.rt.complete(&t, Ok(()), None);
+        }
+    }
+}
+
 impl DataHandle {
     pub fn id(&self) -> u64 {
         self.0.id
@@ -262,13 +299,31 @@ impl DataHandle {
                 ready = sig.cv.wait(ready).unwrap_or_else(|e| e.into_inner());
             }
         }
-        match acquire_view(&self.0, 0, mode) {
-            Ok(view) => Ok(AcquireGuard { handle: self.clone(), task: Some(t), view }),
-            Err(e) => {
-                rt.complete(&t, Err(crate::task::TaskError::Data(e.to_string())), None);
-                Err(e)
-            }
+        PendingAcquire { handle: self.clone(), task: Some(t), mode }.get()
+    }
+
+    /// Acquire without blocking (StarPU's `starpu_data_acquire_cb`): ordered like
+    /// [`DataHandle::acquire`] after the tasks submitted before on this handle, and before
+    /// those submitted after; `ready` is called once they are done, on the thread that
+    /// finished the last of them (a worker: keep it short, e.g. hand the [`PendingAcquire`]
+    /// to a thread of the front end's) or on this one if there were none. Tasks submitted
+    /// later wait until the `PendingAcquire`, or the guard it gives, is dropped.
+    pub fn acquire_async(&self, mode: AccessMode, ready: impl FnOnce(PendingAcquire) + Send + 'static) -> Result<()> {
+        if matches!(mode, AccessMode::Scratch | AccessMode::Redux | AccessMode::Commute) {
+            return Err(Error::Unsupported(format!("acquiring in mode {mode:?}")));
         }
+        let sig = Arc::new(AcquireSignal::default());
+        let t = self.0.rt.submit_task(&mut TaskBuilder::empty().access(self, mode), Some(crate::task::TaskKind::Acquire(sig.clone())))?;
+        let pending = PendingAcquire { handle: self.clone(), task: Some(t), mode };
+        let mut then = lock(&sig.then);
+        match *then {
+            crate::task::Then::Fired => {
+                drop(then);
+                ready(pending);
+            }
+            _ => *then = crate::task::Then::Armed(Box::new(move || ready(pending))),
+        }
+        Ok(())
     }
 
     /// Copy the data out (waits for writers before).

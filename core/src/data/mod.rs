@@ -19,7 +19,7 @@ pub(crate) mod registry;
 pub(crate) mod view;
 
 pub use filters::Filter;
-pub use handle::{AcquireGuard, DataHandle};
+pub use handle::{AcquireGuard, DataHandle, PendingAcquire};
 pub use interface::{Shape, Strides};
 pub use view::{BlockMut, BlockRef, MatrixMut, MatrixRef, View};
 

@@ -123,6 +123,47 @@ impl View {
         unsafe { std::ptr::write_unaligned(self.ptr as *mut T, v) }
     }
 
+    /// Copy the data out, packed (rows of `nx` elements back to back, whatever the
+    /// replica's strides), into `out`, which must hold exactly `shape().size()` bytes: what
+    /// a front end sends over a network (weft-mpi) or saves.
+    pub fn pack_into(&self, out: &mut [u8]) {
+        assert_eq!(out.len(), self.shape.size(), "pack_into: the destination must hold the data's size");
+        self.take(false);
+        let (row, rows) = self.rows();
+        for (r, off) in rows.enumerate() {
+            // SAFETY: `off + row` stays within the replica's span (the shape was validated
+            // against these strides at registration), which holds initialised bytes that no
+            // writer touches while this view exists (the type's invariant).
+            let src = unsafe { std::slice::from_raw_parts(self.ptr.add(off), row) };
+            out[r * row..(r + 1) * row].copy_from_slice(src);
+        }
+        self.borrow.set(0);
+    }
+
+    /// Overwrite the data from packed bytes (`pack_into`'s layout), exactly `shape().size()`
+    /// of them; the padding between rows is left alone.
+    pub fn unpack_from(&self, src: &[u8]) {
+        assert_eq!(src.len(), self.shape.size(), "unpack_from: the source must hold the data's size");
+        assert!(self.mode != AccessMode::R, "buffer accessed in mode R is read-only");
+        self.take(true);
+        let (row, rows) = self.rows();
+        for (r, off) in rows.enumerate() {
+            // SAFETY: as in `pack_into`, and the mode is writable and the borrow flag makes
+            // this the only view of the buffer.
+            let dst = unsafe { std::slice::from_raw_parts_mut(self.ptr.add(off), row) };
+            dst.copy_from_slice(&src[r * row..(r + 1) * row]);
+        }
+        self.borrow.set(0);
+    }
+
+    /// Bytes per row, and the byte offset of each row in the replica.
+    fn rows(&self) -> (usize, impl Iterator<Item = usize>) {
+        let [nx, ny, nz] = self.shape.dims();
+        let e = self.shape.elem();
+        let Strides { ldy, ldz } = self.strides;
+        (nx * e, (0..nz).flat_map(move |k| (0..ny).map(move |j| (k * ldz + j * ldy) * e)))
+    }
+
     pub fn matrix<T: Pod>(&self) -> MatrixRef<'_, T> {
         let [nx, ny, _] = self.shape.dims();
         self.check_elem::<T>();

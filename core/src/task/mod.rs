@@ -440,6 +440,23 @@ impl External {
 pub(crate) struct AcquireSignal {
     pub ready: Mutex<bool>,
     pub cv: Condvar,
+    /// For an asynchronous acquisition (`DataHandle::acquire_async`): what to call when the
+    /// dependencies are met, instead of waking a waiting thread.
+    pub then: Mutex<Then>,
+}
+
+/// Who tells an asynchronous acquisition's front end that it may proceed: the submitting
+/// thread, when the dependencies were met before `submit_task` returned, or the thread that
+/// meets the last one.
+#[derive(Default)]
+pub(crate) enum Then {
+    /// A blocking acquisition, or an asynchronous one whose submission has not returned.
+    #[default]
+    Waiting,
+    /// Submitted: call this when ready.
+    Armed(Box<dyn FnOnce() + Send>),
+    /// Ready before being armed: the submitter calls the front end itself.
+    Fired,
 }
 
 pub(crate) struct Access {
