@@ -53,7 +53,7 @@ struct Codelets {
 
 fn codelets() -> Codelets {
     let cl = |name: &str, f: fn(&weft_core::TaskContext<'_>) -> Result<(), String>, modes: &[AccessMode]| {
-        Codelet::builder(name).cpu(f).modes(modes).model(PerfModel::new(&format!("cholesky_{name}"))).build()
+        Codelet::builder(name).cpu(f).modes(modes).model(PerfModel::new(format!("cholesky_{name}"))).build()
     };
     use AccessMode::{R, RW};
     Codelets {

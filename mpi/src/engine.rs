@@ -163,12 +163,13 @@ impl Engine {
     /// with nothing pending.
     pub(crate) fn run(self: Arc<Self>) {
         let mut pending: Vec<Pending> = Vec::new();
+        let mut checks: VecDeque<Pending> = VecDeque::new();
         let mut progressed = true;
         loop {
             let batch = {
                 let mut q = lock(&self.queue);
                 if q.ops.is_empty() && !progressed {
-                    if pending.is_empty() {
+                    if pending.is_empty() && checks.is_empty() {
                         if q.stop {
                             return;
                         }
@@ -179,7 +180,12 @@ impl Engine {
                 }
                 std::mem::take(&mut q.ops)
             };
-            pending.extend(batch.into_iter().map(|op| self.post(op)));
+            for op in batch {
+                match self.post(op) {
+                    c @ Pending::Check { .. } => checks.push_back(c),
+                    p => pending.push(p),
+                }
+            }
             progressed = false;
             let mut i = 0;
             while i < pending.len() {
@@ -189,6 +195,12 @@ impl Engine {
                 } else {
                     i += 1;
                 }
+            }
+            // Checks are judged in call order, so that every rank names the first call
+            // that differs.
+            while checks.front_mut().is_some_and(|c| c.request().test()) {
+                self.finish(checks.pop_front().expect("front exists"));
+                progressed = true;
             }
         }
     }

@@ -54,7 +54,7 @@ pub enum Error {
     Core(#[from] weft_core::Error),
     #[error("rank {rank} does not exist: there are {size} ranks")]
     NoSuchRank { rank: i32, size: i32 },
-    #[error("tag {tag} is outside 0..={max} (MPI_TAG_UB)")]
+    #[error("tag {tag} is outside 0..={max} (half of MPI_TAG_UB)")]
     BadTag { tag: i64, max: i32 },
     #[error("tag {0} is already registered; each distributed handle needs its own tag")]
     DuplicateTag(i64),
@@ -289,8 +289,10 @@ impl MpiRuntime {
     /// which takes no memory until a copy arrives) that weft-mpi uses as their cache.
     pub fn register(&self, local: DataHandle, owner: i32, tag: i64) -> Result<DistHandle> {
         self.check_rank(owner)?;
-        if tag < 0 || tag > i64::from(self.tag_ub) {
-            return Err(Error::BadTag { tag, max: self.tag_ub });
+        // Each tag uses two MPI tags: its data's and its REDUX contributions'.
+        let max = (self.tag_ub - 1) / 2;
+        if tag < 0 || tag > i64::from(max) {
+            return Err(Error::BadTag { tag, max });
         }
         let mut flow = lock(&self.flow);
         if flow.tags.get(&tag).is_some_and(|w| w.strong_count() > 0) {
@@ -367,7 +369,23 @@ impl MpiRuntime {
     /// a temporary), as part of the flow: the send waits for the writers before it on
     /// `from`, the receive for the readers of `into` before it on `to`.
     fn transfer(&self, h: &DistHandle, from_local: &DataHandle, from: i32, to: i32, into: &DataHandle) -> Result<()> {
-        let tag = h.0.tag as i32;
+        self.transfer_tagged(h, from_local, from, to, into, false)
+    }
+
+    /// [`MpiRuntime::transfer`], on the tag of REDUX contributions when `contribution`.
+    /// Each receive on one tag from one rank must be posted in flow order (the engine's
+    /// invariant): receives into `h`'s own copy are, being ordered by its dependencies, but
+    /// a contribution lands in a fresh temporary, ready at once, so it has a tag of its own.
+    fn transfer_tagged(
+        &self,
+        h: &DistHandle,
+        from_local: &DataHandle,
+        from: i32,
+        to: i32,
+        into: &DataHandle,
+        contribution: bool,
+    ) -> Result<()> {
+        let tag = (h.0.tag * 2 + i64::from(contribution)) as i32;
         let engine = &self.engine;
         if self.rank == from {
             let e = engine.clone();
@@ -404,11 +422,11 @@ impl MpiRuntime {
             }
             if self.rank == owner {
                 let tmp = self.rt.alloc(h.0.shape)?;
-                self.transfer(h, &st.local, c, owner, &tmp)?;
+                self.transfer_tagged(h, &st.local, c, owner, &tmp, true)?;
                 self.rt.submit(TaskBuilder::new(&reduce).access(&st.local, AccessMode::RW).access(&tmp, AccessMode::R))?;
             } else if self.rank == c {
                 let local = st.local.clone();
-                self.transfer(h, &local, c, owner, &local)?;
+                self.transfer_tagged(h, &local, c, owner, &local, true)?;
             }
         }
         st.valid.iter_mut().for_each(|v| *v = false);
@@ -482,7 +500,19 @@ impl MpiRuntime {
                 b.add_access(&st.local, mode);
             }
         }
-        let handle = if self.rank == exec { Some(self.rt.submit(b)?) } else { None };
+        let handle = if self.rank == exec {
+            // A failed task leaves data the other ranks may be waiting for unwritten: stop
+            // them all rather than let them wait forever.
+            let (rank, name) = (self.rank, t.codelet.name().to_string());
+            b = b.callback(move |r| {
+                if let Err(e) = r {
+                    ffi::abort_world(&format!("weft-mpi: rank {rank}: task '{name}' failed: {e}"), 1);
+                }
+            });
+            Some(self.rt.submit(b)?)
+        } else {
+            None
+        };
         for ((h, mode), st) in t.accesses.iter().zip(states.iter_mut()) {
             let owner = st.owner;
             if writes(*mode) {
@@ -527,9 +557,10 @@ impl MpiRuntime {
         Ok(())
     }
 
-    /// Drop the cached copies of `h` on the ranks that do not own it (StarPU-MPI's
-    /// `cache_flush`): the next task reading it elsewhere receives it again, and the cache's
-    /// memory is freed once the tasks using it are done. Every rank calls it.
+    /// Forget the cached copies of `h` on the ranks that do not own it (StarPU-MPI's
+    /// `cache_flush`): the next task reading it elsewhere receives it again. (The cache's
+    /// memory stays: a receive still waiting to be posted into it must keep its place in
+    /// the order of receives on its tag.) Every rank calls it.
     pub fn cache_flush(&self, h: &DistHandle) -> Result<()> {
         let mut flow = lock(&self.flow);
         let mut st = self.state(h)?;
@@ -537,12 +568,6 @@ impl MpiRuntime {
         self.flush_redux(h, &mut st)?;
         let owner = st.owner;
         st.valid.iter_mut().enumerate().for_each(|(r, v)| *v = r as i32 == owner);
-        if self.rank != owner {
-            st.local = self.rt.alloc(h.0.shape)?;
-            if let Some((init, reduce)) = st.redux.clone() {
-                st.local.set_reduction(&init, &reduce)?;
-            }
-        }
         Ok(())
     }
 
