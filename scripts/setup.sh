@@ -11,7 +11,9 @@ cd "$(dirname "$0")/.."
 # through the loader; binutils' nm checks exported symbols.
 # The clang-built OpenMP tests (issue 34, tests/omp_clang.rs) compile with clang 14 and
 # LLVM's omp.h (libomp-14-dev; linking needs its libomp.so, which the tests then replace).
-PKGS=(pkg-config gcc binutils clang-14 libomp-14-dev libhwloc-dev libudev-dev pocl-opencl-icd ocl-icd-opencl-dev opencl-headers clinfo starpu-examples)
+# weft-mpi (issue 36, mpi/) builds on Open MPI (rsmpi finds it through mpicc; its bindings
+# are generated with clang 14's libclang) and its tests run mpirun.
+PKGS=(pkg-config gcc binutils clang-14 libomp-14-dev libhwloc-dev libudev-dev pocl-opencl-icd ocl-icd-opencl-dev opencl-headers clinfo starpu-examples libopenmpi-dev openmpi-bin)
 # `--bench`: also the benchmarks' peers that tests do not need (LLVM's libomp, beside
 # the system's libgomp, for bench/omp_tasks; StarPU's SOCL for bench/cl; OpenBLAS for
 # bench/cholesky: its dpotrf, and the BLAS under StarPU's cholesky_implicit).

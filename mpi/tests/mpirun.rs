@@ -73,7 +73,7 @@ const LIMIT: Duration = Duration::from_secs(120);
 #[test]
 fn distributed_cholesky_equals_the_sequential_one_at_1_2_and_4_ranks() {
     for np in [1, 2, 4] {
-        let o = mpirun(np, "cholesky", &["384", "64", "--check"], LIMIT);
+        let o = mpirun(np, "mpi_cholesky", &["384", "64", "--check"], LIMIT);
         assert_ok(&o, "equal to the sequential computation bit for bit");
         let (out, _) = text(&o);
         // Every rank reports what it sent; with several ranks tiles did travel.
@@ -87,7 +87,7 @@ fn distributed_cholesky_equals_the_sequential_one_at_1_2_and_4_ranks() {
 #[test]
 fn distributed_stencil_equals_the_sequential_iterations_at_1_2_and_4_ranks() {
     for np in [1, 2, 4] {
-        assert_ok(&mpirun(np, "stencil", &["128", "9", "--check"], LIMIT), "equal to the sequential iterations bit for bit");
+        assert_ok(&mpirun(np, "mpi_stencil", &["128", "9", "--check"], LIMIT), "equal to the sequential iterations bit for bit");
     }
 }
 
@@ -98,13 +98,13 @@ fn distributed_stencil_equals_the_sequential_iterations_at_1_2_and_4_ranks() {
 fn random_flows_equal_their_sequential_execution() {
     for seed in 1..=8u64 {
         let np = if seed % 2 == 0 { 4 } else { 2 };
-        assert_ok(&mpirun(np, "random_flow", &[&seed.to_string()], LIMIT), "equal to the sequential execution");
+        assert_ok(&mpirun(np, "mpi_random_flow", &[&seed.to_string()], LIMIT), "equal to the sequential execution");
     }
 }
 
 #[test]
 fn ranks_whose_flows_differ_are_stopped_naming_the_first_different_call() {
-    let o = mpirun(4, "random_flow", &["3", "--diverge"], LIMIT);
+    let o = mpirun(4, "mpi_random_flow", &["3", "--diverge"], LIMIT);
     let (_, err) = text(&o);
     assert!(!o.status.success(), "diverging flows ran to completion:\n{err}");
     assert!(err.contains("task flows differ at call #") && err.contains("submitted task '"), "no divergence message:\n{err}");
@@ -114,7 +114,7 @@ fn ranks_whose_flows_differ_are_stopped_naming_the_first_different_call() {
 fn a_rank_that_dies_stops_the_others() {
     for mode in ["--die", "--panic"] {
         let start = Instant::now();
-        let o = mpirun(4, "random_flow", &["5", mode], LIMIT);
+        let o = mpirun(4, "mpi_random_flow", &["5", mode], LIMIT);
         let (_, err) = text(&o);
         assert!(!o.status.success(), "{mode}: the job succeeded without a rank:\n{err}");
         assert!(start.elapsed() < Duration::from_secs(60), "{mode}: the others took {:?} to stop", start.elapsed());
@@ -126,6 +126,6 @@ fn a_rank_that_dies_stops_the_others() {
 
 #[test]
 fn data_used_after_unregister_is_an_error_not_a_hang() {
-    let o = mpirun(2, "random_flow", &["2", "--unregistered"], LIMIT);
+    let o = mpirun(2, "mpi_random_flow", &["2", "--unregistered"], LIMIT);
     assert_ok(&o, "using unregistered data: the data of tag 0 was unregistered");
 }

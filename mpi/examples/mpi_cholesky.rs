@@ -5,7 +5,7 @@
 //! rank submits the same tasks, each runs where the tile it updates lives, and tiles move
 //! between ranks as the tasks need them.
 //!
-//! `mpirun -np 4 target/release/examples/cholesky [n] [tile] [--check]` (defaults n = 2048,
+//! `mpirun -np 4 target/release/examples/mpi_cholesky [n] [tile] [--check]` (defaults n = 2048,
 //! tile = 256). Each rank generates the tiles it owns (a symmetric matrix plus `n·I`, the
 //! same whatever the number of ranks). `--check` gathers `L` on rank 0 and compares it with
 //! the same tile algorithm run there sequentially, bit for bit, and checks

@@ -4,7 +4,7 @@
 //! copies out its own boundary rows. Only those rows travel between ranks: each block's
 //! first and last rows are distributed handles of their own, owned with the block.
 //!
-//! `mpirun -np 4 target/release/examples/stencil [n] [iterations] [--check]` (defaults
+//! `mpirun -np 4 target/release/examples/mpi_stencil [n] [iterations] [--check]` (defaults
 //! 1024 and 50; two blocks per rank). `--check` gathers the grid on rank 0 and compares it
 //! with the same iterations run sequentially there, bit for bit.
 

@@ -1,7 +1,7 @@
 //! A random distributed task flow checked against its sequential execution: what the
 //! tests run at 2 and 4 ranks (`tests/mpirun.rs`), and a way to try weft-mpi's corners.
 //!
-//! `mpirun -np 4 target/debug/examples/random_flow SEED [MODE]`: from `SEED` every rank
+//! `mpirun -np 4 target/debug/examples/mpi_random_flow SEED [MODE]`: from `SEED` every rank
 //! draws the same handles (vectors of four u64, random owners; some with a reduction) and
 //! the same tasks (read-modify-write, overwrite, REDUX contributions, some forced onto a
 //! rank, with data migrations and cache flushes between them), runs them, gathers every
@@ -136,7 +136,7 @@ fn codelet(name: &str, f: impl Fn(&weft_core::TaskContext<'_>) -> Result<(), Str
 fn main() {
     let mut args = std::env::args().skip(1);
     let seed: u64 = args.next().and_then(|s| s.parse().ok()).unwrap_or_else(|| {
-        eprintln!("usage: random_flow SEED [--diverge|--die|--panic|--unregistered]");
+        eprintln!("usage: mpi_random_flow SEED [--diverge|--die|--panic|--unregistered]");
         std::process::exit(2)
     });
     let mode = args.next().unwrap_or_default();
