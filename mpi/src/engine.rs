@@ -165,6 +165,10 @@ impl Engine {
         let mut pending: Vec<Pending> = Vec::new();
         let mut checks: VecDeque<Pending> = VecDeque::new();
         let mut progressed = true;
+        // Between tests of pending requests the thread waits `poll`, doubling up to 16×
+        // while nothing completes: ranks oversubscribing cores (and long transfers) leave
+        // the cores to the workers, a completion brings the short wait back.
+        let mut wait = self.poll;
         loop {
             let batch = {
                 let mut q = lock(&self.queue);
@@ -175,16 +179,21 @@ impl Engine {
                         }
                         q = self.cv.wait(q).unwrap_or_else(|e| e.into_inner());
                     } else {
-                        q = self.cv.wait_timeout(q, self.poll).unwrap_or_else(|e| e.into_inner()).0;
+                        q = self.cv.wait_timeout(q, wait).unwrap_or_else(|e| e.into_inner()).0;
+                        wait = (wait * 2).min(self.poll * 16);
                     }
                 }
                 std::mem::take(&mut q.ops)
             };
+            let batch_empty = batch.is_empty();
             for op in batch {
                 match self.post(op) {
                     c @ Pending::Check { .. } => checks.push_back(c),
                     p => pending.push(p),
                 }
+            }
+            if !batch_empty {
+                wait = self.poll;
             }
             progressed = false;
             let mut i = 0;
@@ -192,6 +201,7 @@ impl Engine {
                 if pending[i].request().test() {
                     self.finish(pending.swap_remove(i));
                     progressed = true;
+                    wait = self.poll;
                 } else {
                     i += 1;
                 }
