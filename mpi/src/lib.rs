@@ -42,6 +42,7 @@ mod ffi;
 pub use engine::Stats;
 use engine::{Engine, Op};
 use std::collections::HashMap;
+use std::ops::Deref;
 use std::sync::{Arc, Mutex, MutexGuard};
 use weft_core::{AccessMode, Codelet, DataHandle, Runtime, Shape, TaskBuilder, TaskHandle};
 
@@ -194,9 +195,28 @@ struct Flow {
     tags: HashMap<i64, std::sync::Weak<DistInner>>,
 }
 
+/// The runtime an [`MpiRuntime`] runs tasks on: its own, or one it shares with others
+/// (the C API's, [`MpiRuntime::with_shared_runtime`]).
+enum Rt {
+    Owned(Runtime),
+    Shared(Box<dyn Deref<Target = Runtime> + Send + Sync>),
+}
+
+impl Deref for Rt {
+    type Target = Runtime;
+    fn deref(&self) -> &Runtime {
+        match self {
+            Rt::Owned(rt) => rt,
+            Rt::Shared(rt) => rt,
+        }
+    }
+}
+
 /// The distributed runtime of one rank: a [`Runtime`] plus MPI.
 pub struct MpiRuntime {
-    rt: Runtime,
+    // Dropped first (after `Drop::drop` waited for its tasks): an owned runtime stops, a
+    // shared one is released, before MPI is finalized (`_universe`, last).
+    rt: Rt,
     engine: Arc<Engine>,
     progress: Option<std::thread::JoinHandle<()>>,
     rank: i32,
@@ -218,6 +238,18 @@ impl MpiRuntime {
     }
 
     pub fn with_config(rt: Runtime, config: MpiConfig) -> Result<MpiRuntime> {
+        MpiRuntime::start(Rt::Owned(rt), config)
+    }
+
+    /// [`MpiRuntime::new`] on a runtime it does not own, configured from the environment:
+    /// `rt` (e.g. the C API's runtime, `weft_core::capi::share_runtime`) is dropped once this
+    /// runtime has waited for its tasks and stopped communicating, before MPI is finalized;
+    /// whoever else holds the runtime keeps it running.
+    pub fn with_shared_runtime(rt: impl Deref<Target = Runtime> + Send + Sync + 'static) -> Result<MpiRuntime> {
+        MpiRuntime::start(Rt::Shared(Box::new(rt)), MpiConfig::from_env()?)
+    }
+
+    fn start(rt: Rt, config: MpiConfig) -> Result<MpiRuntime> {
         let universe = if mpi::environment::is_initialized() {
             None
         } else {
@@ -323,7 +355,7 @@ impl MpiRuntime {
     ) -> Result<DistHandle> {
         self.check_rank(owner)?;
         let local = if owner == self.rank {
-            let h = init(&self.rt)?;
+            let h = init(self.runtime())?;
             if h.shape() != shape {
                 return Err(Error::Invalid(format!("tag {tag}: the owner's data has shape {:?}, registered as {shape:?}", h.shape())));
             }
