@@ -34,8 +34,30 @@
 //! data for every task that reads it, `WEFT_MPI_STATS=1` prints each rank's sent bytes and
 //! messages at shutdown, `WEFT_MPI_POLL_US` (default 20) is how long the progress thread
 //! sleeps between tests of pending requests.
+//!
+//! # C API
+//!
+//! `include/weft_mpi.h` (generated from [`capi`]) declares weft-mpi's C API, on top of core's
+//! (`weft.h`, which it includes); `libweft_mpi.so` exports both, so an MPI C program links
+//! `-lweft_mpi` only. It uses the runtime, data handles and tasks of core's C API:
+//!
+//! - `weft_mpi_init()` after `weft_init()` (`WEFT_ENOTINIT` otherwise), `weft_mpi_shutdown()`
+//!   before `weft_shutdown()`; `weft_mpi_rank()`, `weft_mpi_size()`;
+//! - `weft_mpi_data_register(handle, tag, owner)`, `weft_mpi_data_unregister(handle)`: every
+//!   rank registers every handle with the runtime first, the owner with its data, the others
+//!   with a buffer of the same shape that serves as their cache;
+//! - `weft_mpi_task_insert(task)`, `weft_mpi_task_insert_on(task, rank)`: a task built with
+//!   `weft_task_create` and its setters, consumed on success (as `weft_task_submit` consumes
+//!   a detached task), the caller's still on error; a handle not given to
+//!   `weft_mpi_data_register` is `WEFT_EUNREGISTERED` ("used before weft_mpi_data_register");
+//! - `weft_mpi_get_data_on_rank(handle, rank)`, `weft_mpi_set_owner(handle, rank)`,
+//!   `weft_mpi_cache_flush(handle)`, `weft_mpi_wait_for_all()`, `weft_mpi_barrier()`,
+//!   `weft_mpi_abort(msg, code)`.
+//!
+//! Errors are core's `weft_error` codes, described by `weft_last_error()`.
 #![deny(unsafe_code)]
 
+pub mod capi;
 mod engine;
 mod ffi;
 
