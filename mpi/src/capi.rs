@@ -20,7 +20,7 @@
 
 #![allow(unsafe_code)]
 
-use crate::{DistHandle, Error, MpiRuntime, MpiTask, lock};
+use crate::{DistHandle, Error, MpiConfig, MpiRuntime, MpiTask, lock};
 use std::collections::HashMap;
 use std::ffi::{CStr, c_char, c_int};
 use std::sync::{Arc, Mutex};
@@ -88,6 +88,7 @@ pub extern "C" fn weft_mpi_init() -> c_int {
         if g.is_some() {
             return Err(CError::inval("weft_mpi_init was already called (call weft_mpi_shutdown first)"));
         }
+        let config = MpiConfig::from_env().map_err(|e| CError::new(weft_error::WEFT_ECONFIG, e.to_string()))?;
         let rt = weft_core::capi::share_runtime().map_err(|e| {
             if e.code == weft_error::WEFT_ENOTINIT {
                 CError::new(e.code, "weft_mpi_init: call weft_init first: weft-mpi runs its tasks on the runtime it starts")
@@ -95,11 +96,7 @@ pub extern "C" fn weft_mpi_init() -> c_int {
                 e
             }
         })?;
-        let mpi = MpiRuntime::with_shared_runtime(rt).map_err(|e| match e {
-            // From the environment (the only other Invalid here is a thread that cannot start).
-            Error::Invalid(m) if m.contains("WEFT_MPI_") => CError::new(weft_error::WEFT_ECONFIG, m),
-            e => c_error(e),
-        })?;
+        let mpi = MpiRuntime::with_shared_runtime(rt, config).map_err(c_error)?;
         *g = Some(Arc::new(CMpi { handles: Mutex::new(HashMap::new()), mpi }));
         Ok(())
     })

@@ -263,12 +263,12 @@ impl MpiRuntime {
         MpiRuntime::start(Rt::Owned(rt), config)
     }
 
-    /// [`MpiRuntime::new`] on a runtime it does not own, configured from the environment:
-    /// `rt` (e.g. the C API's runtime, `weft_core::capi::share_runtime`) is dropped once this
-    /// runtime has waited for its tasks and stopped communicating, before MPI is finalized;
-    /// whoever else holds the runtime keeps it running.
-    pub fn with_shared_runtime(rt: impl Deref<Target = Runtime> + Send + Sync + 'static) -> Result<MpiRuntime> {
-        MpiRuntime::start(Rt::Shared(Box::new(rt)), MpiConfig::from_env()?)
+    /// [`MpiRuntime::with_config`] on a runtime it does not own: `rt` (e.g. the C API's
+    /// runtime, `weft_core::capi::share_runtime`) is dropped once this runtime has waited for
+    /// its tasks and stopped communicating, before MPI is finalized; whoever else holds the
+    /// runtime keeps it running.
+    pub fn with_shared_runtime(rt: impl Deref<Target = Runtime> + Send + Sync + 'static, config: MpiConfig) -> Result<MpiRuntime> {
+        MpiRuntime::start(Rt::Shared(Box::new(rt)), config)
     }
 
     fn start(rt: Rt, config: MpiConfig) -> Result<MpiRuntime> {
