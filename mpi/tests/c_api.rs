@@ -91,14 +91,13 @@ fn mpirun(np: usize, exe: &Path, args: &[&str], limit: Duration) -> Output {
     }
 }
 
-#[test]
-fn distributed_sum_in_c_at_1_and_2_ranks() {
-    let exe = compile("mpi/tests/c/dist_sum.c", "dist_sum-sum");
-    for np in [1usize, 2] {
-        let o = mpirun(np, &exe, &[], Duration::from_secs(120));
+/// Run the distributed sum and check every rank's report.
+fn check_sum(exe: &Path, np: usize, args: &[&str]) {
+    {
+        let o = mpirun(np, exe, args, Duration::from_secs(120));
         let out = String::from_utf8_lossy(&o.stdout);
         let err = String::from_utf8_lossy(&o.stderr);
-        let ctx = format!("np {np}, status {:?}\nstdout:\n{out}\nstderr:\n{err}", o.status);
+        let ctx = format!("np {np} {args:?}, status {:?}\nstdout:\n{out}\nstderr:\n{err}", o.status);
         assert!(o.status.success(), "{ctx}");
         for r in 0..np {
             assert!(out.contains(&format!("rank {r} of {np}: ok")), "rank {r} did not finish: {ctx}");
@@ -110,6 +109,21 @@ fn distributed_sum_in_c_at_1_and_2_ranks() {
         let want = 1000 * np * (np + 1) + 1000;
         assert!(out.contains(&format!("rank 0: sum = {want}.0, expected {want}.0")), "{ctx}");
     }
+}
+
+#[test]
+fn distributed_sum_in_c_at_1_and_2_ranks() {
+    let exe = compile("mpi/tests/c/dist_sum.c", "dist_sum-sum");
+    check_sum(&exe, 1, &[]);
+    check_sum(&exe, 2, &[]);
+}
+
+/// weft_shutdown before weft_mpi_shutdown: weft-mpi's reference keeps the runtime until
+/// weft_mpi_shutdown, which stops it (before MPI is finalized).
+#[test]
+fn weft_shutdown_before_weft_mpi_shutdown_still_ends_cleanly() {
+    let exe = compile("mpi/tests/c/dist_sum.c", "dist_sum-order");
+    check_sum(&exe, 2, &["--shutdown-first"]);
 }
 
 #[test]

@@ -11,7 +11,8 @@
  *      weft_mpi_get_data_on_rank brings it back to rank 0.
  * Plus the errors: weft_mpi_init before weft_init, and a task on a handle that was never
  * given to weft_mpi_data_register (refused, never a hang). With `--abort`, the last rank
- * calls weft_mpi_abort while the others wait for it in a barrier.
+ * calls weft_mpi_abort while the others wait for it in a barrier; with `--shutdown-first`,
+ * weft_shutdown comes before weft_mpi_shutdown.
  *
  * Build: mpicc -std=c11 -I include mpi/tests/c/dist_sum.c -L target/debug -lweft_mpi
  * Run:   WEFT_NCPU=1 mpirun -np 2 --oversubscribe ./dist_sum
@@ -210,8 +211,21 @@ int main(int argc, char **argv)
         failures++;
     }
     CHECK(weft_data_unregister(hsum));
+    /* The documented order is weft_mpi_shutdown, then weft_shutdown. With
+     * `--shutdown-first` the program calls them the other way round: weft-mpi's reference
+     * keeps the runtime running until weft_mpi_shutdown, which then stops it. */
+    int shutdown_first = argc > 1 && strcmp(argv[1], "--shutdown-first") == 0;
+    if (shutdown_first) {
+        weft_shutdown();
+        CHECK(weft_task_wait_for_all()); /* still running */
+    }
     CHECK(weft_mpi_shutdown());
-    weft_shutdown();
+    if (!shutdown_first)
+        weft_shutdown();
+    if (weft_task_wait_for_all() != WEFT_ENOTINIT) {
+        fprintf(stderr, "rank %d: the runtime still runs after both shutdowns\n", rank);
+        failures++;
+    }
     if (failures)
         return 1;
     printf("rank %d of %d: ok\n", rank, size);
