@@ -78,7 +78,8 @@ unsafe fn dist(c: &CMpi, h: weft_data_handle, what: &str) -> CResult<DistHandle>
 ///
 /// Returns 0; `WEFT_ENOTINIT` if `weft_init` has not been called (nothing is started:
 /// call `weft_init` and then this again); `WEFT_EINVAL` if weft-mpi is already initialised;
-/// `WEFT_ENOTSUP` if MPI cannot be initialised or runs below `MPI_THREAD_SERIALIZED`;
+/// `WEFT_ENOTSUP` if MPI cannot be initialised, runs below `MPI_THREAD_SERIALIZED`, or was
+/// finalized (by `weft_mpi_shutdown`: MPI, hence weft-mpi, starts once per process);
 /// `WEFT_ECONFIG` for a malformed variable. Once it succeeded, the program calls MPI itself
 /// only if it initialised MPI with `MPI_THREAD_MULTIPLE`.
 #[unsafe(no_mangle)]

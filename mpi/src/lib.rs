@@ -272,6 +272,10 @@ impl MpiRuntime {
     }
 
     fn start(rt: Rt, config: MpiConfig) -> Result<MpiRuntime> {
+        if mpi::environment::is_finalized() {
+            // MPI_Initialized stays true after MPI_Finalize, and no MPI call is allowed then.
+            return Err(Error::Mpi("MPI was finalized (e.g. by a previous MpiRuntime); it cannot start again in this process".into()));
+        }
         let universe = if mpi::environment::is_initialized() {
             None
         } else {

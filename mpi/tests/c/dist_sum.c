@@ -226,6 +226,14 @@ int main(int argc, char **argv)
         fprintf(stderr, "rank %d: the runtime still runs after both shutdowns\n", rank);
         failures++;
     }
+    /* MPI cannot start again once finalized: an error, not a crash. */
+    CHECK(weft_init());
+    rc = weft_mpi_init();
+    if (rc != WEFT_ENOTSUP || !strstr(weft_last_error(), "finalized")) {
+        fprintf(stderr, "rank %d: weft_mpi_init after weft_mpi_shutdown returned %d (%s)\n", rank, rc, weft_last_error());
+        failures++;
+    }
+    weft_shutdown();
     if (failures)
         return 1;
     printf("rank %d of %d: ok\n", rank, size);
