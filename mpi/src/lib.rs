@@ -34,14 +34,37 @@
 //! data for every task that reads it, `WEFT_MPI_STATS=1` prints each rank's sent bytes and
 //! messages at shutdown, `WEFT_MPI_POLL_US` (default 20) is how long the progress thread
 //! sleeps between tests of pending requests.
+//!
+//! # C API
+//!
+//! `include/weft_mpi.h` (generated from [`capi`]) declares weft-mpi's C API, on top of core's
+//! (`weft.h`, which it includes); `libweft_mpi.so` exports both, so an MPI C program links
+//! `-lweft_mpi` only. It uses the runtime, data handles and tasks of core's C API:
+//!
+//! - `weft_mpi_init()` after `weft_init()` (`WEFT_ENOTINIT` otherwise), `weft_mpi_shutdown()`
+//!   before `weft_shutdown()`; `weft_mpi_rank()`, `weft_mpi_size()`;
+//! - `weft_mpi_data_register(handle, tag, owner)`, `weft_mpi_data_unregister(handle)`: every
+//!   rank registers every handle with the runtime first, the owner with its data, the others
+//!   with a buffer of the same shape that serves as their cache;
+//! - `weft_mpi_task_insert(task)`, `weft_mpi_task_insert_on(task, rank)`: a task built with
+//!   `weft_task_create` and its setters, consumed on success (as `weft_task_submit` consumes
+//!   a detached task), the caller's still on error; a handle not given to
+//!   `weft_mpi_data_register` is `WEFT_EUNREGISTERED` ("used before weft_mpi_data_register");
+//! - `weft_mpi_get_data_on_rank(handle, rank)`, `weft_mpi_set_owner(handle, rank)`,
+//!   `weft_mpi_cache_flush(handle)`, `weft_mpi_wait_for_all()`, `weft_mpi_barrier()`,
+//!   `weft_mpi_abort(msg, code)`.
+//!
+//! Errors are core's `weft_error` codes, described by `weft_last_error()`.
 #![deny(unsafe_code)]
 
+pub mod capi;
 mod engine;
 mod ffi;
 
 pub use engine::Stats;
 use engine::{Engine, Op};
 use std::collections::HashMap;
+use std::ops::Deref;
 use std::sync::{Arc, Mutex, MutexGuard};
 use weft_core::{AccessMode, Codelet, DataHandle, Runtime, Shape, TaskBuilder, TaskHandle};
 
@@ -194,9 +217,28 @@ struct Flow {
     tags: HashMap<i64, std::sync::Weak<DistInner>>,
 }
 
+/// The runtime an [`MpiRuntime`] runs tasks on: its own, or one it shares with others
+/// (the C API's, [`MpiRuntime::with_shared_runtime`]).
+enum Rt {
+    Owned(Runtime),
+    Shared(Box<dyn Deref<Target = Runtime> + Send + Sync>),
+}
+
+impl Deref for Rt {
+    type Target = Runtime;
+    fn deref(&self) -> &Runtime {
+        match self {
+            Rt::Owned(rt) => rt,
+            Rt::Shared(rt) => rt,
+        }
+    }
+}
+
 /// The distributed runtime of one rank: a [`Runtime`] plus MPI.
 pub struct MpiRuntime {
-    rt: Runtime,
+    // Dropped first (after `Drop::drop` waited for its tasks): an owned runtime stops, a
+    // shared one is released, before MPI is finalized (`_universe`, last).
+    rt: Rt,
     engine: Arc<Engine>,
     progress: Option<std::thread::JoinHandle<()>>,
     rank: i32,
@@ -218,6 +260,22 @@ impl MpiRuntime {
     }
 
     pub fn with_config(rt: Runtime, config: MpiConfig) -> Result<MpiRuntime> {
+        MpiRuntime::start(Rt::Owned(rt), config)
+    }
+
+    /// [`MpiRuntime::with_config`] on a runtime it does not own: `rt` (e.g. the C API's
+    /// runtime, `weft_core::capi::share_runtime`) is dropped once this runtime has waited for
+    /// its tasks and stopped communicating, before MPI is finalized; whoever else holds the
+    /// runtime keeps it running.
+    pub fn with_shared_runtime(rt: impl Deref<Target = Runtime> + Send + Sync + 'static, config: MpiConfig) -> Result<MpiRuntime> {
+        MpiRuntime::start(Rt::Shared(Box::new(rt)), config)
+    }
+
+    fn start(rt: Rt, config: MpiConfig) -> Result<MpiRuntime> {
+        if mpi::environment::is_finalized() {
+            // MPI_Initialized stays true after MPI_Finalize, and no MPI call is allowed then.
+            return Err(Error::Mpi("MPI was finalized (e.g. by a previous MpiRuntime); it cannot start again in this process".into()));
+        }
         let universe = if mpi::environment::is_initialized() {
             None
         } else {
@@ -323,7 +381,7 @@ impl MpiRuntime {
     ) -> Result<DistHandle> {
         self.check_rank(owner)?;
         let local = if owner == self.rank {
-            let h = init(&self.rt)?;
+            let h = init(self.runtime())?;
             if h.shape() != shape {
                 return Err(Error::Invalid(format!("tag {tag}: the owner's data has shape {:?}, registered as {shape:?}", h.shape())));
             }

@@ -140,11 +140,14 @@ pub(crate) unsafe fn handle_ref<'a>(h: weft_data_handle) -> CResult<&'a HandleBo
     Ok(unsafe { &*p })
 }
 
-/// The core handle behind `h` (used by task setters).
+/// The core handle behind `h` (used by task setters, and by other crates' C APIs, such as
+/// weft-mpi's, that act on handles registered through this one). `WEFT_EINVAL` for NULL or
+/// a pointer that is not a live `weft_data_handle`.
 ///
 /// # Safety
-/// As `handle_ref`.
-pub(crate) unsafe fn core_handle(h: weft_data_handle) -> CResult<DataHandle> {
+/// `h` is NULL or a pointer returned by this API (the magic check catches others on a best
+/// effort basis), not freed by another thread during the call.
+pub unsafe fn core_handle(h: weft_data_handle) -> CResult<DataHandle> {
     // SAFETY: forwarded contract.
     Ok(unsafe { handle_ref(h) }?.handle.clone())
 }

@@ -2,7 +2,9 @@
 //!
 //! **Owns**: `enum weft_error` (the codes C callers compare against), the one mapping from
 //! `core::Error` to a code (`code_of`), the thread-local message behind `weft_last_error`,
-//! and the `ret_*` wrappers that run an entry point's body under `catch_unwind`.
+//! and the `ret_*` wrappers that run an entry point's body under `catch_unwind`. They are
+//! public so that other crates' C APIs exported by the same library (weft-mpi's
+//! `weft_mpi_*`) report through the same codes and the same `weft_last_error`.
 //!
 //! **Thread-local**: the message of the last failed call is kept per thread, as `errno` and
 //! `dlerror` are. It is the C API's exception to the house rule of one thread-local (the
@@ -63,7 +65,7 @@ pub enum weft_error {
 use weft_error::*;
 
 /// The one mapping from core errors to C API codes.
-pub(crate) fn code_of(e: &Error) -> weft_error {
+pub fn code_of(e: &Error) -> weft_error {
     match e {
         Error::Config(_) => WEFT_ECONFIG,
         Error::InvalidData(_) | Error::NoReductionMethods(_) => WEFT_EINVAL,
@@ -84,7 +86,7 @@ pub(crate) fn code_of(e: &Error) -> weft_error {
 
 /// A failure on its way to C: a code and the message `weft_last_error` will return.
 #[derive(Debug)]
-pub(crate) struct CError {
+pub struct CError {
     pub code: weft_error,
     pub msg: String,
 }
@@ -105,7 +107,7 @@ impl From<Error> for CError {
     }
 }
 
-pub(crate) type CResult<T> = Result<T, CError>;
+pub type CResult<T> = Result<T, CError>;
 
 thread_local! {
     /// The message of the last failed call on this thread (see the module doc).
@@ -120,7 +122,7 @@ fn set_last_error(msg: &str) {
 }
 
 /// Record `e` for `weft_last_error` and return its code.
-pub(crate) fn fail(e: CError) -> c_int {
+pub fn fail(e: CError) -> c_int {
     set_last_error(&e.msg);
     e.code as c_int
 }
@@ -133,7 +135,7 @@ fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
 }
 
 /// Run an entry point's body: a panic becomes `WEFT_EINTERNAL`, never an unwind into C.
-pub(crate) fn guarded<T>(f: impl FnOnce() -> CResult<T>) -> CResult<T> {
+pub fn guarded<T>(f: impl FnOnce() -> CResult<T>) -> CResult<T> {
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(r) => r,
         Err(p) => Err(CError::new(WEFT_EINTERNAL, format!("internal error (please report): {}", panic_message(&*p)))),
@@ -141,7 +143,7 @@ pub(crate) fn guarded<T>(f: impl FnOnce() -> CResult<T>) -> CResult<T> {
 }
 
 /// For entry points returning `int`: 0 or a negative code.
-pub(crate) fn ret_code(f: impl FnOnce() -> CResult<()>) -> c_int {
+pub fn ret_code(f: impl FnOnce() -> CResult<()>) -> c_int {
     match guarded(f) {
         Ok(()) => WEFT_SUCCESS as c_int,
         Err(e) => fail(e),
@@ -149,7 +151,7 @@ pub(crate) fn ret_code(f: impl FnOnce() -> CResult<()>) -> c_int {
 }
 
 /// For entry points returning a pointer: NULL on failure.
-pub(crate) fn ret_ptr<T>(f: impl FnOnce() -> CResult<*mut T>) -> *mut T {
+pub fn ret_ptr<T>(f: impl FnOnce() -> CResult<*mut T>) -> *mut T {
     match guarded(f) {
         Ok(p) => p,
         Err(e) => {
@@ -160,7 +162,7 @@ pub(crate) fn ret_ptr<T>(f: impl FnOnce() -> CResult<*mut T>) -> *mut T {
 }
 
 /// For entry points returning a plain value: `default` on failure.
-pub(crate) fn ret_value<T>(default: T, f: impl FnOnce() -> CResult<T>) -> T {
+pub fn ret_value<T>(default: T, f: impl FnOnce() -> CResult<T>) -> T {
     match guarded(f) {
         Ok(v) => v,
         Err(e) => {

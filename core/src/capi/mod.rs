@@ -17,7 +17,8 @@
 //!
 //! **The one global.** C has no `Runtime` value to pass around, so `weft_init` stores one in
 //! `GLOBAL`, a `static Mutex<Global>`: the process-wide runtime that C programs use (and that
-//! other front ends can share through [`runtime`]). It is the one exception to "nothing is
+//! other front ends can share through [`runtime`], and other crates' C APIs through
+//! [`share_runtime`]). It is the one exception to "nothing is
 //! global" (STYLE.md §5). Entry points lock it only long enough to clone an `Arc<State>`;
 //! no lock of it is held while a call blocks or a task runs. `weft_init` and
 //! `weft_shutdown` nest like StarPU's `starpu_init`/`starpu_shutdown`: the runtime stops at
@@ -126,6 +127,44 @@ extern "C" fn report_stats_at_exit() {
 #[used]
 #[unsafe(link_section = ".fini_array")]
 static REPORT_STATS_AT_EXIT: extern "C" fn() = report_stats_at_exit;
+
+/// The C API's runtime (the one `weft_init` started), held by another crate's C API that
+/// the same library exports (weft-mpi's `weft_mpi_init`), so that its calls act on the
+/// handles and tasks of this one. Holding it counts as one more `weft_init`: a
+/// `weft_shutdown` made while it is held does not stop the runtime, and dropping it is the
+/// matching `weft_shutdown` (waiting for the tasks, and stopping the runtime if it is the
+/// last reference; an error is printed on stderr). Drop it on an application thread, not
+/// inside a task.
+pub struct SharedRuntime {
+    rt: Arc<Runtime>,
+}
+
+impl std::ops::Deref for SharedRuntime {
+    type Target = Runtime;
+    fn deref(&self) -> &Runtime {
+        &self.rt
+    }
+}
+
+impl Drop for SharedRuntime {
+    fn drop(&mut self) {
+        // `rt` drops after this: if `shutdown` dropped the State, the runtime stops on this
+        // thread, once this reference goes.
+        if let Err(e) = error::guarded(shutdown) {
+            eprintln!("weft: releasing the runtime shared with another C API: {}", e.msg);
+        }
+    }
+}
+
+/// Take a reference to the C API's runtime ([`SharedRuntime`]); `WEFT_ENOTINIT` if
+/// `weft_init` has not been called. Unlike [`shared_runtime`], it never starts one.
+pub fn share_runtime() -> CResult<SharedRuntime> {
+    let mut g = lock(&GLOBAL);
+    let st =
+        g.state.clone().ok_or_else(|| CError::new(weft_error::WEFT_ENOTINIT, "the runtime is not initialised: call weft_init first"))?;
+    g.refs += 1;
+    Ok(SharedRuntime { rt: st.rt.clone() })
+}
 
 pub(crate) fn state() -> CResult<Arc<State>> {
     lock(&GLOBAL)

@@ -594,39 +594,59 @@ pub unsafe extern "C" fn weft_task_set_detach(task: *mut weft_task, detach: c_in
     })
 }
 
+/// A task's buffers with their resolved modes.
+type Accesses = Vec<(crate::data::DataHandle, AccessMode)>;
+
+/// The task's codelet and its buffers with their resolved modes (None: no codelet).
+///
+/// # Safety
+/// `t.cl` is NULL or a valid codelet (weft_task_create's contract).
+unsafe fn work_of(st: &State, t: &TaskBox) -> CResult<Option<(Arc<Codelet>, Accesses)>> {
+    if t.cl.is_null() {
+        return Ok(None);
+    }
+    // SAFETY: forwarded contract.
+    let (c, raw) = unsafe { codelet_of(st, t.cl) }?;
+    if let Ok(n) = usize::try_from(raw.nbuffers)
+        && n != t.handles.len()
+    {
+        return Err(Error::BufferCount { codelet: c.name().to_string(), declared: n, given: t.handles.len() }.into());
+    }
+    let mut accesses = Vec::with_capacity(t.handles.len());
+    for (i, slot) in t.handles.iter().enumerate() {
+        let (h, mode) = slot
+            .as_ref()
+            .ok_or_else(|| CError::inval(format!("buffer {i} of the task has no handle: call weft_task_set_handle(task, {i}, handle)")))?;
+        let mode = match mode {
+            Some(m) => *m,
+            None => access_mode(raw.modes[i]).ok_or_else(|| {
+                CError::inval(format!(
+                    "codelet '{}' has no valid access mode for buffer {i} (modes[{i}] = {}): set it, or use weft_task_set_handle_mode",
+                    c.name(),
+                    raw.modes[i]
+                ))
+            })?,
+        };
+        accesses.push((h.clone(), mode));
+    }
+    Ok(Some((c, accesses)))
+}
+
 /// Turn the C task into a core task builder.
 ///
 /// # Safety
 /// `t.cl` is NULL or a valid codelet (weft_task_create's contract).
 unsafe fn builder(st: &State, t: &TaskBox) -> CResult<TaskBuilder> {
-    let mut b = if t.cl.is_null() {
-        TaskBuilder::empty()
-    } else {
-        // SAFETY: forwarded contract.
-        let (c, raw) = unsafe { codelet_of(st, t.cl) }?;
-        if let Ok(n) = usize::try_from(raw.nbuffers)
-            && n != t.handles.len()
-        {
-            return Err(Error::BufferCount { codelet: c.name().to_string(), declared: n, given: t.handles.len() }.into());
+    // SAFETY: forwarded contract.
+    let mut b = match unsafe { work_of(st, t) }? {
+        None => TaskBuilder::empty(),
+        Some((c, accesses)) => {
+            let mut b = TaskBuilder::new(&c);
+            for (h, mode) in &accesses {
+                b = b.access(h, *mode);
+            }
+            b
         }
-        let mut b = TaskBuilder::new(&c);
-        for (i, slot) in t.handles.iter().enumerate() {
-            let (h, mode) = slot.as_ref().ok_or_else(|| {
-                CError::inval(format!("buffer {i} of the task has no handle: call weft_task_set_handle(task, {i}, handle)"))
-            })?;
-            let mode = match mode {
-                Some(m) => *m,
-                None => access_mode(raw.modes[i]).ok_or_else(|| {
-                    CError::inval(format!(
-                        "codelet '{}' has no valid access mode for buffer {i} (modes[{i}] = {}): set it, or use weft_task_set_handle_mode",
-                        c.name(),
-                        raw.modes[i]
-                    ))
-                })?,
-            };
-            b = b.access(h, mode);
-        }
-        b
     };
     b = b.args(&t.args).priority(t.priority);
     if let Some(tag) = t.tag {
@@ -642,6 +662,49 @@ unsafe fn builder(st: &State, t: &TaskBox) -> CResult<TaskBuilder> {
         b = b.callback(move |_| cb.call());
     }
     Ok(b)
+}
+
+/// What a C task asks for, for another crate's C API that submits tasks its own way
+/// (weft-mpi's `weft_mpi_task_insert`): the codelet converted as `weft_task_submit` converts
+/// it, the buffers with their resolved modes, the argument and the priority.
+pub struct TaskParts {
+    pub codelet: Arc<Codelet>,
+    pub accesses: Accesses,
+    pub args: Vec<u8>,
+    pub priority: i32,
+}
+
+/// Read the task `t` (made with `weft_task_create` and the setters) into [`TaskParts`],
+/// checked as `weft_task_submit` checks it (`WEFT_ENODEV`, `WEFT_EBUFCOUNT`, `WEFT_EINVAL`,
+/// `WEFT_ENOTINIT`). The task stays the caller's, unchanged: free it with
+/// `weft_task_destroy` once its parts are used. What `TaskParts` cannot carry is refused
+/// with `WEFT_ENOTSUP`, naming `what` (the caller's entry point) in the message: no codelet,
+/// a tag, tag or task dependencies, a callback, or `weft_task_set_detach(task, 0)`.
+///
+/// # Safety
+/// `t` is NULL or a live task from `weft_task_create` whose codelet is still valid, not used
+/// by another thread during the call.
+pub unsafe fn task_parts(t: *mut weft_task, what: &str) -> CResult<TaskParts> {
+    // SAFETY: forwarded contract.
+    let task = unsafe { task_mut(t) }?;
+    not_submitted(task)?;
+    let unsupported = |feature: &str| CError::new(weft_error::WEFT_ENOTSUP, format!("{what} does not support {feature}"));
+    if task.tag.is_some() || !task.dep_tags.is_empty() {
+        return Err(unsupported("tags (weft_task_set_tag, weft_task_declare_deps_tags)"));
+    }
+    if !task.deps.is_empty() {
+        return Err(unsupported("task dependencies (weft_task_declare_deps)"));
+    }
+    if task.callback.is_some() {
+        return Err(unsupported("callbacks (weft_task_set_callback)"));
+    }
+    if !task.detach {
+        return Err(unsupported("non-detached tasks (weft_task_set_detach(task, 0))"));
+    }
+    let st = state()?;
+    // SAFETY: the task's codelet is valid until submission (weft_task_create's contract).
+    let (codelet, accesses) = unsafe { work_of(&st, task) }?.ok_or_else(|| unsupported("tasks without a codelet"))?;
+    Ok(TaskParts { codelet, accesses, args: task.args.clone(), priority: task.priority })
 }
 
 /// Submit `t`; on success a detached task is freed and the core handle returned.
