@@ -85,6 +85,11 @@ fn distributed_cholesky_equals_the_sequential_one_at_1_2_and_4_ranks() {
 }
 
 #[test]
+fn distributed_single_precision_cholesky_equals_the_sequential_one_at_2_ranks() {
+    assert_ok(&mpirun(2, "mpi_cholesky", &["256", "64", "--f32", "--check"], LIMIT), "equal to the sequential computation bit for bit");
+}
+
+#[test]
 fn distributed_stencil_equals_the_sequential_iterations_at_1_2_and_4_ranks() {
     for np in [1, 2, 4] {
         assert_ok(&mpirun(np, "mpi_stencil", &["128", "9", "--check"], LIMIT), "equal to the sequential iterations bit for bit");
