@@ -156,6 +156,13 @@ fn threadprivate_without_tls() {
     check("threadprivate", &[]);
 }
 
+/// `__kmpc_dist_for_static_init_*`, `__kmpc_dist_dispatch_init_*`, `__kmpc_team_static_init_*`,
+/// called directly (clang 14 splits `distribute parallel for` instead).
+#[test]
+fn distribute_parallel_for_entry_points() {
+    check("dist", &[]);
+}
+
 /// The stand-in loads without the dynamic linker complaining about versions, and LLVM's
 /// libomp is not loaded.
 #[test]
