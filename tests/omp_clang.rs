@@ -163,6 +163,13 @@ fn distribute_parallel_for_entry_points() {
     check("dist", &[]);
 }
 
+/// `__kmpc_task_reduction_init` and `__kmpc_task_reduction_modifier_init` (the layout before
+/// OpenMP 5.0's), called directly.
+#[test]
+fn task_reductions_older_layout() {
+    check("taskred_old", &[]);
+}
+
 /// The stand-in loads without the dynamic linker complaining about versions, and LLVM's
 /// libomp is not loaded.
 #[test]
