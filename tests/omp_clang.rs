@@ -41,23 +41,35 @@ fn clang() -> Option<String> {
 fn flags(name: &str) -> &'static [&'static str] {
     match name {
         // threadprivate through the runtime (__kmpc_threadprivate_cached), not TLS.
-        "threadprivate" => &["-fnoopenmp-use-tls"],
+        "threadprivate" | "threadprivate_ctor" => &["-fnoopenmp-use-tls"],
         _ => &[],
     }
 }
 
+/// The C++ driver beside the C one (`clang-14` → `clang++-14`).
+fn cxx(cc: &str) -> String {
+    match cc.rfind("clang") {
+        Some(i) => format!("{}clang++{}", &cc[..i], &cc[i + 5..]),
+        None => cc.to_string(),
+    }
+}
+
+/// `tests/omp_clang/<name>.c`, or `<name>.cpp` built with the C++ driver.
 fn compile(cc: &str, name: &str) -> PathBuf {
     let exe = common::unique_exe(&out_dir(), name);
-    let out = Command::new(cc)
+    let cpp = Path::new(ROOT).join(format!("tests/omp_clang/{name}.cpp")).exists();
+    let (cc, src) =
+        if cpp { (cxx(cc), format!("tests/omp_clang/{name}.cpp")) } else { (cc.to_string(), format!("tests/omp_clang/{name}.c")) };
+    let out = Command::new(&cc)
         .current_dir(ROOT)
         .args(["-fopenmp", "-O2", "-Wall", "-Werror"])
         .args(flags(name))
-        .arg(format!("tests/omp_clang/{name}.c"))
+        .arg(src)
         .args(["-ldl", "-o"])
         .arg(&exe)
         .output()
         .expect("run clang");
-    assert!(out.status.success(), "{cc} failed on {name}.c:\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "{cc} failed on {name}:\n{}", String::from_utf8_lossy(&out.stderr));
     exe
 }
 
@@ -154,6 +166,12 @@ fn doacross_loops() {
 #[test]
 fn threadprivate_without_tls() {
     check("threadprivate", &[]);
+}
+
+/// C++ objects: registered constructor and destructor (clang++ beside clang).
+#[test]
+fn threadprivate_constructors_and_destructors() {
+    check("threadprivate_ctor", &[]);
 }
 
 /// `__kmpc_dist_for_static_init_*`, `__kmpc_dist_dispatch_init_*`, `__kmpc_team_static_init_*`,
