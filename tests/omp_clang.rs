@@ -174,6 +174,12 @@ fn threadprivate_constructors_and_destructors() {
     check("threadprivate_ctor", &[]);
 }
 
+/// The `__kmpc_atomic_*` family, called directly (clang 14 never calls it for host code).
+#[test]
+fn runtime_atomics() {
+    check("atomic", &[]);
+}
+
 /// `__kmpc_dist_for_static_init_*`, `__kmpc_dist_dispatch_init_*`, `__kmpc_team_static_init_*`,
 /// called directly (clang 14 splits `distribute parallel for` instead).
 #[test]

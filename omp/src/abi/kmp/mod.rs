@@ -13,6 +13,7 @@
 #![cfg(target_arch = "x86_64")]
 
 pub mod api;
+pub mod atomic;
 pub mod cancel;
 pub mod doacross;
 pub mod fork;
