@@ -180,6 +180,12 @@ fn runtime_atomics() {
     check("atomic", &[]);
 }
 
+/// Their `long double` and `_Complex long double` forms (x87 values on the stack).
+#[test]
+fn runtime_atomics_long_double() {
+    check("atomic10", &[]);
+}
+
 /// `__kmpc_dist_for_static_init_*`, `__kmpc_dist_dispatch_init_*`, `__kmpc_team_static_init_*`,
 /// called directly (clang 14 splits `distribute parallel for` instead).
 #[test]

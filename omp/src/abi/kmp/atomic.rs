@@ -1,6 +1,6 @@
 //! The `__kmpc_atomic_*` entry points: atomic updates the compiler leaves to the runtime
 //! (LLVM's kmp_atomic.h; clang 14 inlines every host `atomic` or calls libatomic, but other
-//! compilers built for libomp call these, and libomp 14 exports 340 of them). Names read
+//! compilers built for libomp call these; libomp 14 exports 340 of them, and so does Weft). Names read
 //! `__kmpc_atomic_<type>_<op>[_cpt][_rev]`: `fixed1`/`2`/`4`/`8` are `char` … `kmp_int64`
 //! (`u`: unsigned), `float4`/`8` `float`/`double`, `cmplx4`/`8` their `_Complex` forms;
 //! `_cpt` returns the new value (`flag` non-zero) or the old one, `_rev` computes
@@ -19,9 +19,9 @@
 //! `atomic` construct can ask for (on x86-64 a locked `cmpxchg` is that already).
 //!
 //! Complex `*` and `/` call the C runtime's `__mulsc3`, `__divdc3`, … (libgcc), as C's own
-//! operators do, so results match those of a non-atomic update. Not here: the `long double`
+//! operators do, so results match those of a non-atomic update. The `long double`
 //! (`float10`) and `_Complex long double` (`cmplx10`) forms, whose x87 values the Rust ABI
-//! cannot pass or return.
+//! cannot pass or return, are in atomic_x87.rs.
 //!
 //! Misuse: an integer division by zero prints which entry point and aborts (C's behaviour
 //! is undefined; libomp takes SIGFPE).

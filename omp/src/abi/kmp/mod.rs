@@ -14,6 +14,7 @@
 
 pub mod api;
 pub mod atomic;
+pub mod atomic_x87;
 pub mod cancel;
 pub mod doacross;
 pub mod fork;
