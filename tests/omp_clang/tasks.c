@@ -1,6 +1,6 @@
 /* Explicit tasks from clang: firstprivate data and shared variables, recursive tasks with
  * taskwait, taskgroup, depend clauses (a chain, readers after a writer, taskwait depend),
- * if(0), final, priority. */
+ * if(0), final, priority, affinity (a hint: __kmpc_omp_reg_task_with_affinity). */
 #define _GNU_SOURCE
 #include <omp.h>
 #include "served.h"
@@ -110,6 +110,15 @@ int main(void) {
 #pragma omp taskwait
     }
     CHECK(z == 12 && fin == 1);
+    /* affinity: the task still runs, once. */
+    int near[16] = {0};
+#pragma omp parallel num_threads(2)
+#pragma omp single
+    for (int i = 0; i < 16; i++) {
+#pragma omp task affinity(near[i]) firstprivate(i) shared(near)
+        near[i]++;
+    }
+    for (int i = 0; i < 16; i++) CHECK(near[i] == 1);
     printf("tasks OK\n");
     return 0;
 }

@@ -373,6 +373,20 @@ pub extern "C" fn __kmpc_omp_taskwait(_loc: Ident, _gtid: i32) -> i32 {
     0
 }
 
+/// The `affinity` clause of the task `_t` (clang 14 registers it before `__kmpc_omp_task`):
+/// a hint about where the task's data lives, which OpenMP lets the runtime ignore; Weft's
+/// scheduler places tasks by its own policy. 0: accepted.
+#[unsafe(no_mangle)]
+pub extern "C" fn __kmpc_omp_reg_task_with_affinity(
+    _loc: Ident,
+    _gtid: i32,
+    _t: *mut KmpTask,
+    _naffins: i32,
+    _affin_list: *mut c_void,
+) -> i32 {
+    0
+}
+
 /// A scheduling point where nothing needs to happen (as `GOMP_taskyield`).
 #[unsafe(no_mangle)]
 pub extern "C" fn __kmpc_omp_taskyield(_loc: Ident, _gtid: i32, _end_part: i32) -> i32 {
