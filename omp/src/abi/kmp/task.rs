@@ -328,9 +328,11 @@ pub(crate) fn event_task(ev: usize) -> usize {
 }
 
 thread_local! {
-    /// The ICVs of the tasks that started `if(0)` tasks on this thread, innermost last: an
-    /// `if(0)` task has its own data environment (libgomp.c/icv-1.c).
-    static IF0_ICVS: std::cell::RefCell<Vec<crate::team::Icv>> = const { std::cell::RefCell::new(Vec::new()) };
+    /// The ICVs and identities of the tasks that started `if(0)` tasks on this thread,
+    /// innermost last: an `if(0)` task has its own data environment (libgomp.c/icv-1.c) and
+    /// is a task of its own, which does not own its creator's nestable locks
+    /// (libgomp.c/lock-2.c).
+    static IF0_ICVS: std::cell::RefCell<Vec<(crate::team::Icv, usize)>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 /// An `if(0)` task: the compiler calls its routine itself next (see the module doc).
@@ -340,8 +342,12 @@ thread_local! {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn __kmpc_omp_task_begin_if0(_loc: Ident, _gtid: i32, t: *mut KmpTask) {
     guard("__kmpc_omp_task_begin_if0", || {
-        let icv = crate::team::ctx().icv;
-        IF0_ICVS.with(|s| s.borrow_mut().push(icv));
+        let c = crate::team::ctx();
+        IF0_ICVS.with(|s| s.borrow_mut().push((c.icv, c.task.id)));
+        // The task block's address identifies the task while the compiler runs its routine
+        // (the block lives until `__kmpc_omp_task_complete_if0`, which gives the creator
+        // its identity back).
+        c.task.id = t as usize;
         // SAFETY: per the contract.
         unsafe { (*header(t)).state = RUNNING };
     })
@@ -361,8 +367,10 @@ pub unsafe extern "C" fn __kmpc_omp_task_complete_if0(_loc: Ident, gtid: i32, t:
             }
             free(t)
         }
-        if let Some(icv) = IF0_ICVS.with(|s| s.borrow_mut().pop()) {
-            crate::team::ctx().icv = icv;
+        if let Some((icv, id)) = IF0_ICVS.with(|s| s.borrow_mut().pop()) {
+            let c = crate::team::ctx();
+            c.icv = icv;
+            c.task.id = id;
         }
     })
 }
