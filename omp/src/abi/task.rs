@@ -29,6 +29,14 @@ pub unsafe extern "C" fn GOMP_task(
                 return;
             }
         }
+        // GCC passes a depend array exactly with FLAG_DEPEND.
+        let flags = if depend.is_null() { flags & !task::FLAG_DEPEND } else { flags };
+        let deps = if flags & task::FLAG_DEPEND != 0 {
+            // SAFETY: the compiler's depend array.
+            unsafe { super::gomp::depend::decode(depend) }
+        } else {
+            task::Deps::new()
+        };
         let s = Spawn {
             body: f,
             data,
@@ -37,7 +45,7 @@ pub unsafe extern "C" fn GOMP_task(
             arg_align: arg_align.max(1) as usize,
             if_clause,
             flags,
-            depend,
+            deps,
             priority,
             detach: detach as *mut usize,
             detach_in_data: true,
@@ -54,8 +62,12 @@ pub extern "C" fn GOMP_taskwait() {
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn GOMP_taskwait_depend(depend: *mut *mut c_void) {
-    // SAFETY: the compiler's depend array.
-    guard("GOMP_taskwait_depend", || unsafe { task::taskwait_depend(depend) })
+    guard("GOMP_taskwait_depend", || {
+        if !depend.is_null() {
+            // SAFETY: the compiler's depend array.
+            task::taskwait_depend(&unsafe { super::gomp::depend::decode(depend) })
+        }
+    })
 }
 
 /// A scheduling point where nothing needs to happen: the calling task goes on (tasks are
@@ -91,7 +103,7 @@ fn spawn_args(
         arg_align: arg_align.max(1) as usize,
         if_clause: true,
         flags,
-        depend: std::ptr::null_mut(),
+        deps: task::Deps::new(),
         priority,
         detach: std::ptr::null_mut(),
         detach_in_data: false,
