@@ -17,7 +17,7 @@
 use super::Ident;
 use super::fork::gtid;
 use crate::abi::guard;
-use crate::task::{self, FLAG_DEPEND, FLAG_FINAL, FLAG_PRIORITY, Spawn};
+use crate::task::{self, Spawn};
 use std::ffi::c_void;
 use weft_core::AccessMode;
 
@@ -72,21 +72,12 @@ unsafe fn header(t: *mut KmpTask) -> *mut Header {
 }
 
 /// The task's data for `task::spawn`: the whole block.
-fn spawn_of(t: *mut KmpTask, flags: u32, deps: task::Deps) -> Spawn {
+fn spawn_of(t: *mut KmpTask, depend: bool, deps: task::Deps) -> Spawn {
     // SAFETY: `t` came from __kmpc_omp_task_alloc (the callers' contracts).
     let h = unsafe { &*header(t) };
     // SAFETY: as above; the compiler wrote the priority before handing the task over.
     let priority = unsafe { (*t).data2 as u32 as i32 };
-    let mut flags = flags;
-    if h.event != 0 {
-        flags |= task::FLAG_DETACH;
-    }
-    if h.flags & KMP_FINAL != 0 {
-        flags |= FLAG_FINAL;
-    }
-    if h.flags & KMP_PRIORITY != 0 {
-        flags |= FLAG_PRIORITY;
-    }
+    let flags = task::TaskFlags { final_: h.flags & KMP_FINAL != 0, depend, priority: h.flags & KMP_PRIORITY != 0, detach: h.event != 0 };
     Spawn {
         body,
         data: h as *const Header as *mut c_void,
@@ -208,7 +199,7 @@ pub unsafe extern "C" fn __kmpc_omp_task(_loc: Ident, _gtid: i32, t: *mut KmpTas
         // SAFETY: per the contract; spawn copies the block (or runs the task on a copy)
         // before it returns.
         unsafe {
-            task::spawn(spawn_of(t, 0, task::Deps::new()));
+            task::spawn(spawn_of(t, false, task::Deps::new()));
             free(t);
         }
     });
@@ -272,7 +263,7 @@ pub unsafe extern "C" fn __kmpc_omp_task_with_deps(
         let deps = unsafe { depend_lists(ndeps, dep_list, ndeps_noalias, noalias) };
         // SAFETY: as __kmpc_omp_task.
         unsafe {
-            task::spawn(spawn_of(t, FLAG_DEPEND, deps));
+            task::spawn(spawn_of(t, true, deps));
             free(t);
         }
     });
@@ -500,7 +491,7 @@ unsafe fn taskloop(
                 if let Some(dup) = dup {
                     dup(nt, t, i32::from(i == n - 1));
                 }
-                let mut s = spawn_of(nt, 0, task::Deps::new());
+                let mut s = spawn_of(nt, false, task::Deps::new());
                 s.if_clause = if_val != 0;
                 task::spawn(s);
                 free(nt);
