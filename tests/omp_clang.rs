@@ -218,6 +218,48 @@ fn the_stand_in_loads_without_libomp() {
     assert!(!stderr.contains("libomp-14.so") && !stderr.contains("llvm-14"), "LLVM's libomp was loaded:\n{stderr}");
 }
 
+/// The names `nm -D` lists as defined in `lib`.
+fn exports(lib: &Path) -> Option<std::collections::BTreeSet<String>> {
+    let out = Command::new("nm").args(["-D", "--defined-only"]).arg(lib).output().ok()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    Some(text.lines().filter_map(|l| l.split_whitespace().nth(2)).map(|n| n.split('@').next().unwrap_or(n).to_string()).collect())
+}
+
+/// Every `__kmpc_atomic_*` LLVM's libomp exports, Weft exports too (a program built for
+/// libomp by any compiler finds its atomics), and the other entry points this crate adds for
+/// compilers other than clang 14.
+#[test]
+fn the_library_exports_libomps_atomics() {
+    let Some(cc) = clang() else {
+        println!("skipped: clang not found");
+        return;
+    };
+    let Ok(out) = Command::new(&cc).arg("-print-file-name=libomp.so.5").output() else {
+        println!("skipped: {cc} does not say where libomp is");
+        return;
+    };
+    let libomp = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+    let (Some(theirs), Some(ours)) = (libomp.is_absolute().then(|| exports(&libomp)).flatten(), exports(&lib())) else {
+        println!("skipped: nm or LLVM's libomp.so.5 not found");
+        return;
+    };
+    let missing: Vec<&String> = theirs.iter().filter(|n| n.starts_with("__kmpc_atomic_") && !ours.contains(*n)).collect();
+    assert!(theirs.iter().any(|n| n.starts_with("__kmpc_atomic_")), "{} exports no atomics", libomp.display());
+    assert!(missing.is_empty(), "libomp's atomics Weft does not export: {missing:?}");
+    for n in [
+        "__kmpc_dist_for_static_init_4",
+        "__kmpc_dist_dispatch_init_8u",
+        "__kmpc_team_static_init_8",
+        "__kmpc_task_reduction_init",
+        "__kmpc_task_reduction_modifier_init",
+        "__kmpc_threadprivate",
+        "__kmpc_threadprivate_register_vec",
+        "__kmpc_omp_reg_task_with_affinity",
+    ] {
+        assert!(ours.contains(n), "{n} is not exported");
+    }
+}
+
 #[test]
 fn the_library_defines_libomps_version_node() {
     let Ok(out) = Command::new("objdump").arg("-p").arg(lib()).output() else {
