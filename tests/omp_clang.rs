@@ -41,23 +41,35 @@ fn clang() -> Option<String> {
 fn flags(name: &str) -> &'static [&'static str] {
     match name {
         // threadprivate through the runtime (__kmpc_threadprivate_cached), not TLS.
-        "threadprivate" => &["-fnoopenmp-use-tls"],
+        "threadprivate" | "threadprivate_ctor" => &["-fnoopenmp-use-tls"],
         _ => &[],
     }
 }
 
+/// The C++ driver beside the C one (`clang-14` → `clang++-14`).
+fn cxx(cc: &str) -> String {
+    match cc.rfind("clang") {
+        Some(i) => format!("{}clang++{}", &cc[..i], &cc[i + 5..]),
+        None => cc.to_string(),
+    }
+}
+
+/// `tests/omp_clang/<name>.c`, or `<name>.cpp` built with the C++ driver.
 fn compile(cc: &str, name: &str) -> PathBuf {
     let exe = common::unique_exe(&out_dir(), name);
-    let out = Command::new(cc)
+    let cpp = Path::new(ROOT).join(format!("tests/omp_clang/{name}.cpp")).exists();
+    let (cc, src) =
+        if cpp { (cxx(cc), format!("tests/omp_clang/{name}.cpp")) } else { (cc.to_string(), format!("tests/omp_clang/{name}.c")) };
+    let out = Command::new(&cc)
         .current_dir(ROOT)
         .args(["-fopenmp", "-O2", "-Wall", "-Werror"])
         .args(flags(name))
-        .arg(format!("tests/omp_clang/{name}.c"))
+        .arg(src)
         .args(["-ldl", "-o"])
         .arg(&exe)
         .output()
         .expect("run clang");
-    assert!(out.status.success(), "{cc} failed on {name}.c:\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "{cc} failed on {name}:\n{}", String::from_utf8_lossy(&out.stderr));
     exe
 }
 
@@ -156,6 +168,38 @@ fn threadprivate_without_tls() {
     check("threadprivate", &[]);
 }
 
+/// C++ objects: registered constructor and destructor (clang++ beside clang).
+#[test]
+fn threadprivate_constructors_and_destructors() {
+    check("threadprivate_ctor", &[]);
+}
+
+/// The `__kmpc_atomic_*` family, called directly (clang 14 never calls it for host code).
+#[test]
+fn runtime_atomics() {
+    check("atomic", &[]);
+}
+
+/// Their `long double` and `_Complex long double` forms (x87 values on the stack).
+#[test]
+fn runtime_atomics_long_double() {
+    check("atomic10", &[]);
+}
+
+/// `__kmpc_dist_for_static_init_*`, `__kmpc_dist_dispatch_init_*`, `__kmpc_team_static_init_*`,
+/// called directly (clang 14 splits `distribute parallel for` instead).
+#[test]
+fn distribute_parallel_for_entry_points() {
+    check("dist", &[]);
+}
+
+/// `__kmpc_task_reduction_init` and `__kmpc_task_reduction_modifier_init` (the layout before
+/// OpenMP 5.0's), called directly.
+#[test]
+fn task_reductions_older_layout() {
+    check("taskred_old", &[]);
+}
+
 /// The stand-in loads without the dynamic linker complaining about versions, and LLVM's
 /// libomp is not loaded.
 #[test]
@@ -172,6 +216,48 @@ fn the_stand_in_loads_without_libomp() {
     assert!(out.status.success(), "{stderr}");
     assert!(!stderr.contains("no version information") && !stderr.contains("not found"), "{stderr}");
     assert!(!stderr.contains("libomp-14.so") && !stderr.contains("llvm-14"), "LLVM's libomp was loaded:\n{stderr}");
+}
+
+/// The names `nm -D` lists as defined in `lib`.
+fn exports(lib: &Path) -> Option<std::collections::BTreeSet<String>> {
+    let out = Command::new("nm").args(["-D", "--defined-only"]).arg(lib).output().ok()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    Some(text.lines().filter_map(|l| l.split_whitespace().nth(2)).map(|n| n.split('@').next().unwrap_or(n).to_string()).collect())
+}
+
+/// Every `__kmpc_atomic_*` LLVM's libomp exports, Weft exports too (a program built for
+/// libomp by any compiler finds its atomics), and the other entry points this crate adds for
+/// compilers other than clang 14.
+#[test]
+fn the_library_exports_libomps_atomics() {
+    let Some(cc) = clang() else {
+        println!("skipped: clang not found");
+        return;
+    };
+    let Ok(out) = Command::new(&cc).arg("-print-file-name=libomp.so.5").output() else {
+        println!("skipped: {cc} does not say where libomp is");
+        return;
+    };
+    let libomp = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+    let (Some(theirs), Some(ours)) = (libomp.is_absolute().then(|| exports(&libomp)).flatten(), exports(&lib())) else {
+        println!("skipped: nm or LLVM's libomp.so.5 not found");
+        return;
+    };
+    let missing: Vec<&String> = theirs.iter().filter(|n| n.starts_with("__kmpc_atomic_") && !ours.contains(*n)).collect();
+    assert!(theirs.iter().any(|n| n.starts_with("__kmpc_atomic_")), "{} exports no atomics", libomp.display());
+    assert!(missing.is_empty(), "libomp's atomics Weft does not export: {missing:?}");
+    for n in [
+        "__kmpc_dist_for_static_init_4",
+        "__kmpc_dist_dispatch_init_8u",
+        "__kmpc_team_static_init_8",
+        "__kmpc_task_reduction_init",
+        "__kmpc_task_reduction_modifier_init",
+        "__kmpc_threadprivate",
+        "__kmpc_threadprivate_register_vec",
+        "__kmpc_omp_reg_task_with_affinity",
+    ] {
+        assert!(ours.contains(n), "{n} is not exported");
+    }
 }
 
 #[test]

@@ -47,22 +47,36 @@ use weft_core::{AccessMode, DataHandle, External, Runtime, Shape, Spent, TaskBui
 /// The compiler's copy function for firstprivate data (`cpyfn(dst, src)`).
 pub type CpyFn = unsafe extern "C" fn(*mut c_void, *mut c_void);
 
-pub const FLAG_FINAL: u32 = 2;
-pub const FLAG_DEPEND: u32 = 8;
-pub const FLAG_PRIORITY: u32 = 16;
-pub const FLAG_UP: u32 = 256;
-pub const FLAG_GRAINSIZE: u32 = 512;
-pub const FLAG_IF: u32 = 1024;
-pub const FLAG_NOGROUP: u32 = 2048;
-pub const FLAG_REDUCTION: u32 = 4096;
-pub const FLAG_DETACH: u32 = 8192;
-pub const FLAG_STRICT: u32 = 16384;
+/// The clauses of a task that change how it is created, as each ABI's layer decodes them
+/// from its own flags (abi/gomp/flags.rs, abi/kmp/task.rs).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct TaskFlags {
+    /// `final(true)`.
+    pub final_: bool,
+    /// Depend clauses ([`Spawn::deps`]; possibly none left after decoding).
+    pub depend: bool,
+    /// A `priority` clause ([`Spawn::priority`]).
+    pub priority: bool,
+    /// A `detach` clause ([`Spawn::detach`]).
+    pub detach: bool,
+}
 
-const DEPEND_IN: usize = 1;
-const DEPEND_OUT: usize = 2;
-const DEPEND_INOUT: usize = 3;
-const DEPEND_MUTEXINOUTSET: usize = 4;
-const DEPEND_INOUTSET: usize = 5;
+/// GOMP_taskloop's clauses beyond a task's.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct TaskloopFlags {
+    /// The loop counts up (the unsigned form says so; the signed one by its step).
+    pub up: bool,
+    /// `num_tasks` is a `grainsize` (else a number of tasks).
+    pub grainsize: bool,
+    /// `strict` on `grainsize` or `num_tasks`.
+    pub strict: bool,
+    /// The `if` clause's value.
+    pub if_: bool,
+    /// `nogroup`.
+    pub nogroup: bool,
+    /// A `reduction` clause: the data carries the reduction descriptor.
+    pub reduction: bool,
+}
 
 /// Task data up to this many bytes (8-byte aligned) lives in the task's own allocation.
 pub const INLINE: usize = 64;
@@ -1145,83 +1159,25 @@ fn finish(t: Arc<TaskBox>) {
 // ---------------------------------------------------------------------------------------
 // Creation.
 
-/// How a depend clause orders a task against its siblings.
-fn depend_mode(kind: usize) -> Option<AccessMode> {
-    match kind {
-        DEPEND_IN => Some(AccessMode::R),
-        DEPEND_OUT | DEPEND_INOUT => Some(AccessMode::RW),
-        DEPEND_MUTEXINOUTSET => Some(AccessMode::Commute),
-        // inoutset tasks may run together but not beside `in` tasks: ordering them like
-        // writers is correct, only less parallel.
-        DEPEND_INOUTSET => Some(AccessMode::RW),
-        _ => None,
-    }
-}
+/// A task's depend clauses, decoded by its ABI's layer: (address, mode), one entry per
+/// address, inline up to 4.
+pub type Deps = smallvec::SmallVec<[(usize, AccessMode); 4]>;
 
-/// A task's depend clauses: (address, mode), inline up to 4.
-type Deps = smallvec::SmallVec<[(usize, AccessMode); 4]>;
-
-/// Decode GOMP's depend array into (address, mode) pairs, merging repeated addresses.
-///
-/// # Safety
-/// `depend` is the array the compiler passed (either layout, see libgomp's task.c).
-unsafe fn decode_depend(depend: *mut *mut c_void) -> Deps {
-    let at = |i: usize| -> usize {
-        // SAFETY: indices within the counts the array itself gives.
-        unsafe { *depend.add(i) as usize }
-    };
-    let mut out = Deps::new();
-    let mut add = |addr: usize, m: AccessMode| {
-        if let Some(e) = out.iter_mut().find(|e| e.0 == addr) {
-            // One access per address: the strongest of the modes asked for.
-            let rank = |m: AccessMode| match m {
-                AccessMode::R => 0,
-                AccessMode::Commute => 1,
-                _ => 2,
-            };
-            if rank(m) > rank(e.1) {
-                e.1 = m;
-            }
-        } else {
-            out.push((addr, m));
-        }
-    };
-    let n = at(0);
-    if n != 0 {
-        let nout = at(1);
-        for i in 0..n {
-            add(at(2 + i), if i < nout { AccessMode::RW } else { AccessMode::R });
+/// Add a depend clause's item to `out`: one access per address, the strongest of the modes
+/// asked for (writers over mutexinoutset over readers).
+pub fn add_dep(out: &mut Deps, addr: usize, m: AccessMode) {
+    if let Some(e) = out.iter_mut().find(|e| e.0 == addr) {
+        let rank = |m: AccessMode| match m {
+            AccessMode::R => 0,
+            AccessMode::Commute => 1,
+            _ => 2,
+        };
+        if rank(m) > rank(e.1) {
+            e.1 = m;
         }
     } else {
-        let n = at(1);
-        let nout = at(2);
-        let nmutex = at(3);
-        let nin = at(4);
-        let normal = nout + nmutex + nin;
-        for i in 0..n {
-            let p = at(5 + i);
-            if i < nout {
-                add(p, AccessMode::RW);
-            } else if i < nout + nmutex {
-                add(p, AccessMode::Commute);
-            } else if i < normal {
-                add(p, AccessMode::R);
-            } else {
-                // A depobj: { address, kind }.
-                let obj = p as *const usize;
-                // SAFETY: an omp_depend_t the program initialized with a depobj construct.
-                let (addr, kind) = unsafe { (*obj, *obj.add(1)) };
-                match depend_mode(kind) {
-                    Some(m) => add(addr, m),
-                    None => {
-                        eprintln!("weft-omp: unknown omp_depend_t dependence type {kind}; aborting");
-                        std::process::abort();
-                    }
-                }
-            }
-        }
+        out.push((addr, m));
     }
-    out
 }
 
 /// The core task builder for `deps`, in the sibling scope of the calling thread's task.
@@ -1333,7 +1289,7 @@ thread_local! {
     static DEP_WAIT: std::cell::Cell<Option<Arc<DepWait>>> = const { std::cell::Cell::new(None) };
 }
 
-/// Everything GOMP_task gets.
+/// Everything GOMP_task gets, its flags and depend array decoded.
 pub struct Spawn {
     pub body: Body,
     pub data: *mut c_void,
@@ -1341,8 +1297,9 @@ pub struct Spawn {
     pub arg_size: usize,
     pub arg_align: usize,
     pub if_clause: bool,
-    pub flags: u32,
-    pub depend: *mut *mut c_void,
+    pub flags: TaskFlags,
+    /// Its depend clauses (with `flags.depend` only).
+    pub deps: Deps,
     pub priority: i32,
     /// Where the task's event handle is written (a detach clause; null: none).
     pub detach: *mut usize,
@@ -1363,7 +1320,7 @@ fn deferrable(c: &Ctx, team: &Team, if_clause: bool) -> bool {
 fn run_now(c: &Ctx, team: &Team, s: &Spawn, extra: usize) -> bool {
     !deferrable(c, team, s.if_clause)
         || team.tasks.own_len(c.tid) + extra > THROTTLE * team.n as usize
-        || (!s.depend.is_null() && (runtime().is_none() || team.tasks.over_depend_throttle(team.n)))
+        || (s.flags.depend && (runtime().is_none() || team.tasks.over_depend_throttle(team.n)))
 }
 
 /// Whether new tasks are not to be created: the region or the taskgroup was cancelled.
@@ -1389,7 +1346,7 @@ fn group_for_cancel(g: *mut Group) -> *mut Group {
 ///
 /// # Safety
 /// The arguments are what the compiler passes to GOMP_task.
-pub unsafe fn spawn(s: Spawn) {
+pub unsafe fn spawn(mut s: Spawn) {
     let c = cur();
     // SAFETY: the calling thread's context.
     let cx = unsafe { &*c };
@@ -1397,11 +1354,10 @@ pub unsafe fn spawn(s: Spawn) {
     if cancelled(cx) {
         return;
     }
-    let priority = if s.flags & FLAG_PRIORITY != 0 { s.priority.clamp(0, env().max_task_priority) } else { 0 };
-    let final_ = cx.task.final_ || s.flags & FLAG_FINAL != 0;
-    // SAFETY: per the contract.
-    let deps = if s.flags & FLAG_DEPEND != 0 && !s.depend.is_null() { unsafe { decode_depend(s.depend) } } else { Deps::new() };
-    let detach = s.flags & FLAG_DETACH != 0 && !s.detach.is_null();
+    let priority = if s.flags.priority { s.priority.clamp(0, env().max_task_priority) } else { 0 };
+    let final_ = cx.task.final_ || s.flags.final_;
+    let deps = if s.flags.depend { std::mem::take(&mut s.deps) } else { Deps::new() };
+    let detach = s.flags.detach && !s.detach.is_null();
     let deferrable = deferrable(cx, team, s.if_clause);
     let choice = if deferrable && deps.is_empty() && !detach {
         choose(c, team)
@@ -1737,19 +1693,14 @@ pub fn taskwait() {
     }
 }
 
-/// GOMP_taskwait_depend: the earlier siblings the clauses name are complete.
-///
-/// # Safety
-/// `depend` is the compiler's depend array.
-pub unsafe fn taskwait_depend(depend: *mut *mut c_void) {
+/// `taskwait depend(...)`: the earlier siblings the clauses name are complete.
+pub fn taskwait_depend(deps: &[(usize, AccessMode)]) {
     let c = cur();
     // SAFETY: the calling thread's context.
-    if unsafe { (*c).team().level } == 0 || depend.is_null() {
+    if unsafe { (*c).team().level } == 0 {
         return;
     }
-    // SAFETY: per the contract.
-    let deps = unsafe { decode_depend(depend) };
-    if let (Some(e), Some(rt)) = (wait_for_preds(c, &deps), runtime()) {
+    if let (Some(e), Some(rt)) = (wait_for_preds(c, deps), runtime()) {
         rt.complete_external(e);
     }
 }
@@ -1824,14 +1775,14 @@ fn even_split(n: u64, num_tasks: u64, step: u64) -> (u64, u64, u64) {
 /// # Safety
 /// The arguments are what the compiler passes.
 #[allow(clippy::too_many_arguments)]
-pub unsafe fn taskloop(s: Spawn, num_tasks: u64, start: u64, end: u64, step: u64, signed: bool) {
+pub unsafe fn taskloop(s: Spawn, lf: TaskloopFlags, num_tasks: u64, start: u64, end: u64, step: u64, signed: bool) {
     let c = cur();
     // SAFETY: the calling thread's context.
     let cx = unsafe { &*c };
     let team = cx.team();
     let flags = s.flags;
     let early = || {
-        if flags & (FLAG_NOGROUP | FLAG_REDUCTION) == FLAG_REDUCTION {
+        if lf.reduction && !lf.nogroup {
             // SAFETY: with a reduction the data starts { start, end, reductions pointer }.
             unsafe {
                 let ptr = *(s.data as *const *mut usize).add(2);
@@ -1849,7 +1800,7 @@ pub unsafe fn taskloop(s: Spawn, num_tasks: u64, start: u64, end: u64, step: u64
         }
         let adj = if sp > 0 { sp - 1 } else { sp + 1 };
         ((en - st + adj) / sp) as u64
-    } else if flags & FLAG_UP != 0 {
+    } else if lf.up {
         if start >= end || step == 0 {
             return early();
         }
@@ -1865,10 +1816,10 @@ pub unsafe fn taskloop(s: Spawn, num_tasks: u64, start: u64, end: u64, step: u64
     let mut nfirst_task_step = step;
     let mut nfirst = n;
     let mut num_tasks = num_tasks;
-    if flags & FLAG_GRAINSIZE != 0 {
+    if lf.grainsize {
         let grainsize = num_tasks.max(1);
         num_tasks = n / grainsize;
-        if flags & FLAG_STRICT != 0 {
+        if lf.strict {
             let m = n % grainsize;
             task_step = grainsize.wrapping_mul(step);
             if m != 0 {
@@ -1904,28 +1855,29 @@ pub unsafe fn taskloop(s: Spawn, num_tasks: u64, start: u64, end: u64, step: u64
             (task_step, nfirst_task_step, nfirst) = even_split(n, num_tasks, step);
         }
     }
-    if flags & FLAG_NOGROUP != 0 {
+    if lf.nogroup {
         if cancelled(cx) {
             return;
         }
     } else {
         taskgroup_start(false);
-        if flags & FLAG_REDUCTION != 0 {
+        if lf.reduction {
             // SAFETY: with a reduction the data starts { start, end, reductions pointer }.
             let ptr = unsafe { *(s.data as *const *mut usize).add(2) };
             // SAFETY: the compiler's reduction descriptor.
             unsafe { reduction_register(ptr) };
         }
     }
-    let sp = Spawn { flags: flags & !FLAG_DEPEND, depend: std::ptr::null_mut(), detach: std::ptr::null_mut(), detach_in_data: false, ..s };
-    let final_ = cx.task.final_ || flags & FLAG_FINAL != 0;
-    let priority = if flags & FLAG_PRIORITY != 0 { sp.priority.clamp(0, env().max_task_priority) } else { 0 };
+    let sp =
+        Spawn { flags: TaskFlags { depend: false, ..flags }, deps: Deps::new(), detach: std::ptr::null_mut(), detach_in_data: false, ..s };
+    let final_ = cx.task.final_ || flags.final_;
+    let priority = if flags.priority { sp.priority.clamp(0, env().max_task_priority) } else { 0 };
     // All at once when none may be deferred (if(0), final, outside a region). Otherwise each
     // task on its own, as for GOMP_task: deferred while the creator's deque has room, else
     // run here (libgomp runs the whole loop at once when its tasks would pass its throttle,
     // 64 per thread, so a taskloop of more tasks than that ran on one thread; here, with 8
     // per thread, so did one of more than 16 tasks on 2 threads).
-    let now = !deferrable(cx, team, flags & FLAG_IF != 0);
+    let now = !deferrable(cx, team, lf.if_);
     let slots = THROTTLE * team.n as usize;
     // Room for the private copies of the data of tasks run here (`run_on_copy`).
     let mut own: Vec<u64> = Vec::new();
@@ -1954,7 +1906,7 @@ pub unsafe fn taskloop(s: Spawn, num_tasks: u64, start: u64, end: u64, step: u64
             team.nudge();
         }
     }
-    if flags & FLAG_NOGROUP == 0 {
+    if !lf.nogroup {
         taskgroup_end();
     }
 }
@@ -2240,8 +2192,7 @@ mod tests {
             // Tasks with depend(out:) on X[0], X[1] and X[2]: three addresses, three handles.
             let x = std::ptr::addr_of_mut!(X).cast::<u64>();
             for i in 0..3 {
-                // GOMP_task's depend array: 1 address, 1 of them out, the address.
-                let mut depend = [1, 1, x.wrapping_add(i) as usize];
+                // depend(out: X[i]).
                 let s = Spawn {
                     body: add,
                     data: std::ptr::null_mut(),
@@ -2249,13 +2200,13 @@ mod tests {
                     arg_size: 0,
                     arg_align: 1,
                     if_clause: true,
-                    flags: FLAG_DEPEND,
-                    depend: depend.as_mut_ptr().cast(),
+                    flags: TaskFlags { depend: true, ..TaskFlags::default() },
+                    deps: [(x.wrapping_add(i) as usize, AccessMode::RW)].into_iter().collect(),
                     priority: 0,
                     detach: std::ptr::null_mut(),
                     detach_in_data: false,
                 };
-                // SAFETY: a GOMP_task call as GCC makes it for `task depend(out: X[i])`.
+                // SAFETY: a task as GCC makes it for `task depend(out: X[i])`.
                 unsafe { spawn(s) };
             }
         }

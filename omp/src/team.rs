@@ -59,6 +59,10 @@ pub struct Icv {
     pub thread_limit: u32,
     /// def-allocator-var (0: omp_null_allocator, i.e. OMP_ALLOCATOR's or the default).
     pub def_alloc: usize,
+    /// (team number, number of teams) of the host `teams` construct the task is in ((0, 1)
+    /// outside any): inherited by the regions a team forks, so that `omp_get_team_num` and
+    /// `distribute` loops inside them see their team.
+    pub teams: (i32, i32),
 }
 
 impl Icv {
@@ -75,6 +79,7 @@ impl Icv {
             bind_idx: 0,
             thread_limit: e.thread_limit,
             def_alloc: 0,
+            teams: (0, 1),
         }
     }
 

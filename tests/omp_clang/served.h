@@ -8,7 +8,10 @@
 #include "../omp/check.h"
 
 /* The program's own reference: the compiler's calls import __kmpc_fork_call@VERSION. */
-extern void __kmpc_fork_call(void *loc, int argc, void *microtask, ...);
+#ifdef __cplusplus
+extern "C"
+#endif
+void __kmpc_fork_call(void *loc, int argc, void *microtask, ...);
 
 static void served_by_weft(void) {
     /* The definition the program's __kmpc_fork_call reference is bound to lives in the

@@ -1,6 +1,7 @@
 /* Explicit tasks from clang: firstprivate data and shared variables, recursive tasks with
  * taskwait, taskgroup, depend clauses (a chain, readers after a writer, taskwait depend),
- * if(0), final, priority. */
+ * if(0), final, priority, affinity (a hint: __kmpc_omp_reg_task_with_affinity); an if(0)
+ * task does not own its creator's nestable lock. */
 #define _GNU_SOURCE
 #include <omp.h>
 #include "served.h"
@@ -110,6 +111,31 @@ int main(void) {
 #pragma omp taskwait
     }
     CHECK(z == 12 && fin == 1);
+    /* A nestable lock belongs to a task: an if(0) task is another one. */
+    omp_nest_lock_t nl;
+    omp_init_nest_lock(&nl);
+    int tested = -1;
+#pragma omp parallel num_threads(1)
+    {
+        CHECK(omp_test_nest_lock(&nl) == 1);
+#pragma omp task if (0) shared(nl, tested)
+        tested = omp_test_nest_lock(&nl);
+        CHECK(omp_test_nest_lock(&nl) == 2);
+        omp_unset_nest_lock(&nl);
+        omp_unset_nest_lock(&nl);
+    }
+    CHECK(tested == 0);
+    omp_destroy_nest_lock(&nl);
+
+    /* affinity: the task still runs, once. */
+    int near[16] = {0};
+#pragma omp parallel num_threads(2)
+#pragma omp single
+    for (int i = 0; i < 16; i++) {
+#pragma omp task affinity(near[i]) firstprivate(i) shared(near)
+        near[i]++;
+    }
+    for (int i = 0; i < 16; i++) CHECK(near[i] == 1);
     printf("tasks OK\n");
     return 0;
 }

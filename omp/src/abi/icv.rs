@@ -2,7 +2,7 @@
 //! display, `omp_get_wtime`.
 
 use super::guard;
-use super::parallel::TEAMS;
+use super::parallel::teams;
 use crate::env::{self, SCHED_MONOTONIC, SUPPORTED_ACTIVE_LEVELS, env};
 use crate::team::ctx;
 use std::ffi::{CStr, c_char, c_double, c_int, c_void};
@@ -241,12 +241,12 @@ pub extern "C" fn omp_get_device_num() -> c_int {
 
 #[unsafe(no_mangle)]
 pub extern "C" fn omp_get_num_teams() -> c_int {
-    TEAMS.with(|t| t.get().1)
+    teams().1
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn omp_get_team_num() -> c_int {
-    TEAMS.with(|t| t.get().0)
+    teams().0
 }
 
 /// The nteams-var and teams-thread-limit-var ICVs (-1: not read from the environment yet).
@@ -391,8 +391,8 @@ fn expand(fmt: &str) -> String {
         }
         let t = c.team();
         let v = match name.as_str() {
-            "t" | "team_num" => TEAMS.with(|t| t.get().0).to_string(),
-            "T" | "num_teams" => TEAMS.with(|t| t.get().1).to_string(),
+            "t" | "team_num" => teams().0.to_string(),
+            "T" | "num_teams" => teams().1.to_string(),
             "L" | "nesting_level" => t.level.to_string(),
             "n" | "thread_num" => c.tid.to_string(),
             "N" | "num_threads" => t.n.to_string(),

@@ -1,11 +1,12 @@
-//! The FFI layer: every exported `GOMP_*` and `omp_*` symbol, one file per area, and the
-//! `__kmpc_*` ones of LLVM's ABI in `kmp/`. Entry
+//! The FFI layer: every exported `GOMP_*` and `omp_*` symbol, one file per area (the GOMP
+//! layouts' decoders in `gomp/`), and the `__kmpc_*` ones of LLVM's ABI in `kmp/`. Entry
 //! points decode the ABI's quirks and call the safe modules; [`guard`] keeps panics from
 //! crossing `extern "C"` (GOMP has no error channel: print and abort, as libgomp does).
 #![allow(non_snake_case)]
 #![allow(clippy::missing_safety_doc)]
 
 pub mod alloc;
+pub mod gomp;
 pub mod icv;
 pub mod kmp;
 pub mod lock;

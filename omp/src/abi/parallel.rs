@@ -5,7 +5,6 @@ use super::guard;
 use crate::env::{SCHED_MONOTONIC, env};
 use crate::team::{self, Body, ctx};
 use crate::ws::{self, DYNAMIC, GUIDED, LoopBounds, STATIC};
-use std::cell::Cell;
 use std::ffi::{c_int, c_long, c_uint, c_void};
 use std::sync::atomic::Ordering;
 
@@ -182,9 +181,10 @@ pub extern "C" fn GOMP_cancel(which: c_int, do_cancel: bool) -> bool {
 // ---------------------------------------------------------------------------------------
 // Teams on the host: run the teams one after the other on the encountering thread.
 
-thread_local! {
-    /// (team number, number of teams) inside a host `teams` construct.
-    pub(crate) static TEAMS: Cell<(c_int, c_int)> = const { Cell::new((0, 1)) };
+/// (team number, number of teams) of the calling task's host `teams` construct ((0, 1)
+/// outside any): an ICV, so that it reaches the regions the teams fork.
+pub(crate) fn teams() -> (c_int, c_int) {
+    ctx().icv.teams
 }
 
 #[unsafe(no_mangle)]
@@ -198,13 +198,15 @@ pub unsafe extern "C" fn GOMP_teams_reg(f: Body, data: *mut c_void, num_teams: c
         if limit > 0 {
             c.icv.thread_limit = limit;
         }
+        let outer = c.icv.teams;
         for i in 0..n {
-            TEAMS.with(|t| t.set((i, n)));
+            ctx().icv.teams = (i, n);
             // SAFETY: the compiler-outlined teams body with its data.
             unsafe { f(data) };
         }
-        TEAMS.with(|t| t.set((0, 1)));
-        ctx().icv.thread_limit = old;
+        let c = ctx();
+        c.icv.teams = outer;
+        c.icv.thread_limit = old;
     })
 }
 

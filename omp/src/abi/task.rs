@@ -1,6 +1,7 @@
 //! Explicit tasks: GOMP_task, taskwait, taskgroups, taskloop, task reductions, detach
 //! (`omp_fulfill_event`). The work is in task.rs.
 
+use super::gomp::flags as gflags;
 use super::guard;
 use crate::task::{self, CpyFn, Spawn};
 use crate::team::{self, Body};
@@ -21,14 +22,22 @@ pub unsafe extern "C" fn GOMP_task(
     detach: *mut c_void,
 ) {
     guard("GOMP_task", || {
-        if flags & (task::FLAG_DEPEND | task::FLAG_DETACH) == 0 && cpyfn.is_none() && !crate::env::env().cancellation {
+        if flags & (gflags::DEPEND | gflags::DETACH) == 0 && cpyfn.is_none() && !crate::env::env().cancellation {
             // No dependencies, copy function or detach: if the task is to run at once (if(0),
             // final, the throttle), run the body on the caller's data without assembling the
             // general case's arguments.
-            if task::try_run_now(f, data, if_clause, flags & task::FLAG_FINAL != 0) {
+            if task::try_run_now(f, data, if_clause, flags & gflags::FINAL != 0) {
                 return;
             }
         }
+        // GCC passes a depend array exactly with the DEPEND flag.
+        let flags = gflags::task(if depend.is_null() { flags & !gflags::DEPEND } else { flags });
+        let deps = if flags.depend {
+            // SAFETY: the compiler's depend array.
+            unsafe { super::gomp::depend::decode(depend) }
+        } else {
+            task::Deps::new()
+        };
         let s = Spawn {
             body: f,
             data,
@@ -37,7 +46,7 @@ pub unsafe extern "C" fn GOMP_task(
             arg_align: arg_align.max(1) as usize,
             if_clause,
             flags,
-            depend,
+            deps,
             priority,
             detach: detach as *mut usize,
             detach_in_data: true,
@@ -54,8 +63,12 @@ pub extern "C" fn GOMP_taskwait() {
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn GOMP_taskwait_depend(depend: *mut *mut c_void) {
-    // SAFETY: the compiler's depend array.
-    guard("GOMP_taskwait_depend", || unsafe { task::taskwait_depend(depend) })
+    guard("GOMP_taskwait_depend", || {
+        if !depend.is_null() {
+            // SAFETY: the compiler's depend array.
+            task::taskwait_depend(&unsafe { super::gomp::depend::decode(depend) })
+        }
+    })
 }
 
 /// A scheduling point where nothing needs to happen: the calling task goes on (tasks are
@@ -80,7 +93,7 @@ fn spawn_args(
     cpyfn: Option<CpyFn>,
     arg_size: c_long,
     arg_align: c_long,
-    flags: c_uint,
+    flags: task::TaskFlags,
     priority: c_int,
 ) -> Spawn {
     Spawn {
@@ -91,7 +104,7 @@ fn spawn_args(
         arg_align: arg_align.max(1) as usize,
         if_clause: true,
         flags,
-        depend: std::ptr::null_mut(),
+        deps: task::Deps::new(),
         priority,
         detach: std::ptr::null_mut(),
         detach_in_data: false,
@@ -114,9 +127,10 @@ pub unsafe extern "C" fn GOMP_taskloop(
     step: c_long,
 ) {
     guard("GOMP_taskloop", || {
-        let s = spawn_args(f, data, cpyfn, arg_size, arg_align, flags, priority);
+        let (tf, lf) = gflags::taskloop(flags);
+        let s = spawn_args(f, data, cpyfn, arg_size, arg_align, tf, priority);
         // SAFETY: the compiler's arguments.
-        unsafe { task::taskloop(s, num_tasks, start as u64, end as u64, step as u64, true) }
+        unsafe { task::taskloop(s, lf, num_tasks, start as u64, end as u64, step as u64, true) }
     })
 }
 
@@ -136,9 +150,10 @@ pub unsafe extern "C" fn GOMP_taskloop_ull(
     step: u64,
 ) {
     guard("GOMP_taskloop_ull", || {
-        let s = spawn_args(f, data, cpyfn, arg_size, arg_align, flags, priority);
+        let (tf, lf) = gflags::taskloop(flags);
+        let s = spawn_args(f, data, cpyfn, arg_size, arg_align, tf, priority);
         // SAFETY: the compiler's arguments.
-        unsafe { task::taskloop(s, num_tasks, start, end, step, false) }
+        unsafe { task::taskloop(s, lf, num_tasks, start, end, step, false) }
     })
 }
 

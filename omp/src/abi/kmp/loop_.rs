@@ -131,16 +131,62 @@ pub(crate) fn static_init(
     }
 }
 
+/// A team's share of a `distribute` loop over `nteams` teams: its iterations (the block
+/// `a..z` of the loop's `n`, as libomp's balanced split), empty when `a == z`.
+fn team_block(lower: i128, upper: i128, incr: i128, team: u32, nteams: u32) -> (u64, u64, u64) {
+    let n = LoopBounds::inclusive(lower, upper, incr).n;
+    let (a, z) = ws::static_block(n, nteams.max(1) as u64, team as u64);
+    (a, z, n)
+}
+
+/// `__kmpc_dist_for_static_init` (`distribute parallel for` in one call): team `team` of
+/// `nteams` takes its block of `lower..=upper`, then thread `tid` of `nth` its share of that
+/// block under `sched` (a static schedule). Also returns the team's last iteration (the
+/// `pupperD` bound the compiler clamps chunks to; the team's empty bound when it has none).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn dist_static_init(
+    sched: i32,
+    lower: i128,
+    upper: i128,
+    incr: i128,
+    chunk: i64,
+    (team, nteams): (u32, u32),
+    (tid, nth): (u32, u32),
+    range: (i128, i128, i128),
+) -> (StaticInit, i128) {
+    let (a, z, n) = team_block(lower, upper, incr, team, nteams);
+    if a == z {
+        let (min, max, smax) = range;
+        let (lo, hi) = if incr > 0 { (max, min) } else { (min, max) };
+        return (StaticInit { last: false, lower: lo, upper: hi, stride: incr.clamp(-smax - 1, smax) }, hi);
+    }
+    let (lo, hi) = (lower + a as i128 * incr, lower + (z as i128 - 1) * incr);
+    let mut s = static_init(sched, lo, hi, incr, chunk, tid, nth, range);
+    s.last &= z == n;
+    (s, hi)
+}
+
+/// `__kmpc_dist_dispatch_init`: team `team` of `nteams`'s block of `lower..=upper` (a
+/// dynamic loop over the team's threads follows), and whether it holds the last iteration.
+pub(crate) fn dist_dispatch_bounds(lower: i128, upper: i128, incr: i128, (team, nteams): (u32, u32)) -> (LoopBounds, bool) {
+    let (a, z, n) = team_block(lower, upper, incr, team, nteams);
+    if a == z {
+        return (LoopBounds { n: 0, ..LoopBounds::inclusive(lower, lower, incr) }, false);
+    }
+    (LoopBounds::inclusive(lower + a as i128 * incr, lower + (z as i128 - 1) * incr, incr), z == n)
+}
+
+/// The host `teams` construct the calling thread is in: (team number, number of teams).
+fn teams() -> (u32, u32) {
+    let (num, n) = crate::abi::parallel::teams();
+    (num.max(0) as u32, n.max(1) as u32)
+}
+
 /// Who shares a static loop: a `distribute` loop's iterations go to the teams of the
 /// enclosing host `teams` construct (run one after the other), any other's to the threads
 /// of the calling thread's team.
 fn sharers(sched: i32, c: &crate::team::Ctx) -> (u32, u32) {
-    if matches!(sched & !MODIFIERS, DISTRIBUTE_STATIC | DISTRIBUTE_STATIC_CHUNKED) {
-        let (num, n) = crate::abi::parallel::TEAMS.with(|t| t.get());
-        (num.max(0) as u32, n.max(1) as u32)
-    } else {
-        (c.tid, c.team().n)
-    }
+    if matches!(sched & !MODIFIERS, DISTRIBUTE_STATIC | DISTRIBUTE_STATIC_CHUNKED) { teams() } else { (c.tid, c.team().n) }
 }
 
 macro_rules! kmp_loops {
@@ -221,6 +267,93 @@ kmp_loops! {
     u64, i64 => __kmpc_for_static_init_8u, __kmpc_dispatch_init_8u, __kmpc_dispatch_next_8u, __kmpc_dispatch_fini_8u;
 }
 
+macro_rules! kmp_dist_loops {
+    ($($t:ty, $st:ty => $init:ident, $dinit:ident, $team:ident;)*) => {$(
+        /// `distribute parallel for` with a static schedule: the team's block of the loop,
+        /// then the calling thread's share of it.
+        ///
+        /// # Safety
+        /// The out-pointers are valid for reads and writes (`plastiter` may be null).
+        #[unsafe(no_mangle)]
+        #[allow(clippy::too_many_arguments)]
+        pub unsafe extern "C" fn $init(_loc: Ident, _gtid: i32, sched: i32, plastiter: *mut i32, plower: *mut $t, pupper: *mut $t, pupperd: *mut $t, pstride: *mut $st, incr: $st, chunk: $st) {
+            guard(stringify!($init), || {
+                let c = ctx();
+                let range = (<$t>::MIN as i128, <$t>::MAX as i128, <$st>::MAX as i128);
+                // SAFETY: the compiler passes its loop variables.
+                let (lower, upper) = unsafe { (*plower as i128, *pupper as i128) };
+                let (s, upper_d) = dist_static_init(sched, lower, upper, incr as i128, chunk as i64, teams(), (c.tid, c.team().n), range);
+                // SAFETY: as above; the values are within the types' ranges.
+                unsafe {
+                    *plower = s.lower as $t;
+                    *pupper = s.upper as $t;
+                    *pstride = s.stride as $st;
+                    if !pupperd.is_null() {
+                        *pupperd = upper_d as $t;
+                    }
+                    if !plastiter.is_null() {
+                        *plastiter = i32::from(s.last);
+                    }
+                }
+            })
+        }
+
+        /// `distribute parallel for` with a dynamic schedule: the team's block of the loop,
+        /// then `__kmpc_dispatch_next` hands its chunks to the team's threads.
+        ///
+        /// # Safety
+        /// `plast` is null or valid for writes.
+        #[unsafe(no_mangle)]
+        #[allow(clippy::too_many_arguments)]
+        pub unsafe extern "C" fn $dinit(_loc: Ident, _gtid: i32, sched: i32, plast: *mut i32, lb: $t, ub: $t, st: $st, chunk: $st) {
+            guard(stringify!($dinit), || {
+                let (b, last) = dist_dispatch_bounds(lb as i128, ub as i128, st as i128, teams());
+                if !plast.is_null() {
+                    // SAFETY: per the contract.
+                    unsafe { *plast = i32::from(last) };
+                }
+                let (s, ordered) = decode(sched, chunk as i64);
+                let (kind, chunk) = match s {
+                    Sched::Fixed(k, c) => (k, c),
+                    Sched::Runtime => crate::abi::loop_::runtime(),
+                };
+                ws::loop_start(b, kind, chunk, ordered);
+            })
+        }
+
+        /// `dist_schedule(static, chunk)`: the calling team's first chunk of the loop and
+        /// the stride to its next.
+        ///
+        /// # Safety
+        /// The out-pointers are valid for reads and writes (`plast` may be null).
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $team(_loc: Ident, _gtid: i32, plast: *mut i32, plower: *mut $t, pupper: *mut $t, pstride: *mut $st, incr: $st, chunk: $st) {
+            guard(stringify!($team), || {
+                let range = (<$t>::MIN as i128, <$t>::MAX as i128, <$st>::MAX as i128);
+                // SAFETY: the compiler passes its loop variables.
+                let (lower, upper) = unsafe { (*plower as i128, *pupper as i128) };
+                let (team, nteams) = teams();
+                let s = static_init(DISTRIBUTE_STATIC_CHUNKED, lower, upper, incr as i128, chunk as i64, team, nteams, range);
+                // SAFETY: as above.
+                unsafe {
+                    *plower = s.lower as $t;
+                    *pupper = s.upper as $t;
+                    *pstride = s.stride as $st;
+                    if !plast.is_null() {
+                        *plast = i32::from(s.last);
+                    }
+                }
+            })
+        }
+    )*};
+}
+kmp_dist_loops! {
+    i32, i32 => __kmpc_dist_for_static_init_4, __kmpc_dist_dispatch_init_4, __kmpc_team_static_init_4;
+    u32, i32 => __kmpc_dist_for_static_init_4u, __kmpc_dist_dispatch_init_4u, __kmpc_team_static_init_4u;
+    i64, i64 => __kmpc_dist_for_static_init_8, __kmpc_dist_dispatch_init_8, __kmpc_team_static_init_8;
+    u64, i64 => __kmpc_dist_for_static_init_8u, __kmpc_dist_dispatch_init_8u, __kmpc_team_static_init_8u;
+}
+
 /// The end of a static loop: nothing to release (no worksharing slot was taken).
 #[unsafe(no_mangle)]
 pub extern "C" fn __kmpc_for_static_fini(_loc: Ident, _gtid: i32) {}
@@ -279,6 +412,63 @@ mod tests {
         assert_eq!(lasts, i32::from(upper >= lower), "exactly one thread runs the last iteration");
         seen.sort();
         seen
+    }
+
+    /// `distribute parallel for` through `dist_static_init`: every iteration once over all
+    /// teams' threads, following the compiler's loop (chunks clamped to the team's bound),
+    /// and exactly one thread of one team runs the last.
+    #[test]
+    fn dist_static_covers_each_iteration_once() {
+        for (nteams, nth) in [(1, 1), (2, 3), (3, 2), (5, 4)] {
+            for (lo, hi) in [(0, 99), (0, 0), (5, 4), (-10, 10), (0, 2)] {
+                for (sched, chunk) in [(SCH_STATIC, 0), (SCH_STATIC_CHUNKED, 1), (SCH_STATIC_CHUNKED, 3)] {
+                    let mut seen = Vec::new();
+                    let mut lasts = 0;
+                    for team in 0..nteams {
+                        for tid in 0..nth {
+                            let (s, ud) = dist_static_init(sched, lo, hi, 1, chunk, (team, nteams), (tid, nth), I32);
+                            lasts += i32::from(s.last);
+                            let (mut lb, mut ub) = (s.lower, s.upper);
+                            loop {
+                                ub = ub.min(ud);
+                                if lb > ub {
+                                    break;
+                                }
+                                seen.extend(lb..=ub);
+                                if sched == SCH_STATIC {
+                                    break;
+                                }
+                                lb += s.stride;
+                                ub += s.stride;
+                            }
+                        }
+                    }
+                    seen.sort();
+                    let want: Vec<i128> = (lo..=hi).collect();
+                    assert_eq!(seen, want, "{sched}/{chunk}: {lo}..={hi} on {nteams}x{nth}");
+                    assert_eq!(lasts, i32::from(hi >= lo), "{sched}/{chunk}: {lo}..={hi} on {nteams}x{nth}");
+                }
+            }
+        }
+        // 10 iterations on 3 teams: blocks of 4, 3, 3; team 1's second thread of 2 gets 6.
+        let (s, ud) = dist_static_init(SCH_STATIC, 0, 9, 1, 0, (1, 3), (1, 2), I32);
+        assert_eq!((s.lower, s.upper, ud, s.last), (6, 6, 6, false));
+        // Counting down, unsigned: the teams' blocks stay inside the type.
+        let (s, ud) = dist_static_init(SCH_STATIC, 9, 0, -1, 0, (2, 3), (0, 1), U32);
+        assert_eq!((s.lower, s.upper, ud, s.last), (2, 0, 0, true));
+    }
+
+    #[test]
+    fn dist_dispatch_takes_the_teams_block() {
+        let (b, last) = dist_dispatch_bounds(0, 9, 1, (0, 3));
+        assert_eq!((b, last), (LoopBounds::inclusive(0, 3, 1), false));
+        let (b, last) = dist_dispatch_bounds(0, 9, 1, (2, 3));
+        assert_eq!((b, last), (LoopBounds::inclusive(7, 9, 1), true));
+        // More teams than iterations: the last ones get nothing.
+        let (b, last) = dist_dispatch_bounds(0, 1, 1, (3, 4));
+        assert_eq!((b.n, last), (0, false));
+        let (b, last) = dist_dispatch_bounds(0, 1, 1, (1, 4));
+        assert_eq!((b.n, last), (1, true));
     }
 
     #[test]

@@ -13,6 +13,8 @@
 #![cfg(target_arch = "x86_64")]
 
 pub mod api;
+pub mod atomic;
+pub mod atomic_x87;
 pub mod cancel;
 pub mod doacross;
 pub mod fork;

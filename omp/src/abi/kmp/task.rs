@@ -17,8 +17,9 @@
 use super::Ident;
 use super::fork::gtid;
 use crate::abi::guard;
-use crate::task::{self, FLAG_DEPEND, FLAG_FINAL, FLAG_PRIORITY, Spawn};
+use crate::task::{self, Spawn};
 use std::ffi::c_void;
+use weft_core::AccessMode;
 
 /// kmp_tasking_flags_t bits clang sets.
 const KMP_FINAL: i32 = 0x2;
@@ -71,21 +72,12 @@ unsafe fn header(t: *mut KmpTask) -> *mut Header {
 }
 
 /// The task's data for `task::spawn`: the whole block.
-fn spawn_of(t: *mut KmpTask, flags: u32, depend: *mut *mut c_void) -> Spawn {
+fn spawn_of(t: *mut KmpTask, depend: bool, deps: task::Deps) -> Spawn {
     // SAFETY: `t` came from __kmpc_omp_task_alloc (the callers' contracts).
     let h = unsafe { &*header(t) };
     // SAFETY: as above; the compiler wrote the priority before handing the task over.
     let priority = unsafe { (*t).data2 as u32 as i32 };
-    let mut flags = flags;
-    if h.event != 0 {
-        flags |= task::FLAG_DETACH;
-    }
-    if h.flags & KMP_FINAL != 0 {
-        flags |= FLAG_FINAL;
-    }
-    if h.flags & KMP_PRIORITY != 0 {
-        flags |= FLAG_PRIORITY;
-    }
+    let flags = task::TaskFlags { final_: h.flags & KMP_FINAL != 0, depend, priority: h.flags & KMP_PRIORITY != 0, detach: h.event != 0 };
     Spawn {
         body,
         data: h as *const Header as *mut c_void,
@@ -94,7 +86,7 @@ fn spawn_of(t: *mut KmpTask, flags: u32, depend: *mut *mut c_void) -> Spawn {
         arg_align: 16,
         if_clause: true,
         flags,
-        depend,
+        deps,
         priority,
         // task::spawn writes the task's event handle into the cell.
         detach: h.event as *mut usize,
@@ -207,7 +199,7 @@ pub unsafe extern "C" fn __kmpc_omp_task(_loc: Ident, _gtid: i32, t: *mut KmpTas
         // SAFETY: per the contract; spawn copies the block (or runs the task on a copy)
         // before it returns.
         unsafe {
-            task::spawn(spawn_of(t, 0, std::ptr::null_mut()));
+            task::spawn(spawn_of(t, false, task::Deps::new()));
             free(t);
         }
     });
@@ -223,21 +215,26 @@ pub struct DependInfo {
     flags: u8,
 }
 
-/// The kmp depend lists as GOMP's (OpenMP 5.0 layout) depend array: `[0, n, out, mutex,
-/// in, addresses (out and inout, then mutexinoutset, then in)]`. inoutset is ordered as
-/// out (as task.rs does for GOMP's inoutset).
-pub(crate) fn gomp_depend(deps: &[(usize, u8)]) -> Vec<*mut c_void> {
-    let out: Vec<usize> = deps.iter().filter(|d| d.1 & (2 | 8) != 0).map(|d| d.0).collect();
-    let mutex: Vec<usize> = deps.iter().filter(|d| d.1 & (2 | 8) == 0 && d.1 & 4 != 0).map(|d| d.0).collect();
-    let inn: Vec<usize> = deps.iter().filter(|d| d.1 & (2 | 4 | 8) == 0 && d.1 & 1 != 0).map(|d| d.0).collect();
-    let n = out.len() + mutex.len() + inn.len();
-    let head = [0, n, out.len(), mutex.len(), inn.len()];
-    head.into_iter().chain(out).chain(mutex).chain(inn).map(|x| x as *mut c_void).collect()
+/// The kmp depend lists' (address, flags) pairs decoded: `out`, `inout` and `inoutset`
+/// first (inoutset ordered as out, as for GOMP's), then `mutexinoutset`, then `in`; flags
+/// naming none of these are left out.
+pub(crate) fn decode_deps(deps: &[(usize, u8)]) -> task::Deps {
+    let mut out = task::Deps::new();
+    for d in deps.iter().filter(|d| d.1 & (2 | 8) != 0) {
+        task::add_dep(&mut out, d.0, AccessMode::RW);
+    }
+    for d in deps.iter().filter(|d| d.1 & (2 | 8) == 0 && d.1 & 4 != 0) {
+        task::add_dep(&mut out, d.0, AccessMode::Commute);
+    }
+    for d in deps.iter().filter(|d| d.1 & (2 | 4 | 8) == 0 && d.1 & 1 != 0) {
+        task::add_dep(&mut out, d.0, AccessMode::R);
+    }
+    out
 }
 
 /// # Safety
 /// Each list is null or holds its count of `kmp_depend_info`.
-unsafe fn depend_array(n: i32, list: *const DependInfo, n_noalias: i32, noalias: *const DependInfo) -> Vec<*mut c_void> {
+unsafe fn depend_lists(n: i32, list: *const DependInfo, n_noalias: i32, noalias: *const DependInfo) -> task::Deps {
     let mut deps = Vec::new();
     for (n, l) in [(n, list), (n_noalias, noalias)] {
         if n > 0 && !l.is_null() {
@@ -246,11 +243,11 @@ unsafe fn depend_array(n: i32, list: *const DependInfo, n_noalias: i32, noalias:
             deps.extend(s.iter().map(|d| (d.addr, d.flags)));
         }
     }
-    gomp_depend(&deps)
+    decode_deps(&deps)
 }
 
 /// # Safety
-/// As [`__kmpc_omp_task`]; the lists as [`depend_array`].
+/// As [`__kmpc_omp_task`]; the lists as [`depend_lists`].
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn __kmpc_omp_task_with_deps(
     _loc: Ident,
@@ -263,10 +260,10 @@ pub unsafe extern "C" fn __kmpc_omp_task_with_deps(
 ) -> i32 {
     guard("__kmpc_omp_task_with_deps", || {
         // SAFETY: per the contract.
-        let mut depend = unsafe { depend_array(ndeps, dep_list, ndeps_noalias, noalias) };
-        // SAFETY: as __kmpc_omp_task; `depend` outlives the call.
+        let deps = unsafe { depend_lists(ndeps, dep_list, ndeps_noalias, noalias) };
+        // SAFETY: as __kmpc_omp_task.
         unsafe {
-            task::spawn(spawn_of(t, FLAG_DEPEND, depend.as_mut_ptr()));
+            task::spawn(spawn_of(t, true, deps));
             free(t);
         }
     });
@@ -277,7 +274,7 @@ pub unsafe extern "C" fn __kmpc_omp_task_with_deps(
 /// depend clauses), as `GOMP_taskwait_depend`.
 ///
 /// # Safety
-/// As [`depend_array`].
+/// As [`depend_lists`].
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn __kmpc_omp_wait_deps(
     _loc: Ident,
@@ -289,9 +286,7 @@ pub unsafe extern "C" fn __kmpc_omp_wait_deps(
 ) {
     guard("__kmpc_omp_wait_deps", || {
         // SAFETY: per the contract.
-        let mut depend = unsafe { depend_array(ndeps, dep_list, ndeps_noalias, noalias) };
-        // SAFETY: a depend array in GOMP's layout, alive for the call.
-        unsafe { task::taskwait_depend(depend.as_mut_ptr()) }
+        task::taskwait_depend(&unsafe { depend_lists(ndeps, dep_list, ndeps_noalias, noalias) })
     })
 }
 
@@ -328,9 +323,11 @@ pub(crate) fn event_task(ev: usize) -> usize {
 }
 
 thread_local! {
-    /// The ICVs of the tasks that started `if(0)` tasks on this thread, innermost last: an
-    /// `if(0)` task has its own data environment (libgomp.c/icv-1.c).
-    static IF0_ICVS: std::cell::RefCell<Vec<crate::team::Icv>> = const { std::cell::RefCell::new(Vec::new()) };
+    /// The ICVs and identities of the tasks that started `if(0)` tasks on this thread,
+    /// innermost last: an `if(0)` task has its own data environment (libgomp.c/icv-1.c) and
+    /// is a task of its own, which does not own its creator's nestable locks
+    /// (libgomp.c/lock-2.c).
+    static IF0_ICVS: std::cell::RefCell<Vec<(crate::team::Icv, usize)>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 /// An `if(0)` task: the compiler calls its routine itself next (see the module doc).
@@ -340,8 +337,12 @@ thread_local! {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn __kmpc_omp_task_begin_if0(_loc: Ident, _gtid: i32, t: *mut KmpTask) {
     guard("__kmpc_omp_task_begin_if0", || {
-        let icv = crate::team::ctx().icv;
-        IF0_ICVS.with(|s| s.borrow_mut().push(icv));
+        let c = crate::team::ctx();
+        IF0_ICVS.with(|s| s.borrow_mut().push((c.icv, c.task.id)));
+        // The task block's address identifies the task while the compiler runs its routine
+        // (the block lives until `__kmpc_omp_task_complete_if0`, which gives the creator
+        // its identity back).
+        c.task.id = t as usize;
         // SAFETY: per the contract.
         unsafe { (*header(t)).state = RUNNING };
     })
@@ -361,8 +362,10 @@ pub unsafe extern "C" fn __kmpc_omp_task_complete_if0(_loc: Ident, gtid: i32, t:
             }
             free(t)
         }
-        if let Some(icv) = IF0_ICVS.with(|s| s.borrow_mut().pop()) {
-            crate::team::ctx().icv = icv;
+        if let Some((icv, id)) = IF0_ICVS.with(|s| s.borrow_mut().pop()) {
+            let c = crate::team::ctx();
+            c.icv = icv;
+            c.task.id = id;
         }
     })
 }
@@ -370,6 +373,20 @@ pub unsafe extern "C" fn __kmpc_omp_task_complete_if0(_loc: Ident, gtid: i32, t:
 #[unsafe(no_mangle)]
 pub extern "C" fn __kmpc_omp_taskwait(_loc: Ident, _gtid: i32) -> i32 {
     guard("__kmpc_omp_taskwait", task::taskwait);
+    0
+}
+
+/// The `affinity` clause of the task `_t` (clang 14 registers it before `__kmpc_omp_task`):
+/// a hint about where the task's data lives, which OpenMP lets the runtime ignore; Weft's
+/// scheduler places tasks by its own policy. 0: accepted.
+#[unsafe(no_mangle)]
+pub extern "C" fn __kmpc_omp_reg_task_with_affinity(
+    _loc: Ident,
+    _gtid: i32,
+    _t: *mut KmpTask,
+    _naffins: i32,
+    _affin_list: *mut c_void,
+) -> i32 {
     0
 }
 
@@ -474,7 +491,7 @@ unsafe fn taskloop(
                 if let Some(dup) = dup {
                     dup(nt, t, i32::from(i == n - 1));
                 }
-                let mut s = spawn_of(nt, 0, std::ptr::null_mut());
+                let mut s = spawn_of(nt, false, task::Deps::new());
                 s.if_clause = if_val != 0;
                 task::spawn(s);
                 free(nt);
@@ -545,11 +562,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn depend_lists_in_gomps_layout() {
-        // in a, out b, inout c, mutexinoutset d, inoutset e.
-        let got: Vec<usize> = gomp_depend(&[(0xa, 1), (0xb, 2), (0xc, 3), (0xd, 4), (0xe, 8)]).into_iter().map(|p| p as usize).collect();
-        assert_eq!(got, vec![0, 5, 3, 1, 1, 0xb, 0xc, 0xe, 0xd, 0xa]);
-        assert_eq!(gomp_depend(&[]).into_iter().map(|p| p as usize).collect::<Vec<_>>(), vec![0, 0, 0, 0, 0]);
+    fn depend_lists_decoded() {
+        use AccessMode::{Commute, R, RW};
+        // in a, out b, inout c, mutexinoutset d, inoutset e: writers, then mutex, then in.
+        let got = decode_deps(&[(0xa, 1), (0xb, 2), (0xc, 3), (0xd, 4), (0xe, 8)]).into_vec();
+        assert_eq!(got, vec![(0xb, RW), (0xc, RW), (0xe, RW), (0xd, Commute), (0xa, R)]);
+        assert!(decode_deps(&[]).is_empty());
+        // A repeated address takes the strongest; unknown flags are left out.
+        assert_eq!(decode_deps(&[(0xa, 1), (0xa, 4), (0xb, 0)]).into_vec(), vec![(0xa, Commute)]);
     }
 
     #[test]

@@ -1,7 +1,9 @@
-//! Task reductions: `__kmpc_taskred_init` (a taskgroup's `task_reduction` clause),
+//! Task reductions: `__kmpc_taskred_init` (a taskgroup's `task_reduction` clause; the older
+//! `__kmpc_task_reduction_init` takes the items in the older layout),
 //! `__kmpc_task_reduction_get_th_data` (a participating task's private copy) and the
 //! `reduction(task, ...)` modifier of parallel and worksharing constructs
-//! (`__kmpc_taskred_modifier_init`, `__kmpc_task_reduction_modifier_fini`).
+//! (`__kmpc_taskred_modifier_init`, or `__kmpc_task_reduction_modifier_init` with the older
+//! layout; `__kmpc_task_reduction_modifier_fini`).
 //!
 //! As in libomp: each item gets one private copy per team thread (its size rounded up to a
 //! cache line), made at the init with the compiler's `init(priv, orig)`; a task's copy is
@@ -33,6 +35,67 @@ pub struct TaskredInput {
     fini: Option<unsafe extern "C" fn(*mut c_void)>,
     comb: Option<unsafe extern "C" fn(*mut c_void, *mut c_void)>,
     flags: u32,
+}
+
+/// `kmp_task_red_input_t`, the layout before OpenMP 5.0's `taskred`: no original item, and
+/// the initializer takes only the private copy.
+#[repr(C)]
+pub struct TaskRedInput {
+    shar: *mut c_void,
+    size: usize,
+    init: Option<unsafe extern "C" fn(*mut c_void)>,
+    fini: Option<unsafe extern "C" fn(*mut c_void)>,
+    comb: Option<unsafe extern "C" fn(*mut c_void, *mut c_void)>,
+    flags: u32,
+}
+
+/// How an item's private copies are initialized.
+#[derive(Clone, Copy)]
+enum Init {
+    /// Left zeroed.
+    Zero,
+    /// `init(priv, orig)`.
+    WithOrig(unsafe extern "C" fn(*mut c_void, *mut c_void), *mut c_void),
+    /// `init(priv)` (the older layout).
+    Priv(unsafe extern "C" fn(*mut c_void)),
+}
+
+/// One reduction item as either layout describes it.
+struct ItemDesc {
+    shar: *mut c_void,
+    size: usize,
+    init: Init,
+    fini: Option<unsafe extern "C" fn(*mut c_void)>,
+    comb: Option<unsafe extern "C" fn(*mut c_void, *mut c_void)>,
+}
+
+/// The compiler's item array in either layout.
+trait Input {
+    fn desc(&self) -> ItemDesc;
+}
+
+impl Input for TaskredInput {
+    fn desc(&self) -> ItemDesc {
+        // An item without an original (`orig` null) initializes from the shared one.
+        let orig = if self.orig.is_null() { self.shar } else { self.orig };
+        let init = self.init.map_or(Init::Zero, |f| Init::WithOrig(f, orig));
+        ItemDesc { shar: self.shar, size: self.size, init, fini: self.fini, comb: self.comb }
+    }
+}
+
+impl Input for TaskRedInput {
+    fn desc(&self) -> ItemDesc {
+        ItemDesc { shar: self.shar, size: self.size, init: self.init.map_or(Init::Zero, Init::Priv), fini: self.fini, comb: self.comb }
+    }
+}
+
+/// The items of the compiler's array `data` of `num`.
+///
+/// # Safety
+/// `data` holds `num` items of layout `I` (or `num` is 0).
+unsafe fn items<I: Input>(num: i32, data: *const I) -> Vec<ItemDesc> {
+    // SAFETY: per the contract.
+    (0..num.max(0) as usize).map(|i| unsafe { &*data.add(i) }.desc()).collect()
 }
 
 const CACHE_LINE: usize = 64;
@@ -83,15 +146,13 @@ thread_local! {
     static GROUPS: RefCell<Vec<Option<Box<Taskred>>>> = const { RefCell::new(Vec::new()) };
 }
 
-/// The copies for `data`'s items, made and initialized.
+/// The copies for the items `descs`, made and initialized.
 ///
 /// # Safety
-/// `data` holds `num` of the compiler's `kmp_taskred_input_t`.
-unsafe fn make(num: usize, data: *const TaskredInput, nth: usize, open: u32) -> Copies {
-    let mut items = Vec::with_capacity(num);
-    for i in 0..num {
-        // SAFETY: per the contract.
-        let d = unsafe { &*data.add(i) };
+/// `descs` come from the compiler's item array: sizes, functions and items valid.
+unsafe fn make(descs: &[ItemDesc], nth: usize, open: u32) -> Copies {
+    let mut items = Vec::with_capacity(descs.len());
+    for d in descs {
         let size = d.size.max(1).next_multiple_of(CACHE_LINE);
         // SAFETY: plain allocation; checked below.
         let privs = unsafe { libc::calloc(nth, size) } as *mut u8;
@@ -99,11 +160,14 @@ unsafe fn make(num: usize, data: *const TaskredInput, nth: usize, open: u32) -> 
             eprintln!("weft-omp: cannot allocate {nth} task reduction copies of {size} bytes; aborting");
             std::process::abort();
         }
-        let orig = if d.orig.is_null() { d.shar } else { d.orig };
-        if let Some(init) = d.init {
-            for j in 0..nth {
-                // SAFETY: the compiler's initializer on copy j, with the original item.
-                unsafe { init(privs.add(j * size) as *mut c_void, orig) };
+        for j in 0..nth {
+            let p = privs.wrapping_add(j * size) as *mut c_void;
+            // SAFETY: the compiler's initializer on copy j (inside the allocation), with the
+            // original item.
+            match d.init {
+                Init::Zero => {}
+                Init::WithOrig(init, orig) => unsafe { init(p, orig) },
+                Init::Priv(init) => unsafe { init(p) },
             }
         }
         items.push(Item { privs, size, fini: d.fini, comb: d.comb });
@@ -111,11 +175,8 @@ unsafe fn make(num: usize, data: *const TaskredInput, nth: usize, open: u32) -> 
     Copies { items, nth, open: AtomicU32::new(open) }
 }
 
-/// # Safety
-/// As [`make`].
-unsafe fn shars(num: usize, data: *const TaskredInput) -> Vec<usize> {
-    // SAFETY: per the contract.
-    (0..num).map(|i| unsafe { (*data.add(i)).shar as usize }).collect()
+fn shars(descs: &[ItemDesc]) -> Vec<usize> {
+    descs.iter().map(|d| d.shar as usize).collect()
 }
 
 /// Attach `copies` to the calling thread's innermost taskgroup; its handle.
@@ -168,22 +229,37 @@ pub(crate) fn group_end() {
     }
 }
 
+/// A taskgroup's `task_reduction` over `descs`; its handle.
+fn init(descs: &[ItemDesc]) -> *mut c_void {
+    let nth = ctx().team().n as usize;
+    if nth == 1 {
+        return std::ptr::null_mut();
+    }
+    // SAFETY: `descs` come from the compiler's array (the entry points' contract).
+    let copies = unsafe { make(descs, nth, 1) };
+    attach(Arc::new(copies), shars(descs))
+}
+
 /// `task_reduction(...)` of the calling thread's innermost taskgroup; its handle.
 ///
 /// # Safety
 /// `data` holds `num` of the compiler's `kmp_taskred_input_t`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn __kmpc_taskred_init(_gtid: i32, num: i32, data: *mut TaskredInput) -> *mut c_void {
-    guard("__kmpc_taskred_init", || {
-        let nth = ctx().team().n as usize;
-        let num = num.max(0) as usize;
-        if nth == 1 {
-            return std::ptr::null_mut();
-        }
-        // SAFETY: per the contract.
-        let (copies, shars) = unsafe { (make(num, data, nth, 1), shars(num, data)) };
-        attach(Arc::new(copies), shars)
-    })
+    // SAFETY: per the contract.
+    let descs = unsafe { items(num, data) };
+    guard("__kmpc_taskred_init", || init(&descs))
+}
+
+/// As [`__kmpc_taskred_init`], with the older item layout.
+///
+/// # Safety
+/// `data` holds `num` of the compiler's `kmp_task_red_input_t`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn __kmpc_task_reduction_init(_gtid: i32, num: i32, data: *mut TaskRedInput) -> *mut c_void {
+    // SAFETY: per the contract.
+    let descs = unsafe { items(num, data) };
+    guard("__kmpc_task_reduction_init", || init(&descs))
 }
 
 /// The calling thread's copy of the item `data` (the shared item, or any thread's copy of
@@ -222,32 +298,47 @@ pub unsafe extern "C" fn __kmpc_task_reduction_get_th_data(_gtid: i32, tg: *mut 
 
 /// `reduction(task, ...)` on a parallel (`is_ws` 0) or worksharing construct: a taskgroup
 /// whose reduction copies the team's threads share.
-///
+fn modifier_init(is_ws: i32, descs: &[ItemDesc]) -> *mut c_void {
+    group_start();
+    let nth = ctx().team().n as usize;
+    if nth == 1 {
+        return init(descs);
+    }
+    let kind = if is_ws != 0 { super::SHARED_TASKRED_WS } else { super::SHARED_TASKRED };
+    // SAFETY: `descs` come from the compiler's array (the first thread's items initialize
+    // the copies).
+    let copies = super::team_shared(kind, |n| unsafe { make(descs, n as usize, n) });
+    attach(copies, shars(descs))
+}
+
 /// # Safety
 /// As [`__kmpc_taskred_init`].
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn __kmpc_taskred_modifier_init(
     _loc: Ident,
-    gtid: i32,
+    _gtid: i32,
     is_ws: i32,
     num: i32,
     data: *mut TaskredInput,
 ) -> *mut c_void {
-    guard("__kmpc_taskred_modifier_init", || {
-        group_start();
-        let team = ctx().team();
-        let nth = team.n as usize;
-        if nth == 1 {
-            // SAFETY: per the contract.
-            return unsafe { __kmpc_taskred_init(gtid, num, data) };
-        }
-        let num = num.max(0) as usize;
-        let kind = if is_ws != 0 { super::SHARED_TASKRED_WS } else { super::SHARED_TASKRED };
-        // SAFETY: per the contract (the first thread's items initialize the copies).
-        let copies = super::team_shared(kind, |n| unsafe { make(num, data, n as usize, n) });
-        // SAFETY: per the contract.
-        attach(copies, unsafe { shars(num, data) })
-    })
+    // SAFETY: per the contract.
+    let descs = unsafe { items(num, data) };
+    guard("__kmpc_taskred_modifier_init", || modifier_init(is_ws, &descs))
+}
+
+/// # Safety
+/// As [`__kmpc_task_reduction_init`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn __kmpc_task_reduction_modifier_init(
+    _loc: Ident,
+    _gtid: i32,
+    is_ws: i32,
+    num: i32,
+    data: *mut TaskRedInput,
+) -> *mut c_void {
+    // SAFETY: per the contract.
+    let descs = unsafe { items(num, data) };
+    guard("__kmpc_task_reduction_modifier_init", || modifier_init(is_ws, &descs))
 }
 
 #[unsafe(no_mangle)]

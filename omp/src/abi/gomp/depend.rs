@@ -1,0 +1,109 @@
+//! GCC's depend array (`GOMP_task`, `GOMP_taskwait_depend`; libgomp's task.c), decoded into
+//! the runtime's [`Deps`].
+//!
+//! Two layouts. Before OpenMP 5.0: `[n, nout, addresses…]`, the `nout` first being `out`
+//! or `inout`, the rest `in`. Since: `[0, n, nout, nmutex, nin, addresses…]`: `out`/`inout`,
+//! then `mutexinoutset`, then `in`, then `n - nout - nmutex - nin` depend objects
+//! (`omp_depend_t`: `{ address, kind }` with GOMP_DEPEND_* kinds, inoutset among them).
+
+use crate::task::{Deps, add_dep};
+use std::ffi::c_void;
+use weft_core::AccessMode;
+
+/// gomp-constants.h's GOMP_DEPEND_* kinds, in depend objects.
+const DEPEND_IN: usize = 1;
+const DEPEND_OUT: usize = 2;
+const DEPEND_INOUT: usize = 3;
+const DEPEND_MUTEXINOUTSET: usize = 4;
+const DEPEND_INOUTSET: usize = 5;
+
+/// How a depend object's kind orders a task against its siblings.
+fn mode(kind: usize) -> Option<AccessMode> {
+    match kind {
+        DEPEND_IN => Some(AccessMode::R),
+        DEPEND_OUT | DEPEND_INOUT => Some(AccessMode::RW),
+        DEPEND_MUTEXINOUTSET => Some(AccessMode::Commute),
+        // inoutset tasks may run together but not beside `in` tasks: ordering them like
+        // writers is correct, only less parallel.
+        DEPEND_INOUTSET => Some(AccessMode::RW),
+        _ => None,
+    }
+}
+
+/// The (address, mode) pairs of `depend`, repeated addresses merged.
+///
+/// # Safety
+/// `depend` is the array the compiler passed (either layout), its depend objects
+/// initialized by `depobj` constructs.
+pub unsafe fn decode(depend: *mut *mut c_void) -> Deps {
+    let at = |i: usize| -> usize {
+        // SAFETY: indices within the counts the array itself gives.
+        unsafe { *depend.add(i) as usize }
+    };
+    let mut out = Deps::new();
+    let n = at(0);
+    if n != 0 {
+        let nout = at(1);
+        for i in 0..n {
+            add_dep(&mut out, at(2 + i), if i < nout { AccessMode::RW } else { AccessMode::R });
+        }
+        return out;
+    }
+    let (n, nout, nmutex, nin) = (at(1), at(2), at(3), at(4));
+    let normal = nout + nmutex + nin;
+    for i in 0..n {
+        let p = at(5 + i);
+        if i < nout {
+            add_dep(&mut out, p, AccessMode::RW);
+        } else if i < nout + nmutex {
+            add_dep(&mut out, p, AccessMode::Commute);
+        } else if i < normal {
+            add_dep(&mut out, p, AccessMode::R);
+        } else {
+            let obj = p as *const usize;
+            // SAFETY: an omp_depend_t the program initialized with a depobj construct.
+            let (addr, kind) = unsafe { (*obj, *obj.add(1)) };
+            match mode(kind) {
+                Some(m) => add_dep(&mut out, addr, m),
+                None => {
+                    eprintln!("weft-omp: unknown omp_depend_t dependence type {kind}; aborting");
+                    std::process::abort();
+                }
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use AccessMode::{Commute, R, RW};
+
+    fn run(mut a: Vec<usize>) -> Vec<(usize, AccessMode)> {
+        // SAFETY: a well-formed array.
+        unsafe { decode(a.as_mut_ptr().cast()) }.into_vec()
+    }
+
+    #[test]
+    fn the_layout_before_openmp_5() {
+        // depend(out: a) depend(inout: b) depend(in: c, d)
+        assert_eq!(run(vec![4, 2, 0xa, 0xb, 0xc, 0xd]), vec![(0xa, RW), (0xb, RW), (0xc, R), (0xd, R)]);
+    }
+
+    #[test]
+    fn the_openmp_5_layout_with_depend_objects() {
+        // out a, mutexinoutset b, in c, then depend objects: inoutset d, in e, mutex f.
+        let objs = [[0xd, DEPEND_INOUTSET], [0xe, DEPEND_IN], [0xf, DEPEND_MUTEXINOUTSET]];
+        let mut a = vec![0, 6, 1, 1, 1, 0xa, 0xb, 0xc];
+        a.extend(objs.iter().map(|o| o.as_ptr() as usize));
+        assert_eq!(run(a), vec![(0xa, RW), (0xb, Commute), (0xc, R), (0xd, RW), (0xe, R), (0xf, Commute)]);
+    }
+
+    #[test]
+    fn a_repeated_address_takes_the_strongest_mode() {
+        // in a, then out a; mutexinoutset b and in b.
+        assert_eq!(run(vec![0, 4, 1, 1, 2, 0xa, 0xb, 0xa, 0xb]), vec![(0xa, RW), (0xb, Commute)]);
+        assert_eq!(run(vec![3, 0, 0xa, 0xa, 0xa]), vec![(0xa, R)]);
+    }
+}
