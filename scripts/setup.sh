@@ -16,8 +16,10 @@ cd "$(dirname "$0")/.."
 PKGS=(pkg-config gcc binutils clang-14 libomp-14-dev libhwloc-dev libudev-dev pocl-opencl-icd ocl-icd-opencl-dev opencl-headers clinfo starpu-examples libopenmpi-dev openmpi-bin)
 # `--bench`: also the benchmarks' peers that tests do not need (LLVM's libomp, beside
 # the system's libgomp, for bench/omp_tasks; StarPU's SOCL for bench/cl; OpenBLAS for
-# bench/cholesky: its dpotrf, and the BLAS under StarPU's cholesky_implicit).
-[ "${1:-}" = --bench ] && PKGS+=(libomp-dev libsocl-1.3-0 libopenblas-dev)
+# bench/cholesky: its dpotrf, and the BLAS under StarPU's cholesky_implicit; ScaLAPACK on
+# Open MPI for bench/mpi: its pdpotrf, built with mpicc, beside StarPU-MPI's mpi_cholesky
+# from starpu-examples).
+[ "${1:-}" = --bench ] && PKGS+=(libomp-dev libsocl-1.3-0 libopenblas-dev libscalapack-openmpi-dev)
 missing=()
 for p in "${PKGS[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
