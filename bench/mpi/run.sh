@@ -24,14 +24,14 @@
 #   RANKS="1 2 4"       rank counts; more ranks than cores run oversubscribed
 #   TIMEOUT=300         seconds allowed to each mpirun before it is killed (counted as failed)
 #   WEFT_MPI_CHOLESKY=  Weft's program; else built (cargo build --release -p weft-mpi
-#                       --example cholesky) and copied to $CARGO_TARGET_DIR/release/examples/weft-mpi-cholesky
+#                       --example mpi_cholesky: $CARGO_TARGET_DIR/release/examples/mpi_cholesky)
 #   WEFT_F32_FLAG=--f32 the example's flag for single precision ('' : no f32 row for Weft)
 #   WEFT_SCHED, STARPU_SCHED   the runtimes' policies (their defaults if unset)
 #   STARPU_MPI_CHOLESKY=/usr/lib/x86_64-linux-gnu/starpu/mpi/mpi_cholesky
 #   MPIRUN_FLAGS=       more options for mpirun
 #
 # How each program runs (`mpirun -np R --bind-to none`, the environment below):
-#   Weft        weft-mpi-cholesky N TILE [--f32], WEFT_NCPU=1 WEFT_NOPENCL=0 WEFT_NCUDA=0
+#   Weft        mpi_cholesky N TILE [--f32], WEFT_NCPU=1 WEFT_NOPENCL=0 WEFT_NCUDA=0
 #               WEFT_BIND=0; GFLOP/s is the number before `GFLOP/s` in its output (rank 0);
 #               a line starting `result:` other than `result: correct` fails the run.
 #               WEFT_MPI_STATS=1 in the untimed run: `weft-mpi rank R: sent B bytes in M messages`.
@@ -105,14 +105,11 @@ WEFT_BIN='' weft_missing=''
 if [[ -n ${WEFT_MPI_CHOLESKY:-} ]]; then
     if [[ -x $WEFT_MPI_CHOLESKY ]]; then WEFT_BIN=$WEFT_MPI_CHOLESKY; else weft_missing="WEFT_MPI_CHOLESKY=$WEFT_MPI_CHOLESKY is not an executable"; fi
 else
-    echo "building weft-mpi's example cholesky (release)..." >&2
-    if err=$(cargo build --release -q -p weft-mpi --example cholesky 2>&1); then
-        # The root package has an example `cholesky` too, with the same output path: keep
-        # a copy of weft-mpi's under its own name.
-        WEFT_BIN=$target/release/examples/weft-mpi-cholesky
-        cp "$target/release/examples/cholesky" "$WEFT_BIN"
+    echo "building weft-mpi's example mpi_cholesky (release)..." >&2
+    if err=$(cargo build --release -q -p weft-mpi --example mpi_cholesky 2>&1); then
+        WEFT_BIN=$target/release/examples/mpi_cholesky
     else
-        weft_missing="cargo build -p weft-mpi --example cholesky: $(grep -m1 -i 'error' <<< "$err" | sed 's/^error: //' || head -1 <<< "$err")"
+        weft_missing="cargo build -p weft-mpi --example mpi_cholesky: $(grep -m1 -i 'error' <<< "$err" | sed 's/^error: //' || head -1 <<< "$err")"
     fi
 fi
 [[ -n $weft_missing ]] && echo "weft-mpi: not built ($weft_missing)" >&2

@@ -279,3 +279,27 @@ fn every_subcommand_has_help() {
         assert!(out.contains("Usage: weft"), "{args:?}: {out}");
     }
 }
+
+/// Workers bind within the process's CPU affinity (what `taskset` or `mpirun` gives it), not
+/// to the machine's first cores.
+#[test]
+fn workers_bind_within_the_process_cpu_affinity() {
+    let last = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1) - 1;
+    if last == 0 || Command::new("taskset").arg("--version").output().is_err() {
+        eprintln!("skipped: one core, or no taskset");
+        return;
+    }
+    let out = Command::new("taskset")
+        .args(["-c", &last.to_string(), env!("CARGO_BIN_EXE_weft"), "machine"])
+        .env("WEFT_NOPENCL", "0")
+        .env("WEFT_NCUDA", "0")
+        .output()
+        .expect("taskset runs weft machine");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(line(&text, "cores:").starts_with("cores: 1 processing units"), "{text}");
+    // One CPU worker, on the one PU allowed (the column is core(PU os index)).
+    assert!(!text.contains(" cpu1 "), "{text}");
+    let cpu0 = words(line(&text, "0 cpu0"));
+    assert!(cpu0[4].ends_with(&format!("({last})")), "cpu0 not on PU {last}: {text}");
+}

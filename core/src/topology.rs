@@ -57,6 +57,18 @@ impl Topology {
             core_of.push(core);
             package_of.push(pkg);
         }
+        // Only the PUs the process may run on (its CPU affinity: `taskset`, a cgroup, or
+        // `mpirun` binding each rank to its cores): workers bound outside them would fail
+        // to bind, and ranks of one machine would all bind their first worker to PU 0.
+        if let Ok(allowed) = hw.cpu_binding(hwlocality::cpu::binding::CpuBindingFlags::PROCESS) {
+            let keep: Vec<bool> = pus.iter().map(|&p| allowed.is_set(p)).collect();
+            if keep.iter().any(|&k| k) {
+                let pick = |v: Vec<usize>| v.into_iter().zip(&keep).filter(|(_, k)| **k).map(|(x, _)| x).collect::<Vec<_>>();
+                pus = pick(pus);
+                core_of = pick(core_of);
+                package_of = pick(package_of);
+            }
+        }
         if pus.is_empty() {
             return None;
         }

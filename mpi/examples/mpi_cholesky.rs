@@ -130,8 +130,6 @@ fn run<T: Real>(mpi: &MpiRuntime, n: usize, nb: usize, check: bool) -> Result<()
     if me == 0 {
         println!("time: {secs:.3} s, {gflops:.2} GFLOP/s");
     }
-    let s = mpi.stats();
-    println!("weft-mpi rank {me}: sent {} bytes in {} messages", s.sent_bytes, s.sent_messages);
     if check {
         for j in 0..t {
             for i in j..t {

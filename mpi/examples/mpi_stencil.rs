@@ -162,8 +162,6 @@ fn run(mpi: &MpiRuntime, n: usize, iters: usize, nblocks: usize, check: bool) ->
             (n * n * iters) as f64 / secs / 1e6
         );
     }
-    let s = mpi.stats();
-    println!("weft-mpi rank {}: sent {} bytes in {} messages", mpi.rank(), s.sent_bytes, s.sent_messages);
     if check {
         let last = iters % 2;
         for blk in &blocks {
