@@ -670,10 +670,13 @@ impl Drop for MpiRuntime {
         self.engine.barrier();
         if self.config.stats {
             let s = self.engine.stats();
-            eprintln!(
-                "weft-mpi rank {}: sent {} bytes in {} messages, received {} bytes in {} messages",
+            let line = format!(
+                "weft-mpi rank {}: sent {} bytes in {} messages, received {} bytes in {} messages\n",
                 self.rank, s.sent_bytes, s.sent_messages, s.received_bytes, s.received_messages
             );
+            // One write: mpirun merges the ranks' stderr, and a line written in pieces can
+            // be cut by another rank's.
+            let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), line.as_bytes());
         }
         self.engine.stop();
         if let Some(t) = self.progress.take() {
