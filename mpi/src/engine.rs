@@ -17,6 +17,10 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, mpsc};
 use std::time::Duration;
 use weft_core::{AcquireGuard, PendingAcquire, Shape, Strides};
 
+/// Tests of pending requests the progress thread makes back to back (yielding between them)
+/// before it starts sleeping between tests.
+const SPIN_TESTS: u32 = 200;
+
 pub(crate) enum Op {
     /// Send the acquired (R) data to `dest`.
     Send {
@@ -169,6 +173,7 @@ impl Engine {
         // while nothing completes: ranks oversubscribing cores (and long transfers) leave
         // the cores to the workers, a completion brings the short wait back.
         let mut wait = self.poll;
+        let mut idle_tests = 0u32;
         loop {
             let batch = {
                 let mut q = lock(&self.queue);
@@ -178,6 +183,13 @@ impl Engine {
                             return;
                         }
                         q = self.cv.wait(q).unwrap_or_else(|e| e.into_inner());
+                    } else if idle_tests < SPIN_TESTS {
+                        // A message is often about to complete: test again at once (yielding
+                        // the core) before sleeping between tests.
+                        idle_tests += 1;
+                        drop(q);
+                        std::thread::yield_now();
+                        q = lock(&self.queue);
                     } else {
                         q = self.cv.wait_timeout(q, wait).unwrap_or_else(|e| e.into_inner()).0;
                         wait = (wait * 2).min(self.poll * 16);
@@ -194,6 +206,7 @@ impl Engine {
             }
             if !batch_empty {
                 wait = self.poll;
+                idle_tests = 0;
             }
             progressed = false;
             let mut i = 0;
@@ -202,6 +215,7 @@ impl Engine {
                     self.finish(pending.swap_remove(i));
                     progressed = true;
                     wait = self.poll;
+                    idle_tests = 0;
                 } else {
                     i += 1;
                 }
