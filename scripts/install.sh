@@ -3,8 +3,9 @@
 # and the OpenCL implementation), libweft_omp.so (a link to it, for LD_PRELOAD),
 # libweft_icd.so (the ICD shim the OpenCL loader opens), include/weft.h, a pkg-config file,
 # etc/OpenCL/vendors/weft.icd, and bin/weft (the command that reads traces, performance
-# models and the machine: docs/cli.md). Builds in release mode first (honours
-# CARGO_TARGET_DIR).
+# models and the machine: docs/cli.md); where MPI is installed (mpicc), also weft-mpi's
+# libweft_mpi.so, include/weft_mpi.h and weft-mpi.pc (docs/mpi.md). Builds in release mode
+# first (honours CARGO_TARGET_DIR).
 #
 #   scripts/install.sh /opt/weft
 #   OCL_ICD_VENDORS=/opt/weft/etc/OpenCL/vendors clinfo      # any OpenCL program, on Weft
@@ -39,6 +40,25 @@ Libs: -L\${libdir} -Wl,-rpath,\${libdir} -lweft
 Cflags: -I\${includedir}
 PC
 echo "$LIB/libweft_icd.so" > "$PREFIX/etc/OpenCL/vendors/weft.icd"
+# weft-mpi: its own library (core's C API plus weft_mpi_*), so that nothing else needs MPI.
+if command -v mpicc >/dev/null; then
+    cargo build -q --release -p weft-mpi
+    install -m 755 "$TARGET/release/libweft_mpi.so" "$LIB/libweft_mpi.so"
+    install -m 644 include/weft_mpi.h "$PREFIX/include/weft_mpi.h"
+    cat > "$LIB/pkgconfig/weft-mpi.pc" <<PC
+prefix=$PREFIX
+libdir=\${prefix}/lib
+includedir=\${prefix}/include
+
+Name: weft-mpi
+Description: Weft across machines on MPI (C API; link it instead of libweft, not beside it)
+Version: $VERSION
+Libs: -L\${libdir} -Wl,-rpath,\${libdir} -lweft_mpi
+Cflags: -I\${includedir}
+PC
+else
+    echo "no mpicc: weft-mpi not installed (Debian: apt-get install libopenmpi-dev)" >&2
+fi
 echo "Installed Weft $VERSION under $PREFIX."
 echo "Run any OpenCL program on Weft, e.g.:"
 echo "  OCL_ICD_VENDORS=$PREFIX/etc/OpenCL/vendors clinfo"
