@@ -66,6 +66,11 @@ pub struct Config {
     /// Limit on runtime-allocated host memory in bytes.
     pub cpu_mem_limit: Option<usize>,
     pub bind: bool,
+    /// The processing units (OS indices) the workers may run on. `None`: the process's CPU
+    /// affinity when the runtime starts (what `taskset`, a cgroup or `mpirun` gave it). A
+    /// front end started lazily, after the program may have bound its own thread, passes
+    /// the affinity it read when it was loaded (the OpenMP runtime, as libgomp does).
+    pub cpus: Option<Vec<usize>>,
     pub spin_us: u64,
     /// How long a GPU's driver with work in flight, and a thread waiting for a task that may
     /// run on a GPU (a device that computes off this machine's cores), spin (yielding the
@@ -99,6 +104,7 @@ impl Default for Config {
             null_mem_limit: None,
             cpu_mem_limit: None,
             bind: true,
+            cpus: None,
             spin_us: 50,
             wait_spin_us: 1000,
             stats: false,

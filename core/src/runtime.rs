@@ -164,7 +164,7 @@ impl Runtime {
     }
 
     pub fn new(config: Config) -> Result<Runtime> {
-        let topology = Topology::detect();
+        let topology = Topology::detect_within(config.cpus.as_deref());
         // Large host copies (a clEnqueueReadBuffer into the application's memory, a CUDA
         // staging pack) are split over up to 8 cores, a bound worker's helpers on the cores
         // after its own.

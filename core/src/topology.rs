@@ -19,9 +19,18 @@ pub struct Topology {
 }
 
 impl Topology {
+    /// The processing units the process may run on now (its CPU affinity).
     pub fn detect() -> Topology {
+        Self::detect_within(None)
+    }
+
+    /// The processing units among `cpus` (OS indices), or, for `None`, those the process
+    /// may run on now (its CPU affinity: `taskset`, a cgroup, or `mpirun` binding each rank
+    /// to its cores): workers bound outside them would fail to bind, and ranks of one
+    /// machine would all bind their first worker to PU 0.
+    pub fn detect_within(cpus: Option<&[usize]>) -> Topology {
         #[cfg(feature = "hwloc")]
-        if let Some(t) = Self::from_hwloc() {
+        if let Some(t) = Self::from_hwloc(cpus) {
             return t;
         }
         let n = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
@@ -35,7 +44,7 @@ impl Topology {
     }
 
     #[cfg(feature = "hwloc")]
-    fn from_hwloc() -> Option<Topology> {
+    fn from_hwloc(cpus: Option<&[usize]>) -> Option<Topology> {
         use hwlocality::object::types::ObjectType;
         let hw = hwlocality::Topology::new().ok()?;
         let mut pus = Vec::new();
@@ -57,11 +66,14 @@ impl Topology {
             core_of.push(core);
             package_of.push(pkg);
         }
-        // Only the PUs the process may run on (its CPU affinity: `taskset`, a cgroup, or
-        // `mpirun` binding each rank to its cores): workers bound outside them would fail
-        // to bind, and ranks of one machine would all bind their first worker to PU 0.
-        if let Ok(allowed) = hw.cpu_binding(hwlocality::cpu::binding::CpuBindingFlags::PROCESS) {
-            let keep: Vec<bool> = pus.iter().map(|&p| allowed.is_set(p)).collect();
+        let allowed: Option<Vec<bool>> = match cpus {
+            Some(c) => Some(pus.iter().map(|p| c.contains(p)).collect()),
+            None => hw
+                .cpu_binding(hwlocality::cpu::binding::CpuBindingFlags::PROCESS)
+                .ok()
+                .map(|set| pus.iter().map(|&p| set.is_set(p)).collect()),
+        };
+        if let Some(keep) = allowed {
             if keep.iter().any(|&k| k) {
                 let pick = |v: Vec<usize>| v.into_iter().zip(&keep).filter(|(_, k)| **k).map(|(x, _)| x).collect::<Vec<_>>();
                 pus = pick(pus);

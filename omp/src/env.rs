@@ -43,6 +43,9 @@ pub struct Env {
     pub display_affinity: bool,
     pub num_teams: u32,
     pub teams_thread_limit: u32,
+    /// The process's CPUs when the library was loaded (before the program could bind a
+    /// thread): the places' universe, and the cores Weft's workers may run on.
+    pub cpus: Vec<u32>,
 }
 
 static ENV: OnceLock<Env> = OnceLock::new();
@@ -324,6 +327,7 @@ fn parse() -> Env {
         display_affinity: parse_bool("OMP_DISPLAY_AFFINITY", false),
         num_teams: parse_uint("OMP_NUM_TEAMS", 1).map(|n| n.min(i32::MAX as u64) as u32).unwrap_or(0),
         teams_thread_limit: parse_uint("OMP_TEAMS_THREAD_LIMIT", 1).map(|n| n.min(i32::MAX as u64) as u32).unwrap_or(0),
+        cpus: cpus.clone(),
     }
 }
 

@@ -446,6 +446,12 @@ static POOL: OnceLock<Pool> = OnceLock::new();
 /// program that also uses OpenCL links libOpenCL, so Weft's ICD finds its devices there.
 pub fn start_runtime() -> Result<Arc<weft_core::Runtime>, weft_core::Error> {
     weft_core::capi::shared_runtime_with(|c| {
+        // Workers on the CPUs the process had when the library was loaded, not those of
+        // the thread that happens to start the runtime (a program may bind its initial
+        // thread before its first parallel region).
+        if c.cpus.is_none() {
+            c.cpus = Some(crate::env::env().cpus.iter().map(|&c| c as usize).collect());
+        }
         let maps = std::fs::read_to_string("/proc/self/maps").unwrap_or_default();
         if c.nopencl.is_none() && !maps.contains("/libOpenCL.so") {
             c.nopencl = Some(0);
