@@ -73,13 +73,13 @@ impl Topology {
                 .ok()
                 .map(|set| pus.iter().map(|&p| set.is_set(p)).collect()),
         };
-        if let Some(keep) = allowed {
-            if keep.iter().any(|&k| k) {
-                let pick = |v: Vec<usize>| v.into_iter().zip(&keep).filter(|(_, k)| **k).map(|(x, _)| x).collect::<Vec<_>>();
-                pus = pick(pus);
-                core_of = pick(core_of);
-                package_of = pick(package_of);
-            }
+        if let Some(keep) = allowed
+            && keep.iter().any(|&k| k)
+        {
+            let pick = |v: Vec<usize>| v.into_iter().zip(&keep).filter(|(_, k)| **k).map(|(x, _)| x).collect::<Vec<_>>();
+            pus = pick(pus);
+            core_of = pick(core_of);
+            package_of = pick(package_of);
         }
         if pus.is_empty() {
             return None;
