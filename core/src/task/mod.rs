@@ -233,9 +233,9 @@ pub struct Codelet {
     pub(crate) nbuffers: Option<usize>,
     pub(crate) modes: Option<Vec<AccessMode>>,
     pub(crate) model: Option<crate::perfmodel::PerfModel>,
-    /// The model's handle in the process's registry, once looked up (for one directory:
-    /// a runtime with another `WEFT_HOME` looks it up each time).
-    pub(crate) model_handle: OnceLock<Arc<crate::perfmodel::ModelHandle>>,
+    /// The model's handle in the process's registry, once looked up, with the directory it
+    /// was looked up for (a runtime with another `WEFT_HOME` looks it up each time).
+    pub(crate) model_handle: OnceLock<(Option<std::path::PathBuf>, Arc<crate::perfmodel::ModelHandle>)>,
 }
 
 impl std::fmt::Debug for Codelet {
@@ -275,8 +275,13 @@ impl Codelet {
         calibrate: crate::perfmodel::Calibrate,
     ) -> Option<Arc<crate::perfmodel::ModelHandle>> {
         let m = self.model.as_ref()?;
-        let h = self.model_handle.get_or_init(|| crate::perfmodel::models_in(dir, &m.name, calibrate));
-        if h.path().and_then(|p| p.parent()) == dir {
+        let (d, h) =
+            self.model_handle.get_or_init(|| (dir.map(std::path::Path::to_path_buf), crate::perfmodel::models_in(dir, &m.name, calibrate)));
+        // Bytes, not `Path`'s component-wise equality: a device driver asks twice per launch
+        // (sampling, back-to-back launches), and parsing both paths' components each time
+        // was ~400 instructions a tiny kernel (callgrind, bench/RESULTS.md, issue 33). Two
+        // spellings of one directory only cost a lookup.
+        if d.as_deref().map(std::path::Path::as_os_str) == dir.map(std::path::Path::as_os_str) {
             return Some(h.clone());
         }
         Some(crate::perfmodel::models_in(dir, &m.name, calibrate))
