@@ -279,7 +279,9 @@ fn chained_tasks_on_one_device_are_launched_without_waiting_for_completion(dir: 
 /// A launch function that records (task index, worker, start, end) and completes `ms`
 /// after its launch (fired by another thread): unlike a device's in-order queue, two
 /// launches in flight on one device overlap too.
-fn timed_codelet(log: &Arc<std::sync::Mutex<Vec<(u32, usize, std::time::Instant, std::time::Instant)>>>, ms: u64) -> Arc<Codelet> {
+type LaunchLog = Arc<std::sync::Mutex<Vec<(u32, usize, std::time::Instant, std::time::Instant)>>>;
+
+fn timed_codelet(log: &LaunchLog, ms: u64) -> Arc<Codelet> {
     let log = log.clone();
     Codelet::builder("timed")
         .opencl_impl(OpenClImpl::custom(move |l| {
@@ -317,7 +319,7 @@ fn followers_run_where_a_device_is_free_and_keep_their_order(dir: &std::path::Pa
             println!("skipped: no OpenCL platform with two devices");
             return;
         }
-        let log = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let log = LaunchLog::default();
         let long = timed_codelet(&log, 400);
         let short = timed_codelet(&log, 30);
         let busy = devs[1];
