@@ -71,8 +71,9 @@ pub const DRIVER_WINDOW: usize = 8;
 /// (a thread on the unified device beside threads on the real ones got 1.46x one device
 /// with whole chains committed, bench/RESULTS.md, issue 33), and a follower is placed
 /// anew. Below it, the completion-to-launch gap (tens of µs) would cost more than a
-/// placement gains; a task without a calibrated prediction counts as short.
-/// `WEFT_BACK_TO_BACK_US` sets it (`Config::back_to_back_us`).
+/// placement gains; a task without a calibrated prediction counts as short. Such a long
+/// in-order task is also launched on its own, not in the device's batch, so its
+/// completion shows when it ends. `WEFT_BACK_TO_BACK_US` sets it (`Config::back_to_back_us`).
 pub const BACK_TO_BACK_US: f64 = 1000.0;
 
 /// [`DRIVER_WINDOW`] for tasks pinned to the driver (`TaskBuilder::on_worker`, what an

@@ -147,6 +147,9 @@ pub(crate) struct RuntimeInner {
     pub(crate) next_handle: AtomicU64,
     /// Per worker: tasks submitted for that worker only (`TaskBuilder::on_worker`).
     pub(crate) pinned: Vec<crossbeam_deque::Injector<TaskRef>>,
+    /// Per device driver: followers placed on it (`TaskBuilder::set_follow`), taken before
+    /// its pinned tasks (`RuntimeInner::pop`).
+    pub(crate) followers: Vec<crossbeam_deque::Injector<TaskRef>>,
     /// Per worker: jobs posted to it (`Runtime::post_job`).
     pub(crate) jobs: crate::worker::jobs::Mailboxes,
     /// Per worker: the backend of its device, for device driver workers (`crate::backend`).
@@ -347,6 +350,7 @@ impl Runtime {
             next_task: CachePadded::new(AtomicU64::new(1)),
             next_handle: AtomicU64::new(1),
             pinned: (0..nworkers).map(|_| crossbeam_deque::Injector::new()).collect(),
+            followers: (0..nworkers).map(|_| crossbeam_deque::Injector::new()).collect(),
             jobs: crate::worker::jobs::Mailboxes::new(nworkers),
             backends,
             trace,
@@ -980,8 +984,13 @@ impl RuntimeInner {
             return;
         }
         // Not `wake`: the pushing worker looks for work next, so it needs no help if it can run `t`.
-        if let Some(k) = t.worker.or_else(|| if t.follow { self.place_follower(&t) } else { None }) {
-            self.pinned[k].push(t);
+        let (k, queue) = match t.worker {
+            Some(k) => (Some(k), &self.pinned),
+            None if t.follow => (self.place_follower(&t), &self.followers),
+            None => (None, &self.pinned),
+        };
+        if let Some(k) = k {
+            queue[k].push(t);
             if from != Some(k) {
                 self.sleep.wake(Target::Worker(k));
             }
@@ -1022,7 +1031,7 @@ impl RuntimeInner {
             if self.backends[k].is_none() || t.arch_mask & info.arch.bit() == 0 || info.shares_cores && t.arch_mask & Arch::Cpu.bit() != 0 {
                 continue;
             }
-            let load = self.stats[k].inflight.load(Ordering::Relaxed) + self.pinned[k].len();
+            let load = self.stats[k].inflight.load(Ordering::Relaxed) + self.pinned[k].len() + self.followers[k].len();
             let head = self.stats[k].head_ns.load(Ordering::Relaxed);
             if best_load.is_none_or(|(l, _)| (load, head) < l) {
                 best_load = Some(((load, head), k));
@@ -1354,7 +1363,7 @@ impl RuntimeInner {
         *last_progress = p;
         if !quiet
             || !self.policy.is_empty()
-            || self.pinned.iter().any(|q| !q.is_empty())
+            || self.pinned.iter().chain(&self.followers).any(|q| !q.is_empty())
             || self.stats.iter().any(|s| s.busy.load(Ordering::Relaxed))
         {
             return None;
@@ -1376,6 +1385,9 @@ impl RuntimeInner {
 
     /// A task for worker `w`: one submitted for it alone first, then the policy's choice.
     pub(crate) fn pop(&self, w: usize) -> Option<TaskRef> {
+        if let Some(t) = self.pop_follower(w) {
+            return Some(t);
+        }
         if !self.pinned[w].is_empty()
             && let Some(t) = crate::sched::steal_one(&self.pinned[w])
         {
@@ -1384,9 +1396,22 @@ impl RuntimeInner {
         self.policy.pop(w, &|target| self.sleep.wake(target))
     }
 
-    /// A task pinned to worker `w` (`TaskBuilder::on_worker`), if one is queued.
+    /// A task pinned to worker `w` (`TaskBuilder::on_worker`) or a follower placed there,
+    /// if one is queued.
     pub(crate) fn pop_pinned(&self, w: usize) -> Option<TaskRef> {
+        if let Some(t) = self.pop_follower(w) {
+            return Some(t);
+        }
         if self.pinned[w].is_empty() { None } else { crate::sched::steal_one(&self.pinned[w]) }
+    }
+
+    /// A follower placed on driver `w`: before its pinned tasks. An in-order queue on the
+    /// unified device has one ready kernel at most, which waited for its predecessor's
+    /// completion; behind a real queue's kernel made ready at the same moment, the unified
+    /// queue lost a kernel's time at about every other step (issue 33, a thread per device
+    /// of the platform: 1.77x one device with the two queues in FIFO order).
+    fn pop_follower(&self, w: usize) -> Option<TaskRef> {
+        if self.followers[w].is_empty() { None } else { crate::sched::steal_one(&self.followers[w]) }
     }
 
     pub(crate) fn wait_for_all(&self) -> Result<()> {

@@ -276,7 +276,7 @@ fn chained_tasks_on_one_device_are_launched_without_waiting_for_completion(dir: 
     assert_eq!(slow.most(), 1, "tasks on a partitioned handle were launched ahead of their predecessors' completion");
 }
 
-/// A launch function that records (task index, worker, start, end) and completes `ms`
+/// A launch function that records (task index, worker, launch, end) and completes `ms`
 /// after its launch (fired by another thread): unlike a device's in-order queue, two
 /// launches in flight on one device overlap too.
 type LaunchLog = Arc<std::sync::Mutex<Vec<(u32, usize, std::time::Instant, std::time::Instant)>>>;
@@ -288,8 +288,9 @@ fn timed_codelet(log: &LaunchLog, ms: u64) -> Arc<Codelet> {
             let i = u32::from_ne_bytes(l.args[..4].try_into().unwrap());
             let (c, log, w) = (weft_vendors::Completion::new(), log.clone(), l.worker);
             let done = c.clone();
+            // The launch's time, not the thread's start: threads may start out of order.
+            let start = std::time::Instant::now();
             std::thread::spawn(move || {
-                let start = std::time::Instant::now();
                 std::thread::sleep(std::time::Duration::from_millis(ms));
                 log.lock().unwrap().push((i, w, start, std::time::Instant::now()));
                 done.complete(Ok(()));

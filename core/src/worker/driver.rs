@@ -135,6 +135,11 @@ impl RuntimeInner {
             _ => return self.execute(w, t),
         };
         use std::sync::atomic::Ordering::Relaxed;
+        // An in-order task expected to run long neither lets its successors follow it on the
+        // device's queue (`launched`) nor joins the open batch: a batch's completions show
+        // only when the whole batch has run (PoCL's `basic` runs it inside the flush), so a
+        // follower waiting on this one would be placed a kernel late.
+        let back_to_back = !(t.worker.is_some() || t.follow) || self.short_on(w, &t);
         loop {
             // Counted in flight from before the launch: a device that runs a kernel inside
             // the launching call (PoCL's `basic`, unbatched) is busy with it meanwhile, and
@@ -143,14 +148,14 @@ impl RuntimeInner {
                 self.stats[w].head_ns.store(self.epoch.elapsed().as_nanos() as u64, Relaxed);
             }
             self.stats[w].inflight.store(flight.len() + 1, Relaxed);
-            let started = self.start_on_device(w, &t, &c, flight.is_empty(), true);
+            let started = self.start_on_device(w, &t, &c, flight.is_empty(), back_to_back);
             if !matches!(started, Start::Flying(_)) {
                 self.stats[w].inflight.store(flight.len(), Relaxed);
             }
             match started {
                 Start::Flying(f) => {
                     flight.push_back(f);
-                    return self.launched(w, &t, next);
+                    return self.launched(w, &t, back_to_back, next);
                 }
                 Start::Finished(r) => return self.finish_on_driver(w, &t, r),
                 Start::Deferred(copy) => {
@@ -175,12 +180,11 @@ impl RuntimeInner {
     /// are no longer cancelled if `t` fails: like the commands after a failed one in an
     /// OpenCL in-order queue, they run. Not behind an in-order task expected to run
     /// [`crate::BACK_TO_BACK_US`] or more: those successors wait for its completion (and a
-    /// follower is then placed where it is expected to finish first).
+    /// follower is then placed where it is expected to finish first): `back_to_back` false.
     ///
     /// `next`: the driver's own list of released tasks, which it starts before looking at its
     /// queues again (no push to and steal from the shared queue per task).
-    fn launched(&self, w: usize, t: &TaskRef, next: &mut std::collections::VecDeque<TaskRef>) {
-        let back_to_back = !(t.worker.is_some() || t.follow) || self.short_on(w, t);
+    fn launched(&self, w: usize, t: &TaskRef, back_to_back: bool, next: &mut std::collections::VecDeque<TaskRef>) {
         let early: SmallVec<[TaskRef; 2]> = {
             let mut st = crate::sync::lock(&t.state);
             st.launched_on = Some(w);
