@@ -261,6 +261,24 @@ fn kernels_on_two_devices_overlap_in_time() {
     }
 }
 
+/// An in-order queue on the unified device keeps its order and still spreads (see
+/// `tests/icd/follow.c`): beside a long kernel on either real device, its kernels run on
+/// the other one and end first (a queue kept on one device fails one of the two rounds);
+/// a chain whose steps only the queue orders (a read into host memory, then a write from
+/// it; a user event; a marker; fill and copy), its kernels moving between the devices
+/// while another thread keeps one busy, gives the sequential result. Again with every
+/// in-order successor waiting for its predecessor's completion and placed anew
+/// (`WEFT_BACK_TO_BACK_US=0`).
+#[test]
+fn in_order_unified_queues_keep_their_order_and_spread_over_the_devices() {
+    let v = vendors_or_skip!();
+    let Some(exe) = compile("follow") else { return };
+    for env in [&[][..], &[("WEFT_BACK_TO_BACK_US", "0")][..]] {
+        let stdout = run_all_ok(&exe, &v, "basic basic", env, &format!("{env:?}"));
+        assert!(stdout.contains("spread ok") && stdout.contains("order ok"), "{env:?}:\n{stdout}");
+    }
+}
+
 /// Tiled Cholesky (1024 in tiles of 128) and tiled SGEMM in OpenCL C, each tile its own
 /// buffer and the dependencies event wait lists (see `tests/icd/cholesky.c`, kernels and
 /// algorithms from `bench/cl/tiles.h`): on one out-of-order queue of the unified device

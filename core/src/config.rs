@@ -20,6 +20,7 @@
 //! | `WEFT_BIND` | bind CPU workers to cores (0/1) | 1 |
 //! | `WEFT_SPIN_US` | how long an idle worker spins before it sleeps, µs | 50 |
 //! | `WEFT_WAIT_SPIN_US` | how long a GPU's driver with work in flight, and a wait for a task that may run on a GPU, spin before they sleep, µs | 1000 |
+//! | `WEFT_BACK_TO_BACK_US` | an in-order task expected to run this long or longer on a device makes its in-order successors wait for its completion instead of following it on that device's queue; `0`: always wait (and a task without a calibrated prediction counts as short otherwise) | 1000 |
 //! | `WEFT_STATS` | print per-worker totals at shutdown (0/1) | 0 |
 //! | `WEFT_TRACE` | record an execution trace and write it to this file at shutdown (Chrome trace-event JSON, for Perfetto; `docs/tracing.md`) | none |
 
@@ -77,6 +78,9 @@ pub struct Config {
     /// core) before they sleep: waking from sleep costs tens of µs, a tenth of a 0.5 ms
     /// kernel (see `worker/README.md`).
     pub wait_spin_us: u64,
+    /// See [`crate::BACK_TO_BACK_US`] (its default), µs; 0: in-order successors always
+    /// wait for their predecessor's completion.
+    pub back_to_back_us: f64,
     pub stats: bool,
     /// Where to write an execution trace at shutdown (`docs/tracing.md`); `None`: record
     /// nothing.
@@ -107,6 +111,7 @@ impl Default for Config {
             cpus: None,
             spin_us: 50,
             wait_spin_us: 1000,
+            back_to_back_us: crate::BACK_TO_BACK_US,
             stats: false,
             trace: None,
         }
@@ -212,6 +217,9 @@ impl Config {
         if let Some(v) = get("WEFT_WAIT_SPIN_US") {
             c.wait_spin_us = parse_num("WEFT_WAIT_SPIN_US", &v)?;
         }
+        if let Some(v) = get("WEFT_BACK_TO_BACK_US") {
+            c.back_to_back_us = parse_num("WEFT_BACK_TO_BACK_US", &v)?;
+        }
         if let Some(v) = get("WEFT_STATS") {
             c.stats = parse_bool("WEFT_STATS", &v)?;
         }
@@ -240,6 +248,7 @@ mod tests {
             ("WEFT_BIND", "0"),
             ("WEFT_SPIN_US", "7"),
             ("WEFT_WAIT_SPIN_US", "0"),
+            ("WEFT_BACK_TO_BACK_US", "0"),
             ("WEFT_STATS", "1"),
             ("WEFT_TRACE", "/tmp/t.json"),
         ])
@@ -252,6 +261,7 @@ mod tests {
         assert_eq!(c.null_mem_limit, Some(4 << 20));
         assert!(!c.bind && c.stats);
         assert_eq!((c.spin_us, c.wait_spin_us), (7, 0));
+        assert_eq!(c.back_to_back_us, 0.0);
     }
 
     #[test]

@@ -64,6 +64,18 @@ pub const WORKER_STACK: usize = 8 << 20;
 /// driver that follow one another (an OpenCL in-order queue) are launched back to back.
 pub const DRIVER_WINDOW: usize = 8;
 
+/// A task expected to run at least this long on a device (µs, by its performance model)
+/// does not let its in-order successors be launched right behind it on that device's queue
+/// (`TaskBuilder::on_worker` chains, `TaskBuilder::set_follow` ones): they wait for its
+/// completion, so a device never commits to a queue's long kernels ahead of other work
+/// (a thread on the unified device beside threads on the real ones got 1.46x one device
+/// with whole chains committed, bench/RESULTS.md, issue 33), and a follower is placed
+/// anew. Below it, the completion-to-launch gap (tens of µs) would cost more than a
+/// placement gains; a task without a calibrated prediction counts as short. Such a long
+/// in-order task is also launched on its own, not in the device's batch, so its
+/// completion shows when it ends. `WEFT_BACK_TO_BACK_US` sets it (`Config::back_to_back_us`).
+pub const BACK_TO_BACK_US: f64 = 1000.0;
+
 /// [`DRIVER_WINDOW`] for tasks pinned to the driver (`TaskBuilder::on_worker`, what an
 /// OpenCL in-order queue's commands are): no other worker could run them, and a device fed
 /// a few tiny kernels at a time runs dry and sleeps between them. 256 rather than 64 was

@@ -53,6 +53,11 @@ pub(crate) struct WorkerStats {
     /// A device driver: when its last retired task completed, ns since the runtime started
     /// (a device runs its tasks in order, so the next one started no earlier).
     pub last_done_ns: AtomicU64,
+    /// A device driver: its tasks in flight (launched, not retired), and since when its
+    /// oldest one has had the device (ns since the runtime started): what the placement of
+    /// in-order followers reads (`RuntimeInner::place_follower`). Relaxed: a load estimate.
+    pub inflight: AtomicUsize,
+    pub head_ns: AtomicU64,
 }
 
 /// Predictions against measurements, per (model, worker kind), for `WEFT_STATS`.
@@ -142,6 +147,9 @@ pub(crate) struct RuntimeInner {
     pub(crate) next_handle: AtomicU64,
     /// Per worker: tasks submitted for that worker only (`TaskBuilder::on_worker`).
     pub(crate) pinned: Vec<crossbeam_deque::Injector<TaskRef>>,
+    /// Per device driver: followers placed on it (`TaskBuilder::set_follow`), taken before
+    /// its pinned tasks (`RuntimeInner::pop`).
+    pub(crate) followers: Vec<crossbeam_deque::Injector<TaskRef>>,
     /// Per worker: jobs posted to it (`Runtime::post_job`).
     pub(crate) jobs: crate::worker::jobs::Mailboxes,
     /// Per worker: the backend of its device, for device driver workers (`crate::backend`).
@@ -342,6 +350,7 @@ impl Runtime {
             next_task: CachePadded::new(AtomicU64::new(1)),
             next_handle: AtomicU64::new(1),
             pinned: (0..nworkers).map(|_| crossbeam_deque::Injector::new()).collect(),
+            followers: (0..nworkers).map(|_| crossbeam_deque::Injector::new()).collect(),
             jobs: crate::worker::jobs::Mailboxes::new(nworkers),
             backends,
             trace,
@@ -685,6 +694,7 @@ impl RuntimeInner {
     fn new_task(&self, kind: TaskKind, b: &mut TaskBuilder, arch_mask: u8) -> TaskRef {
         let has_commute = b.accesses.iter().any(|a| a.mode == AccessMode::Commute);
         let flat = b.accesses.iter().all(|a| !a.handle.0.tree.partitioned.load(Ordering::Acquire));
+        let follow = b.follow && b.worker.is_none() && matches!(kind, TaskKind::Codelet(_));
         let t = TaskInner {
             id: self.next_task.fetch_add(1, Ordering::Relaxed),
             kind,
@@ -696,13 +706,22 @@ impl RuntimeInner {
             dep_tags: std::mem::take(&mut b.dep_tags),
             arch_mask,
             worker: b.worker,
+            follow,
+            placed: AtomicUsize::new(usize::MAX),
             has_commute,
             flat,
             has_callback: b.callback.is_some(),
             callback: Mutex::new(b.callback.take()),
             pending: AtomicUsize::new(1),
             done: crate::sync::atomic::AtomicBool::new(false),
-            state: Mutex::new(TaskState { done: false, waiters: 0, result: None, successors: SmallVec::new(), launched_on: None }),
+            state: Mutex::new(TaskState {
+                done: false,
+                waiters: 0,
+                result: None,
+                successors: SmallVec::new(),
+                launched_on: None,
+                back_to_back: false,
+            }),
             cv: Condvar::new(),
             poison: OnceLock::new(),
             perf_key: b.perf_key.take().map(OnceLock::from).unwrap_or_default(),
@@ -982,8 +1001,13 @@ impl RuntimeInner {
             return;
         }
         // Not `wake`: the pushing worker looks for work next, so it needs no help if it can run `t`.
-        if let Some(k) = t.worker {
-            self.pinned[k].push(t);
+        let (k, queue) = match t.worker {
+            Some(k) => (Some(k), &self.pinned),
+            None if t.follow => (self.place_follower(&t), &self.followers),
+            None => (None, &self.pinned),
+        };
+        if let Some(k) = k {
+            queue[k].push(t);
             if from != Some(k) {
                 self.sleep.wake(Target::Worker(k));
             }
@@ -996,6 +1020,57 @@ impl RuntimeInner {
             Target::Any(_) if self_serve => {}
             _ => self.sleep.wake(target),
         }
+    }
+
+    /// The device driver a ready follower (`TaskBuilder::set_follow`) runs on: where it was
+    /// placed, else where it is expected to finish first. A driver's expected end is when
+    /// its oldest task in flight got the device plus, for each task in flight or pinned to
+    /// it, the follower's own prediction there (its in-order neighbours are mostly its
+    /// like), then the follower's; without a calibrated prediction everywhere, the fewest
+    /// such tasks, then the oldest start. Not the policy's queues: the other drivers'
+    /// in-order queues (pinned tasks) are what it competes with, and the policy never
+    /// sees those (issue 33: a thread per device of the platform). `None`: no device driver
+    /// can run it, and the policy places it.
+    fn place_follower(&self, t: &TaskInner) -> Option<usize> {
+        if let Some(w) = t.placed_on() {
+            return Some(w);
+        }
+        let now = self.epoch.elapsed().as_nanos() as f64 / 1e3;
+        let model = match &t.kind {
+            TaskKind::Codelet(c) => c.model_handle(self.model_dir.as_deref(), self.config.calibrate),
+            _ => None,
+        };
+        let (fp, size) = t.perf_key();
+        let mut best: Option<((f64, f64), usize)> = None;
+        let mut best_load: Option<((usize, u64), usize)> = None;
+        let mut calibrated = model.is_some();
+        for (k, info) in self.workers.iter().enumerate() {
+            if self.backends[k].is_none() || t.arch_mask & info.arch.bit() == 0 || info.shares_cores && t.arch_mask & Arch::Cpu.bit() != 0 {
+                continue;
+            }
+            let load = self.stats[k].inflight.load(Ordering::Relaxed) + self.pinned[k].len() + self.followers[k].len();
+            let head = self.stats[k].head_ns.load(Ordering::Relaxed);
+            if best_load.is_none_or(|(l, _)| (load, head) < l) {
+                best_load = Some(((load, head), k));
+            }
+            let p = match model.as_ref().map(|m| m.predict(&info.perf_arch, fp, size)) {
+                Some(crate::perfmodel::Prediction::Calibrated(p)) => p,
+                _ => {
+                    calibrated = false;
+                    continue;
+                }
+            };
+            let start = if load == 0 { now } else { (head as f64 / 1e3 + load as f64 * p).max(now) };
+            if best.is_none_or(|(e, _)| (start + p, load as f64) < e) {
+                best = Some(((start + p, load as f64), k));
+            }
+        }
+        let chosen = match (calibrated, best, best_load) {
+            (true, Some((_, k)), _) | (_, _, Some((_, k))) => k,
+            _ => return None,
+        };
+        // Another placement may have won meanwhile (a predecessor launching): keep its choice.
+        Some(if t.place_on(chosen) { chosen } else { t.placed_on().unwrap_or(chosen) })
     }
 
     /// Run `t` on worker `w`.
@@ -1028,7 +1103,7 @@ impl RuntimeInner {
                 self.trace_task(tr, w, &t, s, end, measured);
             }
         }
-        if t.worker.is_none() {
+        if t.worker.is_none() && t.placed_on().is_none() {
             self.policy.done(w, &t);
         }
         self.complete(&t, result, Some(w));
@@ -1305,7 +1380,7 @@ impl RuntimeInner {
         *last_progress = p;
         if !quiet
             || !self.policy.is_empty()
-            || self.pinned.iter().any(|q| !q.is_empty())
+            || self.pinned.iter().chain(&self.followers).any(|q| !q.is_empty())
             || self.stats.iter().any(|s| s.busy.load(Ordering::Relaxed))
         {
             return None;
@@ -1327,6 +1402,9 @@ impl RuntimeInner {
 
     /// A task for worker `w`: one submitted for it alone first, then the policy's choice.
     pub(crate) fn pop(&self, w: usize) -> Option<TaskRef> {
+        if let Some(t) = self.pop_follower(w) {
+            return Some(t);
+        }
         if !self.pinned[w].is_empty()
             && let Some(t) = crate::sched::steal_one(&self.pinned[w])
         {
@@ -1335,9 +1413,22 @@ impl RuntimeInner {
         self.policy.pop(w, &|target| self.sleep.wake(target))
     }
 
-    /// A task pinned to worker `w` (`TaskBuilder::on_worker`), if one is queued.
+    /// A task pinned to worker `w` (`TaskBuilder::on_worker`) or a follower placed there,
+    /// if one is queued.
     pub(crate) fn pop_pinned(&self, w: usize) -> Option<TaskRef> {
+        if let Some(t) = self.pop_follower(w) {
+            return Some(t);
+        }
         if self.pinned[w].is_empty() { None } else { crate::sched::steal_one(&self.pinned[w]) }
+    }
+
+    /// A follower placed on driver `w`: before its pinned tasks. An in-order queue on the
+    /// unified device has one ready kernel at most, which waited for its predecessor's
+    /// completion; behind a real queue's kernel made ready at the same moment, the unified
+    /// queue lost a kernel's time at about every other step (issue 33, a thread per device
+    /// of the platform: 1.77x one device with the two queues in FIFO order).
+    fn pop_follower(&self, w: usize) -> Option<TaskRef> {
+        if self.followers[w].is_empty() { None } else { crate::sched::steal_one(&self.followers[w]) }
     }
 
     pub(crate) fn wait_for_all(&self) -> Result<()> {

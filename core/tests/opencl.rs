@@ -276,6 +276,78 @@ fn chained_tasks_on_one_device_are_launched_without_waiting_for_completion(dir: 
     assert_eq!(slow.most(), 1, "tasks on a partitioned handle were launched ahead of their predecessors' completion");
 }
 
+/// A launch function that records (task index, worker, launch, end) and completes `ms`
+/// after its launch (fired by another thread): unlike a device's in-order queue, two
+/// launches in flight on one device overlap too.
+type LaunchLog = Arc<std::sync::Mutex<Vec<(u32, usize, std::time::Instant, std::time::Instant)>>>;
+
+fn timed_codelet(log: &LaunchLog, ms: u64) -> Arc<Codelet> {
+    let log = log.clone();
+    Codelet::builder("timed")
+        .opencl_impl(OpenClImpl::custom(move |l| {
+            let i = u32::from_ne_bytes(l.args[..4].try_into().unwrap());
+            let (c, log, w) = (weft_vendors::Completion::new(), log.clone(), l.worker);
+            let done = c.clone();
+            // The launch's time, not the thread's start: threads may start out of order.
+            let start = std::time::Instant::now();
+            std::thread::spawn(move || {
+                std::thread::sleep(std::time::Duration::from_millis(ms));
+                log.lock().unwrap().push((i, w, start, std::time::Instant::now()));
+                done.complete(Ok(()));
+            });
+            Ok(c)
+        }))
+        .build()
+}
+
+/// Followers (`TaskBuilder::set_follow`, an OpenCL in-order queue on the unified device):
+/// beside a long task pinned to one device, a chain of followers runs on the other one,
+/// launched in chain order (by default the model-less followers count as short and
+/// follow each other there); with `back_to_back_us` 0 every follower waits for its
+/// predecessor's completion (the chain's intervals never overlap) and is placed anew.
+fn followers_run_where_a_device_is_free_and_keep_their_order(dir: &std::path::Path) {
+    for back_to_back_us in [BACK_TO_BACK_US, 0.0] {
+        let rt = Runtime::new(Config {
+            ncpu: Some(0),
+            nopencl: None,
+            kernel_cache: Some(dir.to_path_buf()),
+            back_to_back_us,
+            ..Config::default()
+        })
+        .unwrap();
+        let devs: Vec<usize> = rt.opencl_devices().iter().map(|d| d.0).collect();
+        if devs.len() < 2 {
+            println!("skipped: no OpenCL platform with two devices");
+            return;
+        }
+        let log = LaunchLog::default();
+        let long = timed_codelet(&log, 400);
+        let short = timed_codelet(&log, 30);
+        let busy = devs[1];
+        let l = rt.submit(TaskBuilder::new(&long).arg(100u32).on_worker(busy)).unwrap();
+        let mut prev: Option<TaskHandle> = None;
+        for i in 0..4u32 {
+            let mut b = TaskBuilder::new(&short).arg(i);
+            b.set_follow();
+            if let Some(p) = &prev {
+                b.add_after(p);
+            }
+            prev = Some(rt.submit(b).unwrap());
+        }
+        prev.unwrap().wait().unwrap();
+        assert!(!l.is_done(), "back_to_back_us {back_to_back_us}: the chain waited for the long task");
+        l.wait().unwrap();
+        let log = log.lock().unwrap();
+        let mut chain: Vec<_> = log.iter().filter(|e| e.0 < 100).collect();
+        chain.sort_by_key(|e| e.2);
+        assert_eq!(chain.iter().map(|e| e.0).collect::<Vec<_>>(), vec![0, 1, 2, 3], "chain order");
+        assert!(chain.iter().all(|e| e.1 != busy), "back_to_back_us {back_to_back_us}: a follower ran on the busy device: {chain:?}");
+        for w in chain.windows(2).filter(|_| back_to_back_us == 0.0) {
+            assert!(w[1].2 >= w[0].3, "back_to_back_us {back_to_back_us}: follower {} started before {} ended", w[1].0, w[0].0);
+        }
+    }
+}
+
 /// `Config::trace` (`WEFT_TRACE`): each device driver has a track named after its device,
 /// with a slice per kernel (named by its codelet) that never overlaps the next one.
 fn a_trace_has_a_track_per_device_with_its_kernels(dir: &std::path::Path) {
@@ -340,7 +412,7 @@ fn main() {
     unsafe { std::env::set_var("POCL_DEVICES", "basic basic") };
     let dir = std::env::temp_dir().join(format!("weft-kernels-{}", std::process::id()));
     type Test = (&'static str, fn(&std::path::Path));
-    let tests: [Test; 8] = [
+    let tests: [Test; 9] = [
         ("data_written_on_one_device_is_right_on_the_other_and_the_host", data_written_on_one_device_is_right_on_the_other_and_the_host),
         ("a_problem_twice_the_device_memory_gives_right_results", a_problem_twice_the_device_memory_gives_right_results),
         (
@@ -355,6 +427,7 @@ fn main() {
             chained_tasks_on_one_device_are_launched_without_waiting_for_completion,
         ),
         ("a_trace_has_a_track_per_device_with_its_kernels", a_trace_has_a_track_per_device_with_its_kernels),
+        ("followers_run_where_a_device_is_free_and_keep_their_order", followers_run_where_a_device_is_free_and_keep_their_order),
     ];
     let filter: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
     let (mut passed, mut failed) = (0, 0);

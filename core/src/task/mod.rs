@@ -233,9 +233,9 @@ pub struct Codelet {
     pub(crate) nbuffers: Option<usize>,
     pub(crate) modes: Option<Vec<AccessMode>>,
     pub(crate) model: Option<crate::perfmodel::PerfModel>,
-    /// The model's handle in the process's registry, once looked up (for one directory:
-    /// a runtime with another `WEFT_HOME` looks it up each time).
-    pub(crate) model_handle: OnceLock<Arc<crate::perfmodel::ModelHandle>>,
+    /// The model's handle in the process's registry, once looked up, with the directory it
+    /// was looked up for (a runtime with another `WEFT_HOME` looks it up each time).
+    pub(crate) model_handle: OnceLock<(Option<std::path::PathBuf>, Arc<crate::perfmodel::ModelHandle>)>,
 }
 
 impl std::fmt::Debug for Codelet {
@@ -275,8 +275,13 @@ impl Codelet {
         calibrate: crate::perfmodel::Calibrate,
     ) -> Option<Arc<crate::perfmodel::ModelHandle>> {
         let m = self.model.as_ref()?;
-        let h = self.model_handle.get_or_init(|| crate::perfmodel::models_in(dir, &m.name, calibrate));
-        if h.path().and_then(|p| p.parent()) == dir {
+        let (d, h) =
+            self.model_handle.get_or_init(|| (dir.map(std::path::Path::to_path_buf), crate::perfmodel::models_in(dir, &m.name, calibrate)));
+        // Bytes, not `Path`'s component-wise equality: a device driver asks twice per launch
+        // (sampling, back-to-back launches), and parsing both paths' components each time
+        // was ~400 instructions a tiny kernel (callgrind, bench/RESULTS.md, issue 33). Two
+        // spellings of one directory only cost a lookup.
+        if d.as_deref().map(std::path::Path::as_os_str) == dir.map(std::path::Path::as_os_str) {
             return Some(h.clone());
         }
         Some(crate::perfmodel::models_in(dir, &m.name, calibrate))
@@ -510,9 +515,14 @@ pub(crate) struct TaskState {
     pub result: Option<std::result::Result<(), Box<TaskError>>>,
     pub successors: SmallVec<[TaskRef; 2]>,
     /// The device driver worker whose in-order queue the task was launched on, while it has
-    /// not completed: a successor pinned to that worker needs no dependency on it (see
-    /// `add_successor` and `RuntimeInner::launched`).
+    /// not completed: with `back_to_back`, a successor pinned to that worker (or an
+    /// in-order follower, [`TaskInner::follow`], placed there) needs no dependency on it
+    /// (see `add_successor` and `RuntimeInner::launched`).
     pub launched_on: Option<usize>,
+    /// False for an in-order task expected to run [`crate::BACK_TO_BACK_US`] or more: its
+    /// successors wait for its completion, so that a device does not commit to a queue's
+    /// long kernels ahead of other work, and a follower is placed anew.
+    pub back_to_back: bool,
 }
 
 pub(crate) struct TaskInner {
@@ -530,6 +540,12 @@ pub(crate) struct TaskInner {
     pub arch_mask: u8,
     /// The worker the task must run on, if the submitter chose one.
     pub worker: Option<usize>,
+    /// An in-order command whose device is chosen when it is ready
+    /// ([`TaskBuilder::set_follow`]): an OpenCL in-order queue's kernel on the unified device.
+    pub follow: bool,
+    /// Where a follower was placed (`usize::MAX`: not yet): set once, by the first
+    /// predecessor that lets it run right behind itself or by the placement when it is ready.
+    pub placed: AtomicUsize,
     pub has_commute: bool,
     /// None of its handles is in a partitioned tree (its acquisitions write no relatives
     /// back), so it may be launched right behind a predecessor on the same in-order device.
@@ -590,9 +606,13 @@ impl TaskInner {
             // could see the failure (else one failed writer would cancel a handle's tasks forever).
             return false;
         }
-        if st.launched_on.is_some() && st.launched_on == succ.worker && succ.flat {
-            // Launched on the in-order queue of the worker the successor is pinned to: the
-            // successor is launched after it, so the device runs them in order.
+        if let Some(w) = st.launched_on
+            && st.back_to_back
+            && succ.flat
+            && (succ.worker == Some(w) || succ.place_on(w))
+        {
+            // Launched on the in-order queue of the worker the successor is pinned or placed
+            // to: the successor is launched after it, so the device runs them in order.
             return false;
         }
         // Relaxed: the count is only read by the RMW that resolves it; the successor list's
@@ -600,6 +620,25 @@ impl TaskInner {
         succ.pending.fetch_add(1, Ordering::Relaxed);
         st.successors.push(succ.clone());
         true
+    }
+
+    /// The worker a follower was placed on, if it was.
+    pub fn placed_on(&self) -> Option<usize> {
+        // Relaxed: read by the thread that dispatches or runs the task, after the
+        // dependency count's AcqRel resolution that follows every store (`place_on`).
+        let w = self.placed.load(Ordering::Relaxed);
+        (w != usize::MAX).then_some(w)
+    }
+
+    /// Place a follower on worker `w` unless it was placed elsewhere: whether it is on `w`.
+    /// A task that is not a follower stays unplaced.
+    pub fn place_on(&self, w: usize) -> bool {
+        // AcqRel: one placement wins; a loser sees the winner's choice.
+        self.follow
+            && match self.placed.compare_exchange(usize::MAX, w, Ordering::AcqRel, Ordering::Acquire) {
+                Ok(_) => true,
+                Err(k) => k == w,
+            }
     }
 
     pub fn is_done(&self) -> bool {
@@ -662,6 +701,7 @@ pub struct TaskBuilder {
     pub(crate) after: SmallVec<[TaskRef; 2]>,
     pub(crate) callback: Option<Callback>,
     pub(crate) worker: Option<usize>,
+    pub(crate) follow: bool,
     /// A completed task whose memory the new one may take ([`TaskBuilder::reuse`]).
     pub(crate) reuse: Option<Spent>,
     /// (footprint, size) in the codelet's model, if the submitter gives them.
@@ -712,6 +752,7 @@ impl TaskBuilder {
             after: SmallVec::new(),
             callback: None,
             worker: None,
+            follow: false,
             reuse: None,
             perf_key: None,
         }
@@ -803,6 +844,17 @@ impl TaskBuilder {
     /// [`TaskBuilder::on_worker`] in place.
     pub fn set_worker(&mut self, w: usize) -> &mut Self {
         self.worker = Some(w);
+        self
+    }
+    /// An in-order command whose device is chosen when it is ready (an OpenCL in-order
+    /// queue's kernel on the unified device): it runs on the device driver where it is
+    /// expected to finish first, given the drivers' loads (tasks in flight and pinned to
+    /// them, and the model's prediction for it), or right behind its in-order predecessor
+    /// on that one's device when the predecessor is short (under [`crate::BACK_TO_BACK_US`]).
+    /// Its order comes from its `after` edges as for any task; ignored with
+    /// [`TaskBuilder::on_worker`].
+    pub fn set_follow(&mut self) -> &mut Self {
+        self.follow = true;
         self
     }
     /// [`TaskBuilder::payload`] in place.

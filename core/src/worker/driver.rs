@@ -134,15 +134,32 @@ impl RuntimeInner {
             (crate::task::TaskKind::Codelet(c), None) => c.clone(),
             _ => return self.execute(w, t),
         };
+        use std::sync::atomic::Ordering::Relaxed;
+        // An in-order task expected to run long neither lets its successors follow it on the
+        // device's queue (`launched`) nor joins the open batch: a batch's completions show
+        // only when the whole batch has run (PoCL's `basic` runs it inside the flush), so a
+        // follower waiting on this one would be placed a kernel late.
+        let back_to_back = !(t.worker.is_some() || t.follow) || self.short_on(w, &t);
         loop {
-            match self.start_on_device(w, &t, &c, flight.is_empty(), true) {
+            // Counted in flight from before the launch: a device that runs a kernel inside
+            // the launching call (PoCL's `basic`, unbatched) is busy with it meanwhile, and
+            // followers placed then must see it (`RuntimeInner::place_follower`).
+            if flight.is_empty() {
+                self.stats[w].head_ns.store(self.epoch.elapsed().as_nanos() as u64, Relaxed);
+            }
+            self.stats[w].inflight.store(flight.len() + 1, Relaxed);
+            let started = self.start_on_device(w, &t, &c, flight.is_empty(), back_to_back);
+            if !matches!(started, Start::Flying(_)) {
+                self.stats[w].inflight.store(flight.len(), Relaxed);
+            }
+            match started {
                 Start::Flying(f) => {
                     flight.push_back(f);
-                    return self.launched(w, &t, next);
+                    return self.launched(w, &t, back_to_back, next);
                 }
                 Start::Finished(r) => return self.finish_on_driver(w, &t, r),
                 Start::Deferred(copy) => {
-                    self.stats[w].deferred.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    self.stats[w].deferred.fetch_add(1, Relaxed);
                     return deferred.push((t, copy));
                 }
                 // The tasks in flight pin the replicas that would make room: retire them.
@@ -157,18 +174,26 @@ impl RuntimeInner {
     }
 
     /// `t` was launched on driver `w`'s device, whose queue runs launches in order: its
-    /// successors pinned to `w` need not wait for its completion, only to be launched after
+    /// successors pinned to `w`, and its in-order followers (`TaskBuilder::set_follow`,
+    /// placed on `w` here), need not wait for its completion, only to be launched after
     /// it. Release them now (and let later ones skip the dependency, `add_successor`). They
     /// are no longer cancelled if `t` fails: like the commands after a failed one in an
-    /// OpenCL in-order queue, they run.
+    /// OpenCL in-order queue, they run. Not behind an in-order task expected to run
+    /// [`crate::BACK_TO_BACK_US`] or more: those successors wait for its completion (and a
+    /// follower is then placed where it is expected to finish first): `back_to_back` false.
     ///
     /// `next`: the driver's own list of released tasks, which it starts before looking at its
     /// queues again (no push to and steal from the shared queue per task).
-    fn launched(&self, w: usize, t: &TaskRef, next: &mut std::collections::VecDeque<TaskRef>) {
+    fn launched(&self, w: usize, t: &TaskRef, back_to_back: bool, next: &mut std::collections::VecDeque<TaskRef>) {
         let early: SmallVec<[TaskRef; 2]> = {
             let mut st = crate::sync::lock(&t.state);
             st.launched_on = Some(w);
-            let releasable = |s: &TaskRef| s.worker == Some(w) && s.flat;
+            st.back_to_back = back_to_back;
+            if !back_to_back {
+                return;
+            }
+            // `place_on` is idempotent for one worker: asking twice gives the same answer.
+            let releasable = |s: &TaskRef| s.flat && (s.worker == Some(w) || s.place_on(w));
             // Mostly all or none (an in-order queue's next command, or nothing yet): no
             // partition, which moves every successor twice.
             if st.successors.iter().all(releasable) {
@@ -190,6 +215,23 @@ impl RuntimeInner {
         }
     }
 
+    /// Whether `t` is expected to run under `Config::back_to_back_us` ([`crate::BACK_TO_BACK_US`])
+    /// on driver `w` (or has no calibrated prediction there, unless that is 0): its
+    /// in-order successors may follow it there without waiting for its completion.
+    fn short_on(&self, w: usize, t: &TaskRef) -> bool {
+        let limit = self.config.back_to_back_us;
+        if limit <= 0.0 {
+            return false;
+        }
+        let crate::task::TaskKind::Codelet(c) = &t.kind else { return true };
+        let Some(m) = c.model_handle(self.model_dir.as_deref(), self.config.calibrate) else { return true };
+        let (fp, size) = t.perf_key();
+        match m.predict(&self.workers[w].perf_arch, fp, size) {
+            crate::perfmodel::Prediction::Calibrated(p) => p < limit,
+            crate::perfmodel::Prediction::Uncalibrated => true,
+        }
+    }
+
     /// Close driver `w`'s open batch of launches (`KernelBackend::close_batch`): before
     /// waiting for any task in flight, which may be one of them.
     pub(crate) fn close_batch(&self, w: usize) {
@@ -201,6 +243,7 @@ impl RuntimeInner {
         let t = f.t.clone();
         let (launched, model, done) = (f.launched, f.model.clone(), f.done.clone());
         let r = self.retire(f);
+        self.stats[w].inflight.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
         // Every retired task moves `last_done`, measured or not: the device ran the next
         // one after it, and a measured task launched behind an unmeasured one must not be
         // charged its time.
@@ -209,6 +252,8 @@ impl RuntimeInner {
             let ns = |i: std::time::Instant| i.saturating_duration_since(self.epoch).as_nanos() as u64;
             let end = ns(at);
             let last_done = self.stats[w].last_done_ns.fetch_max(end, Relaxed);
+            // The next task in flight has had the device since this one completed.
+            self.stats[w].head_ns.store(end, Relaxed);
             if let Some(launched) = launched.filter(|_| r.is_ok()) {
                 let start = ns(launched).max(last_done).min(end);
                 self.stats[w].busy_ns.fetch_add(end - start, Relaxed);
@@ -230,7 +275,7 @@ impl RuntimeInner {
 
     fn finish_on_driver(&self, w: usize, t: &TaskRef, r: Result<(), TaskError>) {
         self.stats[w].tasks.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        if t.worker.is_none() {
+        if t.worker.is_none() && t.placed_on().is_none() {
             self.policy.done(w, t);
         }
         self.complete(t, r, Some(w));

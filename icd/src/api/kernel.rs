@@ -11,8 +11,13 @@
 //! enqueue allocates no codelet, closure or name.
 //!
 //! Placement: a queue on a real device pins the task to that device's driver
-//! (`on_worker`); an out-of-order queue on the unified device lets the scheduler choose, an
-//! in-order one runs on one device per queue (round robin over the queues).
+//! (`on_worker`); an out-of-order queue on the unified device lets the scheduler choose; an
+//! in-order one makes each kernel a follower (`TaskBuilder::set_follow`): once the command
+//! before it completed, it goes to the device where it is expected to finish first (core
+//! weighs the drivers' tasks in flight and pinned, other queues' included), and right
+//! behind a short kernel (under `weft_core::BACK_TO_BACK_US`) it is launched on that
+//! kernel's device without waiting. A program built for only some of the devices keeps
+//! its in-order queues on one of them each (round robin over the queues).
 
 use super::cl::*;
 use super::event::{EventState, hand_out};
@@ -644,6 +649,11 @@ fn launch(
     b.set_footprint(fp, size);
     if let DeviceKind::Real(i) = qq.device {
         b.set_worker(plat.real[i].0);
+    } else if qq.in_order() && allowed.len() == plat.real.len() && allowed.len() > 1 {
+        // Each kernel of an in-order queue on the unified device goes where it is expected to
+        // finish first once the command before it completed, or right behind a short one
+        // on its device (core's followers): the queue keeps its order and still spreads.
+        b.set_follow();
     } else if qq.in_order() && !allowed.is_empty() {
         b.set_worker(plat.real[allowed[qq.spread % allowed.len()]].0);
     } else if allowed.len() < plat.real.len() {

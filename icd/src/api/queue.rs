@@ -42,8 +42,8 @@ pub struct Queue {
     pub properties: cl_bitfield,
     pub state: Mutex<QueueState>,
     /// Which of the allowed real devices an in-order queue on the unified device runs its
-    /// kernels on (queues are spread round robin): its commands run one at a time anyway,
-    /// and kernels pinned to one driver are launched back to back, not one completion apart.
+    /// kernels on (queues are spread round robin) when their program was built for only
+    /// some of the devices; over all of them, each kernel is placed anew (`kernel.rs`).
     pub spread: usize,
     /// The list given to `clCreateCommandQueueWithProperties`, as given (with its
     /// terminator), for `CL_QUEUE_PROPERTIES_ARRAY`; `None` for a null list or
