@@ -4,7 +4,7 @@
 //! `mpirun -np 4 target/debug/examples/mpi_random_flow SEED [MODE]`: from `SEED` every rank
 //! draws the same handles (vectors of four u64, random owners; some with a reduction) and
 //! the same tasks (read-modify-write, overwrite, REDUX contributions, some forced onto a
-//! rank, with data migrations and cache flushes between them), runs them, gathers every
+//! rank, with data migrations, redistributions and cache flushes between them), runs them, gathers every
 //! handle on rank 0 and compares it with the same flow run sequentially (wrapping integer
 //! arithmetic: equal means equal). Modes, for the fault tests: `--diverge` (rank 1 skips a
 //! task), `--die` (rank 1 exits halfway), `--panic` (rank 1 panics halfway),
@@ -53,6 +53,8 @@ enum Step {
         h: usize,
         rank: i32,
     },
+    /// Every handle to the next rank (`redistribute`).
+    Rotate,
     Flush {
         h: usize,
     },
@@ -78,6 +80,7 @@ fn draw(seed: u64, size: i32) -> (Vec<(i32, bool)>, Vec<Step>) {
         };
         steps.push(match g.below(20) {
             0 => Step::SetOwner { h: g.below(nh), rank: g.below(size as usize) as i32 },
+            1 if g.below(3) == 0 => Step::Rotate,
             1 => Step::Flush { h: g.below(nh) },
             2..=4 => {
                 let acc = g.below(2);
@@ -123,7 +126,7 @@ fn sequential(nh: usize, steps: &[Step]) -> Vec<V> {
                     v[*acc][k] = v[*acc][k].wrapping_add(v[*source][k]).wrapping_add(id);
                 }
             }
-            Step::SetOwner { .. } | Step::Flush { .. } => {}
+            Step::SetOwner { .. } | Step::Flush { .. } | Step::Rotate => {}
         }
     }
     v
@@ -234,6 +237,7 @@ fn main() {
                 .map(drop),
             Step::SetOwner { h, rank } => mpi.set_owner(&hs[*h], *rank),
             Step::Flush { h } => mpi.cache_flush(&hs[*h]),
+            Step::Rotate => mpi.redistribute(&hs, |_, h| (h.owner() + 1) % mpi.size()),
         };
         if let Err(e) = r {
             mpi.abort(&format!("step {id}: {e}"), 1);

@@ -615,6 +615,16 @@ impl MpiRuntime {
         Ok(())
     }
 
+    /// Give each handle of `handles` the owner `owner(i, handle)` (a new distribution,
+    /// e.g. from one block-cyclic grid to another): [`MpiRuntime::set_owner`] for each, so
+    /// data moves only where its new owner's copy is stale. Every rank calls it.
+    pub fn redistribute(&self, handles: &[DistHandle], owner: impl Fn(usize, &DistHandle) -> i32) -> Result<()> {
+        for (i, h) in handles.iter().enumerate() {
+            self.set_owner(h, owner(i, h))?;
+        }
+        Ok(())
+    }
+
     /// Forget the cached copies of `h` on the ranks that do not own it (StarPU-MPI's
     /// `cache_flush`): the next task reading it elsewhere receives it again. (The cache's
     /// memory stays: a receive still waiting to be posted into it must keep its place in
