@@ -368,6 +368,36 @@ fn socl_examples_run_on_weft_with_their_output_checked() {
     }
 }
 
+/// SOCL's `basic` and `testmap` find their platform by its vendor, "Inria", and build
+/// kernels that differ by `SOCL_DEVICE_TYPE_*`: with SOCL's conventions asked for
+/// (`WEFT_SOCL=1`) they run on Weft's unified device; the CPU variant (PoCL's devices) of
+/// their kernel gives 1024 values of 16, as under SOCL itself. Without it they find no
+/// platform (the vendor is honest by default).
+#[test]
+fn socl_programs_that_look_for_socl_run_with_weft_socl() {
+    let v = vendors_or_skip!();
+    let dir = Path::new("/usr/lib/x86_64-linux-gnu/starpu/examples/socl");
+    if !dir.join("testmap").is_file() {
+        println!("skipped: SOCL examples not installed (Debian: starpu-examples)");
+        return;
+    }
+    for name in ["basic", "testmap"] {
+        let out = run(Command::new(dir.join(name)), &v, 120);
+        let (stdout, stderr) = text(&out);
+        assert!(stdout.contains("SOCL platform not found"), "{name} without WEFT_SOCL:\n{stdout}\n{stderr}");
+        let mut cmd = Command::new(dir.join(name));
+        cmd.env("WEFT_SOCL", "1");
+        let out = run(cmd, &v, 300);
+        let (stdout, stderr) = text(&out);
+        assert!(out.status.success(), "{name}:\n{stdout}\n{stderr}");
+        let lines: Vec<&str> = stdout.lines().collect();
+        let data: Vec<&str> = lines.windows(2).filter(|w| w[0] == "Data...").map(|w| w[1]).collect();
+        assert_eq!(data.len(), 1, "{name}:\n{stdout}");
+        let values: Vec<&str> = data[0].split_whitespace().collect();
+        assert!(values.len() == 1024 && values.iter().all(|x| *x == "16.000000"), "{name}: {}", data[0]);
+    }
+}
+
 /// One runtime per process (DESIGN.md "Packaging"): with libweft.so preloaded (as an
 /// OpenMP program would), the shim the loader opens finds that copy, so one set of
 /// workers serves both, and `WEFT_STATS=1` prints one report.

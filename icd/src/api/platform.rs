@@ -171,6 +171,17 @@ unsafe fn get_platform_ids(num_entries: cl_uint, platforms: *mut Handle, num_pla
     unsafe { icd_get_platform_ids_khr(num_entries, platforms, num_platforms) }
 }
 
+/// `WEFT_SOCL=1`: SOCL's conventions, for programs written for SOCL (StarPU's OpenCL
+/// platform): the platform's vendor is "Inria" (how those programs find their platform), a
+/// NULL device in `clCreateCommandQueue*` is the unified device, and programs are built for
+/// each real device with `-DSOCL_DEVICE_TYPE_GPU` (`_CPU`, `_ACCELERATOR`, `_UNKNOWN`) after
+/// its type. Off by default: it misnames the platform's vendor, and the specification wants
+/// `CL_INVALID_DEVICE` for a NULL device.
+pub(crate) fn socl() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| std::env::var("WEFT_SOCL").is_ok_and(|v| v == "1"))
+}
+
 #[cl_entrypoint(clGetPlatformInfo)]
 fn get_platform_info(platform: Handle, param: cl_uint) -> ClResult<Info> {
     check_platform(platform)?;
@@ -178,7 +189,7 @@ fn get_platform_info(platform: Handle, param: cl_uint) -> ClResult<Info> {
         CL_PLATFORM_PROFILE => info_str("FULL_PROFILE"),
         CL_PLATFORM_VERSION => info_str(PLATFORM_VERSION),
         CL_PLATFORM_NAME => info_str("Weft"),
-        CL_PLATFORM_VENDOR => info_str("The Weft developers"),
+        CL_PLATFORM_VENDOR => info_str(if socl() { "Inria" } else { "The Weft developers" }),
         CL_PLATFORM_EXTENSIONS => info_str(PLATFORM_EXTENSIONS),
         CL_PLATFORM_ICD_SUFFIX_KHR => info_str("Weft"),
         // CL_PLATFORM_HOST_TIMER_RESOLUTION: no host timer.

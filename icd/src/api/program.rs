@@ -185,7 +185,8 @@ impl Program {
         let opts = format!("{options} -cl-kernel-arg-info");
         let mut results = Vec::new();
         for i in p.reals_of(devices) {
-            results.push((i, compile_on(&p.real[i].1, &self.source, &opts, &headers)?));
+            let dev = &p.real[i].1;
+            results.push((i, compile_on(dev, &self.source, &socl_options(&opts, dev), &headers)?));
         }
         let failed = self.record(results, options, CL_PROGRAM_BINARY_TYPE_COMPILED_OBJECT);
         self.state.lock().unwrap_or_else(|e| e.into_inner()).headers = headers;
@@ -202,7 +203,7 @@ impl Program {
                 Err(e) => DeviceBuild::new(CL_BUILD_ERROR, format!("clCreateProgramWithSource: {e}")),
                 Ok(vp) => {
                     // Argument info tells buffers from values and read-only from written buffers.
-                    let r = vp.build(dev.id(), &format!("{options} -cl-kernel-arg-info"));
+                    let r = vp.build(dev.id(), &socl_options(&format!("{options} -cl-kernel-arg-info"), dev));
                     let log = vp.build_log(dev.id()).unwrap_or_default();
                     match r {
                         Ok(()) => DeviceBuild { program: Some(vp), ..DeviceBuild::new(CL_BUILD_SUCCESS, log) },
@@ -273,7 +274,7 @@ impl Program {
             let dev = &p.real[i].1;
             let mut objects = Vec::new();
             for u in units {
-                match compile_on(dev, &u.source, &format!("{} -cl-kernel-arg-info", u.options), &u.headers) {
+                match compile_on(dev, &u.source, &socl_options(&format!("{} -cl-kernel-arg-info", u.options), dev), &u.headers) {
                     Ok(DeviceBuild { object: Some(o), .. }) => objects.push(o),
                     _ => return false,
                 }
@@ -500,6 +501,25 @@ unsafe fn build_request(
 /// One device's clCompileProgram: the vendor's compiled object, or the compile's error
 /// and log; a vendor that cannot compile separately (any other error) gets the source
 /// recorded instead (`object` None), for a link that builds the concatenated sources.
+/// `options`, with SOCL's device-type macro for `dev` under `WEFT_SOCL=1`
+/// (`super::platform::socl`).
+fn socl_options(options: &str, dev: &OpenClDevice) -> String {
+    if !super::platform::socl() {
+        return options.to_string();
+    }
+    let t = dev.device_type();
+    let name = if t & CL_DEVICE_TYPE_GPU != 0 {
+        "GPU"
+    } else if t & CL_DEVICE_TYPE_CPU != 0 {
+        "CPU"
+    } else if t & CL_DEVICE_TYPE_ACCELERATOR != 0 {
+        "ACCELERATOR"
+    } else {
+        "UNKNOWN"
+    };
+    format!("-DSOCL_DEVICE_TYPE_{name} {options}")
+}
+
 fn compile_on(dev: &OpenClDevice, source: &str, options: &str, headers: &[(String, String)]) -> ClResult<DeviceBuild> {
     let recorded = || Ok(DeviceBuild::new(CL_BUILD_SUCCESS, String::new()));
     let Ok(vp) = VendorProgram::from_source(dev.context(), source) else { return recorded() };

@@ -179,10 +179,11 @@ pub fn finish(q: &Queue) -> ClResult<()> {
     Ok(())
 }
 
-/// `WEFT_SOCL_NULL_DEVICE=1`: a NULL device in `clCreateCommandQueue*` is the unified device.
+/// `WEFT_SOCL_NULL_DEVICE=1` (or all of SOCL's conventions, `WEFT_SOCL=1`): a NULL device in
+/// `clCreateCommandQueue*` is the unified device.
 fn socl_null_device() -> bool {
     static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *ON.get_or_init(|| std::env::var("WEFT_SOCL_NULL_DEVICE").is_ok_and(|v| v == "1"))
+    *ON.get_or_init(|| std::env::var("WEFT_SOCL_NULL_DEVICE").is_ok_and(|v| v == "1")) || super::platform::socl()
 }
 
 fn create_queue(context: Handle, device: Handle, properties: cl_bitfield, properties_array: Option<Vec<u64>>) -> ClResult<Handle> {
