@@ -92,10 +92,17 @@ pub fn gantt(t: &Trace, path: &Path, width: u32) -> Result<(), String> {
     let idle = t.workers.iter().enumerate().flat_map(|(w, wk)| {
         wk.slices
             .iter()
-            .filter(|s| s.kind != Kind::Task && s.end() > lo && s.start < hi)
+            .filter(|s| matches!(s.kind, Kind::Idle | Kind::Sleep) && s.end() > lo && s.start < hi)
             .map(move |s| Rectangle::new(bar(w, s.start, s.end(), 0.2), grey(s.kind).filled()))
     });
     chart.draw_series(idle).map_err(err(path))?;
+    // OpenMP region shares (busy, not tasks) in one muted colour, under the tasks.
+    let region = RGBColor(158, 202, 225);
+    let regions = t
+        .regions()
+        .filter(|(_, s)| s.end() > lo && s.start < hi)
+        .map(|(w, s)| Rectangle::new(bar(w, s.start, s.end(), 0.4), region.filled()));
+    chart.draw_series(regions).map_err(err(path))?;
     // Tasks end a little early, by at most a pixel's worth of time, so that back-to-back
     // tasks stay apart.
     let px_us = (hi - lo) / (width - label_px).max(100) as f64;
@@ -122,6 +129,9 @@ pub fn gantt(t: &Trace, path: &Path, width: u32) -> Result<(), String> {
     }
     let mut items: Vec<(String, RGBColor)> = order.iter().map(|n| (n.to_string(), colour[n])).collect();
     items.push(("transfer".to_string(), copy));
+    if t.regions().next().is_some() {
+        items.push(("OpenMP region".to_string(), region));
+    }
     for k in [Kind::Idle, Kind::Sleep] {
         if t.workers.iter().any(|w| w.slices.iter().any(|s| s.kind == k)) {
             items.push((if k == Kind::Idle { "idle (spinning)" } else { "sleep" }.to_string(), grey(k)));

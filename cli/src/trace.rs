@@ -17,6 +17,9 @@ use std::path::Path;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
     Task,
+    /// A front end's span of work that is not a task: an OpenMP parallel region's share run
+    /// on the worker (`"cat":"omp"`). Busy time, not counted as a task.
+    Region,
     /// The worker spun looking for work.
     Idle,
     /// The worker slept waiting for work.
@@ -152,6 +155,7 @@ impl Trace {
                     let kind = match (cat, name) {
                         ("idle", "sleep") => Kind::Sleep,
                         ("idle", _) => Kind::Idle,
+                        ("omp", _) => Kind::Region,
                         _ => Kind::Task,
                     };
                     let w = worker(&mut t, &mut workers, tid);
@@ -209,10 +213,19 @@ impl Trace {
         self.workers.iter().enumerate().flat_map(|(w, wk)| wk.slices.iter().filter(|s| s.kind == Kind::Task).map(move |s| (w, s)))
     }
 
-    /// From the first task or transfer's start to the last one's end, µs; `None` if the
-    /// trace holds neither.
+    /// Every OpenMP region share: (worker index, slice).
+    pub fn regions(&self) -> impl Iterator<Item = (usize, &Slice)> {
+        self.workers.iter().enumerate().flat_map(|(w, wk)| wk.slices.iter().filter(|s| s.kind == Kind::Region).map(move |s| (w, s)))
+    }
+
+    /// From the first task, region share or transfer's start to the last one's end, µs;
+    /// `None` if the trace holds none.
     pub fn span(&self) -> Option<(f64, f64)> {
-        let ends = self.tasks().map(|(_, s)| (s.start, s.end())).chain(self.transfers.iter().map(|x| (x.start, x.start + x.dur)));
+        let ends = self
+            .tasks()
+            .chain(self.regions())
+            .map(|(_, s)| (s.start, s.end()))
+            .chain(self.transfers.iter().map(|x| (x.start, x.start + x.dur)));
         ends.fold(None, |acc, (a, b)| match acc {
             None => Some((a, b)),
             Some((lo, hi)) => Some((f64::min(lo, a), f64::max(hi, b))),
@@ -382,6 +395,14 @@ pub fn summary(t: &Trace) -> String {
     let mut o = String::new();
     let ntasks = t.tasks().count();
     let _ = writeln!(o, "{} workers, {ntasks} tasks, {} transfers", t.workers.len(), t.transfers.len());
+    let nregions = t.regions().count();
+    if nregions > 0 {
+        let _ = writeln!(
+            o,
+            "{nregions} OpenMP region shares (busy time on their threads, not tasks), {} in all",
+            dur(t.regions().map(|(_, s)| s.dur).sum())
+        );
+    }
     let Some((lo, hi)) = t.span() else {
         o.push_str("the trace holds no task and no transfer\n");
         return o;
@@ -411,7 +432,7 @@ pub fn summary(t: &Trace) -> String {
         let sum =
             |k: Kind| 0.0 + w.slices.iter().filter(|s| s.kind == k).map(|s| (s.end().min(hi) - s.start.max(lo)).max(0.0)).sum::<f64>();
         let n = w.slices.iter().filter(|s| s.kind == Kind::Task).count();
-        let busy = sum(Kind::Task);
+        let busy = sum(Kind::Task) + sum(Kind::Region);
         let xfer = match t.node_of(i) {
             // Host memory is an end of every copy: its share says nothing about one CPU worker.
             Some(0) | None => "-".to_string(),

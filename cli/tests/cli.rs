@@ -303,3 +303,28 @@ fn workers_bind_within_the_process_cpu_affinity() {
     let cpu0 = words(line(&text, "0 cpu0"));
     assert!(cpu0[4].ends_with(&format!("({last})")), "cpu0 not on PU {last}: {text}");
 }
+
+/// An OpenMP region share (a front end's span, `"cat":"omp"`) is busy time on its thread's
+/// row, not a task: the summary counts it apart and the per-codelet table leaves it out.
+#[test]
+fn trace_summary_counts_openmp_region_shares_apart_from_tasks() {
+    let dir = temp_dir("regions");
+    let path = dir.join("trace.json");
+    let rt = Runtime::new(Config { ncpu: Some(1), spin_us: 5, trace: Some(path.clone()), ..Config::default() }).unwrap();
+    let v = rt.register_vector(vec![0u32; 16]).unwrap();
+    rt.submit(TaskBuilder::new(&inc("a_task", Arch::Cpu)).access(&v, AccessMode::RW)).unwrap();
+    rt.wait_for_all().unwrap();
+    let start = std::time::Instant::now();
+    std::thread::sleep(std::time::Duration::from_millis(2));
+    rt.trace_span("omp parallel", start);
+    drop(v);
+    drop(rt);
+    let out = ok(&["trace", "summary", path.to_str().unwrap()], &[]);
+    assert!(out.contains(" 1 tasks, "), "{out}");
+    assert!(out.contains("1 OpenMP region shares"), "{out}");
+    assert!(!out.lines().any(|l| l.trim_start().starts_with("omp parallel")), "a region in the per-codelet table:\n{out}");
+    let svg = dir.join("gantt.svg");
+    ok(&["trace", "gantt", path.to_str().unwrap(), "-o", svg.to_str().unwrap()], &[]);
+    assert!(std::fs::read_to_string(&svg).unwrap().contains("OpenMP region"), "no legend entry for regions");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
