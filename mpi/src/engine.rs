@@ -11,9 +11,10 @@
 //! non-overtaking rule matches each receive with the send of the same data version.
 
 use crate::ffi::{self, Buf, Comm, Request};
+use crate::lock;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, mpsc};
+use std::sync::{Arc, Condvar, Mutex, mpsc};
 use std::time::Duration;
 use weft_core::{AcquireGuard, PendingAcquire, Shape, Strides};
 
@@ -95,10 +96,6 @@ impl Pending {
             Pending::Send(r) | Pending::Recv(r, _) | Pending::Barrier(r, _) | Pending::Check { req: r, .. } => r,
         }
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Whether a replica with these strides is one run of `shape.size()` bytes.

@@ -89,7 +89,7 @@ pub enum Error {
 
 pub type Result<T> = std::result::Result<T, Error>;
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
@@ -141,6 +141,14 @@ struct State {
     contributors: Vec<bool>,
     redux: Option<(Arc<Codelet>, Arc<Codelet>)>,
     registered: bool,
+}
+
+impl State {
+    /// After a write (or a flush): only the owner's copy holds the current value.
+    fn only_owner_valid(&mut self) {
+        let owner = self.owner as usize;
+        self.valid.iter_mut().enumerate().for_each(|(r, v)| *v = r == owner);
+    }
 }
 
 struct DistInner {
@@ -487,8 +495,7 @@ impl MpiRuntime {
                 self.transfer_tagged(h, &local, c, owner, &local, true)?;
             }
         }
-        st.valid.iter_mut().for_each(|v| *v = false);
-        st.valid[owner as usize] = true;
+        st.only_owner_valid();
         Ok(())
     }
 
@@ -543,9 +550,7 @@ impl MpiRuntime {
                             self.rt.submit(TaskBuilder::new(&init).access(&st.local, AccessMode::W))?;
                         }
                     }
-                    st.valid.iter_mut().for_each(|v| *v = false);
-                    let owner = st.owner as usize;
-                    st.valid[owner] = true;
+                    st.only_owner_valid();
                 }
                 _ => {
                     self.flush_redux(h, st)?;
@@ -574,8 +579,7 @@ impl MpiRuntime {
         for ((h, mode), st) in t.accesses.iter().zip(states.iter_mut()) {
             let owner = st.owner;
             if writes(*mode) {
-                st.valid.iter_mut().for_each(|v| *v = false);
-                st.valid[owner as usize] = true;
+                st.only_owner_valid();
                 if exec != owner {
                     // Written away from its owner: the new value goes home, and stays cached
                     // where it was computed.
@@ -585,7 +589,7 @@ impl MpiRuntime {
                 }
             }
             if !self.config.cache {
-                st.valid.iter_mut().enumerate().for_each(|(r, v)| *v = r as i32 == owner);
+                st.only_owner_valid();
             }
         }
         Ok(handle)
@@ -634,8 +638,7 @@ impl MpiRuntime {
         let mut st = self.state(h)?;
         self.record(&mut flow, || format!("cache_flush(tag {})", h.0.tag));
         self.flush_redux(h, &mut st)?;
-        let owner = st.owner;
-        st.valid.iter_mut().enumerate().for_each(|(r, v)| *v = r as i32 == owner);
+        st.only_owner_valid();
         Ok(())
     }
 
