@@ -3,8 +3,10 @@
 //! sequential execution, and faults stop every rank with a clear message instead of
 //! hanging. The programs are this crate's examples, which `cargo test` builds first.
 
+mod common;
+
 use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 use std::time::{Duration, Instant};
 
 fn example(name: &str) -> PathBuf {
@@ -15,50 +17,11 @@ fn example(name: &str) -> PathBuf {
     p
 }
 
-/// Run `mpirun -np N program args`, killed (and the test failed) after `limit`.
+/// `common::mpirun` on one of this crate's examples, ranks unbound (4 ranks oversubscribe
+/// 2 cores), printing their statistics.
 fn mpirun(np: usize, program: &str, args: &[&str], limit: Duration) -> Output {
-    let mut cmd = Command::new("mpirun");
-    if is_root() {
-        cmd.arg("--allow-run-as-root");
-    }
-    cmd.args(["--oversubscribe", "-np", &np.to_string()])
-        .arg(example(program))
-        .args(args)
-        // One CPU worker per rank and no OpenCL device: ranks share the machine's cores.
-        .env("WEFT_NCPU", "1")
-        .env("WEFT_NOPENCL", "0")
-        .env("WEFT_NCUDA", "0")
-        .env("WEFT_BIND", "0")
-        .env("WEFT_MPI_CHECK", "1")
-        .env("WEFT_MPI_STATS", "1")
-        .env("RUST_BACKTRACE", "0")
-        .env("OMPI_MCA_btl_vader_single_copy_mechanism", "none")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = cmd.spawn().expect("mpirun (Debian: openmpi-bin; scripts/setup.sh installs it)");
-    let start = Instant::now();
-    loop {
-        if child.try_wait().expect("wait for mpirun").is_some() {
-            return child.wait_with_output().expect("mpirun output");
-        }
-        if start.elapsed() > limit {
-            let _ = child.kill();
-            let out = child.wait_with_output().expect("mpirun output");
-            panic!(
-                "mpirun -np {np} {program} {args:?} still running after {limit:?} (a hang)\nstdout:\n{}\nstderr:\n{}",
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with("Uid:")).map(|l| l.split_whitespace().nth(1) == Some("0")))
-        .unwrap_or(false)
+    let env = [("WEFT_BIND", "0"), ("WEFT_MPI_STATS", "1"), ("RUST_BACKTRACE", "0")];
+    common::mpirun(np, &example(program), args, &env, limit)
 }
 
 fn text(o: &Output) -> (String, String) {
