@@ -99,6 +99,35 @@ impl Counter<'_> {
     }
 }
 
+/// The tasks that did not complete successfully since `wait_for_all` last reported them.
+#[derive(Default)]
+struct Failures {
+    failed: usize,
+    cancelled: usize,
+    /// The first task that failed (not merely cancelled), else the first cancelled one.
+    first: Option<TaskError>,
+}
+
+impl Failures {
+    fn record(&mut self, e: &TaskError) {
+        let cancelled = matches!(e, TaskError::Cancelled(_));
+        if cancelled {
+            self.cancelled += 1;
+        } else {
+            self.failed += 1;
+        }
+        if self.first.is_none() || (!cancelled && self.failed == 1) {
+            self.first = Some(e.clone());
+        }
+    }
+
+    /// The report of what was recorded, if anything was, and an empty record.
+    fn take(&mut self) -> Option<Error> {
+        let f = std::mem::take(self);
+        f.first.map(|first| Error::TasksFailed { failed: f.failed, cancelled: f.cancelled, first })
+    }
+}
+
 /// Commute accesses: a task runs only while no other task holds one of its handles in
 /// COMMUTE mode (StarPU's default arbiter).
 #[derive(Default)]
@@ -141,6 +170,8 @@ pub(crate) struct RuntimeInner {
     inflight: CachePadded<AtomicUsize>,
     waiting: AtomicUsize,
     wait_lock: Mutex<()>,
+    /// Tasks that failed or were cancelled since the last `wait_for_all` reported them.
+    failures: Mutex<Failures>,
     wait_cv: Condvar,
     pub shutdown: AtomicBool,
     next_task: CachePadded<AtomicU64>,
@@ -345,6 +376,7 @@ impl Runtime {
             inflight: CachePadded::new(AtomicUsize::new(0)),
             waiting: AtomicUsize::new(0),
             wait_lock: Mutex::new(()),
+            failures: Mutex::new(Failures::default()),
             wait_cv: Condvar::new(),
             shutdown: AtomicBool::new(false),
             next_task: CachePadded::new(AtomicU64::new(1)),
@@ -466,6 +498,10 @@ impl Runtime {
     }
 
     /// Wait until every submitted task has completed.
+    ///
+    /// [`Error::TasksFailed`] when tasks failed or were cancelled since the previous call
+    /// (whether or not their handles reported it too): the count, and the first failure.
+    /// The record is then cleared, so each failure is reported once here.
     pub fn wait_for_all(&self) -> Result<()> {
         self.inner.wait_for_all()
     }
@@ -669,7 +705,9 @@ impl Runtime {
 
 impl Drop for Runtime {
     fn drop(&mut self) {
-        if let Err(e) = self.inner.wait_for_all() {
+        // Failed tasks were the application's to see (their handles, `wait_for_all`); only
+        // tasks that can never run hold up the shutdown.
+        if let Err(e @ Error::Stalled(_)) = self.inner.wait_for_all() {
             eprintln!("weft: shutting down with unfinished tasks: {e}");
             for t in self.inner.tags.cancel_unbound() {
                 self.inner.make_ready(t, None, true);
@@ -1289,6 +1327,9 @@ impl RuntimeInner {
 
     /// `t` finished with `result` (on worker `from`, or on an application thread).
     pub(crate) fn complete(&self, t: &TaskRef, result: Result<(), TaskError>, from: Option<usize>) {
+        if let Err(e) = &result {
+            lock(&self.failures).record(e);
+        }
         if t.has_commute && t.poison.get().is_none() {
             let ready = {
                 let mut arb = lock(&self.arbiter);
@@ -1440,7 +1481,7 @@ impl RuntimeInner {
         let mut last = u64::MAX;
         let r = loop {
             if self.inflight.load(Ordering::SeqCst) == 0 {
-                break Ok(());
+                break lock(&self.failures).take().map_or(Ok(()), Err);
             }
             let (ng, to) = self.wait_cv.wait_timeout(g, Duration::from_millis(100)).unwrap_or_else(|e| e.into_inner());
             g = ng;
