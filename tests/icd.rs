@@ -64,8 +64,13 @@ fn run(cmd: Command, vendors: &Path, secs: u64) -> Output {
     run_on(cmd, vendors, "basic basic", secs)
 }
 
-/// [`run`] on PoCL's `devices` (`POCL_DEVICES`).
+/// [`run`] on PoCL's `devices` (`POCL_DEVICES`). Models and the bus measurement go to a
+/// `WEFT_HOME` under the target folder unless the caller chose one: a test run never writes
+/// into the user's `~/.cache/weft`.
 fn run_on(mut cmd: Command, vendors: &Path, devices: &str, secs: u64) -> Output {
+    if !cmd.get_envs().any(|(k, _)| k == "WEFT_HOME") {
+        cmd.env("WEFT_HOME", Path::new(env!("CARGO_TARGET_TMPDIR")).join("icd-weft-home"));
+    }
     cmd.env("OCL_ICD_VENDORS", vendors)
         .env("POCL_DEVICES", devices)
         .env_remove("WEFT_OCL_VENDORS")
