@@ -65,6 +65,7 @@ pub mod sys;
 
 pub use device::OpenClDevice;
 pub use program::{CacheStats, ProgramCache};
+pub use queue::{DeviceTimes, DeviceTiming, clock_ns};
 pub use result::ClError;
 pub use safe::{Context, DeviceId, Event, Kernel, Mem, Platform, Program, Queue, Sampler};
 
