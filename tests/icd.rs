@@ -279,6 +279,25 @@ fn in_order_unified_queues_keep_their_order_and_spread_over_the_devices() {
     }
 }
 
+/// Where a kernel ran (`cl_weft_placement`, see `tests/icd/placement.c`): every device and
+/// the platform report the extension; kernels of an out-of-order profiling queue on the
+/// unified device each name one of the platform's real devices, both of them in the end;
+/// their times are ordered, in Weft's clock (the host's `CLOCK_MONOTONIC_RAW`, which PoCL's
+/// devices count in) and do not overlap on one device; host-side commands, markers and user
+/// events name none; a real device's queue names that device. On PoCL's `pthread` devices,
+/// which run a kernel while Weft already commits the next one behind it, times taken on
+/// the host around each launch overlap: the no-overlap check fails unless the times are
+/// the device's.
+#[test]
+fn events_name_the_real_device_that_ran_them_with_its_own_times() {
+    let v = vendors_or_skip!();
+    let Some(exe) = compile("placement") else { return };
+    for devices in ["basic basic", "pthread pthread"] {
+        let stdout = run_all_ok(&exe, &v, devices, &[], devices);
+        assert!(stdout.contains("placement ok"), "{devices}:\n{stdout}");
+    }
+}
+
 /// Tiled Cholesky (1024 in tiles of 128) and tiled SGEMM in OpenCL C, each tile its own
 /// buffer and the dependencies event wait lists (see `tests/icd/cholesky.c`, kernels and
 /// algorithms from `bench/cl/tiles.h`): on one out-of-order queue of the unified device

@@ -21,7 +21,15 @@ use weft_core::Runtime;
 use weft_vendors::opencl::OpenClDevice;
 
 pub const PLATFORM_VERSION: &str = "OpenCL 3.0 Weft 0.1.0";
-pub const PLATFORM_EXTENSIONS: &str = "cl_khr_icd";
+/// The platform's extensions (each version 1.0.0): the ICD's, and Weft's own
+/// `cl_weft_placement` (event.rs), which every device reports too.
+pub const PLATFORM_EXTENSIONS: &str = "cl_khr_icd cl_weft_placement";
+
+/// Weft's own device extensions, reported by every device after the vendors' it passes on.
+const WEFT_EXTENSIONS: &[&str] = &[CL_WEFT_PLACEMENT_EXTENSION_NAME];
+
+/// `CL_MAKE_VERSION(1, 0, 0)`.
+const VERSION_1_0: u32 = 1 << 22;
 
 /// `CL_MAKE_VERSION(3, 0, 0)`.
 const VERSION_3_0: u32 = 3 << 22;
@@ -197,7 +205,7 @@ fn get_platform_info(platform: Handle, param: cl_uint) -> ClResult<Info> {
         // CL_PLATFORM_NUMERIC_VERSION
         0x0906 => info_val(VERSION_3_0),
         // CL_PLATFORM_EXTENSIONS_WITH_VERSION
-        0x0907 => name_version(PLATFORM_EXTENSIONS, 1 << 22),
+        0x0907 => PLATFORM_EXTENSIONS.split_whitespace().flat_map(|e| name_version(e, VERSION_1_0)).collect(),
         _ => return Err(CL_INVALID_VALUE),
     };
     Ok(Info(bytes))
@@ -378,7 +386,11 @@ fn device_info(p: &Platform, h: Handle, kind: DeviceKind, param: cl_uint) -> ClR
         CL_DEVICE_OPENCL_C_VERSION => info_str("OpenCL C 1.2 "),
         CL_DRIVER_VERSION => info_str(env!("CARGO_PKG_VERSION")),
         CL_DEVICE_PROFILE => info_str("FULL_PROFILE"),
-        CL_DEVICE_EXTENSIONS => info_str(&common_extensions(p, &reals)?.join(" ")),
+        CL_DEVICE_EXTENSIONS => {
+            let mut all = common_extensions(p, &reals)?;
+            all.extend(WEFT_EXTENSIONS.iter().map(|&e| e.to_owned()));
+            info_str(&all.join(" "))
+        }
         CL_DEVICE_NAME => match kind {
             DeviceKind::Unified => info_str(&format!("Weft (all {} devices)", reals.len())),
             DeviceKind::Real(i) => {
@@ -431,6 +443,9 @@ fn device_info(p: &Platform, h: Handle, kind: DeviceKind, param: cl_uint) -> ClR
                 if names.contains(&name) {
                     out.extend_from_slice(e);
                 }
+            }
+            for e in WEFT_EXTENSIONS {
+                out.extend(name_version(e, VERSION_1_0));
             }
             out
         }

@@ -396,6 +396,9 @@ unsafe fn enqueue_read_buffer(cmd: Cmd, buffer: Handle, blocking: cl_bool, offse
     let b = match device_holding(&qq, &m) {
         Some(w) => {
             let st = state.clone();
+            let plat = qq.context.platform;
+            // A profiling queue's read reports the device's times (event.rs).
+            let profiled = qq.properties & CL_QUEUE_PROFILING_ENABLE != 0;
             let c = Codelet::builder("clEnqueueReadBuffer")
                 .opencl_impl(OpenClImpl::custom(move |l| {
                     st.started();
@@ -403,10 +406,21 @@ unsafe fn enqueue_read_buffer(cmd: Cmd, buffer: Handle, blocking: cl_bool, offse
                     // On the kernel queue, not the transfer queue: core may launch this read as
                     // soon as the queue's previous kernel is launched on this device (not
                     // complete), and only the kernel queue orders it after that kernel.
-                    // SAFETY: the replica is valid and pinned until the completion fires and holds
-                    // `offset + size` bytes; the application's `ptr` is writable for `size` bytes
-                    // until the command completes.
-                    unsafe { l.device.copy_after_kernels(from, to, VRect::linear(size)) }.map_err(|e| e.to_string())
+                    let (done, timing) = if profiled {
+                        // SAFETY: the replica is valid and pinned until the completion fires and
+                        // holds `offset + size` bytes; the application's `ptr` is writable for
+                        // `size` bytes until the command completes.
+                        unsafe { l.device.copy_after_kernels_timed(from, to, VRect::linear(size)) }
+                    } else {
+                        // SAFETY: as for the timed copy just above (the same endpoints).
+                        unsafe { l.device.copy_after_kernels(from, to, VRect::linear(size)) }.map(|d| (d, None))
+                    }
+                    .map_err(|e| e.to_string())?;
+                    // The read ran as the vendor's command on this device (cl_weft_placement).
+                    if let Some(i) = plat.real_index(l.device) {
+                        st.ran_on(i, timing);
+                    }
+                    Ok(done)
                 }))
                 .build();
             TaskBuilder::new(&c).access(m.handle(), AccessMode::R).on_worker(w)
