@@ -296,6 +296,27 @@ fn events_name_the_real_device_that_ran_them_with_its_own_times() {
         let stdout = run_all_ok(&exe, &v, devices, &[], devices);
         assert!(stdout.contains("placement ok"), "{devices}:\n{stdout}");
     }
+    // WEFT_STATS: each device's driver line counts the commands it ran (launches: kernels,
+    // and the read of data only that device held), and together they are the program's.
+    let mut cmd = Command::new(&exe);
+    cmd.env("WEFT_STATS", "1");
+    let out = run(cmd, &v, 300);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success() && stdout.ends_with("all ok\n"), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    let commands: u64 =
+        stdout.lines().find_map(|l| l.strip_prefix("device commands ")).and_then(|n| n.parse().ok()).expect("a command count");
+    let launches: Vec<u64> = stderr
+        .lines()
+        .filter(|l| l.starts_with("worker ") && l.contains(" opencl"))
+        .map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            let at = f.iter().position(|&w| w == "launches").unwrap_or_else(|| panic!("no launches in {l:?}"));
+            f[at + 1].parse().unwrap_or_else(|_| panic!("bad launches in {l:?}"))
+        })
+        .collect();
+    assert_eq!(launches.len(), 2, "two device drivers:\n{stderr}");
+    assert!(launches.iter().all(|&n| n > 0), "{stderr}");
+    assert_eq!(launches.iter().sum::<u64>(), commands, "{stderr}");
 }
 
 /// Tiled Cholesky (1024 in tiles of 128) and tiled SGEMM in OpenCL C, each tile its own
