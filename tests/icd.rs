@@ -319,6 +319,19 @@ fn events_name_the_real_device_that_ran_them_with_its_own_times() {
     assert_eq!(launches.iter().sum::<u64>(), commands, "{stderr}");
 }
 
+/// What the platform and every device report is what Weft implements (see
+/// `tests/icd/features.c`): each reported extension has its entry points or needs none;
+/// feature macros agree with their device queries; what is reported absent is refused
+/// with the specification's error (pipes, sub-groups, on-device queues, IL programs); the
+/// unified device reports no more than each real device and names no physical device.
+#[test]
+fn reported_extensions_and_features_are_what_weft_implements() {
+    let v = vendors_or_skip!();
+    let Some(exe) = compile("features") else { return };
+    let stdout = run_all_ok(&exe, &v, "basic basic", &[], "features");
+    assert!(stdout.contains("features ok"), "{stdout}");
+}
+
 /// Tiled Cholesky (1024 in tiles of 128) and tiled SGEMM in OpenCL C, each tile its own
 /// buffer and the dependencies event wait lists (see `tests/icd/cholesky.c`, kernels and
 /// algorithms from `bench/cl/tiles.h`): on one out-of-order queue of the unified device

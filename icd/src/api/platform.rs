@@ -10,7 +10,9 @@
 //! machine's totals where they differ. Weft reports OpenCL 3.0, where everything beyond 1.2
 //! is optional: it offers images and samplers, and SVM on the unified device and the first
 //! real device (svm.rs), not device-side enqueue, pipes, sub-groups or IL programs (their
-//! queries answer "none"); the OpenCL C version stays the vendor's.
+//! queries answer "none", and their OpenCL C feature macros are not reported); the OpenCL
+//! C versions and features are those every real device has. Extensions pass from the
+//! vendors through an allow-list ([`PASSED_ON`]).
 
 use super::cl::*;
 use super::icd::{Obj, new_obj};
@@ -281,42 +283,99 @@ pub(super) unsafe fn get_device_ids(
     Ok(())
 }
 
-/// Extensions a device may report through Weft: those that only change the OpenCL C
-/// language (Weft forwards programs untouched); not those that need entry points or
-/// objects Weft lacks.
+/// Extensions a device may report through Weft: an allow-list of those that only change
+/// the OpenCL C language (Weft forwards programs untouched) or add device queries (Weft
+/// forwards them), so that a vendor extension needing entry points or objects Weft lacks
+/// (`cl_khr_terminate_context`, `cl_nv_create_buffer`, `cl_amd_copy_buffer_p2p`, a new one)
+/// is never reported. Not passed on: IL and SPIR (no IL programs), sub-groups, pipes,
+/// device-side enqueue, images from buffers, mipmaps, MSAA, sharing with graphics APIs,
+/// sub-devices, command buffers, semaphores, external memory, unified SVM, queue property
+/// hints (Weft takes `CL_QUEUE_PROPERTIES` only), `cl_khr_create_command_queue` (no
+/// `clCreateCommandQueueWithPropertiesKHR`), and `cl_khr_icd` (a platform extension).
+const PASSED_ON: &[&str] = &[
+    "cl_khr_byte_addressable_store",
+    "cl_khr_fp16",
+    "cl_khr_fp64",
+    "cl_khr_global_int32_base_atomics",
+    "cl_khr_global_int32_extended_atomics",
+    "cl_khr_local_int32_base_atomics",
+    "cl_khr_local_int32_extended_atomics",
+    "cl_khr_int64_base_atomics",
+    "cl_khr_int64_extended_atomics",
+    "cl_khr_3d_image_writes",
+    "cl_khr_depth_images",
+    "cl_khr_srgb_image_writes",
+    "cl_khr_select_fprounding_mode",
+    "cl_khr_extended_versioning",
+    "cl_khr_device_uuid",
+    "cl_khr_pci_bus_info",
+    "cl_khr_integer_dot_product",
+    "cl_khr_expect_assume",
+    "cl_khr_extended_async_copies",
+    "cl_khr_extended_bit_ops",
+    "cl_khr_kernel_clock",
+    "cl_khr_work_group_uniform_arithmetic",
+    "cl_khr_async_work_group_copy_fence",
+    "cl_ext_atomic_counters_32",
+    "cl_ext_atomic_counters_64",
+    "cl_ext_float_atomics",
+    "cl_ext_cxx_for_opencl",
+    "cl_nv_compiler_options",
+    "cl_nv_pragma_unroll",
+    "cl_nv_device_attribute_query",
+    "cl_amd_media_ops",
+    "cl_amd_media_ops2",
+    "cl_amd_printf",
+    "cl_amd_fp64",
+    "cl_amd_vec3",
+    "cl_amd_device_attribute_query",
+];
+
+/// Extensions about one physical device (its PCI address, its UUID): a real device's,
+/// not the unified device's, which stands for several (its answers would be the first
+/// real device's).
+const ONE_DEVICE: &[&str] = &["cl_khr_pci_bus_info", "cl_khr_device_uuid"];
+
+/// The extensions of `ext` Weft passes on ([`PASSED_ON`]).
 fn filter_extensions(ext: &str) -> String {
-    const DROP: &[&str] = &[
-        "image2d_from_buffer",
-        "mipmap",
-        "msaa",
-        "il_program",
-        "spir",
-        "subgroup",
-        "command_buffer",
-        "fission",
-        "create_command_queue",
-        "svm",
-        "semaphore",
-        "external",
-        "pocl",
-        "intel",
-        "arm_",
-        "priority_hints",
-        "throttle_hints",
-        "gl_",
-        "d3d",
-        "dx9",
-        "egl",
-        "suggested_local",
-        "device_enqueue",
-        "pipe",
-        "icd",
-    ];
-    ext.split_whitespace().filter(|e| !DROP.iter().any(|d| e.contains(d))).collect::<Vec<_>>().join(" ")
+    ext.split_whitespace().filter(|e| PASSED_ON.contains(e)).collect::<Vec<_>>().join(" ")
 }
 
-/// The extensions every one of `reals` reports that Weft passes on.
-fn common_extensions(p: &Platform, reals: &[usize]) -> ClResult<Vec<String>> {
+/// OpenCL C feature macros (`CL_DEVICE_OPENCL_C_FEATURES`) Weft never reports: those of
+/// the optional features it lacks (their device queries answer "none").
+const FEATURES_DROPPED: &[&str] = &["__opencl_c_pipes", "__opencl_c_device_enqueue", "__opencl_c_subgroups"];
+
+/// Whether a unified device over several real devices keeps program-scope global
+/// variables: no, since each real device has its own copy of them and consecutive kernels
+/// may run on different devices (a value one kernel stores, the next would not see).
+fn globals_kept(kind: DeviceKind, reals: &[usize]) -> bool {
+    kind != DeviceKind::Unified || reals.len() <= 1
+}
+
+/// `cl_name_version` entries (68 bytes each) of every one of `reals` for `param`, kept
+/// by name when all of them report it (at the smallest version), in the first one's order.
+fn common_name_versions(p: &Platform, reals: &[usize], param: cl_uint, keep: impl Fn(&str) -> bool) -> ClResult<Vec<u8>> {
+    let mut common: Option<Vec<(String, u32)>> = None;
+    for &i in reals {
+        let b = forward(&p.real[i].1, param)?;
+        let mine: Vec<(String, u32)> = b
+            .chunks_exact(68)
+            .map(|e| {
+                let v = u32::from_ne_bytes([e[0], e[1], e[2], e[3]]);
+                (weft_vendors::opencl::result::bytes_to_string(e[4..].to_vec()), v)
+            })
+            .filter(|(n, _)| keep(n))
+            .collect();
+        common = Some(match common {
+            None => mine,
+            Some(c) => c.into_iter().filter_map(|(n, v)| mine.iter().find(|m| m.0 == n).map(|m| (n, v.min(m.1)))).collect(),
+        });
+    }
+    Ok(common.unwrap_or_default().iter().flat_map(|(n, v)| name_version(n, *v)).collect())
+}
+
+/// The extensions every one of `reals` reports that Weft passes on (for Weft device `kind`).
+fn common_extensions(p: &Platform, kind: DeviceKind, reals: &[usize]) -> ClResult<Vec<String>> {
     let mut common: Option<Vec<String>> = None;
     for &i in reals {
         let e = weft_vendors::opencl::result::bytes_to_string(forward(&p.real[i].1, CL_DEVICE_EXTENSIONS)?);
@@ -326,7 +385,11 @@ fn common_extensions(p: &Platform, reals: &[usize]) -> ClResult<Vec<String>> {
             Some(c) => c.into_iter().filter(|x| mine.contains(x)).collect(),
         });
     }
-    Ok(common.unwrap_or_default())
+    let mut common = common.unwrap_or_default();
+    if kind == DeviceKind::Unified {
+        common.retain(|e| !ONE_DEVICE.contains(&e.as_str()));
+    }
+    Ok(common)
 }
 
 pub(super) fn forward(dev: &OpenClDevice, param: cl_uint) -> ClResult<Vec<u8>> {
@@ -387,7 +450,7 @@ fn device_info(p: &Platform, h: Handle, kind: DeviceKind, param: cl_uint) -> ClR
         CL_DRIVER_VERSION => info_str(env!("CARGO_PKG_VERSION")),
         CL_DEVICE_PROFILE => info_str("FULL_PROFILE"),
         CL_DEVICE_EXTENSIONS => {
-            let mut all = common_extensions(p, &reals)?;
+            let mut all = common_extensions(p, kind, &reals)?;
             all.extend(WEFT_EXTENSIONS.iter().map(|&e| e.to_owned()));
             info_str(&all.join(" "))
         }
@@ -433,9 +496,24 @@ fn device_info(p: &Platform, h: Handle, kind: DeviceKind, param: cl_uint) -> ClR
         0x1061 | 0x1062 => Vec::new(),
         // CL_DEVICE_NUMERIC_VERSION
         0x105E => info_val(VERSION_3_0),
+        // Atomic memory and fence capabilities (bitfields): what every device has. Non-uniform
+        // work-groups, work-group collectives, the generic address space: all or none.
+        0x1063 | 0x1064 if reals.len() > 1 => fold(param, 8, u64::MAX, |a, b| a & b)?,
+        0x1065 | 0x1068 | 0x1069 if reals.len() > 1 => fold(param, 4, u64::MAX, |a, b| a & b)?,
+        // CL_DEVICE_OPENCL_C_ALL_VERSIONS: the versions every device compiles.
+        0x1066 => common_name_versions(p, &reals, param, |_| true)?,
+        // CL_DEVICE_OPENCL_C_FEATURES: those every device has, less the optional features
+        // Weft lacks, and program-scope globals where kernels move between devices.
+        0x106F => common_name_versions(p, &reals, param, |n| {
+            !FEATURES_DROPPED.contains(&n)
+                && (globals_kept(kind, &reals) || n != "__opencl_c_program_scope_global_variables")
+                && (images || !n.contains("image"))
+        })?,
+        // CL_DEVICE_MAX_GLOBAL_VARIABLE_SIZE, CL_DEVICE_GLOBAL_VARIABLE_PREFERRED_TOTAL_SIZE.
+        0x104D | 0x1054 if !globals_kept(kind, &reals) => info_val(0usize),
         // CL_DEVICE_EXTENSIONS_WITH_VERSION: the vendor's entries for the extensions Weft reports.
         0x1060 => {
-            let names = common_extensions(p, &reals)?;
+            let names = common_extensions(p, kind, &reals)?;
             let all = forward(first, param).unwrap_or_default();
             let mut out = Vec::new();
             for e in all.chunks_exact(68) {
@@ -525,6 +603,24 @@ pub unsafe fn device_list(p: &Platform, n: cl_uint, devices: *const Handle) -> C
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Other vendors' lists: only extensions without entry points of their own pass.
+    #[test]
+    fn extensions_needing_entry_points_weft_lacks_are_not_passed_on() {
+        let nvidia = "cl_khr_global_int32_base_atomics cl_khr_fp64 cl_khr_3d_image_writes cl_khr_byte_addressable_store \
+                      cl_khr_icd cl_khr_gl_sharing cl_nv_compiler_options cl_nv_device_attribute_query cl_nv_pragma_unroll \
+                      cl_nv_copy_opts cl_nv_create_buffer cl_khr_int64_base_atomics cl_khr_device_uuid cl_khr_pci_bus_info \
+                      cl_khr_external_semaphore cl_khr_external_memory cl_khr_semaphore cl_khr_terminate_context";
+        assert_eq!(
+            filter_extensions(nvidia),
+            "cl_khr_global_int32_base_atomics cl_khr_fp64 cl_khr_3d_image_writes cl_khr_byte_addressable_store \
+             cl_nv_compiler_options cl_nv_device_attribute_query cl_nv_pragma_unroll cl_khr_int64_base_atomics \
+             cl_khr_device_uuid cl_khr_pci_bus_info"
+        );
+        let amd = "cl_khr_fp64 cl_amd_media_ops cl_amd_copy_buffer_p2p cl_amd_offline_devices cl_khr_create_command_queue \
+                   cl_khr_priority_hints cl_ext_image_requirements_info cl_khr_spirv_linkonce_odr cl_amd_planar_yuv";
+        assert_eq!(filter_extensions(amd), "cl_khr_fp64 cl_amd_media_ops");
+    }
 
     #[test]
     fn only_language_extensions_are_passed_on() {
