@@ -7,8 +7,9 @@
  *    (CL_EVENT_DEVICE_WEFT) one of the platform's real devices, never the unified one;
  *    both appear; its five times are non-zero and ordered (QUEUED <= SUBMIT <= START <= END
  *    <= COMPLETE), in Weft's clock (the host's CLOCK_MONOTONIC_RAW, docs/opencl.md): START
- *    and END lie between a reading taken before the round was enqueued and one taken after
- *    it finished. Kernels one real device ran do not overlap in time: Weft's kernel queue
+ *    and END lie between clGetDeviceAndHostTimer readings taken before the round was
+ *    enqueued and after it finished, themselves between CLOCK_MONOTONIC_RAW readings (and
+ *    each device's timer equals the host's). Kernels one real device ran do not overlap in time: Weft's kernel queue
  *    on a device is in order, and the device's own START/END say so. Times taken on the
  *    host around each launch would overlap on PoCL's "pthread" devices, where Weft commits
  *    a kernel behind one still running (tests/icd.rs runs this on "basic" and "pthread").
@@ -18,7 +19,8 @@
  *    data ran on, and starts after that kernel's end.
  * 4. A real device's profiling queue: its kernels name that device, times ordered, and
  *    consecutive kernels on it do not overlap.
- * 5. Bad input: a size too small for a cl_device_id is CL_INVALID_VALUE.
+ * 5. Bad input: a size too small for a cl_device_id is CL_INVALID_VALUE; the timers'
+ *    NULL pointers and bad device; a non-zero host timer resolution.
  * Prints "device commands N" (how many commands it enqueued that run on a device: what
  * WEFT_STATS counts as launches), "placement ok" and "all ok" last. */
 #define CL_TARGET_OPENCL_VERSION 300
@@ -164,13 +166,18 @@ int main(void) {
         cl_event ev[ROUND];
         cl_ulong t[ROUND][5];
         cl_device_id on[ROUND];
-        cl_ulong before = raw_now();
+        cl_ulong before = raw_now(), dev_before, host_before, dev_after, host_after;
+        CHECK(clGetDeviceAndHostTimer(devs[1 + (cl_uint)r % 2], &dev_before, &host_before));
         for (int i = 0; i < ROUND; i++) ev[i] = spin(q, out[i], 200000, (cl_uint)(r * ROUND + i));
         CHECK(clFinish(q));
+        CHECK(clGetDeviceAndHostTimer(devs[0], &dev_after, &host_after));
         cl_ulong after = raw_now();
+        /* Every Weft device's timer is the platform's profiling clock, the host's. */
+        EXPECT(dev_before == host_before && dev_after == host_after);
+        EXPECT(before <= dev_before && dev_before <= dev_after && dev_after <= after);
         for (int i = 0; i < ROUND; i++) {
             times_of(ev[i], t[i]);
-            if (t[i][2] < before || t[i][3] > after) {
+            if (t[i][2] < dev_before || t[i][3] > dev_after) {
                 fprintf(stderr, "FAIL: kernel %d ran [%llu, %llu], not within [%llu, %llu] of CLOCK_MONOTONIC_RAW\n", i,
                         (unsigned long long)t[i][2], (unsigned long long)t[i][3], (unsigned long long)before,
                         (unsigned long long)after);
@@ -244,7 +251,16 @@ int main(void) {
         CHECK(clReleaseCommandQueue(qr));
     }
 
-    /* 5. Bad input. */
+    /* 5. Bad input, and the timers. */
+    cl_ulong ts, resolution = 0;
+    EXPECT_CODE(CL_INVALID_VALUE, clGetDeviceAndHostTimer(devs[0], &ts, NULL));
+    EXPECT_CODE(CL_INVALID_VALUE, clGetDeviceAndHostTimer(devs[0], NULL, &ts));
+    EXPECT_CODE(CL_INVALID_VALUE, clGetHostTimer(devs[0], NULL));
+    EXPECT_CODE(CL_INVALID_DEVICE, clGetHostTimer((cl_device_id)q, &ts));
+    CHECK(clGetHostTimer(devs[2], &ts));
+    EXPECT(ts != 0);
+    CHECK(clGetPlatformInfo(p, CL_PLATFORM_HOST_TIMER_RESOLUTION, sizeof resolution, &resolution, NULL));
+    EXPECT(resolution != 0);
     cl_event e = spin(q, out[0], 10, 1);
     device_commands++;
     CHECK(clWaitForEvents(1, &e));

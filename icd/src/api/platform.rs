@@ -202,8 +202,8 @@ fn get_platform_info(platform: Handle, param: cl_uint) -> ClResult<Info> {
         CL_PLATFORM_VENDOR => info_str(if socl() { "Inria" } else { "The Weft developers" }),
         CL_PLATFORM_EXTENSIONS => info_str(PLATFORM_EXTENSIONS),
         CL_PLATFORM_ICD_SUFFIX_KHR => info_str("Weft"),
-        // CL_PLATFORM_HOST_TIMER_RESOLUTION: no host timer.
-        0x0905 => info_val(0u64),
+        // CL_PLATFORM_HOST_TIMER_RESOLUTION: Weft's clock counts nanoseconds (clGetHostTimer).
+        0x0905 => info_val(1u64),
         // CL_PLATFORM_NUMERIC_VERSION
         0x0906 => info_val(VERSION_3_0),
         // CL_PLATFORM_EXTENSIONS_WITH_VERSION
@@ -496,6 +496,9 @@ fn device_info(p: &Platform, h: Handle, kind: DeviceKind, param: cl_uint) -> ClR
         0x1061 | 0x1062 => Vec::new(),
         // CL_DEVICE_NUMERIC_VERSION
         0x105E => info_val(VERSION_3_0),
+        // CL_DEVICE_PROFILING_TIMER_RESOLUTION: a kernel's times are its device's, so the
+        // coarsest of the devices' resolutions.
+        0x1025 if reals.len() > 1 => fold(param, 8, 0, u64::max)?,
         // Atomic memory and fence capabilities (bitfields): what every device has. Non-uniform
         // work-groups, work-group collectives, the generic address space: all or none.
         0x1063 | 0x1064 if reals.len() > 1 => fold(param, 8, u64::MAX, |a, b| a & b)?,
@@ -534,6 +537,42 @@ fn device_info(p: &Platform, h: Handle, kind: DeviceKind, param: cl_uint) -> ClR
         0x1018 | 0x100E | 0x100F => min(param, 4)?,
         _ => forward(first, param)?,
     })
+}
+
+/// # Safety
+/// `device_timestamp` and `host_timestamp` null or writable.
+#[cl_entrypoint(clGetDeviceAndHostTimer)]
+unsafe fn get_device_and_host_timer(device: Handle, device_timestamp: *mut u64, host_timestamp: *mut u64) -> ClResult<()> {
+    // CL_INVALID_DEVICE if device is not a valid device.
+    platform().map_err(|_| CL_INVALID_DEVICE)?.device(device)?;
+    // CL_INVALID_VALUE if host_timestamp or device_timestamp is NULL.
+    if device_timestamp.is_null() || host_timestamp.is_null() {
+        return Err(CL_INVALID_VALUE);
+    }
+    // Every Weft device's timer is Weft's profiling clock, the host's (event.rs): one
+    // reading is both, exactly synchronized.
+    let t = super::event::now_ns();
+    // SAFETY: both are non-null, and writable by the caller's contract.
+    unsafe {
+        device_timestamp.write_unaligned(t);
+        host_timestamp.write_unaligned(t);
+    }
+    Ok(())
+}
+
+/// # Safety
+/// `host_timestamp` null or writable.
+#[cl_entrypoint(clGetHostTimer)]
+unsafe fn get_host_timer(device: Handle, host_timestamp: *mut u64) -> ClResult<()> {
+    // CL_INVALID_DEVICE if device is not a valid device.
+    platform().map_err(|_| CL_INVALID_DEVICE)?.device(device)?;
+    // CL_INVALID_VALUE if host_timestamp is NULL.
+    if host_timestamp.is_null() {
+        return Err(CL_INVALID_VALUE);
+    }
+    // SAFETY: non-null, and writable by the caller's contract.
+    unsafe { host_timestamp.write_unaligned(super::event::now_ns()) };
+    Ok(())
 }
 
 #[cl_entrypoint(clGetDeviceInfo)]
