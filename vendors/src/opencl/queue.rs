@@ -1,7 +1,9 @@
 //! Submitting work to an [`OpenClDevice`]'s queue and turning OpenCL events into
 //! [`Completion`]s.
 //!
-//! **Owns**: copies (`Device::copy`), kernel launches, and completion tracking.
+//! **Owns**: copies (`Device::copy`), kernel launches, completion tracking, and the
+//! profiling record of a launch or kernel-queue copy (`*_timed`: [`DeviceTiming`], read
+//! into Weft's clock, [`clock_ns`], by [`to_weft_clock`]).
 //! **Invariants**:
 //! * Submissions hold the device's submission lock (see `device.rs` for the PoCL
 //!   deadlock it avoids); waiting never does.
