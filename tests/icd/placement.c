@@ -16,7 +16,8 @@
  * 3. Host-side commands (a write, a fill, a marker) name no device (NULL) and still have
  *    ordered times; a user event names none either. A read of data that only a device
  *    holds runs as the vendor's read there: it names the device the kernel that wrote the
- *    data ran on, and starts after that kernel's end.
+ *    data ran on, and starts after that kernel's end. A kernel taking an image (vendor
+ *    copies and the kernel, one command) names its device and has ordered times.
  * 4. A real device's profiling queue: its kernels name that device, times ordered, and
  *    consecutive kernels on it do not overlap.
  * 5. Bad input: a size too small for a cl_device_id is CL_INVALID_VALUE; the timers'
@@ -40,6 +41,11 @@ static const char *SRC =
     "  uint i = (uint)get_global_id(0), y = seed * 16u + i;\n"
     "  for (int k = 0; k < iters; k++) { y = y * 1664525u + 1013904223u + (y >> 13); }\n"
     "  out[i] = y;\n"
+    "}\n"
+    "__kernel void pix(__read_only image2d_t im, __global uint *out) {\n"
+    "  int i = (int)get_global_id(0);\n"
+    "  uint4 p = read_imageui(im, (int2)(i, 0));\n"
+    "  out[i] = p.x + p.y + p.z + p.w;\n"
     "}\n";
 
 static cl_uint expected(int iters, cl_uint seed, cl_uint i) {
@@ -223,6 +229,37 @@ int main(void) {
     EXPECT(tr[2] >= tk[3]);
     CHECK(clReleaseEvent(ek));
     CHECK(clReleaseEvent(er));
+    /* A kernel taking an image runs as several vendor commands (the copy into the device's
+     * vendor image, then the kernel): one command, on one device, its times ordered. */
+    cl_image_format fmt = {CL_RGBA, CL_UNSIGNED_INT8};
+    cl_image_desc desc = {0};
+    desc.image_type = CL_MEM_OBJECT_IMAGE2D;
+    desc.image_width = 4;
+    desc.image_height = 1;
+    cl_uchar px[16];
+    for (int i = 0; i < 16; i++) px[i] = (cl_uchar)i;
+    cl_mem img = clCreateImage(ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, &fmt, &desc, px, &err);
+    CHECK(err);
+    cl_mem sums = clCreateBuffer(ctx, CL_MEM_READ_WRITE, 4 * sizeof(cl_uint), NULL, &err);
+    CHECK(err);
+    cl_kernel pk = clCreateKernel(prog, "pix", &err);
+    CHECK(err);
+    CHECK(clSetKernelArg(pk, 0, sizeof img, &img));
+    CHECK(clSetKernelArg(pk, 1, sizeof sums, &sums));
+    size_t four = 4;
+    cl_event ep;
+    CHECK(clEnqueueNDRangeKernel(q, pk, 1, NULL, &four, NULL, 0, NULL, &ep));
+    CHECK(clFinish(q));
+    CHECK(clEnqueueReadBuffer(q, sums, CL_TRUE, 0, sizeof got, got, 0, NULL, NULL));
+    device_commands += 2;
+    for (cl_uint i = 0; i < 4; i++) EXPECT(got[i] == 16 * i + 6);
+    cl_device_id pd = ran_on(ep);
+    EXPECT(pd == devs[1] || pd == devs[2]);
+    times_of(ep, tk);
+    CHECK(clReleaseEvent(ep));
+    CHECK(clReleaseKernel(pk));
+    CHECK(clReleaseMemObject(sums));
+    CHECK(clReleaseMemObject(img));
     cl_event user = clCreateUserEvent(ctx, &err);
     CHECK(err);
     EXPECT(ran_on(user) == NULL);
