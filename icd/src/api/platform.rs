@@ -352,12 +352,41 @@ fn globals_kept(kind: DeviceKind, reals: &[usize]) -> bool {
     kind != DeviceKind::Unified || reals.len() <= 1
 }
 
+/// A real device's `cl_name_version` list `param` (`CL_DEVICE_OPENCL_C_ALL_VERSIONS` or
+/// `_FEATURES`), or, from a vendor older than OpenCL 3.0 (which lacks both queries), what
+/// its older answers imply: the OpenCL C versions up to its `CL_DEVICE_OPENCL_C_VERSION`,
+/// and no features (3.0's feature macros mean nothing to a 1.x or 2.x compiler).
+fn name_versions_of(dev: &OpenClDevice, param: cl_uint) -> ClResult<Vec<u8>> {
+    match forward(dev, param) {
+        Ok(b) => Ok(b),
+        Err(CL_INVALID_VALUE) if param == 0x1066 => {
+            let v = weft_vendors::opencl::result::bytes_to_string(forward(dev, CL_DEVICE_OPENCL_C_VERSION)?);
+            Ok(implied_c_versions(&v).into_iter().flat_map(|v| name_version("OpenCL C", v)).collect())
+        }
+        Err(CL_INVALID_VALUE) => Ok(Vec::new()),
+        Err(e) => Err(e),
+    }
+}
+
+/// The OpenCL C versions (`CL_MAKE_VERSION` values) a pre-3.0 device compiles, from its
+/// `CL_DEVICE_OPENCL_C_VERSION` ("OpenCL C <major>.<minor> <vendor text>"): the 1.x and 2.0
+/// versions up to that one (1.0 if the string does not parse).
+fn implied_c_versions(version: &str) -> Vec<u32> {
+    let number = version.strip_prefix("OpenCL C ").and_then(|r| r.split_whitespace().next()).unwrap_or("");
+    let (major, minor) = number.split_once('.').map_or((1, 0), |(a, b)| (a.parse().unwrap_or(1), b.parse().unwrap_or(0)));
+    [(1u32, 0u32), (1, 1), (1, 2), (2, 0)]
+        .into_iter()
+        .filter(|&v| v == (1, 0) || v <= (major, minor))
+        .map(|(a, b)| (a << 22) | (b << 12))
+        .collect()
+}
+
 /// `cl_name_version` entries (68 bytes each) of every one of `reals` for `param`, kept
 /// by name when all of them report it (at the smallest version), in the first one's order.
 fn common_name_versions(p: &Platform, reals: &[usize], param: cl_uint, keep: impl Fn(&str) -> bool) -> ClResult<Vec<u8>> {
     let mut common: Option<Vec<(String, u32)>> = None;
     for &i in reals {
-        let b = forward(&p.real[i].1, param)?;
+        let b = name_versions_of(&p.real[i].1, param)?;
         let mine: Vec<(String, u32)> = b
             .chunks_exact(68)
             .map(|e| {
@@ -659,6 +688,16 @@ mod tests {
         let amd = "cl_khr_fp64 cl_amd_media_ops cl_amd_copy_buffer_p2p cl_amd_offline_devices cl_khr_create_command_queue \
                    cl_khr_priority_hints cl_ext_image_requirements_info cl_khr_spirv_linkonce_odr cl_amd_planar_yuv";
         assert_eq!(filter_extensions(amd), "cl_khr_fp64 cl_amd_media_ops");
+    }
+
+    /// A pre-3.0 vendor's OpenCL C versions come from its one version string.
+    #[test]
+    fn older_vendors_imply_their_opencl_c_versions() {
+        let v = |a: u32, b: u32| (a << 22) | (b << 12);
+        assert_eq!(implied_c_versions("OpenCL C 1.2 pocl"), vec![v(1, 0), v(1, 1), v(1, 2)]);
+        assert_eq!(implied_c_versions("OpenCL C 2.0 "), vec![v(1, 0), v(1, 1), v(1, 2), v(2, 0)]);
+        assert_eq!(implied_c_versions("OpenCL C 1.1"), vec![v(1, 0), v(1, 1)]);
+        assert_eq!(implied_c_versions("garbage"), vec![v(1, 0)]);
     }
 
     #[test]
