@@ -45,6 +45,9 @@ pub(crate) struct WorkerStats {
     pub jobs: AtomicU64,
     /// Device drivers: task starts put off while their data came home from another device.
     pub deferred: AtomicU64,
+    /// Device drivers: tasks whose work ran on the device and succeeded (kernel launches;
+    /// `tasks` also counts those that needed no device work).
+    pub launches: AtomicU64,
     pub busy: AtomicBool,
     /// Time spent in tasks (whole `execute` calls, data acquisition included; a device:
     /// its tasks' kernels, one after another), ns. Measured only under `WEFT_STATS`;
@@ -526,7 +529,7 @@ impl Runtime {
     }
 
     /// A per-worker and per-node summary (what `WEFT_STATS=1` prints at shutdown): tasks,
-    /// jobs, busy and idle time per worker; per model and kind of worker, the mean
+    /// jobs, busy and idle time per worker (and a device driver's launches: its kernels); per model and kind of worker, the mean
     /// predicted and measured durations; bytes moved per pair of memory nodes.
     pub fn stats_report(&self) -> String {
         let inner = &self.inner;
@@ -535,7 +538,7 @@ impl Runtime {
         for (w, st) in inner.workers.iter().zip(&inner.stats) {
             let busy = st.busy_ns.load(Ordering::Relaxed) as f64 / 1e9;
             s += &format!(
-                "worker {:>2} {:<8} node {} tasks {:>8} jobs {:>8} deferred {:>6} busy {:>8.3} s idle {:>8.3} s\n",
+                "worker {:>2} {:<8} node {} tasks {:>8} jobs {:>8} deferred {:>6} busy {:>8.3} s idle {:>8.3} s",
                 w.id,
                 w.name,
                 w.node,
@@ -545,6 +548,11 @@ impl Runtime {
                 busy,
                 (wall - busy).max(0.0),
             );
+            // A device's kernels, and its memory node's traffic (its node line below).
+            if w.arch != Arch::Cpu {
+                s += &format!(" launches {:>8}", st.launches.load(Ordering::Relaxed));
+            }
+            s += "\n";
         }
         for p in lock(&inner.perf_stats).iter() {
             let mean = |sum: f64, n: u64| if n == 0 { 0.0 } else { sum / n as f64 };
