@@ -1560,12 +1560,17 @@ fn take_box() -> Option<Arc<TaskBox>> {
 
 /// Give a finished task's box back (the thread's own, else [`POOL`]) if it is a pooled one
 /// and nobody else holds it.
-fn recycle(mut t: Arc<TaskBox>) {
+#[inline]
+fn recycle(t: Arc<TaskBox>) {
     // (A shared box, the usual case when its task finishes while its parent's map still
     // names it, is told by a load: `get_mut` would write the count's line.)
-    if !t.pooled || Arc::strong_count(&t) != 1 {
-        return;
+    if t.pooled && Arc::strong_count(&t) == 1 {
+        keep_box(t);
     }
+}
+
+#[inline(never)]
+fn keep_box(mut t: Arc<TaskBox>) {
     let Some(b) = Arc::get_mut(&mut t) else { return };
     // (Its completion emptied its successor list.)
     b.parent = None;
