@@ -97,7 +97,9 @@ const THROTTLE: usize = 8;
 /// holds a bounded number of them. libgomp's throttle (64 per thread too) counts only tasks
 /// queued or running, not those still waiting for dependencies (GOMP_task returns before
 /// counting them), so its creator runs ahead of a graph without bound: it never throttles
-/// on the 816-task Cholesky, where this one does a few times.
+/// on the 816-task Cholesky, where this one holds its creator on about half of its tasks
+/// (which cost the creations after them more: bench/RESULTS.md, 2026-11-29, for a larger
+/// throttle tried against this one).
 const DEPEND_THROTTLE: usize = 64;
 
 /// How often a blind wait (one whose scope leaves queued tasks alone) looks for tasks it
