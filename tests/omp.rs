@@ -171,6 +171,22 @@ fn misuse_gets_a_message_and_is_ignored() {
     }
 }
 
+/// Fulfilling a detach event twice aborts with a message naming the call, after the first
+/// fulfil completed the task (the program got that far).
+#[test]
+fn fulfilling_an_event_twice_aborts_with_a_message() {
+    let Some(cc) = common::compiler() else {
+        println!("skipped: no C compiler (gcc or $CC)");
+        return;
+    };
+    let exe = compile(&cc, "fulfill_twice");
+    let out = run(&exe, &[], false);
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("fulfilled once"), "the first fulfil did not complete the task:\n{stdout}\n{stderr}");
+    assert!(!out.status.success() && !stdout.contains("not reached"), "a second fulfil went on:\n{stdout}\n{stderr}");
+    assert!(stderr.contains("omp_fulfill_event") && stderr.contains("not an event waiting to be fulfilled"), "no message:\n{stderr}");
+}
+
 /// The device memory routines serve the host (programs calling them load and run), and
 /// a device number that does not exist gets one line naming the routine and the number.
 #[test]

@@ -42,7 +42,7 @@ use crossbeam_deque::{Injector, Steal, Stealer, Worker};
 use crossbeam_queue::ArrayQueue;
 use crossbeam_utils::CachePadded;
 use std::cell::UnsafeCell;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -1688,6 +1688,7 @@ unsafe fn new_task(c: *mut Ctx, s: &Spawn, final_: bool, priority: i32, detach: 
         // first word is the task's copy of it (libgomp writes both).
         unsafe {
             let h = Arc::into_raw(t.clone()) as usize;
+            give_event(h);
             *s.detach = h;
             if s.detach_in_data && !s.data.is_null() {
                 *(s.data as *mut usize) = h;
@@ -1758,22 +1759,42 @@ unsafe fn set_bounds(data: *mut c_void, (a, b): (u64, u64)) {
     }
 }
 
+/// The event handles given to the program and not fulfilled yet (detach clauses are rare:
+/// one lock per event): a second `omp_fulfill_event` of one, or of a value that never was
+/// one, is told apart without touching the task, which the first may have freed.
+static EVENTS: Mutex<Option<HashSet<usize, weft_core::hash::BuildAddrHasher>>> = Mutex::new(None);
+
+/// `h` is an event handle now in the program's hands.
+pub(crate) fn give_event(h: usize) {
+    lock(&EVENTS).get_or_insert_with(HashSet::default).insert(h);
+}
+
+/// `omp_fulfill_event(h)` for an event given out and not fulfilled: it is fulfilled now.
+/// Anything else (fulfilled before, never an event) aborts with a message: a second
+/// fulfilment would complete a task that may be gone.
+pub(crate) fn take_event(h: usize) {
+    if !lock(&EVENTS).as_mut().is_some_and(|e| e.remove(&h)) {
+        eprintln!("weft-omp: omp_fulfill_event: {h:#x} is not an event waiting to be fulfilled (fulfilled already?); aborting");
+        std::process::abort();
+    }
+}
+
 /// omp_fulfill_event.
 ///
 /// # Safety
-/// `ev` is an event handle a detach clause received, not fulfilled before.
+/// `ev` is 0 or a value the program got as an event handle (one not given out, or
+/// fulfilled before, aborts with a message).
 pub unsafe fn fulfill(ev: usize) {
     if ev == 0 {
         eprintln!("weft-omp: omp_fulfill_event called with a null event; ignored");
         return;
     }
-    // SAFETY: per the contract: the reference given out with the handle.
+    // Each event once (aborts otherwise, before the handle is used).
+    take_event(ev);
+    // SAFETY: per the contract, checked above: the reference given out with the handle.
     let t = unsafe { Arc::from_raw(ev as *const TaskBox) };
     let prev = t.detach.fetch_or(DETACH_FULFILLED, Ordering::AcqRel);
-    if prev & DETACH_FULFILLED != 0 {
-        eprintln!("weft-omp: omp_fulfill_event: event {ev:#x} already fulfilled; aborting");
-        std::process::abort();
-    }
+    debug_assert_eq!(prev & DETACH_FULFILLED, 0, "invariant: an event is taken once");
     // An undeferred task's creator waits for the flag itself and ends the task there.
     if t.counted && prev & DETACH_BODY_DONE != 0 {
         finish(t);

@@ -355,6 +355,7 @@ pub unsafe extern "C" fn __kmpc_task_allow_completion_event(_loc: Ident, _gtid: 
         let h = unsafe { &mut *header(t) };
         if h.event == 0 {
             h.event = Box::into_raw(Box::new(0usize)) as usize;
+            task::give_event(h.event | 1);
         }
         (h.event | 1) as *mut c_void
     })
@@ -363,8 +364,8 @@ pub unsafe extern "C" fn __kmpc_task_allow_completion_event(_loc: Ident, _gtid: 
 /// The task handle behind an event handle of [`__kmpc_task_allow_completion_event`] (0 when
 /// the task was never spawned); frees the cell: an event is fulfilled once.
 pub(crate) fn event_task(ev: usize) -> usize {
-    // SAFETY: an odd handle is a cell of __kmpc_task_allow_completion_event (the caller's
-    // contract, as omp_fulfill_event's); spawn wrote the task handle into it before the task
+    // SAFETY: an odd handle is a cell of __kmpc_task_allow_completion_event, not freed yet
+    // (omp_fulfill_event checked it against the events given out); spawn wrote the task handle into it before the task
     // could run, and the program synchronizes its fulfilling with the task's creation.
     let h = unsafe { *Box::from_raw((ev & !1) as *mut usize) };
     if h == 0 {
