@@ -158,9 +158,44 @@ fn omp_stacksize_is_honoured() {
 #[test]
 fn misuse_gets_a_message_and_is_ignored() {
     if let Some(stderr) = check("misuse", &[], false) {
-        for what in ["omp_unset_lock", "omp_unset_nest_lock", "omp_set_schedule"] {
+        for what in [
+            "omp_unset_lock",
+            "omp_unset_nest_lock",
+            "omp_set_schedule",
+            "omp_set_num_threads(-3)",
+            "omp_set_num_threads(0)",
+            "omp_set_max_active_levels(-1)",
+        ] {
             assert!(stderr.contains(what), "no message about {what}:\n{stderr}");
         }
+    }
+}
+
+/// Fulfilling a detach event twice aborts with a message naming the call, after the first
+/// fulfil completed the task (the program got that far).
+#[test]
+fn fulfilling_an_event_twice_aborts_with_a_message() {
+    let Some(cc) = common::compiler() else {
+        println!("skipped: no C compiler (gcc or $CC)");
+        return;
+    };
+    let exe = compile(&cc, "fulfill_twice");
+    let out = run(&exe, &[], false);
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("fulfilled once"), "the first fulfil did not complete the task:\n{stdout}\n{stderr}");
+    assert!(!out.status.success() && !stdout.contains("not reached"), "a second fulfil went on:\n{stdout}\n{stderr}");
+    assert!(stderr.contains("omp_fulfill_event") && stderr.contains("not an event waiting to be fulfilled"), "no message:\n{stderr}");
+}
+
+/// The device memory routines serve the host (programs calling them load and run), and
+/// a device number that does not exist gets one line naming the routine and the number.
+#[test]
+fn target_memory_routines_serve_the_host_and_name_a_missing_device() {
+    if let Some(stderr) = check("target", &[], false) {
+        for what in ["omp_target_alloc: device 5", "omp_target_is_present: device 5", "omp_target_memcpy: device 5"] {
+            assert!(stderr.contains(what), "no message `{what}`:\n{stderr}");
+        }
+        assert_eq!(stderr.lines().count(), 3, "one line per failing call:\n{stderr}");
     }
 }
 

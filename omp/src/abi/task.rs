@@ -160,8 +160,14 @@ pub unsafe extern "C" fn GOMP_taskloop_ull(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn omp_fulfill_event(event: usize) {
     guard("omp_fulfill_event", || {
-        // An odd handle is a clang-built program's (`__kmpc_task_allow_completion_event`).
-        let event = if event & 1 != 0 { super::kmp::task::event_task(event) } else { event };
+        // An odd handle is a clang-built program's (`__kmpc_task_allow_completion_event`):
+        // its cell is checked (each once) before it is read, then the task's handle is.
+        let event = if event & 1 != 0 {
+            task::take_event(event);
+            super::kmp::task::event_task(event)
+        } else {
+            event
+        };
         // SAFETY: an event handle from a detach clause.
         unsafe { task::fulfill(event) }
     })
