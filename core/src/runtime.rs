@@ -632,9 +632,16 @@ impl Runtime {
     /// Record in the trace a span of work named `name` that the calling thread ran from
     /// `start` until now, outside core's tasks (an OpenMP team member's share of a parallel
     /// region): on its worker's track, or "other threads". Nothing when not tracing.
-    pub fn trace_span(&self, name: &str, start: std::time::Instant) {
+    pub fn trace_span(&self, name: &'static str, start: std::time::Instant) {
+        self.trace_front_end(&crate::FrontSpan { name, ..Default::default() }, start);
+    }
+
+    /// [`Runtime::trace_span`] with what the span says beyond its name: a task's body
+    /// (counted as a task, with its dependencies' arrows when `core_task` is given), its
+    /// source location.
+    pub fn trace_front_end(&self, span: &crate::FrontSpan, start: std::time::Instant) {
         if let Some(tr) = &self.inner.trace {
-            tr.span(worker::current(self.inner.id), name, start, std::time::Instant::now());
+            tr.span(worker::current(self.inner.id), span, start, std::time::Instant::now());
         }
     }
 

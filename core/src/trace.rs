@@ -49,6 +49,25 @@ pub(crate) struct TaskEvent<'a> {
     pub measured_us: Option<f64>,
 }
 
+/// A front end's span of work on the calling thread, outside core's tasks
+/// ([`crate::Runtime::trace_front_end`]): an OpenMP team member's share of a parallel
+/// region, a worksharing construct, a barrier wait, an explicit task's body.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct FrontSpan {
+    /// "omp parallel", "omp for", "omp task": a static string, interned by its address.
+    pub name: &'static str,
+    /// The span is a task's body (`"cat":"omp_task"`, counted as a task), not busy time of a
+    /// construct (`"cat":"omp"`).
+    pub task: bool,
+    /// The task had depend clauses.
+    pub depend: bool,
+    /// The core task ordering it (a task with depend clauses): the flow arrows of its
+    /// dependencies then bind to this slice.
+    pub core_task: Option<u64>,
+    /// Where in the source the construct is ("file.c:12 (main)"), when the ABI says.
+    pub loc: Option<&'static str>,
+}
+
 /// Idle spans shorter than this are not recorded: a worker that finds work on its second
 /// look would add one per task.
 const MIN_IDLE_NS: u64 = 5_000;
@@ -66,9 +85,15 @@ enum What {
     Idle {
         slept: bool,
     },
-    /// Work a front end ran on the thread outside core's tasks (an OpenMP team member's
-    /// share of a parallel region), named.
-    Span,
+    /// Work a front end ran on the thread outside core's tasks ([`FrontSpan`]), named.
+    Span {
+        task: bool,
+        depend: bool,
+        /// The core task's id, 0 for none (ids start at 1).
+        core_task: u64,
+        /// Index into `ThreadBuf::names` of its location, `u32::MAX` for none.
+        loc: u32,
+    },
 }
 
 #[derive(Clone, Copy)]
@@ -89,6 +114,9 @@ struct ThreadBuf {
     slices: Vec<Vec<Slice>>,
     names: Vec<Box<str>>,
     by_codelet: HashMap<(u64, usize), u32>,
+    /// Front ends' static strings (span names, locations) by address and length: a lookup
+    /// without comparing the text.
+    by_addr: HashMap<(usize, usize), u32>,
     handles: Vec<u64>,
 }
 
@@ -125,6 +153,18 @@ impl ThreadBuf {
         }
         let i = self.intern_slow(id, name);
         self.last = Some((id, i));
+        i
+    }
+
+    /// Index of the static string `s` in `names`, interned on first use.
+    fn intern_static(&mut self, s: &'static str) -> u32 {
+        let key = (s.as_ptr() as usize, s.len());
+        if let Some(&i) = self.by_addr.get(&key) {
+            return i;
+        }
+        let i = self.names.len() as u32;
+        self.names.push(s.into());
+        self.by_addr.insert(key, i);
         i
     }
 
@@ -218,17 +258,19 @@ impl Tracer {
         b.push(Slice { start, end: end.max(start), name, what });
     }
 
-    /// A front end's span of work named `name` ran on `worker` (`None`: a thread that is
-    /// not a worker) from `start` to `end`.
-    pub(crate) fn span(&self, worker: Option<usize>, name: &str, start: Instant, end: Instant) {
+    /// A front end's span of work `s` ran on `worker` (`None`: a thread that is not a
+    /// worker) from `start` to `end`.
+    pub(crate) fn span(&self, worker: Option<usize>, s: &FrontSpan, start: Instant, end: Instant) {
         let (start, end) = (self.ns(start), self.ns(end));
         let pt = self.buf(worker);
         let mut b = lock(&pt.buf);
         if worker.is_some() && pt.idle.load(Ordering::Relaxed) != 0 {
             b.close_idle(pt.idle.swap(0, Ordering::Relaxed), start);
         }
-        let name = b.intern(0, name);
-        b.push(Slice { start, end: end.max(start), name, what: What::Span });
+        let name = b.intern_static(s.name);
+        let loc = s.loc.map_or(u32::MAX, |l| b.intern_static(l));
+        let what = What::Span { task: s.task, depend: s.depend, core_task: s.core_task.unwrap_or(0), loc };
+        b.push(Slice { start, end: end.max(start), name, what });
     }
 
     /// Worker `worker` (the calling thread) looked for work from `start` on, and slept if
@@ -313,7 +355,23 @@ impl Tracer {
             for s in &slices {
                 let (name, cat, args) = match s.what {
                     What::Idle { slept } => (if slept { "sleep" } else { "idle" }, "idle", String::from("{}")),
-                    What::Span => (&*b.names[s.name as usize], "omp", String::from("{}")),
+                    What::Span { task: false, loc: u32::MAX, .. } => (&*b.names[s.name as usize], "omp", String::from("{}")),
+                    What::Span { task, depend, core_task, loc } => {
+                        let mut a = String::from("{");
+                        if task {
+                            let _ = write!(a, "\"depend\":{depend}");
+                            if core_task != 0 {
+                                placed.insert(core_task, (tid, s.start, s.end));
+                                let _ = write!(a, ",\"task\":{core_task}");
+                            }
+                        }
+                        if loc != u32::MAX {
+                            let sep = if a.len() > 1 { "," } else { "" };
+                            let _ = write!(a, "{sep}\"loc\":{}", json_str(&b.names[loc as usize]));
+                        }
+                        a.push('}');
+                        (&*b.names[s.name as usize], if task { "omp_task" } else { "omp" }, a)
+                    }
                     What::Task { task, footprint, predicted_us, measured_us, handles } => {
                         placed.insert(task, (tid, s.start, s.end));
                         let hs = &b.handles[handles.0 as usize..(handles.0 + handles.1) as usize];

@@ -19,4 +19,5 @@ mod places;
 mod sys;
 mod task;
 mod team;
+mod trace;
 mod ws;

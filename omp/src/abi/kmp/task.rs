@@ -41,9 +41,10 @@ pub struct KmpTask {
     data2: usize,
 }
 
-/// Ours, before the task: the whole block's size, the allocation flags and the detach
-/// event's cell (0: no detach clause). A multiple of 16 bytes, so the task keeps malloc's
-/// 16-byte alignment.
+/// Ours, before the task: the whole block's size, the allocation flags, the detach
+/// event's cell (0: no detach clause) and the task construct's `ident_t*` (for traces). A
+/// multiple of 16 bytes, so the task keeps malloc's 16-byte alignment (32 bytes, with or
+/// without `loc`).
 #[repr(C, align(16))]
 struct Header {
     size: usize,
@@ -51,6 +52,7 @@ struct Header {
     /// [`RUNNING`], [`REQUEUED`].
     state: u32,
     event: usize,
+    loc: usize,
 }
 
 /// The block is a task whose routine is running (a spawned copy, or an `if(0)` task).
@@ -142,6 +144,8 @@ unsafe extern "C" fn body(data: *mut c_void) {
             let d: Routine = std::mem::transmute::<usize, Routine>((*t).data1);
             d(g, t);
         }
+        // Last: the task runner records the body's trace slice right after we return.
+        crate::trace::note_task_ident(h.loc);
     }
 }
 
@@ -149,7 +153,7 @@ unsafe extern "C" fn body(data: *mut c_void) {
 /// of shareds, which `task->shareds` points to.
 #[unsafe(no_mangle)]
 pub extern "C" fn __kmpc_omp_task_alloc(
-    _loc: Ident,
+    loc: Ident,
     _gtid: i32,
     flags: i32,
     sizeof_task: usize,
@@ -167,7 +171,7 @@ pub extern "C" fn __kmpc_omp_task_alloc(
         }
         // SAFETY: `p` has room for the header, the task and the shareds, 16-byte aligned.
         unsafe {
-            (p as *mut Header).write(Header { size, flags, state: 0, event: 0 });
+            (p as *mut Header).write(Header { size, flags, state: 0, event: 0, loc: loc as usize });
             let t = p.add(HEAD) as *mut KmpTask;
             let shareds = if sizeof_shareds > 0 { p.add(HEAD + task_size) as *mut c_void } else { std::ptr::null_mut() };
             (*t).shareds = shareds;
@@ -529,8 +533,12 @@ pub unsafe extern "C" fn __kmpc_taskloop(
     grainsize: u64,
     task_dup: Option<TaskDup>,
 ) {
-    // SAFETY: per the contract.
-    guard("__kmpc_taskloop", || unsafe { taskloop(t, if_val, lb, ub, st, nogroup, sched, grainsize, false, task_dup) })
+    guard("__kmpc_taskloop", || {
+        let traced = crate::trace::start();
+        // SAFETY: per the contract.
+        unsafe { taskloop(t, if_val, lb, ub, st, nogroup, sched, grainsize, false, task_dup) };
+        crate::trace::end(traced, "omp taskloop");
+    })
 }
 
 /// OpenMP 5.1's taskloop: `modifier` is `strict` on grainsize/num_tasks.
@@ -553,8 +561,12 @@ pub unsafe extern "C" fn __kmpc_taskloop_5(
     modifier: i32,
     task_dup: Option<TaskDup>,
 ) {
-    // SAFETY: per the contract.
-    guard("__kmpc_taskloop_5", || unsafe { taskloop(t, if_val, lb, ub, st, nogroup, sched, grainsize, modifier != 0, task_dup) })
+    guard("__kmpc_taskloop_5", || {
+        let traced = crate::trace::start();
+        // SAFETY: per the contract.
+        unsafe { taskloop(t, if_val, lb, ub, st, nogroup, sched, grainsize, modifier != 0, task_dup) };
+        crate::trace::end(traced, "omp taskloop");
+    })
 }
 
 #[cfg(test)]
