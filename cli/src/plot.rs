@@ -51,7 +51,7 @@ pub fn gantt(t: &Trace, path: &Path, width: u32) -> Result<(), String> {
     let label_px = (rows.iter().map(|r| r.len()).max().unwrap_or(8) as u32 * 7 + 16).clamp(60, 400);
     let width = width.max(400);
     // The legend's rows, as `legend` lays them out.
-    let items_px: u32 = order.iter().map(|n| 30 + 7 * n.len() as u32).sum::<u32>() + 3 * (30 + 7 * 15);
+    let items_px: u32 = order.iter().map(|n| 30 + 7 * n.len() as u32).sum::<u32>() + 6 * (30 + 7 * 16);
     let legend_px = 20 + 18 * items_px.div_ceil(width - 40);
     let height = 90 + ROW_PX * nrows as u32 + legend_px;
     let root = SVGBackend::new(path, (width, height)).into_drawing_area();
@@ -103,6 +103,14 @@ pub fn gantt(t: &Trace, path: &Path, width: u32) -> Result<(), String> {
         .filter(|(_, s)| s.end() > lo && s.start < hi)
         .map(|(w, s)| Rectangle::new(bar(w, s.start, s.end(), 0.4), region.filled()));
     chart.draw_series(regions).map_err(err(path))?;
+    // OpenMP constructs inside them, a little narrower: barrier waits apart from the
+    // others (loops, single, taskloop), under the tasks.
+    let (construct, barrier) = (RGBColor(107, 174, 214), RGBColor(253, 208, 162));
+    let constructs = t.constructs().filter(|(_, s)| s.end() > lo && s.start < hi).map(|(w, s)| {
+        let c = if s.name == "omp barrier" { barrier } else { construct };
+        Rectangle::new(bar(w, s.start, s.end(), 0.3), c.filled())
+    });
+    chart.draw_series(constructs).map_err(err(path))?;
     // Tasks end a little early, by at most a pixel's worth of time, so that back-to-back
     // tasks stay apart.
     let px_us = (hi - lo) / (width - label_px).max(100) as f64;
@@ -131,6 +139,12 @@ pub fn gantt(t: &Trace, path: &Path, width: u32) -> Result<(), String> {
     items.push(("transfer".to_string(), copy));
     if t.regions().next().is_some() {
         items.push(("OpenMP region".to_string(), region));
+    }
+    if t.constructs().any(|(_, s)| s.name != "omp barrier") {
+        items.push(("OpenMP construct".to_string(), construct));
+    }
+    if t.constructs().any(|(_, s)| s.name == "omp barrier") {
+        items.push(("OpenMP barrier".to_string(), barrier));
     }
     for k in [Kind::Idle, Kind::Sleep] {
         if t.workers.iter().any(|w| w.slices.iter().any(|s| s.kind == k)) {

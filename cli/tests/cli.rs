@@ -328,3 +328,51 @@ fn trace_summary_counts_openmp_region_shares_apart_from_tasks() {
     assert!(std::fs::read_to_string(&svg).unwrap().contains("OpenMP region"), "no legend entry for regions");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// OpenMP explicit tasks count as tasks (an `omp task` row per construct name in the
+/// per-codelet table); worksharing constructs and barrier waits are busy time inside the
+/// region shares, listed per construct. Nested slices count once: a thread whose share
+/// holds a loop holding tasks is busy for the share's length, not the sum.
+#[test]
+fn trace_summary_counts_openmp_tasks_as_tasks_and_nested_spans_once() {
+    let dir = temp_dir("omp-nested");
+    let path = dir.join("trace.json");
+    // cpu 0: a share 0-1000 µs holding a loop 100-600 (two tasks in it) and a barrier
+    // 600-1000 (a task in it); other threads: a share 0-1000 with one task.
+    let x = |tid: u32, name: &str, cat: &str, ts: u32, dur: u32| {
+        format!(r#"{{"ph":"X","pid":1,"tid":{tid},"name":"{name}","cat":"{cat}","ts":{ts},"dur":{dur},"args":{{}}}}"#)
+    };
+    let events = [
+        r#"{"ph":"M","pid":1,"tid":1,"name":"thread_name","args":{"name":"cpu 0"}}"#.to_string(),
+        r#"{"ph":"M","pid":1,"tid":2,"name":"thread_name","args":{"name":"other threads"}}"#.to_string(),
+        x(1, "omp parallel", "omp", 0, 1000),
+        x(1, "omp for", "omp", 100, 500),
+        x(1, "omp task", "omp_task", 200, 100),
+        x(1, "omp task", "omp_task", 400, 100),
+        x(1, "omp barrier", "omp", 600, 400),
+        x(1, "omp task", "omp_task", 700, 100),
+        x(2, "omp parallel", "omp", 0, 1000),
+        x(2, "omp task", "omp_task", 300, 200),
+    ];
+    std::fs::write(&path, format!("{{\"traceEvents\":[{}]}}", events.join(",\n"))).unwrap();
+    let out = ok(&["trace", "summary", path.to_str().unwrap()], &[]);
+    assert!(out.starts_with("2 workers, 4 tasks (4 of them OpenMP tasks), 0 transfers"), "{out}");
+    assert!(out.contains("2 OpenMP region shares"), "{out}");
+    // Busy for the whole share: 1.000 ms, 100.0% (a sum of the nested slices would be 2.3 ms).
+    let cpu0 = words(line(&out, "cpu 0 "));
+    assert_eq!(&cpu0[2..6], ["3", "1.000", "ms", "100.0%"], "{out}");
+    let other = words(line(&out, "other threads "));
+    assert_eq!(&other[2..6], ["1", "1.000", "ms", "100.0%"], "{out}");
+    // The tasks, per construct name, with their own durations (100, 100, 100, 200 µs).
+    assert_eq!(&words(line(&out, "omp task "))[2..5], ["4", "125.0", "us"], "{out}");
+    // The constructs apart, not in the per-codelet table.
+    let after = &out[out.find("per OpenMP construct").unwrap_or_else(|| panic!("no construct table:\n{out}"))..];
+    assert_eq!(&words(line(after, "omp for "))[2..3], ["1"], "{out}");
+    assert_eq!(&words(line(after, "omp barrier "))[2..5], ["1", "400.0", "us"], "{out}");
+    assert!(!out[..out.find("per OpenMP construct").unwrap()].contains("omp for"), "a construct among the tasks:\n{out}");
+    let svg = dir.join("gantt.svg");
+    ok(&["trace", "gantt", path.to_str().unwrap(), "-o", svg.to_str().unwrap()], &[]);
+    let svg = std::fs::read_to_string(&svg).unwrap();
+    assert!(svg.contains("OpenMP construct") && svg.contains("OpenMP barrier") && svg.contains("omp task"), "legend");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
