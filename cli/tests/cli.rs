@@ -126,9 +126,9 @@ fn trace_gantt_draws_a_rect_per_task_and_names_the_rows() {
     for name in ["cpu 0", "cpu 1", "null 0", "node 0 (host) -&gt; node 1 (null0)", "on_cpu0", "on_null0", "transfer"] {
         assert!(s.contains(name), "{name} missing");
     }
-    // Only SVG.
-    let o = weft(&["trace", "gantt", trace.to_str().unwrap(), "-o", dir.join("g.png").to_str().unwrap()], &[]);
-    assert!(!o.status.success() && String::from_utf8_lossy(&o.stderr).contains("only SVG"));
+    // Only SVG and PNG.
+    let o = weft(&["trace", "gantt", trace.to_str().unwrap(), "-o", dir.join("g.jpg").to_str().unwrap()], &[]);
+    assert!(!o.status.success() && String::from_utf8_lossy(&o.stderr).contains("only SVG and PNG"));
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -375,4 +375,56 @@ fn trace_summary_counts_openmp_tasks_as_tasks_and_nested_spans_once() {
     let svg = std::fs::read_to_string(&svg).unwrap();
     assert!(svg.contains("OpenMP construct") && svg.contains("OpenMP barrier") && svg.contains("omp task"), "legend");
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A PNG file decoded: width, height, RGBA pixels.
+fn decode_png(path: &Path) -> (u32, u32, Vec<[u8; 4]>) {
+    let bytes = std::fs::read(path).unwrap();
+    assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n", "not a PNG signature");
+    let mut r = png::Decoder::new(std::io::Cursor::new(bytes)).read_info().expect("a PNG header");
+    let mut buf = vec![0; r.output_buffer_size().expect("a size")];
+    let info = r.next_frame(&mut buf).expect("a PNG frame");
+    assert_eq!((info.color_type, info.bit_depth), (png::ColorType::Rgb, png::BitDepth::Eight));
+    let px = buf[..info.buffer_size()].chunks_exact(3).map(|c| [c[0], c[1], c[2], 255]).collect();
+    (info.width, info.height, px)
+}
+
+/// `-o NAME.png` renders the picture: a PNG of the SVG's size, with the chart's colours,
+/// and text (dark pixels in the row names' column, left of the chart) where the machine has
+/// a font (else a warning says it has none).
+#[test]
+fn trace_gantt_and_perfmodel_plot_write_png() {
+    let dir = temp_dir("png");
+    let trace = known_trace(&dir);
+    let png = dir.join("g.png");
+    let o = weft(&["trace", "gantt", trace.to_str().unwrap(), "-o", png.to_str().unwrap(), "--width", "1200"], &[]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let no_font = String::from_utf8_lossy(&o.stderr).contains("no system font");
+    let (w, h, px) = decode_png(&png);
+    // The SVG's size: the width asked for; a row per worker and link, the caption, axis and legend.
+    assert_eq!(w, 1200);
+    assert!((150..1000).contains(&h), "height {h}");
+    let distinct: std::collections::HashSet<[u8; 4]> = px.iter().copied().collect();
+    assert!(distinct.len() > 10, "{} colours", distinct.len());
+    // The first codelet's colour (the palette's first, Tableau blue) and the copies' grey.
+    for c in [[31, 119, 180, 255], [70, 70, 70, 255]] {
+        assert!(px.contains(&c), "no pixel of {c:?}");
+    }
+    if !no_font {
+        // Row names: dark text left of the plotting area, in the chart's rows.
+        // (The longest, "node 0 (host) -> node 1 (null0)", starts some 30 px from the left.)
+        let dark = (40..150).flat_map(|y| (0..150).map(move |x| (x, y))).filter(|&(x, y)| px[(y * w + x) as usize][0] < 100).count();
+        assert!(dark > 20, "no text in the row names' column ({dark} dark pixels)");
+    }
+
+    let home = home_with_model("png-model");
+    let png = home.join("m.png");
+    ok(&["perfmodel", "plot", "sgemm", "-o", png.to_str().unwrap()], &[("WEFT_HOME", home.to_str().unwrap())]);
+    let (w, h, px) = decode_png(&png);
+    assert_eq!(w, 1000);
+    assert!(h > 650, "height {h}");
+    let distinct: std::collections::HashSet<[u8; 4]> = px.iter().copied().collect();
+    assert!(distinct.len() > 10, "{} colours", distinct.len());
+    std::fs::remove_dir_all(&dir).unwrap();
+    std::fs::remove_dir_all(&home).unwrap();
 }
