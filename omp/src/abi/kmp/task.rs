@@ -331,7 +331,8 @@ thread_local! {
     /// innermost last: an `if(0)` task has its own data environment (libgomp.c/icv-1.c) and
     /// is a task of its own, which does not own its creator's nestable locks
     /// (libgomp.c/lock-2.c).
-    static IF0_ICVS: std::cell::RefCell<Vec<(crate::team::Icv, usize)>> = const { std::cell::RefCell::new(Vec::new()) };
+    /// With each, when tracing, when its `if(0)` task began (for its trace slice).
+    static IF0_ICVS: std::cell::RefCell<Vec<(crate::team::Icv, usize, Option<std::time::Instant>)>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 /// An `if(0)` task: the compiler calls its routine itself next (see the module doc).
@@ -342,7 +343,7 @@ thread_local! {
 pub unsafe extern "C" fn __kmpc_omp_task_begin_if0(_loc: Ident, _gtid: i32, t: *mut KmpTask) {
     guard("__kmpc_omp_task_begin_if0", || {
         let c = crate::team::ctx();
-        IF0_ICVS.with(|s| s.borrow_mut().push((c.icv, c.task.id)));
+        IF0_ICVS.with(|s| s.borrow_mut().push((c.icv, c.task.id, crate::trace::start())));
         // The task block's address identifies the task while the compiler runs its routine
         // (the block lives until `__kmpc_omp_task_complete_if0`, which gives the creator
         // its identity back).
@@ -355,7 +356,7 @@ pub unsafe extern "C" fn __kmpc_omp_task_begin_if0(_loc: Ident, _gtid: i32, t: *
 /// # Safety
 /// `t` is the task [`__kmpc_omp_task_begin_if0`] got.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn __kmpc_omp_task_complete_if0(_loc: Ident, gtid: i32, t: *mut KmpTask) {
+pub unsafe extern "C" fn __kmpc_omp_task_complete_if0(loc: Ident, gtid: i32, t: *mut KmpTask) {
     guard("__kmpc_omp_task_complete_if0", || {
         // SAFETY: per the contract; the compiler ran the routine once and no longer uses
         // the task.
@@ -366,10 +367,16 @@ pub unsafe extern "C" fn __kmpc_omp_task_complete_if0(_loc: Ident, gtid: i32, t:
             }
             free(t)
         }
-        if let Some((icv, id)) = IF0_ICVS.with(|s| s.borrow_mut().pop()) {
+        if let Some((icv, id, traced)) = IF0_ICVS.with(|s| s.borrow_mut().pop()) {
             let c = crate::team::ctx();
             c.icv = icv;
             c.task.id = id;
+            // The compiler ran the body itself: its slice ends here (its depend clauses, if
+            // any, went to __kmpc_omp_wait_deps: not known here).
+            if traced.is_some() {
+                crate::trace::note_task_ident(loc as usize);
+                crate::trace::task_end(traced, false, None);
+            }
         }
     })
 }
