@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install Weft under PREFIX (default /usr/local): libweft.so (the runtime, the OpenMP ABI
 # and the OpenCL implementation), libweft_omp.so (a link to it, for LD_PRELOAD),
-# libweft_icd.so (the ICD shim the OpenCL loader opens), include/weft.h, a pkg-config file,
+# libweft_icd.so (the ICD shim the OpenCL loader opens), include/weft.h, include/CL/cl_weft.h
+# (Weft's OpenCL extensions), a pkg-config file,
 # etc/OpenCL/vendors/weft.icd, and bin/weft (the command that reads traces, performance
 # models and the machine: docs/cli.md); where MPI is installed (mpicc), also weft-mpi's
 # libweft_mpi.so, include/weft_mpi.h and weft-mpi.pc (docs/mpi.md). Builds in release mode
@@ -27,6 +28,7 @@ install -m 755 "$TARGET/release/libweft_icd.so" "$LIB/libweft_icd.so"
 ln -sfn libweft.so "$LIB/libweft_omp.so"
 install -m 755 "$TARGET/release/weft" "$PREFIX/bin/weft"
 install -m 644 include/weft.h "$PREFIX/include/weft.h"
+install -D -m 644 include/CL/cl_weft.h "$PREFIX/include/CL/cl_weft.h"
 VERSION="$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n1)"
 cat > "$LIB/pkgconfig/weft.pc" <<PC
 prefix=$PREFIX

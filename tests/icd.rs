@@ -64,8 +64,13 @@ fn run(cmd: Command, vendors: &Path, secs: u64) -> Output {
     run_on(cmd, vendors, "basic basic", secs)
 }
 
-/// [`run`] on PoCL's `devices` (`POCL_DEVICES`).
+/// [`run`] on PoCL's `devices` (`POCL_DEVICES`). Models and the bus measurement go to a
+/// `WEFT_HOME` under the target folder unless the caller chose one: a test run never writes
+/// into the user's `~/.cache/weft`.
 fn run_on(mut cmd: Command, vendors: &Path, devices: &str, secs: u64) -> Output {
+    if !cmd.get_envs().any(|(k, _)| k == "WEFT_HOME") {
+        cmd.env("WEFT_HOME", Path::new(env!("CARGO_TARGET_TMPDIR")).join("icd-weft-home"));
+    }
     cmd.env("OCL_ICD_VENDORS", vendors)
         .env("POCL_DEVICES", devices)
         .env_remove("WEFT_OCL_VENDORS")
@@ -277,6 +282,59 @@ fn in_order_unified_queues_keep_their_order_and_spread_over_the_devices() {
         let stdout = run_all_ok(&exe, &v, "basic basic", env, &format!("{env:?}"));
         assert!(stdout.contains("spread ok") && stdout.contains("order ok"), "{env:?}:\n{stdout}");
     }
+}
+
+/// Where a kernel ran (`cl_weft_placement`, see `tests/icd/placement.c`): every device and
+/// the platform report the extension; kernels of an out-of-order profiling queue on the
+/// unified device each name one of the platform's real devices, both of them in the end;
+/// their times are ordered, in Weft's clock (the host's `CLOCK_MONOTONIC_RAW`, which PoCL's
+/// devices count in) and do not overlap on one device; host-side commands, markers and user
+/// events name none; a real device's queue names that device. On PoCL's `pthread` devices,
+/// which run a kernel while Weft already commits the next one behind it, times taken on
+/// the host around each launch overlap: the no-overlap check fails unless the times are
+/// the device's.
+#[test]
+fn events_name_the_real_device_that_ran_them_with_its_own_times() {
+    let v = vendors_or_skip!();
+    let Some(exe) = compile("placement") else { return };
+    for devices in ["basic basic", "pthread pthread"] {
+        let stdout = run_all_ok(&exe, &v, devices, &[], devices);
+        assert!(stdout.contains("placement ok"), "{devices}:\n{stdout}");
+    }
+    // WEFT_STATS: each device's driver line counts the commands it ran (launches: kernels,
+    // and the read of data only that device held), and together they are the program's.
+    let mut cmd = Command::new(&exe);
+    cmd.env("WEFT_STATS", "1");
+    let out = run(cmd, &v, 300);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success() && stdout.ends_with("all ok\n"), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    let commands: u64 =
+        stdout.lines().find_map(|l| l.strip_prefix("device commands ")).and_then(|n| n.parse().ok()).expect("a command count");
+    let launches: Vec<u64> = stderr
+        .lines()
+        .filter(|l| l.starts_with("worker ") && l.contains(" opencl"))
+        .map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            let at = f.iter().position(|&w| w == "launches").unwrap_or_else(|| panic!("no launches in {l:?}"));
+            f[at + 1].parse().unwrap_or_else(|_| panic!("bad launches in {l:?}"))
+        })
+        .collect();
+    assert_eq!(launches.len(), 2, "two device drivers:\n{stderr}");
+    assert!(launches.iter().all(|&n| n > 0), "{stderr}");
+    assert_eq!(launches.iter().sum::<u64>(), commands, "{stderr}");
+}
+
+/// What the platform and every device report is what Weft implements (see
+/// `tests/icd/features.c`): each reported extension has its entry points or needs none;
+/// feature macros agree with their device queries; what is reported absent is refused
+/// with the specification's error (pipes, sub-groups, on-device queues, IL programs); the
+/// unified device reports no more than each real device and names no physical device.
+#[test]
+fn reported_extensions_and_features_are_what_weft_implements() {
+    let v = vendors_or_skip!();
+    let Some(exe) = compile("features") else { return };
+    let stdout = run_all_ok(&exe, &v, "basic basic", &[], "features");
+    assert!(stdout.contains("features ok"), "{stdout}");
 }
 
 /// Tiled Cholesky (1024 in tiles of 128) and tiled SGEMM in OpenCL C, each tile its own

@@ -160,9 +160,28 @@ fn omp_stacksize_is_honoured() {
 #[test]
 fn misuse_gets_a_message_and_is_ignored() {
     if let Some(stderr) = check("misuse", &[], false) {
-        for what in ["omp_unset_lock", "omp_unset_nest_lock", "omp_set_schedule"] {
+        for what in [
+            "omp_unset_lock",
+            "omp_unset_nest_lock",
+            "omp_set_schedule",
+            "omp_set_num_threads(-3)",
+            "omp_set_num_threads(0)",
+            "omp_set_max_active_levels(-1)",
+        ] {
             assert!(stderr.contains(what), "no message about {what}:\n{stderr}");
         }
+    }
+}
+
+/// The device memory routines serve the host (programs calling them load and run), and
+/// a device number that does not exist gets one line naming the routine and the number.
+#[test]
+fn target_memory_routines_serve_the_host_and_name_a_missing_device() {
+    if let Some(stderr) = check("target", &[], false) {
+        for what in ["omp_target_alloc: device 5", "omp_target_is_present: device 5", "omp_target_memcpy: device 5"] {
+            assert!(stderr.contains(what), "no message `{what}`:\n{stderr}");
+        }
+        assert_eq!(stderr.lines().count(), 3, "one line per failing call:\n{stderr}");
     }
 }
 

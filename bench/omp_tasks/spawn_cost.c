@@ -1,7 +1,9 @@
 /* An LD_PRELOAD interposer that times every GOMP_task call made inside a parallel region:
  * what creating a task costs the creating thread, under whichever runtime serves
- * GOMP_task next in the lookup order (libgomp, LLVM's libomp, Weft). Calls that took over
- * 100 µs are counted apart: they ran a task body (an undeferred or throttled task).
+ * GOMP_task next in the lookup order (libgomp, LLVM's libomp, Weft). For a clang-built
+ * program (the kmp ABI) a task is two calls, __kmpc_omp_task_alloc then
+ * __kmpc_omp_task_with_deps or __kmpc_omp_task: one sample is their sum. Calls that took
+ * over 100 µs are counted apart: they ran a task body (an undeferred or throttled task).
  * At exit it prints `SPAWN_COST calls=… mean_us=… median_us=… p90_us=… over100us=…`.
  * Used by spawn_cost.sh. */
 #define _GNU_SOURCE
@@ -19,6 +21,9 @@ static gomp_task_fn real_task;
 static uint32_t *samples; /* ns, calls under 100 µs */
 static uint64_t nsamples, over;
 static uint64_t total_ns;
+static uint64_t alloc_ns; /* the last __kmpc_omp_task_alloc's, added to its task's sample */
+/* Inside GOMP_task: libomp's GOMP_task calls its own kmp entry points, not to be counted twice. */
+static __thread int in_gomp;
 
 static uint64_t ns(void) {
     struct timespec t;
@@ -26,16 +31,7 @@ static uint64_t ns(void) {
     return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 
-void GOMP_task(void (*fn)(void *), void *data, void (*cpyfn)(void *, void *), long arg_size, long arg_align, _Bool if_clause,
-               unsigned flags, void **depend, int priority, void *detach) {
-    if (!real_task) real_task = (gomp_task_fn)dlsym(RTLD_NEXT, "GOMP_task");
-    if (!omp_in_parallel()) {
-        real_task(fn, data, cpyfn, arg_size, arg_align, if_clause, flags, depend, priority, detach);
-        return;
-    }
-    uint64_t t0 = ns();
-    real_task(fn, data, cpyfn, arg_size, arg_align, if_clause, flags, depend, priority, detach);
-    uint64_t d = ns() - t0;
+static void sample(uint64_t d) {
     /* Only one thread creates tasks in the benchmarks this is used with (a single
      * construct); the counters are not shared-safe beyond that. */
     if (d >= 100000) {
@@ -46,6 +42,54 @@ void GOMP_task(void (*fn)(void *), void *data, void (*cpyfn)(void *, void *), lo
     if (samples && nsamples < MAX_SAMPLES) samples[nsamples] = (uint32_t)d;
     nsamples++;
     total_ns += d;
+}
+
+void GOMP_task(void (*fn)(void *), void *data, void (*cpyfn)(void *, void *), long arg_size, long arg_align, _Bool if_clause,
+               unsigned flags, void **depend, int priority, void *detach) {
+    if (!real_task) real_task = (gomp_task_fn)dlsym(RTLD_NEXT, "GOMP_task");
+    if (!omp_in_parallel()) {
+        real_task(fn, data, cpyfn, arg_size, arg_align, if_clause, flags, depend, priority, detach);
+        return;
+    }
+    uint64_t t0 = ns();
+    in_gomp = 1;
+    real_task(fn, data, cpyfn, arg_size, arg_align, if_clause, flags, depend, priority, detach);
+    in_gomp = 0;
+    sample(ns() - t0);
+}
+
+/* The kmp ABI (clang). The task structures are opaque here. */
+typedef void *(*kmp_alloc_fn)(void *, int, int, size_t, size_t, void *);
+typedef int (*kmp_deps_fn)(void *, int, void *, int, void *, int, void *);
+typedef int (*kmp_task_fn)(void *, int, void *);
+static kmp_alloc_fn real_alloc;
+static kmp_deps_fn real_with_deps;
+static kmp_task_fn real_kmp_task;
+
+void *__kmpc_omp_task_alloc(void *loc, int gtid, int flags, size_t sizeof_task, size_t sizeof_shareds, void *routine) {
+    if (!real_alloc) real_alloc = (kmp_alloc_fn)dlsym(RTLD_NEXT, "__kmpc_omp_task_alloc");
+    uint64_t t0 = ns();
+    void *t = real_alloc(loc, gtid, flags, sizeof_task, sizeof_shareds, routine);
+    alloc_ns = ns() - t0;
+    return t;
+}
+
+int __kmpc_omp_task_with_deps(void *loc, int gtid, void *task, int ndeps, void *deps, int nnoalias, void *noalias) {
+    if (!real_with_deps) real_with_deps = (kmp_deps_fn)dlsym(RTLD_NEXT, "__kmpc_omp_task_with_deps");
+    if (in_gomp || !omp_in_parallel()) return real_with_deps(loc, gtid, task, ndeps, deps, nnoalias, noalias);
+    uint64_t t0 = ns();
+    int r = real_with_deps(loc, gtid, task, ndeps, deps, nnoalias, noalias);
+    sample(ns() - t0 + alloc_ns);
+    return r;
+}
+
+int __kmpc_omp_task(void *loc, int gtid, void *task) {
+    if (!real_kmp_task) real_kmp_task = (kmp_task_fn)dlsym(RTLD_NEXT, "__kmpc_omp_task");
+    if (in_gomp || !omp_in_parallel()) return real_kmp_task(loc, gtid, task);
+    uint64_t t0 = ns();
+    int r = real_kmp_task(loc, gtid, task);
+    sample(ns() - t0 + alloc_ns);
+    return r;
 }
 
 static int cmp(const void *a, const void *b) {

@@ -36,6 +36,9 @@ pub enum Error {
     Device(#[from] weft_vendors::DeviceError),
     #[error("task failed: {0}")]
     Task(#[from] TaskError),
+    /// What `wait_for_all` reports when tasks completed unsuccessfully since it last did.
+    #[error("{failed} task(s) failed and {cancelled} were cancelled since the last wait; the first: {first}")]
+    TasksFailed { failed: usize, cancelled: usize, first: TaskError },
     #[error("the runtime is shut down")]
     ShutDown,
 }

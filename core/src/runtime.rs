@@ -45,6 +45,9 @@ pub(crate) struct WorkerStats {
     pub jobs: AtomicU64,
     /// Device drivers: task starts put off while their data came home from another device.
     pub deferred: AtomicU64,
+    /// Device drivers: tasks whose work ran on the device and succeeded (kernel launches;
+    /// `tasks` also counts those that needed no device work).
+    pub launches: AtomicU64,
     pub busy: AtomicBool,
     /// Time spent in tasks (whole `execute` calls, data acquisition included; a device:
     /// its tasks' kernels, one after another), ns. Measured only under `WEFT_STATS`;
@@ -99,6 +102,35 @@ impl Counter<'_> {
     }
 }
 
+/// The tasks that did not complete successfully since `wait_for_all` last reported them.
+#[derive(Default)]
+struct Failures {
+    failed: usize,
+    cancelled: usize,
+    /// The first task that failed (not merely cancelled), else the first cancelled one.
+    first: Option<TaskError>,
+}
+
+impl Failures {
+    fn record(&mut self, e: &TaskError) {
+        let cancelled = matches!(e, TaskError::Cancelled(_));
+        if cancelled {
+            self.cancelled += 1;
+        } else {
+            self.failed += 1;
+        }
+        if self.first.is_none() || (!cancelled && self.failed == 1) {
+            self.first = Some(e.clone());
+        }
+    }
+
+    /// The report of what was recorded, if anything was, and an empty record.
+    fn take(&mut self) -> Option<Error> {
+        let f = std::mem::take(self);
+        f.first.map(|first| Error::TasksFailed { failed: f.failed, cancelled: f.cancelled, first })
+    }
+}
+
 /// Commute accesses: a task runs only while no other task holds one of its handles in
 /// COMMUTE mode (StarPU's default arbiter).
 #[derive(Default)]
@@ -141,6 +173,8 @@ pub(crate) struct RuntimeInner {
     inflight: CachePadded<AtomicUsize>,
     waiting: AtomicUsize,
     wait_lock: Mutex<()>,
+    /// Tasks that failed or were cancelled since the last `wait_for_all` reported them.
+    failures: Mutex<Failures>,
     wait_cv: Condvar,
     pub shutdown: AtomicBool,
     next_task: CachePadded<AtomicU64>,
@@ -345,6 +379,7 @@ impl Runtime {
             inflight: CachePadded::new(AtomicUsize::new(0)),
             waiting: AtomicUsize::new(0),
             wait_lock: Mutex::new(()),
+            failures: Mutex::new(Failures::default()),
             wait_cv: Condvar::new(),
             shutdown: AtomicBool::new(false),
             next_task: CachePadded::new(AtomicU64::new(1)),
@@ -466,6 +501,10 @@ impl Runtime {
     }
 
     /// Wait until every submitted task has completed.
+    ///
+    /// [`Error::TasksFailed`] when tasks failed or were cancelled since the previous call
+    /// (whether or not their handles reported it too): the count, and the first failure.
+    /// The record is then cleared, so each failure is reported once here.
     pub fn wait_for_all(&self) -> Result<()> {
         self.inner.wait_for_all()
     }
@@ -490,7 +529,7 @@ impl Runtime {
     }
 
     /// A per-worker and per-node summary (what `WEFT_STATS=1` prints at shutdown): tasks,
-    /// jobs, busy and idle time per worker; per model and kind of worker, the mean
+    /// jobs, busy and idle time per worker (and a device driver's launches: its kernels); per model and kind of worker, the mean
     /// predicted and measured durations; bytes moved per pair of memory nodes.
     pub fn stats_report(&self) -> String {
         let inner = &self.inner;
@@ -499,7 +538,7 @@ impl Runtime {
         for (w, st) in inner.workers.iter().zip(&inner.stats) {
             let busy = st.busy_ns.load(Ordering::Relaxed) as f64 / 1e9;
             s += &format!(
-                "worker {:>2} {:<8} node {} tasks {:>8} jobs {:>8} deferred {:>6} busy {:>8.3} s idle {:>8.3} s\n",
+                "worker {:>2} {:<8} node {} tasks {:>8} jobs {:>8} deferred {:>6} busy {:>8.3} s idle {:>8.3} s",
                 w.id,
                 w.name,
                 w.node,
@@ -509,6 +548,11 @@ impl Runtime {
                 busy,
                 (wall - busy).max(0.0),
             );
+            // A device's kernels, and its memory node's traffic (its node line below).
+            if w.arch != Arch::Cpu {
+                s += &format!(" launches {:>8}", st.launches.load(Ordering::Relaxed));
+            }
+            s += "\n";
         }
         for p in lock(&inner.perf_stats).iter() {
             let mean = |sum: f64, n: u64| if n == 0 { 0.0 } else { sum / n as f64 };
@@ -676,7 +720,9 @@ impl Runtime {
 
 impl Drop for Runtime {
     fn drop(&mut self) {
-        if let Err(e) = self.inner.wait_for_all() {
+        // Failed tasks were the application's to see (their handles, `wait_for_all`); only
+        // tasks that can never run hold up the shutdown.
+        if let Err(e @ Error::Stalled(_)) = self.inner.wait_for_all() {
             eprintln!("weft: shutting down with unfinished tasks: {e}");
             for t in self.inner.tags.cancel_unbound() {
                 self.inner.make_ready(t, None, true);
@@ -1292,6 +1338,9 @@ impl RuntimeInner {
 
     /// `t` finished with `result` (on worker `from`, or on an application thread).
     pub(crate) fn complete(&self, t: &TaskRef, result: Result<(), TaskError>, from: Option<usize>) {
+        if let Err(e) = &result {
+            lock(&self.failures).record(e);
+        }
         if t.has_commute && t.poison.get().is_none() {
             let ready = {
                 let mut arb = lock(&self.arbiter);
@@ -1443,7 +1492,7 @@ impl RuntimeInner {
         let mut last = u64::MAX;
         let r = loop {
             if self.inflight.load(Ordering::SeqCst) == 0 {
-                break Ok(());
+                break lock(&self.failures).take().map_or(Ok(()), Err);
             }
             let (ng, to) = self.wait_cv.wait_timeout(g, Duration::from_millis(100)).unwrap_or_else(|e| e.into_inner());
             g = ng;

@@ -159,6 +159,13 @@ fn a_failing_task_cancels_its_dependents_with_its_error() {
     assert!(matches!(&e, Error::Task(TaskError::Cancelled(cause)) if cause.to_string().contains("no luck")), "{e}");
     assert!(matches!(c.wait().unwrap_err(), Error::Task(TaskError::Cancelled(_))));
     assert_eq!(ran.load(Ordering::SeqCst), 0);
+    // wait_for_all reports them too, once: one failure, two cancelled, the failure first.
+    match rt.wait_for_all().unwrap_err() {
+        Error::TasksFailed { failed: 1, cancelled: 2, first: TaskError::Failed { task, msg } } => {
+            assert_eq!((task.as_str(), msg.as_str()), ("fails", "no luck"));
+        }
+        e => panic!("unexpected: {e}"),
+    }
     rt.wait_for_all().unwrap();
     // Independent work still runs, and so do new tasks on the handle: the failure was seen.
     rt.submit(TaskBuilder::new(&count)).unwrap().wait().unwrap();

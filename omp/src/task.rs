@@ -3,16 +3,20 @@
 //!
 //! **Owns**: what a task is here ([`TaskBox`]), the team's ready queues ([`TeamTasks`]),
 //! the calling thread's current task ([`Cur`], kept in its `Ctx`), and every wait for tasks
-//! (taskwait, taskgroup end, barriers, undeferred tasks waiting for their dependencies).
-//! **Does not own**: the dependency graph: a task with `depend` clauses is a core task
-//! (`Runtime::submit_external`) whose accesses are the core data handles of its depend
-//! addresses, so it is ordered by the same machinery as every other Weft task; core calls
-//! back when its predecessors are done and the task joins the team's queue.
+//! (taskwait, taskgroup end, barriers, undeferred tasks waiting for their dependencies),
+//! and the dependencies between siblings that `depend` clauses make ([`DepMap`], [`Link`]):
+//! as libgomp, a map per parent task from depend address to the children that a later
+//! sibling naming it waits for, and per task its successors and a count of the
+//! predecessors it still waits for. Core's dependency machinery (data handles, trees,
+//! phase lists) is not involved: an OpenMP task's dependencies are only on its siblings'
+//! addresses, and a submission there cost the creating thread several times libgomp's
+//! whole `GOMP_task` (bench/RESULTS.md, 2026-11-29).
 //!
 //! # Work first
-//! Creation takes no lock shared by the team: a task is one allocation (its data inline up
-//! to [`INLINE`] bytes; a task with depend clauses or bigger data reuses a finished task's
-//! box from a lock-free pool, so that its one allocation is core's task). A task without
+//! Creation takes no lock shared by the team: a task is at most one allocation (its data
+//! inline up to [`INLINE`] bytes; a task with depend clauses or bigger data reuses a
+//! finished task's box, from its thread's cache or a lock-free pool); a task with depend
+//! clauses takes one uncontended lock per incomplete predecessor. A task without
 //! dependencies goes on the creating thread's own deque (LIFO for its owner, stolen FIFO by
 //! the others); one with dependencies joins the team's FIFO queue once core says they are
 //! met, in the order tasks become ready, as in libgomp, except that the first task a
@@ -42,7 +46,7 @@ use std::collections::HashMap;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use weft_core::{AccessMode, DataHandle, External, Runtime, Shape, Spent, TaskBuilder};
+use weft_core::AccessMode;
 
 /// The compiler's copy function for firstprivate data (`cpyfn(dst, src)`).
 pub type CpyFn = unsafe extern "C" fn(*mut c_void, *mut c_void);
@@ -145,30 +149,155 @@ pub unsafe fn free_group(g: *mut Group) {
     drop(unsafe { Box::from_raw(g) });
 }
 
-/// Sibling scope: the dependency handle of each depend address used by a task's children.
+/// Sibling scope: for each depend address named by a task's children, the children that a
+/// later sibling naming it must wait for (libgomp's per-parent hash table of addresses).
+/// Only the parent's thread touches it (children are created by their parent's thread);
+/// the tasks it holds are complete or not, which it reads from their [`Link`]s.
 #[derive(Default)]
 struct DepMap {
-    map: HashMap<usize, DataHandle, weft_core::hash::BuildAddrHasher>,
-    /// The size at which a new address first sweeps out the handles that no task holds any
-    /// more ([`DepMap::sweep`]).
+    map: HashMap<usize, Entry, weft_core::hash::BuildAddrHasher>,
+    /// The size at which a new address first sweeps out the entries whose tasks are all
+    /// complete ([`DepMap::sweep`]).
     sweep_at: usize,
 }
 
-/// Whether `h` is idle (no task holds it: [`DataHandle::reuse_if_unshared`], which resets
-/// it); a reference to it then joins `spare` if there is room.
-fn offer(spare: &mut Vec<DataHandle>, h: &mut DataHandle) -> bool {
-    let idle = h.reuse_if_unshared();
-    if idle && spare.len() < SPARE_MAX {
-        spare.push(h.clone());
+/// One address of a [`DepMap`]: its last writer (`out`, `inout`, `mutexinoutset`,
+/// `inoutset`: every mode but `in`) and the readers (`in`) created since. `mutexinoutset`
+/// and `inoutset` tasks are ordered among themselves in creation order, as libgomp orders
+/// them: a correct order (their set-mates may run in any order, but not together), only
+/// less parallel. A new reader waits for the writer; a
+/// new writer waits for the readers (each of which waited for the writer or found it
+/// complete), or for the writer when there are none, and then replaces them all.
+#[derive(Default)]
+struct Entry {
+    out: Option<Arc<TaskBox>>,
+    ins: smallvec::SmallVec<[Arc<TaskBox>; 2]>,
+}
+
+impl Entry {
+    /// No task of the entry is still to complete: a later sibling has nothing to wait for.
+    fn idle(&self) -> bool {
+        self.out.as_ref().is_none_or(|t| t.link.done()) && self.ins.iter().all(|t| t.link.done())
     }
-    idle
+
+    /// Drop the entry's tasks (each box back to its thread's cache if this was its last
+    /// reference: [`recycle`]).
+    fn clear(&mut self) {
+        if let Some(t) = self.out.take() {
+            recycle(t);
+        }
+        for t in self.ins.drain(..) {
+            recycle(t);
+        }
+    }
+}
+
+/// A task's place in its siblings' dependency graph: whether it is complete, the later
+/// siblings waiting for it, and how many of its own predecessors it still waits for. Only
+/// tasks with depend clauses are ever in a [`DepMap`], and so only they have successors.
+#[derive(Default)]
+struct Link {
+    /// Set once the task is complete, under `succ`'s lock (so a creator that finds it false
+    /// under the lock knows its push will be seen by the completion).
+    done: AtomicBool,
+    /// Siblings created while it was incomplete that wait for it; taken by its completion.
+    succ: Mutex<smallvec::SmallVec<[Arc<TaskBox>; 4]>>,
+    /// Predecessors not yet complete, plus [`LINKING`] while its creator links it; the
+    /// decrement that brings it to zero makes the task ready.
+    waiting: AtomicUsize,
+}
+
+/// What [`Link::waiting`] starts from while a task's creator links it to its predecessors:
+/// a predecessor completing meanwhile cannot bring the count to zero. The creator takes it
+/// off again in one step, less the edges it made ([`link_deps`]).
+const LINKING: usize = usize::MAX / 2;
+
+impl Link {
+    #[inline]
+    fn done(&self) -> bool {
+        self.done.load(Ordering::Acquire)
+    }
+
+    /// Make `t` wait for the task owning this link, unless that one is complete; whether it
+    /// does. An edge already made for `t` (a predecessor named through two addresses) is
+    /// not made twice: only `t`'s creator pushes `t`, so it would be the last one pushed.
+    fn add_successor(&self, t: &Arc<TaskBox>) -> bool {
+        if self.done() {
+            return false;
+        }
+        let mut succ = lock(&self.succ);
+        if self.done.load(Ordering::Relaxed) || succ.last().is_some_and(|l| Arc::ptr_eq(l, t)) {
+            return false;
+        }
+        succ.push(t.clone());
+        true
+    }
+
+    /// The task is complete: mark it so and make ready the successors it was the last
+    /// predecessor of.
+    fn complete(&self) {
+        let succ = {
+            let mut succ = lock(&self.succ);
+            self.done.store(true, Ordering::Release);
+            std::mem::take(&mut *succ)
+        };
+        for s in succ {
+            if s.link.waiting.fetch_sub(1, Ordering::AcqRel) == 1 {
+                s.ready();
+            }
+        }
+    }
+}
+
+/// The predecessors of an access of `mode` to the address of `e` (see [`Entry`]), given to
+/// `pred`; then, if `t` is given, `t` recorded as the address's newest reader or writer.
+fn access(e: &mut Entry, mode: AccessMode, t: Option<&Arc<TaskBox>>, pred: &mut impl FnMut(&Arc<TaskBox>)) {
+    // A complete writer orders nothing more (its readers found it complete or waited for
+    // it): its box can go back for a new task.
+    if e.out.as_ref().is_some_and(|w| w.link.done())
+        && let Some(w) = e.out.take()
+    {
+        recycle(w);
+    }
+    if mode == AccessMode::R {
+        if let Some(w) = &e.out {
+            pred(w);
+        }
+        let Some(t) = t else { return };
+        // Readers accumulate between writers: when the list is full the complete ones go,
+        // and it grows only if that left it over half full (so each look is paid for by as
+        // many new readers, however many stay in flight).
+        if e.ins.len() == e.ins.capacity() {
+            let mut i = 0;
+            while i < e.ins.len() {
+                if e.ins[i].link.done() {
+                    recycle(e.ins.swap_remove(i));
+                } else {
+                    i += 1;
+                }
+            }
+            if e.ins.len() > e.ins.capacity() / 2 {
+                e.ins.reserve(e.ins.capacity());
+            }
+        }
+        e.ins.push(t.clone());
+    } else {
+        if e.ins.is_empty() {
+            if let Some(w) = &e.out {
+                pred(w);
+            }
+        } else {
+            e.ins.iter().for_each(&mut *pred);
+        }
+        if let Some(t) = t {
+            e.clear();
+            e.out = Some(t.clone());
+        }
+    }
 }
 
 /// The smallest map [`DepMap::sweep`] looks through.
 const SWEEP_MIN: usize = 256;
-
-/// The most idle dependency handles a thread keeps for new addresses ([`SPARE`]).
-const SPARE_MAX: usize = 1024;
 
 /// The most child counters and dependency maps a thread keeps for its next tasks
 /// ([`NODES`], [`MAPS`]): as many as tasks that create children end on it one inside
@@ -180,9 +309,6 @@ const SPARE_OBJECTS: usize = 16;
 const MAP_KEEP_CAPACITY: usize = 64;
 
 thread_local! {
-    /// Dependency handles that no task holds any more, reset, for the new addresses of any
-    /// map on this thread: a handle is two allocations and a reference to the runtime.
-    static SPARE: std::cell::RefCell<Vec<DataHandle>> = const { std::cell::RefCell::new(Vec::new()) };
     /// Child counters of ended tasks that no child holds any more, for the next tasks to
     /// create children on this thread (each task that does needs one).
     static NODES: std::cell::RefCell<Vec<Arc<Node>>> = const { std::cell::RefCell::new(Vec::new()) };
@@ -193,7 +319,7 @@ thread_local! {
     static MAPS: std::cell::RefCell<Vec<Box<DepMap>>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
-/// A thread's list of spare objects ([`SPARE`], [`NODES`], [`MAPS`], [`BOXES`]).
+/// A thread's list of spare objects ([`NODES`], [`MAPS`], [`BOXES`]).
 type Spares<T> = std::thread::LocalKey<std::cell::RefCell<Vec<T>>>;
 
 /// One of the calling thread's spares in `list`, if it has one.
@@ -229,8 +355,8 @@ fn new_map() -> Box<DepMap> {
     take_spare(&MAPS).unwrap_or_default()
 }
 
-/// A task's context ended: its map's idle handles go to the thread's spares
-/// ([`DepMap::retire`]), and its map and child counter too when nothing else holds them
+/// A task's context ended: its map lets go of its children ([`DepMap::retire`]), and
+/// the map and its child counter go to the thread's spares when nothing else holds them
 /// (recursive code: one of each per task that creates children, allocated and freed again
 /// each time, was a third of deptree's calls to malloc and free). Inline for the common
 /// case of neither (a task run at once that created no child).
@@ -242,10 +368,8 @@ fn end_task(node: Option<Arc<Node>>, deps: Option<Box<DepMap>>) {
 }
 
 /// An implicit task ends (after its region's last barrier, so the tasks it created are
-/// complete): its map's handles, its map and its child counter go to the thread's spares as
-/// an explicit task's do, for the next region's tasks (dropped, a region that creates tasks
-/// with depend clauses freed its handles and the next one allocated them again: regions of
-/// 32 such tasks at 2 threads took 1.5-1.6x the time).
+/// complete): its map and its child counter go to the thread's spares as an explicit
+/// task's do, for the next region's tasks.
 pub fn end_implicit(t: &mut Cur) {
     end_task(t.node.take(), t.deps.take());
 }
@@ -271,54 +395,38 @@ fn end_task_slow(node: Option<Arc<Node>>, deps: Option<Box<DepMap>>) {
 }
 
 impl DepMap {
-    /// The end of the task whose children this map ordered: the handles no task holds go to
-    /// the thread's spares. A task that names new addresses for a few children and ends
-    /// (recursive code with depend clauses) leaves them to the next task instead of freeing
-    /// them. Called where a task's context ends, not from a `Drop` (with one, every task's
-    /// end got slower: fib 1.2× the time).
+    /// The end of the task whose children this map ordered: no sibling will name its
+    /// addresses again, so it lets go of their tasks (boxes whose last reference it held go
+    /// back to the thread's cache). Called where a task's context ends, not from a `Drop`
+    /// (with one, every task's end got slower: fib 1.2× the time).
     #[inline(never)]
     fn retire(&mut self) {
-        let _ = SPARE.try_with(|s| {
-            let mut spare = s.borrow_mut();
-            for (_, mut h) in self.map.drain() {
-                if spare.len() >= SPARE_MAX {
-                    break;
-                }
-                offer(&mut spare, &mut h);
-            }
-        });
+        for (_, mut e) in self.map.drain() {
+            e.clear();
+        }
     }
 
-    fn get(&self, addr: &usize) -> Option<&DataHandle> {
-        self.map.get(addr)
-    }
-
-    /// The handle of `addr`, a reset idle one or a new one if no earlier sibling named it.
-    fn handle(&mut self, rt: &Runtime, addr: usize) -> &DataHandle {
+    /// The entry of `addr`, a new one if no earlier sibling named it.
+    #[inline]
+    fn entry(&mut self, addr: usize) -> &mut Entry {
         if self.map.len() >= self.sweep_at && !self.map.contains_key(&addr) {
             self.sweep();
         }
-        self.map.entry(addr).or_insert_with(|| {
-            if let Some(h) = take_spare(&SPARE) {
-                return h;
-            }
-            rt.alloc(Shape::Bytes { size: 1 }).unwrap_or_else(|e| {
-                eprintln!("weft-omp: cannot create a dependency handle ({e}); aborting");
-                std::process::abort();
-            })
-        })
+        self.map.entry(addr).or_default()
     }
 
-    /// Take out the handles that no task holds any more: their tasks are complete, so a
-    /// later sibling naming the address has nothing to wait for and can have a fresh handle.
-    /// A task creating children over ever new addresses (a wavefront) then keeps a map the
-    /// size of its tasks in flight, not of all the addresses it named, and its handles are
-    /// reused, not freed and allocated again. Sweeps come at doubling sizes, so each new
-    /// address costs a bounded share of them.
+    /// Take out the entries whose tasks are all complete: a later sibling naming the
+    /// address has nothing to wait for. A task creating children over ever new addresses (a
+    /// wavefront) then keeps a map the size of its tasks in flight, not of all the addresses
+    /// it named. Sweeps come at doubling sizes, so each new address costs a bounded share
+    /// of them.
     fn sweep(&mut self) {
-        let _ = SPARE.try_with(|s| {
-            let mut spare = s.borrow_mut();
-            self.map.retain(|_, h| !offer(&mut spare, h));
+        self.map.retain(|_, e| {
+            let idle = e.idle();
+            if idle {
+                e.clear();
+            }
+            !idle
         });
         self.sweep_at = (2 * self.map.len()).max(SWEEP_MIN);
     }
@@ -438,16 +546,11 @@ pub struct TaskBox {
     /// Counted in the team, its group and its parent (a queued task); false for an
     /// undeferred task that only needed a completion event.
     counted: bool,
-    /// The core task ordering it, when it had dependencies: written by core's ready
-    /// callback before the task is queued, taken by the thread that finishes it.
-    ext: UnsafeCell<Option<External>>,
-    /// A pooled box's last core task, completed: the next task with depend clauses that
-    /// reuses the box builds its core task there (`TaskBuilder::reuse`), so that it
-    /// allocates nothing (the pools' bounds, [`POOL_CAPACITY`] and [`LOCAL_BOXES`] a thread,
-    /// bound the completed tasks so kept). Written by the finishing thread before the box
-    /// goes back (to its own cache or to the pool, whose push publishes it), taken by the
-    /// creating thread that took the box.
-    spent: UnsafeCell<Option<Spent>>,
+    /// Its place among its siblings' dependencies (used when `linked`).
+    link: Link,
+    /// Recorded in its parent's [`DepMap`] (it has depend clauses): its completion releases
+    /// the siblings waiting for it.
+    linked: bool,
     detach: AtomicU32,
     has_detach: bool,
     /// Back to [`POOL`] once finished (see [`new_task`]).
@@ -470,11 +573,10 @@ impl Drop for TaskBox {
     }
 }
 
-/// Core calls a task with dependencies back here once they are met: it joins its team's queue.
-impl weft_core::ExternalWork for TaskBox {
-    fn ready(self: Arc<Self>, token: External) {
-        // SAFETY: the task is not queued yet: nobody else touches it.
-        unsafe { *self.ext.get() = Some(token) };
+impl TaskBox {
+    /// A task with dependencies whose predecessors are all complete (on the thread that
+    /// completed the last one, or on its creator's if none was left): it joins a queue.
+    fn ready(self: Arc<Self>) {
         // SAFETY: the team outlives its tasks.
         let team = unsafe { &*self.team };
         // The first task that a finishing task releases stays with the thread that ran it
@@ -530,8 +632,8 @@ enum Release {
 }
 
 thread_local! {
-    /// Set while this thread completes a task's core task in [`finish`]: the tasks that
-    /// core releases meanwhile (`ready`) are that task's successors.
+    /// Set while this thread completes a task in [`finish`]: the tasks made ready meanwhile
+    /// (`ready`) are that task's successors.
     static RELEASING: std::cell::Cell<Release> = const { std::cell::Cell::new(Release::None) };
     /// The scope of the innermost wait this thread is in ([`wait_until`]; `Any` outside
     /// one, or at a barrier).
@@ -926,14 +1028,10 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-fn runtime() -> Option<&'static Arc<Runtime>> {
-    team::runtime()
-}
-
 /// Count a task body the calling thread is about to run, for the statistics (`WEFT_STATS`):
 /// on its core worker's line, or "other threads". Every explicit task counts where its body
-/// runs (once; not a cancelled one), whether core ordered it (depend clauses: an external
-/// task, whose completion may come from elsewhere, e.g. a detach event) or not. Tasks run
+/// runs (once; not a cancelled one), whatever completes it (a detached task's completion
+/// may come from elsewhere). Tasks run
 /// before the runtime started (orphaned ones, in a program that has not forked yet) are not
 /// counted: there are no statistics yet.
 #[inline]
@@ -1139,15 +1237,8 @@ fn body_done(t: Arc<TaskBox>) {
 }
 
 fn finish(t: Arc<TaskBox>) {
-    // SAFETY: the finishing thread is the only one touching the task now (module doc of `ext`).
-    if let Some(e) = unsafe { (*t.ext.get()).take() }
-        && let Some(rt) = runtime()
-    {
-        let spent = releasing(|| rt.complete_external(e));
-        if t.pooled {
-            // SAFETY: as `ext`; the pool's push publishes it to the thread that pops the box.
-            unsafe { *t.spent.get() = Some(spent) };
-        }
+    if t.linked {
+        releasing(|| t.link.complete());
     }
     if !t.counted {
         return;
@@ -1194,64 +1285,87 @@ pub fn add_dep(out: &mut Deps, addr: usize, m: AccessMode) {
     }
 }
 
-/// The core task builder for `deps`, in the sibling scope of the calling thread's task.
-fn builder(c: *mut Ctx, rt: &Runtime, deps: &[(usize, AccessMode)]) -> TaskBuilder {
-    // SAFETY: the calling thread's context; only this thread touches its task's map.
-    let map = unsafe { (*c).task.deps.get_or_insert_with(new_map) };
-    let mut b = TaskBuilder::empty();
-    for &(addr, mode) in deps {
-        let h = map.handle(rt, addr);
-        b.add_access(h, mode);
-    }
-    b
+/// The calling thread's task's map of its children's depend addresses.
+#[inline]
+fn dep_map<'a>(c: *mut Ctx) -> &'a mut DepMap {
+    // SAFETY: the calling thread's context; only this thread touches its task's map, and
+    // callers hold the reference only while they create or look up (no task runs then:
+    // running one swaps the thread's current task).
+    unsafe { (*c).task.deps.get_or_insert_with(new_map) }
 }
 
-/// Wait (running other tasks) until the calling task's earlier siblings that `deps` names
-/// are done; returns the token to complete once the work that needed them is done.
-fn wait_for_deps(c: *mut Ctx, deps: &[(usize, AccessMode)]) -> Option<External> {
-    if deps.is_empty() {
-        return None;
+/// Record `t` (a new child of the calling thread's task) in the map for `deps` and make it
+/// wait for its predecessors; it is made ready here if none is left incomplete (as libgomp's
+/// gomp_task_handle_depend: a hash lookup per address, an edge per predecessor, nothing
+/// allocated but the entries' growth). `deps` names each address once ([`add_dep`]): a
+/// second access would find `t` itself recorded and wait for it.
+fn link_deps(c: *mut Ctx, t: &Arc<TaskBox>, deps: &[(usize, AccessMode)]) {
+    let map = dep_map(c);
+    // Nobody else knows `t` yet: the counter starts high, so that predecessors completing
+    // while it is linked cannot make it ready early; then the edges not made come off.
+    t.link.waiting.store(LINKING, Ordering::Relaxed);
+    let mut edges = 0;
+    for &(addr, mode) in deps {
+        access(map.entry(addr), mode, Some(t), &mut |p| {
+            if p.link.add_successor(t) {
+                edges += 1;
+            }
+        });
     }
-    let rt = runtime()?;
-    // The thread's last waiter if nobody holds it any more (its core task is the wait's
-    // one allocation), else a new one (a wait nested in a task run while waiting).
-    let mut w = DEP_WAIT.take().unwrap_or_default();
-    // (Its token was taken at the end of its last wait.)
-    match Arc::get_mut(&mut w) {
-        Some(d) => *d.ready.get_mut() = false,
-        None => w = Arc::default(),
+    if t.link.waiting.fetch_sub(LINKING - edges, Ordering::AcqRel) == LINKING - edges {
+        t.clone().ready();
     }
-    let b = builder(c, rt, deps);
-    if let Err(e) = rt.submit_external_work(b, w.clone()) {
-        eprintln!("weft-omp: cannot order a task by its depend clauses ({e}); aborting");
-        std::process::abort();
+}
+
+/// The incomplete earlier siblings that a child with `deps` would wait for (recording the
+/// child `t`, if given, as the addresses' newest reader or writer).
+fn preds_of(c: *mut Ctx, t: Option<&Arc<TaskBox>>, deps: &[(usize, AccessMode)]) -> Preds {
+    let mut preds = Preds::new();
+    // SAFETY: the calling thread's context (read only here).
+    if t.is_none() && unsafe { (*c).task.deps.is_none() } {
+        // No child has named an address yet (and a lookup needs no map).
+        return preds;
     }
-    wait_until(c, Scope::children(c), || w.ready.load(Ordering::Acquire));
-    let token = lock(&w.token).take();
-    DEP_WAIT.set(Some(w));
-    token
+    let map = dep_map(c);
+    for &(addr, mode) in deps {
+        let e = match (t, map.map.get_mut(&addr)) {
+            (None, Some(e)) => e,
+            // An address no earlier sibling named has no predecessor.
+            (None, None) => continue,
+            (Some(_), _) => map.entry(addr),
+        };
+        access(e, mode, t, &mut |p| {
+            if !p.link.done() && !preds.iter().any(|q| Arc::ptr_eq(q, p)) {
+                preds.push(p.clone());
+            }
+        });
+    }
+    preds
+}
+
+/// Predecessors a waiting task holds (inline up to a few).
+type Preds = smallvec::SmallVec<[Arc<TaskBox>; 4]>;
+
+fn all_done(preds: &Preds) -> bool {
+    preds.iter().all(|p| p.link.done())
 }
 
 /// Wait (running other tasks) until the calling task's earlier siblings that `deps` names
 /// are done, for work that ends before the calling task creates another child (a task run
 /// at once, `taskwait depend`): no later sibling can have to wait for that work, so it is
-/// not submitted to core, only its predecessors looked up (as libgomp's
-/// gomp_task_maybe_wait_for_dependencies). A throttled creator runs most of its tasks this
-/// way: a core task each for them cost it as much as deferring them. Where a lookup cannot
-/// order the work (mutexinoutset: it must also keep its set-mates out while it runs), it
-/// waits as a submitted task, whose token comes back to complete when the work is done.
-#[must_use]
-fn wait_for_preds(c: *mut Ctx, deps: &[(usize, AccessMode)]) -> Option<External> {
+/// not recorded, only its predecessors looked up (as libgomp's
+/// gomp_task_maybe_wait_for_dependencies).
+fn wait_for_preds(c: *mut Ctx, deps: &[(usize, AccessMode)]) {
     match wait_for_preds_or(c, deps, || false) {
-        Waited::Done(ext) => ext,
+        Waited::Done => {}
         Waited::Room => unreachable!("invariant: no room to wait for"),
     }
 }
 
 /// How [`wait_for_preds_or`] ended.
 enum Waited {
-    /// The predecessors are done (with the token of a wait that was submitted, if any).
-    Done(Option<External>),
+    /// The predecessors are done.
+    Done,
     /// `room` held first: the predecessors may still run.
     Room,
 }
@@ -1260,47 +1374,17 @@ enum Waited {
 /// creator held by the depend throttle waits for whichever comes first, room under the
 /// throttle (the task is then deferred after all) or its own predecessors (it runs at once).
 fn wait_for_preds_or(c: *mut Ctx, deps: &[(usize, AccessMode)], room: impl Fn() -> bool) -> Waited {
-    let Some(rt) = runtime().filter(|_| !deps.is_empty()) else { return Waited::Done(None) };
-    let preds = {
-        // SAFETY: the calling thread's context; only this thread touches its task's map. The
-        // borrow ends here, before tasks run on this thread (they swap its current task).
-        let Some(map) = (unsafe { (*c).task.deps.as_ref() }) else { return Waited::Done(None) };
-        // An address no earlier sibling named has no predecessor (and needs no handle).
-        let accesses: smallvec::SmallVec<[(&DataHandle, AccessMode); 4]> =
-            deps.iter().filter_map(|(addr, mode)| map.get(addr).map(|h| (h, *mode))).collect();
-        rt.predecessors_of(&accesses)
-    };
-    match preds {
-        Ok(p) => {
-            if !p.done() {
-                wait_until(c, Scope::children(c), || p.done() || room());
-                if !p.done() {
-                    return Waited::Room;
-                }
-            }
-            Waited::Done(None)
+    if deps.is_empty() {
+        return Waited::Done;
+    }
+    let preds = preds_of(c, None, deps);
+    if !all_done(&preds) {
+        wait_until(c, Scope::children(c), || all_done(&preds) || room());
+        if !all_done(&preds) {
+            return Waited::Room;
         }
-        Err(_) => Waited::Done(wait_for_deps(c, deps)),
     }
-}
-
-/// An undeferred task's wait for its dependencies: core's ready call hands over the token.
-#[derive(Default)]
-struct DepWait {
-    token: Mutex<Option<External>>,
-    ready: AtomicBool,
-}
-
-impl weft_core::ExternalWork for DepWait {
-    fn ready(self: Arc<Self>, token: External) {
-        *lock(&self.token) = Some(token);
-        self.ready.store(true, Ordering::Release);
-    }
-}
-
-thread_local! {
-    /// The calling thread's [`DepWait`], kept for its next wait.
-    static DEP_WAIT: std::cell::Cell<Option<Arc<DepWait>>> = const { std::cell::Cell::new(None) };
+    Waited::Done
 }
 
 /// Everything GOMP_task gets, its flags and depend array decoded.
@@ -1334,7 +1418,7 @@ fn deferrable(c: &Ctx, team: &Team, if_clause: bool) -> bool {
 fn run_now(c: &Ctx, team: &Team, s: &Spawn, extra: usize) -> bool {
     !deferrable(c, team, s.if_clause)
         || team.tasks.own_len(c.tid) + extra > THROTTLE * team.n as usize
-        || (s.flags.depend && (runtime().is_none() || team.tasks.over_depend_throttle(team.n)))
+        || (s.flags.depend && team.tasks.over_depend_throttle(team.n))
 }
 
 /// Whether new tasks are not to be created: the region or the taskgroup was cancelled.
@@ -1360,7 +1444,7 @@ fn group_for_cancel(g: *mut Group) -> *mut Group {
 ///
 /// # Safety
 /// The arguments are what the compiler passes to GOMP_task.
-pub unsafe fn spawn(mut s: Spawn) {
+pub unsafe fn spawn(s: Spawn) {
     let c = cur();
     // SAFETY: the calling thread's context.
     let cx = unsafe { &*c };
@@ -1370,7 +1454,7 @@ pub unsafe fn spawn(mut s: Spawn) {
     }
     let priority = if s.flags.priority { s.priority.clamp(0, env().max_task_priority) } else { 0 };
     let final_ = cx.task.final_ || s.flags.final_;
-    let deps = if s.flags.depend { std::mem::take(&mut s.deps) } else { Deps::new() };
+    let deps: &[(usize, AccessMode)] = if s.flags.depend { &s.deps } else { &[] };
     let detach = s.flags.detach && !s.detach.is_null();
     let deferrable = deferrable(cx, team, s.if_clause);
     let choice = if deferrable && deps.is_empty() && !detach {
@@ -1389,11 +1473,14 @@ pub unsafe fn spawn(mut s: Spawn) {
             // when its event is fulfilled. Waiting for that here, as for if(0), would hang a
             // creator that fulfils the events itself after creating the tasks (as libgomp
             // does past its throttle).
-            let ext = wait_for_deps(c, &deps);
             // SAFETY: per the contract.
             let t = unsafe { new_task(c, &s, final_, priority, true, true, !deps.is_empty()) };
-            // SAFETY: nobody else has the box yet; `finish` completes the core task.
-            unsafe { *t.ext.get() = ext };
+            // Recorded for its later siblings (it completes at the fulfil, after they may
+            // have been created), its predecessors waited for here, not linked.
+            let preds = preds_of(c, Some(&t), deps);
+            if !all_done(&preds) {
+                wait_until(c, Scope::children(c), || all_done(&preds));
+            }
             return execute(c, t);
         }
         Choice::Run => {
@@ -1405,32 +1492,29 @@ pub unsafe fn spawn(mut s: Spawn) {
             // row by row: one thread ran the chain's tail while the others waited), and
             // waited forever for a predecessor that waits for an event the creator fulfils
             // later.
-            // (A detached deferrable task took the arm above; without depend clauses or a
-            // runtime there is nothing to wait for.)
-            let ext = match team.level {
-                0 => None,
-                _ if deferrable => match wait_for_preds_or(c, &deps, || {
+            // (A detached deferrable task took the arm above; without depend clauses there
+            // is nothing to wait for.)
+            match team.level {
+                0 => {}
+                _ if deferrable => match wait_for_preds_or(c, deps, || {
                     // SAFETY: the calling thread's context, between the tasks the wait runs.
                     let cx = unsafe { &*c };
                     !run_now(cx, cx.team(), &s, 0)
                 }) {
-                    Waited::Done(ext) => ext,
-                    Waited::Room => return defer(c, &s, final_, priority, detach, &deps),
+                    Waited::Done => {}
+                    Waited::Room => return defer(c, &s, final_, priority, detach, deps),
                 },
-                _ => wait_for_preds(c, &deps),
-            };
+                _ => wait_for_preds(c, deps),
+            }
             // SAFETY: per the contract.
             unsafe { run_undeferred(c, &s, final_, priority, detach) };
-            if let (Some(e), Some(rt)) = (ext, runtime()) {
-                rt.complete_external(e);
-            }
             return;
         }
     }
-    defer(c, &s, final_, priority, detach, &deps);
+    defer(c, &s, final_, priority, detach, deps);
 }
 
-/// Queue a new task (with its dependencies, if any, ordered by core).
+/// Queue a new task (once its predecessors are complete, if it has depend clauses).
 fn defer(c: *mut Ctx, s: &Spawn, final_: bool, priority: i32, detach: bool, deps: &[(usize, AccessMode)]) {
     // SAFETY: the calling thread's context.
     let cx = unsafe { &*c };
@@ -1442,17 +1526,7 @@ fn defer(c: *mut Ctx, s: &Spawn, final_: bool, priority: i32, detach: bool, deps
         team.nudge();
         return;
     }
-    let rt = runtime().expect("invariant: run_now covers a runtime that did not start");
-    let mut b = builder(c, rt, deps);
-    // SAFETY: nobody else has the box yet.
-    if let Some(spent) = unsafe { (*t.spent.get()).take() } {
-        b.reuse(spent);
-    }
-    let r = rt.submit_external_work(b, t.clone());
-    if let Err(e) = r {
-        eprintln!("weft-omp: cannot order a task by its depend clauses ({e}); aborting");
-        std::process::abort();
-    }
+    link_deps(c, &t, deps);
 }
 
 /// Copy the task's data for it, with the compiler's copy function if it gave one.
@@ -1470,9 +1544,10 @@ unsafe fn copy_data(s: &Spawn, dst: *mut c_void) {
     }
 }
 
-/// Finished boxes of tasks that would otherwise cost a second allocation: those with depend
-/// clauses (their core task is the one allocation) and those with data over [`INLINE`]
-/// bytes (the data block stays with the box). Lock-free and bounded: a task finished when
+/// Finished boxes of tasks with depend clauses (a box whose last reference a parent's map
+/// drops goes back on the creating thread, for its next child) and of those with data over
+/// [`INLINE`] bytes (the data block stays with the box): a new such task takes one instead
+/// of allocating. Lock-free and bounded: a task finished when
 /// the pool is full is freed.
 static POOL: std::sync::OnceLock<ArrayQueue<Arc<TaskBox>>> = std::sync::OnceLock::new();
 const POOL_CAPACITY: usize = 1024;
@@ -1499,12 +1574,19 @@ fn take_box() -> Option<Arc<TaskBox>> {
 
 /// Give a finished task's box back (the thread's own, else [`POOL`]) if it is a pooled one
 /// and nobody else holds it.
-fn recycle(mut t: Arc<TaskBox>) {
-    if !t.pooled {
-        return;
+#[inline]
+fn recycle(t: Arc<TaskBox>) {
+    // (A shared box, the usual case when its task finishes while its parent's map still
+    // names it, is told by a load: `get_mut` would write the count's line.)
+    if t.pooled && Arc::strong_count(&t) == 1 {
+        keep_box(t);
     }
+}
+
+#[inline(never)]
+fn keep_box(mut t: Arc<TaskBox>) {
     let Some(b) = Arc::get_mut(&mut t) else { return };
-    // (`finish` took its core task's token.)
+    // (Its completion emptied its successor list.)
     b.parent = None;
     if let Some(t) = put_spare(&BOXES, t, LOCAL_BOXES) {
         // Full: freed here.
@@ -1530,9 +1612,9 @@ unsafe fn new_task(c: *mut Ctx, s: &Spawn, final_: bool, priority: i32, detach: 
     // Detached tasks are not pooled: their box's address is the event handle.
     let pooled = counted && !detach && (deps || layout.is_some());
     let mut reused = if pooled { take_box() } else { None };
-    let (old_heap, spent) = match reused.as_mut().and_then(Arc::get_mut) {
-        Some(b) => (b.heap.take(), b.spent.get_mut().take()),
-        None => (None, None),
+    let old_heap = match reused.as_mut().and_then(Arc::get_mut) {
+        Some(b) => b.heap.take(),
+        None => None,
     };
     let heap = match (layout, old_heap) {
         (Some(l), Some((p, ol))) if ol.size() >= l.size() && ol.align() >= l.align() => Some((p, ol)),
@@ -1569,29 +1651,47 @@ unsafe fn new_task(c: *mut Ctx, s: &Spawn, final_: bool, priority: i32, detach: 
             cx.team().tasks.detached.fetch_add(1, Ordering::AcqRel);
         }
     }
-    let tb = TaskBox {
-        body: s.body,
-        inline: UnsafeCell::new([0; INLINE / 8]),
-        heap,
-        parent,
-        group: cx.task.group,
-        team,
-        final_,
-        priority,
-        icv: cx.icv,
-        counted,
-        ext: UnsafeCell::new(None),
-        spent: UnsafeCell::new(spent),
-        detach: AtomicU32::new(0),
-        has_detach: detach,
-        pooled,
-    };
+    let group = cx.task.group;
     let t = match reused {
         Some(mut a) => {
-            *Arc::get_mut(&mut a).expect("invariant: a pooled box has no other reference") = tb;
+            let b = Arc::get_mut(&mut a).expect("invariant: a pooled box has no other reference");
+            // Field by field, not a new value dropped over the old: the data is written by
+            // the copy below, and the link's lock and successor list are reused (empty: the
+            // completion took the list).
+            debug_assert!(lock(&b.link.succ).is_empty());
+            b.body = s.body;
+            b.heap = heap;
+            b.parent = parent;
+            b.group = group;
+            b.team = team;
+            b.final_ = final_;
+            b.priority = priority;
+            b.icv = cx.icv;
+            b.counted = counted;
+            *b.link.done.get_mut() = false;
+            b.linked = deps;
+            *b.detach.get_mut() = 0;
+            b.has_detach = detach;
+            b.pooled = pooled;
             a
         }
-        None => Arc::new(tb),
+        None => Arc::new(TaskBox {
+            body: s.body,
+            inline: UnsafeCell::new([0; INLINE / 8]),
+            heap,
+            parent,
+            group,
+            team,
+            final_,
+            priority,
+            icv: cx.icv,
+            counted,
+            link: Link::default(),
+            linked: deps,
+            detach: AtomicU32::new(0),
+            has_detach: detach,
+            pooled,
+        }),
     };
     if detach {
         // Before the copy: the event handle variable is in the data (firstprivate). The
@@ -1714,9 +1814,7 @@ pub fn taskwait_depend(deps: &[(usize, AccessMode)]) {
     if unsafe { (*c).team().level } == 0 {
         return;
     }
-    if let (Some(e), Some(rt)) = (wait_for_preds(c, deps), runtime()) {
-        rt.complete_external(e);
-    }
+    wait_for_preds(c, deps);
 }
 
 pub fn taskgroup_start(workshare: bool) {
@@ -2191,47 +2289,97 @@ mod tests {
         assert_eq!(spares(), (SPARE_OBJECTS, SPARE_OBJECTS));
     }
 
-    /// The dependency handles of a region's implicit task outlive the region on its thread
-    /// (its map's idle handles go to the thread's spares at the join), for the next region's
-    /// tasks: dropped with the region, each region that created tasks with depend clauses
-    /// allocated them all again (regions of 32 such tasks: 1.5-1.6x the time).
+    static mut RAN: [u32; 8] = [0; 8];
+    static mut ORDER: Vec<usize> = Vec::new();
+
+    /// Task `i` of [`graph_body`]: appends its number to the order the team of one ran them in.
+    unsafe extern "C" fn node_body(data: *mut c_void) {
+        // SAFETY: a team of one thread runs the tasks one at a time; the data is the task's
+        // number, copied in.
+        unsafe {
+            let i = *(data as *const usize);
+            RAN[i] += 1;
+            (*std::ptr::addr_of_mut!(ORDER)).push(i);
+        }
+    }
+
+    /// A child of the calling task with data `i` and these depend clauses (as GCC makes it).
+    fn child(i: usize, deps: &[(usize, AccessMode)]) {
+        let mut data = i;
+        let mut d = Deps::new();
+        for &(addr, mode) in deps {
+            add_dep(&mut d, addr, mode);
+        }
+        let s = Spawn {
+            body: node_body,
+            data: (&raw mut data).cast(),
+            cpyfn: None,
+            arg_size: 8,
+            arg_align: 8,
+            if_clause: true,
+            flags: TaskFlags { depend: true, ..TaskFlags::default() },
+            deps: d,
+            priority: 0,
+            detach: std::ptr::null_mut(),
+            detach_in_data: false,
+        };
+        // SAFETY: a task as GCC makes it, its data copied at creation.
+        unsafe { spawn(s) };
+    }
+
+    /// On one thread, each task becomes ready when its creator makes it or when its last
+    /// predecessor completes, and the thread runs its newest ready task first (its deque):
+    /// the order it ran them in shows which task waited for which.
+    unsafe extern "C" fn graph_body(_: *mut c_void) {
+        let (a, b) = (0x1000usize, 0x2000usize);
+        use AccessMode::{R, RW};
+        // How many predecessors the newest writer (or reader) of `addr` waits for: nothing
+        // runs while the thread creates, so none has completed.
+        let writer_waits = |addr: usize| {
+            let e = &dep_map(cur()).map[&addr];
+            e.out.as_ref().unwrap().link.waiting.load(Ordering::Relaxed)
+        };
+        let reader_waits = |addr: usize| {
+            let e = &dep_map(cur()).map[&addr];
+            e.ins.last().unwrap().link.waiting.load(Ordering::Relaxed)
+        };
+        child(0, &[(a, RW)]); // ready
+        assert_eq!(writer_waits(a), 0);
+        child(1, &[(a, R)]); // waits for 0
+        assert_eq!(reader_waits(a), 1);
+        child(2, &[(a, R), (b, R)]); // waits for 0 (b: nobody before)
+        assert_eq!(reader_waits(b), 1);
+        child(3, &[(a, RW)]); // waits for 1 and 2
+        assert_eq!(writer_waits(a), 2, "a writer waits for the readers since the last writer");
+        child(4, &[(b, RW)]); // waits for 2 (b's reader)
+        assert_eq!(writer_waits(b), 1);
+        child(5, &[(a, R), (a, RW)]); // one access, the strongest: waits for 3 only
+        assert_eq!(writer_waits(a), 1);
+        // `taskwait depend(in: b)` returns once 4, the writer of b, is complete (the wait may
+        // run other children too).
+        taskwait_depend(&[(b, R)]);
+        // SAFETY: as in `node_body`.
+        let ran: Vec<usize> = unsafe { (*std::ptr::addr_of!(ORDER)).clone() };
+        assert!(ran.contains(&4), "taskwait depend(in: b) returned before task 4 ran: {ran:?}");
+    }
+
+    /// Siblings' depend clauses order them as OpenMP says (in after out, out after every in
+    /// since the last out, nothing between readers), a task named twice by one successor
+    /// releases it once, and every task runs once.
     #[test]
-    fn a_regions_dependency_handles_stay_on_its_threads() {
-        static mut X: [u64; 3] = [0; 3];
-        unsafe extern "C" fn add(_: *mut c_void) {
-            // SAFETY: the team of one thread runs the tasks one at a time.
-            unsafe { X[2] += 1 };
+    fn depend_clauses_order_siblings() {
+        // SAFETY: no other test uses these; the team of one is done with them after `parallel`.
+        unsafe {
+            RAN = [0; 8];
+            (*std::ptr::addr_of_mut!(ORDER)).clear();
         }
-        unsafe extern "C" fn body(_: *mut c_void) {
-            // Tasks with depend(out:) on X[0], X[1] and X[2]: three addresses, three handles.
-            let x = std::ptr::addr_of_mut!(X).cast::<u64>();
-            for i in 0..3 {
-                // depend(out: X[i]).
-                let s = Spawn {
-                    body: add,
-                    data: std::ptr::null_mut(),
-                    cpyfn: None,
-                    arg_size: 0,
-                    arg_align: 1,
-                    if_clause: true,
-                    flags: TaskFlags { depend: true, ..TaskFlags::default() },
-                    deps: [(x.wrapping_add(i) as usize, AccessMode::RW)].into_iter().collect(),
-                    priority: 0,
-                    detach: std::ptr::null_mut(),
-                    detach_in_data: false,
-                };
-                // SAFETY: a task as GCC makes it for `task depend(out: X[i])`.
-                unsafe { spawn(s) };
-            }
-        }
-        assert!(runtime().is_some(), "the runtime did not start");
-        let spare = || SPARE.with(|s| s.borrow().len());
-        SPARE.with(|s| s.borrow_mut().clear());
-        crate::team::parallel(body, std::ptr::null_mut(), 1, 0, None);
+        crate::team::parallel(graph_body, std::ptr::null_mut(), 1, 0, None);
         // SAFETY: the region's tasks are complete.
-        assert_eq!(unsafe { X[2] }, 3, "the tasks did not run");
-        assert_eq!(spare(), 3, "the region's handles did not stay on its thread");
-        crate::team::parallel(body, std::ptr::null_mut(), 1, 0, None);
-        assert_eq!(spare(), 3, "the next region did not reuse them");
+        let (ran, order) = unsafe { (RAN, (*std::ptr::addr_of!(ORDER)).clone()) };
+        assert_eq!(&ran[..6], &[1; 6], "each task runs once (order {order:?})");
+        let at = |i: usize| order.iter().position(|&x| x == i).unwrap();
+        for (before, after) in [(0, 1), (0, 2), (1, 3), (2, 3), (2, 4), (3, 5)] {
+            assert!(at(before) < at(after), "task {after} ran before its predecessor {before}: {order:?}");
+        }
     }
 }

@@ -231,6 +231,9 @@ int main(void)
     EXPECT(weft_tag_notify_from_apps(gate), 0);
     EXPECT_MSG(weft_task_wait(t), WEFT_ETASK, "returned 7");
     EXPECT_MSG(weft_task_wait(dep), WEFT_ETASK, "cancelled");
+    /* wait_for_all reports them too, once */
+    EXPECT_MSG(weft_task_wait_for_all(), WEFT_ETASK, "1 task(s) failed and 1 were cancelled");
+    EXPECT(weft_task_wait_for_all(), 0);
     EXPECT(weft_data_unregister(hw), 0);
     TRUE(w[0] == 0 && w[3] == 0);
 

@@ -18,8 +18,13 @@ int main(void) {
     int c;
     omp_get_schedule(&k, &c);
     CHECK(k != (omp_sched_t)99);
+    int before = omp_get_max_threads();
     omp_set_num_threads(-3); /* ignored */
-    CHECK(omp_get_max_threads() >= 1);
+    omp_set_num_threads(0); /* ignored */
+    CHECK(omp_get_max_threads() == before);
+    int levels = omp_get_max_active_levels();
+    omp_set_max_active_levels(-1); /* ignored */
+    CHECK(omp_get_max_active_levels() == levels);
     printf("misuse OK\n");
     return 0;
 }

@@ -79,7 +79,7 @@ pub fn code_of(e: &Error) -> weft_error {
         Error::WouldDeadlock => WEFT_EDEADLK,
         Error::OutOfMemory { .. } | Error::MemoryBusy(_) | Error::Device(weft_vendors::DeviceError::OutOfMemory(_)) => WEFT_ENOMEM,
         Error::Device(_) => WEFT_EDEVICE,
-        Error::Task(_) => WEFT_ETASK,
+        Error::Task(_) | Error::TasksFailed { .. } => WEFT_ETASK,
         Error::ShutDown => WEFT_ESHUTDOWN,
     }
 }

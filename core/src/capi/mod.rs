@@ -277,7 +277,9 @@ pub extern "C" fn weft_shutdown() {
 /// Block until every submitted task has completed.
 ///
 /// Returns 0, `WEFT_EDEADLK` from inside a task, `WEFT_ESTALLED` when the remaining tasks
-/// wait on tags that no task carries, or `WEFT_ENOTINIT`. Like StarPU's, it does not return
+/// wait on tags that no task carries, `WEFT_ETASK` when tasks failed or were cancelled since
+/// the previous call (`weft_last_error` names the first; each failure is reported once), or
+/// `WEFT_ENOTINIT`. Like StarPU's, it does not return
 /// while the calling thread holds acquired (`weft_data_acquire`) data that a submitted task
 /// waits for.
 #[unsafe(no_mangle)]

@@ -244,6 +244,10 @@ impl RuntimeInner {
         let (launched, model, done) = (f.launched, f.model.clone(), f.done.clone());
         let r = self.retire(f);
         self.stats[w].inflight.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+        if r.is_ok() {
+            // Relaxed: a statistic, read at exit.
+            self.stats[w].launches.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
         // Every retired task moves `last_done`, measured or not: the device ran the next
         // one after it, and a measured task launched behind an unmeasured one must not be
         // charged its time.
@@ -292,7 +296,14 @@ impl RuntimeInner {
     pub(crate) fn run_on_device(&self, w: usize, t: &TaskRef, c: &Codelet) -> Result<(), TaskError> {
         loop {
             match self.start_on_device(w, t, c, true, false) {
-                Start::Flying(f) => return self.retire(f),
+                Start::Flying(f) => {
+                    let r = self.retire(f);
+                    if r.is_ok() {
+                        // Relaxed: a statistic, read at exit.
+                        self.stats[w].launches.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    }
+                    return r;
+                }
                 Start::Finished(r) => return r,
                 Start::Deferred(copy) => {
                     let _ = copy.wait();

@@ -180,6 +180,12 @@ pub const CL_PROFILING_COMMAND_START: cl_uint = 0x1282;
 pub const CL_PROFILING_COMMAND_END: cl_uint = 0x1283;
 pub const CL_PROFILING_COMMAND_COMPLETE: cl_uint = 0x1284;
 
+// Weft's own extension, cl_weft_placement (include/CL/cl_weft.h, docs/opencl.md): values
+// outside every range the Khronos registry hands out (its blocks end below 0x20000), so no
+// registered enum can collide.
+pub const CL_WEFT_PLACEMENT_EXTENSION_NAME: &str = "cl_weft_placement";
+pub const CL_EVENT_DEVICE_WEFT: cl_uint = 0x57EF_0001;
+
 // Images (OpenCL 1.2).
 pub use weft_vendors::opencl::sys::{
     CL_IMAGE_FORMAT_MISMATCH, CL_IMAGE_FORMAT_NOT_SUPPORTED, CL_INVALID_IMAGE_DESCRIPTOR, cl_image_desc, cl_image_format,

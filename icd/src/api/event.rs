@@ -1,8 +1,14 @@
 //! Events: a command's completion (a core task's), or a user event (a gate task that
 //! waits on a core tag until `clSetUserEventStatus`).
 //!
-//! **Owns**: status, callbacks, profiling timestamps (host monotonic nanoseconds, taken
-//! when the command is enqueued, when its task starts, and when it completes).
+//! **Owns**: status, callbacks, profiling timestamps, and the real device a command ran on
+//! (`cl_weft_placement`). Timestamps are Weft's profiling clock (`clock_ns`, the host's
+//! `CLOCK_MONOTONIC_RAW`): QUEUED and SUBMIT taken when the command is enqueued; START, END
+//! and COMPLETE those of the vendor's own event when the command ran as vendor commands on
+//! a real device (a kernel), translated into Weft's clock (`weft_vendors::opencl::queue::
+//! to_weft_clock`), else taken when its task starts and completes. Reported ordered:
+//! QUEUED and SUBMIT are capped at START rather than START raised, so that END − START is
+//! always the device's own measure.
 //! **Invariants**: the status only goes down (queued → submitted → running → complete
 //! or an error) and is final once ≤ 0; callbacks run once, outside every lock.
 
@@ -12,17 +18,16 @@ use super::icd::{self, Obj, new_obj, publish};
 use super::queue::Queue;
 use super::{ClResult, Info, cl_entrypoint, entry::retain_release, info_ptr, info_val, slice, write_info};
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, LazyLock, Mutex};
-use std::time::Instant;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
 use weft_core::task::{Codelet, TaskBuilder, TaskError, TaskHandle};
+use weft_vendors::opencl::DeviceTiming;
 
 pub type EventNotify = unsafe extern "C" fn(Handle, cl_int, *mut c_void);
 
-/// Host monotonic time in nanoseconds (the profiling clock).
+/// Weft's profiling clock, in nanoseconds (every Weft device's: see the module doc).
 pub fn now_ns() -> u64 {
-    static EPOCH: LazyLock<Instant> = LazyLock::new(Instant::now);
-    EPOCH.elapsed().as_nanos() as u64 + 1
+    weft_vendors::opencl::clock_ns()
 }
 
 struct Callback {
@@ -46,14 +51,20 @@ struct Shared {
     /// or completion callback does), and keeping it here would make a cycle that leaks
     /// both, with the buffers the task accesses.
     task: Option<TaskHandle>,
+    /// The vendor's record of the commands a launch made (profiling queues only), read at
+    /// completion.
+    device_timing: Option<DeviceTiming>,
 }
 
 #[derive(Default)]
 pub struct EventState {
     shared: Mutex<Shared>,
     cv: Condvar,
-    /// queued, submit, start, end.
-    times: [AtomicU64; 4],
+    /// queued, submit, start, end, complete.
+    times: [AtomicU64; 5],
+    /// The real device (index into the platform's `real`) plus one the command ran on; 0:
+    /// none (yet).
+    ran_on: AtomicUsize,
     /// Whether `times` are taken: only a profiling queue's commands show them
     /// (`clGetEventProfilingInfo`), and a clock read per step is a cost on the hot path.
     timed: bool,
@@ -69,7 +80,7 @@ impl EventState {
         let t = if timed { now_ns() } else { 0 };
         Arc::new(EventState {
             shared: Mutex::new(Shared { status: Some(CL_SUBMITTED), ..Shared::default() }),
-            times: [AtomicU64::new(t), AtomicU64::new(t), AtomicU64::new(0), AtomicU64::new(0)],
+            times: [AtomicU64::new(t), AtomicU64::new(t), AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0)],
             timed,
             ..EventState::default()
         })
@@ -89,6 +100,28 @@ impl EventState {
         if s.status.is_some_and(|v| v > CL_RUNNING) {
             s.status = Some(CL_RUNNING);
         }
+    }
+
+    /// The command runs on real device `i`, as the vendor commands `timing` records (None:
+    /// no device times, the host's stand).
+    pub fn ran_on(&self, i: usize, timing: Option<DeviceTiming>) {
+        // Relaxed: read by clGetEventInfo, which promises nothing about a command still
+        // running; once complete, the status lock orders it (set before the launch's
+        // completion can fire).
+        self.ran_on.store(i + 1, Ordering::Relaxed);
+        if self.timed && timing.is_some() {
+            self.lock().device_timing = timing;
+        }
+    }
+
+    /// The real device the command ran on (index into the platform's `real`).
+    pub fn device(&self) -> Option<usize> {
+        self.ran_on.load(Ordering::Relaxed).checked_sub(1)
+    }
+
+    /// Whether the command's profiling times are taken (a profiling queue's command).
+    pub fn timed(&self) -> bool {
+        self.timed
     }
 
     pub fn set_task(&self, t: TaskHandle) {
@@ -111,9 +144,20 @@ impl EventState {
     /// Final status `code` (`CL_COMPLETE` or an error); runs the callbacks.
     pub fn complete(&self, code: cl_int) {
         if self.timed {
-            let end = now_ns();
-            let _ = self.times[2].compare_exchange(0, end, Ordering::Relaxed, Ordering::Relaxed);
-            self.times[3].store(end, Ordering::Relaxed);
+            let device = self.lock().device_timing.take().and_then(|t| t.times());
+            match device {
+                Some(d) => {
+                    self.times[2].store(d.start, Ordering::Relaxed);
+                    self.times[3].store(d.end, Ordering::Relaxed);
+                    self.times[4].store(d.complete, Ordering::Relaxed);
+                }
+                None => {
+                    let end = now_ns();
+                    let _ = self.times[2].compare_exchange(0, end, Ordering::Relaxed, Ordering::Relaxed);
+                    self.times[3].store(end, Ordering::Relaxed);
+                    self.times[4].store(end, Ordering::Relaxed);
+                }
+            }
         }
         let (task, cbs) = {
             let mut s = self.lock();
@@ -169,9 +213,22 @@ impl EventState {
         }
     }
 
-    pub fn time(&self, i: usize) -> u64 {
-        self.times[i].load(Ordering::Relaxed)
+    /// The profiling times (queued, submit, start, end, complete), ordered: QUEUED and
+    /// SUBMIT capped at START (a device's START may precede a host time by the translation's
+    /// error), END and COMPLETE at least START and END.
+    pub fn times(&self) -> [u64; 5] {
+        let t: [u64; 5] = std::array::from_fn(|i| self.times[i].load(Ordering::Relaxed));
+        ordered(t)
     }
+}
+
+/// Profiling times ordered as OpenCL wants them, moving the host's QUEUED and SUBMIT rather
+/// than the device's START, END and COMPLETE.
+fn ordered([q, s, start, end, complete]: [u64; 5]) -> [u64; 5] {
+    let end = end.max(start);
+    let complete = complete.max(end);
+    let s = s.min(start);
+    [q.min(s), s, start, end, complete]
 }
 
 fn call(cb: &Callback, status: cl_int) {
@@ -292,6 +349,13 @@ fn get_event_info(e: Arc<Obj<Event>>, param: cl_uint) -> ClResult<Info> {
         CL_EVENT_COMMAND_TYPE => info_val(e.command),
         CL_EVENT_COMMAND_EXECUTION_STATUS => info_val(e.state.status()),
         CL_EVENT_REFERENCE_COUNT => info_val(icd::refcount_of(&e)),
+        // cl_weft_placement: the real device (as the platform lists it) the command ran on;
+        // NULL for a command that ran on no device (host-side commands, markers, user
+        // events) or has not been launched on one yet.
+        CL_EVENT_DEVICE_WEFT => info_ptr(match e.state.device() {
+            Some(i) => e.context.platform.handle(super::platform::DeviceKind::Real(i)).cast_const(),
+            None => std::ptr::null(),
+        }),
         _ => return Err(CL_INVALID_VALUE),
     };
     Ok(Info(bytes))
@@ -315,10 +379,11 @@ unsafe fn get_event_profiling_info(event: Handle, param: cl_uint, size: usize, v
         CL_PROFILING_COMMAND_QUEUED => 0,
         CL_PROFILING_COMMAND_SUBMIT => 1,
         CL_PROFILING_COMMAND_START => 2,
-        CL_PROFILING_COMMAND_END | CL_PROFILING_COMMAND_COMPLETE => 3,
+        CL_PROFILING_COMMAND_END => 3,
+        CL_PROFILING_COMMAND_COMPLETE => 4,
         _ => return Err(CL_INVALID_VALUE),
     };
-    let t = (0..=i).map(|j| e.state.time(j)).max().unwrap_or(0);
+    let t = e.state.times()[i];
     // SAFETY: the caller's contract.
     unsafe { write_info(&info_val(t), size, value, size_ret) }
 }

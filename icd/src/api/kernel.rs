@@ -711,7 +711,24 @@ fn run_launch(p: &Launch, l: &OpenClLaunch<'_>) -> Result<weft_vendors::Completi
             .map_err(|e| format!("clSetKernelExecInfo: {e}"))?;
         }
         let off = offset.as_deref();
+        // A profiling queue's launch asks for the vendor's record of its commands: the
+        // event's times are the device's (event.rs).
+        let timed = st.as_ref().is_some_and(|s| s.timed());
+        // The event learns where the command ran (cl_weft_placement) before the launch can
+        // complete: the driver retires the task only once this returned.
+        let ran = |timing| {
+            if let Some(st) = st {
+                st.ran_on(i, timing);
+            }
+        };
         if vimages.is_empty() && coarse.is_empty() {
+            if timed {
+                // SAFETY: every buffer argument is one of the task's replicas on this device,
+                // pinned until the returned completion fires.
+                let (done, timing) = unsafe { l.device.launch_timed(vk, off, global, local.as_deref()) }.map_err(|e| e.to_string())?;
+                ran(timing);
+                return Ok(done);
+            }
             let r = if l.batch && *batchable {
                 // SAFETY: every buffer argument is one of the task's replicas on this device,
                 // pinned until the returned completion fires (the batch's: the driver closes
@@ -722,6 +739,9 @@ fn run_launch(p: &Launch, l: &OpenClLaunch<'_>) -> Result<weft_vendors::Completi
                 // pinned until the returned completion fires.
                 unsafe { l.device.launch_at(vk, off, global, local.as_deref()) }
             };
+            if r.is_ok() {
+                ran(None);
+            }
             return r.map_err(|e| e.to_string());
         }
         // Fill each vendor image from its replica, run the kernel, copy written images back:
@@ -782,7 +802,9 @@ fn run_launch(p: &Launch, l: &OpenClLaunch<'_>) -> Result<weft_vendors::Completi
         cmds.extend(coarse.iter().map(|&(a, n)| super::svm::map_for_host(a, n)));
         // SAFETY: every object the commands use lives until the completion fires (replicas
         // pinned by core, images and samplers held by the launch closure).
-        unsafe { l.device.enqueue_raw("clEnqueueNDRangeKernel", cmds) }.map_err(|e| e.to_string())
+        let (done, timing) = unsafe { l.device.enqueue_raw_timed("clEnqueueNDRangeKernel", cmds, timed) }.map_err(|e| e.to_string())?;
+        ran(timing);
+        Ok(done)
     })();
     if r.is_err() {
         // A failed launch may have set only some of the arguments.

@@ -10,7 +10,9 @@
 //! machine's totals where they differ. Weft reports OpenCL 3.0, where everything beyond 1.2
 //! is optional: it offers images and samplers, and SVM on the unified device and the first
 //! real device (svm.rs), not device-side enqueue, pipes, sub-groups or IL programs (their
-//! queries answer "none"); the OpenCL C version stays the vendor's.
+//! queries answer "none", and their OpenCL C feature macros are not reported); the OpenCL
+//! C versions and features are those every real device has. Extensions pass from the
+//! vendors through an allow-list ([`PASSED_ON`]).
 
 use super::cl::*;
 use super::icd::{Obj, new_obj};
@@ -21,7 +23,15 @@ use weft_core::Runtime;
 use weft_vendors::opencl::OpenClDevice;
 
 pub const PLATFORM_VERSION: &str = "OpenCL 3.0 Weft 0.1.0";
-pub const PLATFORM_EXTENSIONS: &str = "cl_khr_icd";
+/// The platform's extensions (each version 1.0.0): the ICD's, and Weft's own
+/// `cl_weft_placement` (event.rs), which every device reports too.
+pub const PLATFORM_EXTENSIONS: &str = "cl_khr_icd cl_weft_placement";
+
+/// Weft's own device extensions, reported by every device after the vendors' it passes on.
+const WEFT_EXTENSIONS: &[&str] = &[CL_WEFT_PLACEMENT_EXTENSION_NAME];
+
+/// `CL_MAKE_VERSION(1, 0, 0)`.
+const VERSION_1_0: u32 = 1 << 22;
 
 /// `CL_MAKE_VERSION(3, 0, 0)`.
 const VERSION_3_0: u32 = 3 << 22;
@@ -192,12 +202,12 @@ fn get_platform_info(platform: Handle, param: cl_uint) -> ClResult<Info> {
         CL_PLATFORM_VENDOR => info_str(if socl() { "Inria" } else { "The Weft developers" }),
         CL_PLATFORM_EXTENSIONS => info_str(PLATFORM_EXTENSIONS),
         CL_PLATFORM_ICD_SUFFIX_KHR => info_str("Weft"),
-        // CL_PLATFORM_HOST_TIMER_RESOLUTION: no host timer.
-        0x0905 => info_val(0u64),
+        // CL_PLATFORM_HOST_TIMER_RESOLUTION: Weft's clock counts nanoseconds (clGetHostTimer).
+        0x0905 => info_val(1u64),
         // CL_PLATFORM_NUMERIC_VERSION
         0x0906 => info_val(VERSION_3_0),
         // CL_PLATFORM_EXTENSIONS_WITH_VERSION
-        0x0907 => name_version(PLATFORM_EXTENSIONS, 1 << 22),
+        0x0907 => PLATFORM_EXTENSIONS.split_whitespace().flat_map(|e| name_version(e, VERSION_1_0)).collect(),
         _ => return Err(CL_INVALID_VALUE),
     };
     Ok(Info(bytes))
@@ -273,42 +283,128 @@ pub(super) unsafe fn get_device_ids(
     Ok(())
 }
 
-/// Extensions a device may report through Weft: those that only change the OpenCL C
-/// language (Weft forwards programs untouched); not those that need entry points or
-/// objects Weft lacks.
+/// Extensions a device may report through Weft: an allow-list of those that only change
+/// the OpenCL C language (Weft forwards programs untouched) or add device queries (Weft
+/// forwards them), so that a vendor extension needing entry points or objects Weft lacks
+/// (`cl_khr_terminate_context`, `cl_nv_create_buffer`, `cl_amd_copy_buffer_p2p`, a new one)
+/// is never reported. Not passed on: IL and SPIR (no IL programs), sub-groups, pipes,
+/// device-side enqueue, images from buffers, mipmaps, MSAA, sharing with graphics APIs,
+/// sub-devices, command buffers, semaphores, external memory, unified SVM, queue property
+/// hints (Weft takes `CL_QUEUE_PROPERTIES` only), `cl_khr_create_command_queue` (no
+/// `clCreateCommandQueueWithPropertiesKHR`), and `cl_khr_icd` (a platform extension).
+const PASSED_ON: &[&str] = &[
+    "cl_khr_byte_addressable_store",
+    "cl_khr_fp16",
+    "cl_khr_fp64",
+    "cl_khr_global_int32_base_atomics",
+    "cl_khr_global_int32_extended_atomics",
+    "cl_khr_local_int32_base_atomics",
+    "cl_khr_local_int32_extended_atomics",
+    "cl_khr_int64_base_atomics",
+    "cl_khr_int64_extended_atomics",
+    "cl_khr_3d_image_writes",
+    "cl_khr_depth_images",
+    "cl_khr_srgb_image_writes",
+    "cl_khr_select_fprounding_mode",
+    "cl_khr_extended_versioning",
+    "cl_khr_device_uuid",
+    "cl_khr_pci_bus_info",
+    "cl_khr_integer_dot_product",
+    "cl_khr_expect_assume",
+    "cl_khr_extended_async_copies",
+    "cl_khr_extended_bit_ops",
+    "cl_khr_kernel_clock",
+    "cl_khr_work_group_uniform_arithmetic",
+    "cl_khr_async_work_group_copy_fence",
+    "cl_ext_atomic_counters_32",
+    "cl_ext_atomic_counters_64",
+    "cl_ext_float_atomics",
+    "cl_ext_cxx_for_opencl",
+    "cl_nv_compiler_options",
+    "cl_nv_pragma_unroll",
+    "cl_nv_device_attribute_query",
+    "cl_amd_media_ops",
+    "cl_amd_media_ops2",
+    "cl_amd_printf",
+    "cl_amd_fp64",
+    "cl_amd_vec3",
+    "cl_amd_device_attribute_query",
+];
+
+/// Extensions about one physical device (its PCI address, its UUID): a real device's,
+/// not the unified device's, which stands for several (its answers would be the first
+/// real device's).
+const ONE_DEVICE: &[&str] = &["cl_khr_pci_bus_info", "cl_khr_device_uuid"];
+
+/// The extensions of `ext` Weft passes on ([`PASSED_ON`]).
 fn filter_extensions(ext: &str) -> String {
-    const DROP: &[&str] = &[
-        "image2d_from_buffer",
-        "mipmap",
-        "msaa",
-        "il_program",
-        "spir",
-        "subgroup",
-        "command_buffer",
-        "fission",
-        "create_command_queue",
-        "svm",
-        "semaphore",
-        "external",
-        "pocl",
-        "intel",
-        "arm_",
-        "priority_hints",
-        "throttle_hints",
-        "gl_",
-        "d3d",
-        "dx9",
-        "egl",
-        "suggested_local",
-        "device_enqueue",
-        "pipe",
-        "icd",
-    ];
-    ext.split_whitespace().filter(|e| !DROP.iter().any(|d| e.contains(d))).collect::<Vec<_>>().join(" ")
+    ext.split_whitespace().filter(|e| PASSED_ON.contains(e)).collect::<Vec<_>>().join(" ")
 }
 
-/// The extensions every one of `reals` reports that Weft passes on.
-fn common_extensions(p: &Platform, reals: &[usize]) -> ClResult<Vec<String>> {
+/// OpenCL C feature macros (`CL_DEVICE_OPENCL_C_FEATURES`) Weft never reports: those of
+/// the optional features it lacks (their device queries answer "none").
+const FEATURES_DROPPED: &[&str] = &["__opencl_c_pipes", "__opencl_c_device_enqueue", "__opencl_c_subgroups"];
+
+/// Whether a unified device over several real devices keeps program-scope global
+/// variables: no, since each real device has its own copy of them and consecutive kernels
+/// may run on different devices (a value one kernel stores, the next would not see).
+fn globals_kept(kind: DeviceKind, reals: &[usize]) -> bool {
+    kind != DeviceKind::Unified || reals.len() <= 1
+}
+
+/// A real device's `cl_name_version` list `param` (`CL_DEVICE_OPENCL_C_ALL_VERSIONS` or
+/// `_FEATURES`), or, from a vendor older than OpenCL 3.0 (which lacks both queries), what
+/// its older answers imply: the OpenCL C versions up to its `CL_DEVICE_OPENCL_C_VERSION`,
+/// and no features (3.0's feature macros mean nothing to a 1.x or 2.x compiler).
+fn name_versions_of(dev: &OpenClDevice, param: cl_uint) -> ClResult<Vec<u8>> {
+    match forward(dev, param) {
+        Ok(b) => Ok(b),
+        Err(CL_INVALID_VALUE) if param == 0x1066 => {
+            let v = weft_vendors::opencl::result::bytes_to_string(forward(dev, CL_DEVICE_OPENCL_C_VERSION)?);
+            Ok(implied_c_versions(&v).into_iter().flat_map(|v| name_version("OpenCL C", v)).collect())
+        }
+        Err(CL_INVALID_VALUE) => Ok(Vec::new()),
+        Err(e) => Err(e),
+    }
+}
+
+/// The OpenCL C versions (`CL_MAKE_VERSION` values) a pre-3.0 device compiles, from its
+/// `CL_DEVICE_OPENCL_C_VERSION` ("OpenCL C <major>.<minor> <vendor text>"): the 1.x and 2.0
+/// versions up to that one (1.0 if the string does not parse).
+fn implied_c_versions(version: &str) -> Vec<u32> {
+    let number = version.strip_prefix("OpenCL C ").and_then(|r| r.split_whitespace().next()).unwrap_or("");
+    let (major, minor) = number.split_once('.').map_or((1, 0), |(a, b)| (a.parse().unwrap_or(1), b.parse().unwrap_or(0)));
+    [(1u32, 0u32), (1, 1), (1, 2), (2, 0)]
+        .into_iter()
+        .filter(|&v| v == (1, 0) || v <= (major, minor))
+        .map(|(a, b)| (a << 22) | (b << 12))
+        .collect()
+}
+
+/// `cl_name_version` entries (68 bytes each) of every one of `reals` for `param`, kept
+/// by name when all of them report it (at the smallest version), in the first one's order.
+fn common_name_versions(p: &Platform, reals: &[usize], param: cl_uint, keep: impl Fn(&str) -> bool) -> ClResult<Vec<u8>> {
+    let mut common: Option<Vec<(String, u32)>> = None;
+    for &i in reals {
+        let b = name_versions_of(&p.real[i].1, param)?;
+        let mine: Vec<(String, u32)> = b
+            .chunks_exact(68)
+            .map(|e| {
+                let v = u32::from_ne_bytes([e[0], e[1], e[2], e[3]]);
+                (weft_vendors::opencl::result::bytes_to_string(e[4..].to_vec()), v)
+            })
+            .filter(|(n, _)| keep(n))
+            .collect();
+        common = Some(match common {
+            None => mine,
+            Some(c) => c.into_iter().filter_map(|(n, v)| mine.iter().find(|m| m.0 == n).map(|m| (n, v.min(m.1)))).collect(),
+        });
+    }
+    Ok(common.unwrap_or_default().iter().flat_map(|(n, v)| name_version(n, *v)).collect())
+}
+
+/// The extensions every one of `reals` reports that Weft passes on (for Weft device `kind`).
+fn common_extensions(p: &Platform, kind: DeviceKind, reals: &[usize]) -> ClResult<Vec<String>> {
     let mut common: Option<Vec<String>> = None;
     for &i in reals {
         let e = weft_vendors::opencl::result::bytes_to_string(forward(&p.real[i].1, CL_DEVICE_EXTENSIONS)?);
@@ -318,7 +414,11 @@ fn common_extensions(p: &Platform, reals: &[usize]) -> ClResult<Vec<String>> {
             Some(c) => c.into_iter().filter(|x| mine.contains(x)).collect(),
         });
     }
-    Ok(common.unwrap_or_default())
+    let mut common = common.unwrap_or_default();
+    if kind == DeviceKind::Unified {
+        common.retain(|e| !ONE_DEVICE.contains(&e.as_str()));
+    }
+    Ok(common)
 }
 
 pub(super) fn forward(dev: &OpenClDevice, param: cl_uint) -> ClResult<Vec<u8>> {
@@ -378,7 +478,11 @@ fn device_info(p: &Platform, h: Handle, kind: DeviceKind, param: cl_uint) -> ClR
         CL_DEVICE_OPENCL_C_VERSION => info_str("OpenCL C 1.2 "),
         CL_DRIVER_VERSION => info_str(env!("CARGO_PKG_VERSION")),
         CL_DEVICE_PROFILE => info_str("FULL_PROFILE"),
-        CL_DEVICE_EXTENSIONS => info_str(&common_extensions(p, &reals)?.join(" ")),
+        CL_DEVICE_EXTENSIONS => {
+            let mut all = common_extensions(p, kind, &reals)?;
+            all.extend(WEFT_EXTENSIONS.iter().map(|&e| e.to_owned()));
+            info_str(&all.join(" "))
+        }
         CL_DEVICE_NAME => match kind {
             DeviceKind::Unified => info_str(&format!("Weft (all {} devices)", reals.len())),
             DeviceKind::Real(i) => {
@@ -421,9 +525,27 @@ fn device_info(p: &Platform, h: Handle, kind: DeviceKind, param: cl_uint) -> ClR
         0x1061 | 0x1062 => Vec::new(),
         // CL_DEVICE_NUMERIC_VERSION
         0x105E => info_val(VERSION_3_0),
+        // CL_DEVICE_PROFILING_TIMER_RESOLUTION: a kernel's times are its device's, so the
+        // coarsest of the devices' resolutions.
+        0x1025 if reals.len() > 1 => fold(param, 8, 0, u64::max)?,
+        // Atomic memory and fence capabilities (bitfields): what every device has. Non-uniform
+        // work-groups, work-group collectives, the generic address space: all or none.
+        0x1063 | 0x1064 if reals.len() > 1 => fold(param, 8, u64::MAX, |a, b| a & b)?,
+        0x1065 | 0x1068 | 0x1069 if reals.len() > 1 => fold(param, 4, u64::MAX, |a, b| a & b)?,
+        // CL_DEVICE_OPENCL_C_ALL_VERSIONS: the versions every device compiles.
+        0x1066 => common_name_versions(p, &reals, param, |_| true)?,
+        // CL_DEVICE_OPENCL_C_FEATURES: those every device has, less the optional features
+        // Weft lacks, and program-scope globals where kernels move between devices.
+        0x106F => common_name_versions(p, &reals, param, |n| {
+            !FEATURES_DROPPED.contains(&n)
+                && (globals_kept(kind, &reals) || n != "__opencl_c_program_scope_global_variables")
+                && (images || !n.contains("image"))
+        })?,
+        // CL_DEVICE_MAX_GLOBAL_VARIABLE_SIZE, CL_DEVICE_GLOBAL_VARIABLE_PREFERRED_TOTAL_SIZE.
+        0x104D | 0x1054 if !globals_kept(kind, &reals) => info_val(0usize),
         // CL_DEVICE_EXTENSIONS_WITH_VERSION: the vendor's entries for the extensions Weft reports.
         0x1060 => {
-            let names = common_extensions(p, &reals)?;
+            let names = common_extensions(p, kind, &reals)?;
             let all = forward(first, param).unwrap_or_default();
             let mut out = Vec::new();
             for e in all.chunks_exact(68) {
@@ -431,6 +553,9 @@ fn device_info(p: &Platform, h: Handle, kind: DeviceKind, param: cl_uint) -> ClR
                 if names.contains(&name) {
                     out.extend_from_slice(e);
                 }
+            }
+            for e in WEFT_EXTENSIONS {
+                out.extend(name_version(e, VERSION_1_0));
             }
             out
         }
@@ -441,6 +566,42 @@ fn device_info(p: &Platform, h: Handle, kind: DeviceKind, param: cl_uint) -> ClR
         0x1018 | 0x100E | 0x100F => min(param, 4)?,
         _ => forward(first, param)?,
     })
+}
+
+/// # Safety
+/// `device_timestamp` and `host_timestamp` null or writable.
+#[cl_entrypoint(clGetDeviceAndHostTimer)]
+unsafe fn get_device_and_host_timer(device: Handle, device_timestamp: *mut u64, host_timestamp: *mut u64) -> ClResult<()> {
+    // CL_INVALID_DEVICE if device is not a valid device.
+    platform().map_err(|_| CL_INVALID_DEVICE)?.device(device)?;
+    // CL_INVALID_VALUE if host_timestamp or device_timestamp is NULL.
+    if device_timestamp.is_null() || host_timestamp.is_null() {
+        return Err(CL_INVALID_VALUE);
+    }
+    // Every Weft device's timer is Weft's profiling clock, the host's (event.rs): one
+    // reading is both, exactly synchronized.
+    let t = super::event::now_ns();
+    // SAFETY: both are non-null, and writable by the caller's contract.
+    unsafe {
+        device_timestamp.write_unaligned(t);
+        host_timestamp.write_unaligned(t);
+    }
+    Ok(())
+}
+
+/// # Safety
+/// `host_timestamp` null or writable.
+#[cl_entrypoint(clGetHostTimer)]
+unsafe fn get_host_timer(device: Handle, host_timestamp: *mut u64) -> ClResult<()> {
+    // CL_INVALID_DEVICE if device is not a valid device.
+    platform().map_err(|_| CL_INVALID_DEVICE)?.device(device)?;
+    // CL_INVALID_VALUE if host_timestamp is NULL.
+    if host_timestamp.is_null() {
+        return Err(CL_INVALID_VALUE);
+    }
+    // SAFETY: non-null, and writable by the caller's contract.
+    unsafe { host_timestamp.write_unaligned(super::event::now_ns()) };
+    Ok(())
 }
 
 #[cl_entrypoint(clGetDeviceInfo)]
@@ -510,6 +671,34 @@ pub unsafe fn device_list(p: &Platform, n: cl_uint, devices: *const Handle) -> C
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Other vendors' lists: only extensions without entry points of their own pass.
+    #[test]
+    fn extensions_needing_entry_points_weft_lacks_are_not_passed_on() {
+        let nvidia = "cl_khr_global_int32_base_atomics cl_khr_fp64 cl_khr_3d_image_writes cl_khr_byte_addressable_store \
+                      cl_khr_icd cl_khr_gl_sharing cl_nv_compiler_options cl_nv_device_attribute_query cl_nv_pragma_unroll \
+                      cl_nv_copy_opts cl_nv_create_buffer cl_khr_int64_base_atomics cl_khr_device_uuid cl_khr_pci_bus_info \
+                      cl_khr_external_semaphore cl_khr_external_memory cl_khr_semaphore cl_khr_terminate_context";
+        assert_eq!(
+            filter_extensions(nvidia),
+            "cl_khr_global_int32_base_atomics cl_khr_fp64 cl_khr_3d_image_writes cl_khr_byte_addressable_store \
+             cl_nv_compiler_options cl_nv_device_attribute_query cl_nv_pragma_unroll cl_khr_int64_base_atomics \
+             cl_khr_device_uuid cl_khr_pci_bus_info"
+        );
+        let amd = "cl_khr_fp64 cl_amd_media_ops cl_amd_copy_buffer_p2p cl_amd_offline_devices cl_khr_create_command_queue \
+                   cl_khr_priority_hints cl_ext_image_requirements_info cl_khr_spirv_linkonce_odr cl_amd_planar_yuv";
+        assert_eq!(filter_extensions(amd), "cl_khr_fp64 cl_amd_media_ops");
+    }
+
+    /// A pre-3.0 vendor's OpenCL C versions come from its one version string.
+    #[test]
+    fn older_vendors_imply_their_opencl_c_versions() {
+        let v = |a: u32, b: u32| (a << 22) | (b << 12);
+        assert_eq!(implied_c_versions("OpenCL C 1.2 pocl"), vec![v(1, 0), v(1, 1), v(1, 2)]);
+        assert_eq!(implied_c_versions("OpenCL C 2.0 "), vec![v(1, 0), v(1, 1), v(1, 2), v(2, 0)]);
+        assert_eq!(implied_c_versions("OpenCL C 1.1"), vec![v(1, 0), v(1, 1)]);
+        assert_eq!(implied_c_versions("garbage"), vec![v(1, 0)]);
+    }
 
     #[test]
     fn only_language_extensions_are_passed_on() {

@@ -201,9 +201,19 @@ fn create_queue(context: Handle, device: Handle, properties: cl_bitfield, proper
         }
         d.kind
     };
-    // CL_INVALID_VALUE if values specified in properties are not valid.
-    if properties & !(CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE | CL_QUEUE_PROFILING_ENABLE) != 0 {
+    // CL_INVALID_VALUE if values specified in properties are not valid. (An on-device
+    // default queue is an on-device queue.)
+    const ON_DEVICE: cl_bitfield = 1 << 2;
+    const ON_DEVICE_DEFAULT: cl_bitfield = 1 << 3;
+    let known = CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE | CL_QUEUE_PROFILING_ENABLE | ON_DEVICE | ON_DEVICE_DEFAULT;
+    if properties & !known != 0 || (properties & ON_DEVICE_DEFAULT != 0 && properties & ON_DEVICE == 0) {
         return Err(CL_INVALID_VALUE);
+    }
+    // CL_INVALID_QUEUE_PROPERTIES if values specified in properties are valid but are not
+    // supported by the device: no Weft device has on-device queues (its device-enqueue
+    // capabilities are none).
+    if properties & ON_DEVICE != 0 {
+        return Err(CL_INVALID_QUEUE_PROPERTIES);
     }
     static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let spread = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -221,6 +231,7 @@ fn create_command_queue(context: Handle, device: Handle, properties: cl_bitfield
 #[cl_entrypoint(clCreateCommandQueueWithProperties)]
 unsafe fn create_command_queue_with_properties(context: Handle, device: Handle, properties: *const u64) -> ClResult<Handle> {
     let mut props = 0;
+    let mut sized = false;
     let mut i = 0;
     while !properties.is_null() {
         // SAFETY: the caller's contract (0-terminated pairs).
@@ -232,12 +243,19 @@ unsafe fn create_command_queue_with_properties(context: Handle, device: Handle, 
         let value = unsafe { properties.add(i + 1).read_unaligned() };
         match key as cl_uint {
             CL_QUEUE_PROPERTIES => props = value,
+            // CL_QUEUE_SIZE: an on-device queue's, refused below (create_queue) when the
+            // properties ask for one; else not valid.
+            CL_QUEUE_SIZE => sized = true,
             _ => return Err(CL_INVALID_VALUE),
         }
         i += 2;
         if i > 16 {
             return Err(CL_INVALID_VALUE);
         }
+    }
+    // CL_QUEUE_SIZE without CL_QUEUE_ON_DEVICE is not a valid property list.
+    if sized && props & (1 << 2) == 0 {
+        return Err(CL_INVALID_VALUE);
     }
     // SAFETY: the list was read up to its terminator at `i` above.
     let array = (!properties.is_null()).then(|| (0..=i).map(|j| unsafe { properties.add(j).read_unaligned() }).collect());
@@ -396,6 +414,9 @@ unsafe fn enqueue_read_buffer(cmd: Cmd, buffer: Handle, blocking: cl_bool, offse
     let b = match device_holding(&qq, &m) {
         Some(w) => {
             let st = state.clone();
+            let plat = qq.context.platform;
+            // A profiling queue's read reports the device's times (event.rs).
+            let profiled = qq.properties & CL_QUEUE_PROFILING_ENABLE != 0;
             let c = Codelet::builder("clEnqueueReadBuffer")
                 .opencl_impl(OpenClImpl::custom(move |l| {
                     st.started();
@@ -403,10 +424,21 @@ unsafe fn enqueue_read_buffer(cmd: Cmd, buffer: Handle, blocking: cl_bool, offse
                     // On the kernel queue, not the transfer queue: core may launch this read as
                     // soon as the queue's previous kernel is launched on this device (not
                     // complete), and only the kernel queue orders it after that kernel.
-                    // SAFETY: the replica is valid and pinned until the completion fires and holds
-                    // `offset + size` bytes; the application's `ptr` is writable for `size` bytes
-                    // until the command completes.
-                    unsafe { l.device.copy_after_kernels(from, to, VRect::linear(size)) }.map_err(|e| e.to_string())
+                    let (done, timing) = if profiled {
+                        // SAFETY: the replica is valid and pinned until the completion fires and
+                        // holds `offset + size` bytes; the application's `ptr` is writable for
+                        // `size` bytes until the command completes.
+                        unsafe { l.device.copy_after_kernels_timed(from, to, VRect::linear(size)) }
+                    } else {
+                        // SAFETY: as for the timed copy just above (the same endpoints).
+                        unsafe { l.device.copy_after_kernels(from, to, VRect::linear(size)) }.map(|d| (d, None))
+                    }
+                    .map_err(|e| e.to_string())?;
+                    // The read ran as the vendor's command on this device (cl_weft_placement).
+                    if let Some(i) = plat.real_index(l.device) {
+                        st.ran_on(i, timing);
+                    }
+                    Ok(done)
                 }))
                 .build();
             TaskBuilder::new(&c).access(m.handle(), AccessMode::R).on_worker(w)

@@ -66,8 +66,6 @@ stub_code! {
     clGetPipeInfo(U, U, U, U, U) => CL_INVALID_MEM_OBJECT;
     clGetKernelSubGroupInfoKHR(U, U, U, U, U, U, U, U) => CL_INVALID_OPERATION;
     clGetKernelSubGroupInfo(U, U, U, U, U, U, U, U) => CL_INVALID_OPERATION;
-    clGetDeviceAndHostTimer(U, U, U) => CL_INVALID_OPERATION;
-    clGetHostTimer(U, U) => CL_INVALID_OPERATION;
     clSetDefaultDeviceCommandQueue(U, U, U) => CL_INVALID_OPERATION;
     clSetProgramReleaseCallback(U, U, U) => CL_INVALID_OPERATION;
     clSetProgramSpecializationConstant(U, U, U, U) => CL_INVALID_OPERATION;

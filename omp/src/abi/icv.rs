@@ -26,9 +26,11 @@ pub extern "C" fn omp_get_max_threads() -> c_int {
 
 #[unsafe(no_mangle)]
 pub extern "C" fn omp_set_num_threads(n: c_int) {
-    // "The value of the argument [...] must be a positive integer": ignore others.
+    // "The value of the argument [...] must be a positive integer": ignore others, saying so.
     if n > 0 {
         ctx().icv.nthreads = n as u32;
+    } else {
+        eprintln!("weft-omp: omp_set_num_threads({n}): the number of threads must be positive; ignored");
     }
 }
 
@@ -72,6 +74,8 @@ pub extern "C" fn omp_get_nested() -> c_int {
 pub extern "C" fn omp_set_max_active_levels(n: c_int) {
     if n >= 0 {
         ctx().icv.max_active_levels = (n as u32).min(SUPPORTED_ACTIVE_LEVELS);
+    } else {
+        eprintln!("weft-omp: omp_set_max_active_levels({n}): the number of levels must not be negative; ignored");
     }
 }
 

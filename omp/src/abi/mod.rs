@@ -14,6 +14,7 @@ pub mod loop_;
 pub mod parallel;
 pub mod single;
 pub mod sync;
+pub mod target;
 pub mod task;
 
 /// Run `f`, aborting with a message naming `what` if it panics.

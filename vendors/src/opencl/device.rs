@@ -57,6 +57,8 @@ pub struct OpenClDevice {
     /// [`OpenClDevice::close_batch`] (`launch_batched`); taken under `submit_lock`.
     /// With how many launches so far.
     pub(crate) batch: Mutex<Option<(Completion, usize)>>,
+    /// Whether the kernel queue has `CL_QUEUE_PROFILING_ENABLE` (its events carry times).
+    pub(crate) profiling: bool,
     /// Completion by polling (GPUs and accelerators, or as `WEFT_OCL_POLL` says, see
     /// [`super::queue::Poller`]); None: by event callbacks (CPU devices).
     pub(crate) poller: Option<super::queue::Poller>,
@@ -81,7 +83,14 @@ impl OpenClDevice {
         let global_mem = id.info_u64(CL_DEVICE_GLOBAL_MEM_SIZE).ok().map(|n| n as usize);
         let max_alloc = id.info_u64(CL_DEVICE_MAX_MEM_ALLOC_SIZE).ok().map(|n| n as usize);
         let context = Context::new(platform, &[id]).map_err(at("clCreateContext"))?;
-        let queue = Queue::new(&context, id).map_err(at("clCreateCommandQueue"))?;
+        // Profiling on the kernel queue, so that a launch can report the device's own times
+        // (`launch_timed`). Always on: a profiling queue's cost is a clock read per stage
+        // per command (measured in docs/opencl.md, "Profiling and placement"); a vendor that
+        // refuses it gets a plain queue.
+        let (queue, profiling) = match Queue::with_properties(&context, id, CL_QUEUE_PROFILING_ENABLE) {
+            Ok(q) => (q, true),
+            Err(_) => (Queue::new(&context, id).map_err(at("clCreateCommandQueue"))?, false),
+        };
         let transfer = Queue::new(&context, id).map_err(at("clCreateCommandQueue"))?;
         let identity = format!("{platform_name} | {platform_version} | {name} | {device_version} | {driver_version}");
         let poll = match std::env::var("WEFT_OCL_POLL").as_deref() {
@@ -110,6 +119,7 @@ impl OpenClDevice {
             global_mem,
             max_alloc,
             allocated: AtomicUsize::new(0),
+            profiling,
             submit_lock: Mutex::new(()),
             batch: Mutex::new(None),
             poller,

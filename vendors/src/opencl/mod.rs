@@ -38,7 +38,9 @@
 //! serialized by a lock (a PoCL 3.1 "basic" device deadlocks when two threads submit to
 //! one queue at once; see `device.rs`), so any thread may copy to or from any device, but
 //! on "basic" a long kernel holds that device's other submitters until it ends.
-//! `host_ptr` is `None`: device memory is reached only by copies.
+//! `host_ptr` is `None`: device memory is reached only by copies. The kernel queue is
+//! created with `CL_QUEUE_PROFILING_ENABLE` where the vendor allows it, so that a launch
+//! can report the device's own times (`OpenClDevice::launch_timed`, [`DeviceTiming`]).
 //!
 //! # Kernels and the argument convention
 //! [`OpenClDevice::build_program`] compiles a source for the device (an error carries the
@@ -65,6 +67,7 @@ pub mod sys;
 
 pub use device::OpenClDevice;
 pub use program::{CacheStats, ProgramCache};
+pub use queue::{DeviceTimes, DeviceTiming, clock_ns};
 pub use result::ClError;
 pub use safe::{Context, DeviceId, Event, Kernel, Mem, Platform, Program, Queue, Sampler};
 

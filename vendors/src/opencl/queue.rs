@@ -1,7 +1,9 @@
 //! Submitting work to an [`OpenClDevice`]'s queue and turning OpenCL events into
 //! [`Completion`]s.
 //!
-//! **Owns**: copies (`Device::copy`), kernel launches, and completion tracking.
+//! **Owns**: copies (`Device::copy`), kernel launches, completion tracking, and the
+//! profiling record of a launch or kernel-queue copy (`*_timed`: [`DeviceTiming`], read
+//! into Weft's clock, [`clock_ns`], by [`to_weft_clock`]).
 //! **Invariants**:
 //! * Submissions hold the device's submission lock (see `device.rs` for the PoCL
 //!   deadlock it avoids); waiting never does.
@@ -118,7 +120,23 @@ impl OpenClDevice {
         call: &'static str,
         commands: impl IntoIterator<Item = impl FnOnce() -> ClResult<cl_event>>,
     ) -> Result<Completion, DeviceError> {
+        self.submit_timed(queue, call, commands, false).map(|(done, _)| done)
+    }
+
+    /// [`OpenClDevice::submit`], and with `timed` (on the profiling kernel queue) the
+    /// [`DeviceTiming`] of the commands.
+    fn submit_timed(
+        &self,
+        queue: &Queue,
+        call: &'static str,
+        commands: impl IntoIterator<Item = impl FnOnce() -> ClResult<cl_event>>,
+        timed: bool,
+    ) -> Result<(Completion, Option<DeviceTiming>), DeviceError> {
         let submitting = self.lock_submissions();
+        // Taken under the lock: the bracket holds the enqueue calls only. Only the kernel
+        // queue profiles.
+        let timed = timed && self.profiling && std::ptr::eq(queue, &self.queue);
+        let lo = if timed { clock_ns() } else { 0 };
         let mut events = Vec::new();
         for cmd in commands {
             match cmd() {
@@ -134,7 +152,19 @@ impl OpenClDevice {
                 }
             }
         }
-        self.track(queue, events)
+        let timing = match (timed, events.first(), events.last()) {
+            (true, Some(first), Some(last)) => {
+                let enqueued = (lo, clock_ns());
+                // A reference of our own to each (the track below gives its away); without
+                // one, no device times, which is not an error.
+                match (first.try_clone(), last.try_clone()) {
+                    (Ok(first), Ok(last)) => Some(DeviceTiming { first, last, enqueued }),
+                    _ => None,
+                }
+            }
+            _ => None,
+        };
+        Ok((self.track(queue, events)?, timing))
     }
 
     /// `Device::copy`.
@@ -158,13 +188,45 @@ impl OpenClDevice {
         unsafe { self.enqueue_copy_on(&self.queue, src, dst, rect) }
     }
 
+    /// [`OpenClDevice::copy_after_kernels`], with the copy's [`DeviceTiming`] (None when
+    /// the vendor ran no command: an empty or host-to-host copy, or a queue without
+    /// profiling).
+    ///
+    /// # Safety
+    /// See [`crate::Device::copy`].
+    pub unsafe fn copy_after_kernels_timed(
+        &self,
+        src: Endpoint,
+        dst: Endpoint,
+        rect: Rect,
+    ) -> Result<(Completion, Option<DeviceTiming>), DeviceError> {
+        // SAFETY: the caller's contract.
+        unsafe { self.enqueue_copy_timed(&self.queue, src, dst, rect, true) }
+    }
+
     /// Copy `rect` from `src` to `dst` on `tq`, one of this device's queues.
     ///
     /// # Safety
     /// See [`crate::Device::copy`].
     unsafe fn enqueue_copy_on(&self, tq: &Queue, src: Endpoint, dst: Endpoint, rect: Rect) -> Result<Completion, DeviceError> {
+        // SAFETY: the caller's contract.
+        unsafe { self.enqueue_copy_timed(tq, src, dst, rect, false) }.map(|(done, _)| done)
+    }
+
+    /// [`OpenClDevice::enqueue_copy_on`], with the copy's [`DeviceTiming`] if `timed`.
+    ///
+    /// # Safety
+    /// See [`crate::Device::copy`].
+    unsafe fn enqueue_copy_timed(
+        &self,
+        tq: &Queue,
+        src: Endpoint,
+        dst: Endpoint,
+        rect: Rect,
+        timed: bool,
+    ) -> Result<(Completion, Option<DeviceTiming>), DeviceError> {
         if rect.bytes() == 0 {
-            return Ok(Completion::done());
+            return Ok((Completion::done(), None));
         }
         let q = tq.as_raw();
         let plan = rect_plan(&rect);
@@ -180,16 +242,17 @@ impl OpenClDevice {
             (Endpoint::Host(s), Endpoint::Host(d)) => {
                 // SAFETY: the caller guarantees both are valid and disjoint over the rectangle.
                 unsafe { crate::copy_rect_host(s, d, rect) };
-                Ok(Completion::done())
+                Ok((Completion::done(), None))
             }
             (Endpoint::Host(h), Endpoint::Device(b, off)) => match plan {
-                RectPlan::Linear(n) => self.submit(
+                RectPlan::Linear(n) => self.submit_timed(
                     tq,
                     "clEnqueueWriteBuffer",
                     // SAFETY: the arguments meet the call's contract (see above this `match`).
                     [|| unsafe { r::enqueue_write_buffer(q, raw_mem(b), off, n, h.cast_const().cast(), &[]) }],
+                    timed,
                 ),
-                RectPlan::Rects(rects) => self.submit(
+                RectPlan::Rects(rects) => self.submit_timed(
                     tq,
                     "clEnqueueWriteBufferRect",
                     rects.into_iter().map(|a| {
@@ -205,14 +268,20 @@ impl OpenClDevice {
                         // SAFETY: the arguments meet the call's contract (see above this `match`).
                         move || unsafe { r::enqueue_write_buffer_rect(q, raw_mem(b), &a, h.cast_const().cast(), &[]) }
                     }),
+                    timed,
                 ),
             },
             (Endpoint::Device(b, off), Endpoint::Host(h)) => match plan {
                 RectPlan::Linear(n) => {
                     // SAFETY: the arguments meet the call's contract (see above this `match`).
-                    self.submit(tq, "clEnqueueReadBuffer", [|| unsafe { r::enqueue_read_buffer(q, raw_mem(b), off, n, h.cast(), &[]) }])
+                    self.submit_timed(
+                        tq,
+                        "clEnqueueReadBuffer",
+                        [|| unsafe { r::enqueue_read_buffer(q, raw_mem(b), off, n, h.cast(), &[]) }],
+                        timed,
+                    )
                 }
-                RectPlan::Rects(rects) => self.submit(
+                RectPlan::Rects(rects) => self.submit_timed(
                     tq,
                     "clEnqueueReadBufferRect",
                     rects.into_iter().map(|a| {
@@ -220,17 +289,19 @@ impl OpenClDevice {
                         // SAFETY: the arguments meet the call's contract (see above this `match`).
                         move || unsafe { r::enqueue_read_buffer_rect(q, raw_mem(b), &a, h.cast(), &[]) }
                     }),
+                    timed,
                 ),
             },
             (Endpoint::Device(s, soff), Endpoint::Device(d, doff)) => match plan {
                 RectPlan::Linear(n) => self
                     // SAFETY: the arguments meet the call's contract (see above this `match`).
-                    .submit(
+                    .submit_timed(
                         tq,
                         "clEnqueueCopyBuffer",
                         [|| unsafe { r::enqueue_copy_buffer(q, raw_mem(s), raw_mem(d), soff, doff, n, &[]) }],
+                        timed,
                     ),
-                RectPlan::Rects(rects) => self.submit(
+                RectPlan::Rects(rects) => self.submit_timed(
                     tq,
                     "clEnqueueCopyBufferRect",
                     rects.into_iter().map(|a| {
@@ -238,6 +309,7 @@ impl OpenClDevice {
                         // SAFETY: the arguments meet the call's contract (see above this `match`).
                         move || unsafe { r::enqueue_copy_buffer_rect(q, raw_mem(s), raw_mem(d), &a, &[]) }
                     }),
+                    timed,
                 ),
             },
         }
@@ -270,6 +342,28 @@ impl OpenClDevice {
         let (q, k) = (self.queue.as_raw(), kernel.as_raw());
         // SAFETY: queue and kernel are live; the caller keeps the arguments alive.
         self.submit(&self.queue, "clEnqueueNDRangeKernel", [|| unsafe { r::enqueue_nd_range_kernel(q, k, offset, global, local) }])
+    }
+
+    /// [`OpenClDevice::launch_at`], with the launch's [`DeviceTiming`] (None when the
+    /// vendor's queue has no profiling).
+    ///
+    /// # Safety
+    /// As [`OpenClDevice::launch`].
+    pub unsafe fn launch_timed(
+        &self,
+        kernel: &Kernel,
+        offset: Option<&[usize]>,
+        global: &[usize],
+        local: Option<&[usize]>,
+    ) -> Result<(Completion, Option<DeviceTiming>), DeviceError> {
+        let (q, k) = (self.queue.as_raw(), kernel.as_raw());
+        // SAFETY: queue and kernel are live; the caller keeps the arguments alive.
+        self.submit_timed(
+            &self.queue,
+            "clEnqueueNDRangeKernel",
+            [|| unsafe { r::enqueue_nd_range_kernel(q, k, offset, global, local) }],
+            true,
+        )
     }
 
     /// [`OpenClDevice::launch_at`] without an event of its own: the kernel joins the open
@@ -343,9 +437,81 @@ impl OpenClDevice {
         call: &'static str,
         commands: Vec<Box<dyn FnOnce(cl_command_queue) -> ClResult<cl_event> + '_>>,
     ) -> Result<Completion, DeviceError> {
-        let q = self.queue.as_raw();
-        self.submit(&self.queue, call, commands.into_iter().map(|c| move || c(q)))
+        // SAFETY: the caller's contract.
+        unsafe { self.enqueue_raw_timed(call, commands, false) }.map(|(done, _)| done)
     }
+
+    /// [`OpenClDevice::enqueue_raw`], with the commands' [`DeviceTiming`] if `timed` (and
+    /// the queue profiles): from the first's start to the last's end.
+    ///
+    /// # Safety
+    /// As [`OpenClDevice::enqueue_raw`].
+    pub unsafe fn enqueue_raw_timed(
+        &self,
+        call: &'static str,
+        commands: Vec<Box<dyn FnOnce(cl_command_queue) -> ClResult<cl_event> + '_>>,
+        timed: bool,
+    ) -> Result<(Completion, Option<DeviceTiming>), DeviceError> {
+        let q = self.queue.as_raw();
+        self.submit_timed(&self.queue, call, commands.into_iter().map(|c| move || c(q)), timed)
+    }
+}
+
+/// Weft's profiling clock: the host's `CLOCK_MONOTONIC_RAW`, in nanoseconds. The raw clock
+/// (not slewed by NTP) is the one PoCL's CPU devices time their commands with, so on them a
+/// device time needs no translation ([`to_weft_clock`]).
+pub fn clock_ns() -> u64 {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::MonotonicRaw);
+    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
+}
+
+/// What the vendor recorded of commands submitted together (one Weft command): the first
+/// and the last command's events, and [`clock_ns`] just before the first enqueue call and
+/// just after the last one. Read it ([`DeviceTiming::times`]) once the commands completed.
+pub struct DeviceTiming {
+    first: Event,
+    last: Event,
+    enqueued: (u64, u64),
+}
+
+/// A command's device times in Weft's clock ([`clock_ns`]): START is the first vendor
+/// command's, END and COMPLETE the last one's; `start <= end <= complete`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DeviceTimes {
+    pub start: u64,
+    pub end: u64,
+    pub complete: u64,
+}
+
+impl DeviceTiming {
+    /// The device's times, translated into Weft's clock; None if the vendor gives none.
+    pub fn times(&self) -> Option<DeviceTimes> {
+        let queued = self.first.profiling(CL_PROFILING_COMMAND_QUEUED).ok()?;
+        let start = self.first.profiling(CL_PROFILING_COMMAND_START).ok()?;
+        let end = self.last.profiling(CL_PROFILING_COMMAND_END).ok()?;
+        // COMPLETE is OpenCL 2.0's: a 1.x vendor's END stands for it.
+        let complete = self.last.profiling(CL_PROFILING_COMMAND_COMPLETE).unwrap_or(end);
+        if queued == 0 || start == 0 || end == 0 {
+            return None;
+        }
+        Some(to_weft_clock(self.enqueued, queued, start, end, complete))
+    }
+}
+
+/// Translate device times into Weft's clock. The device's QUEUED time of the first command
+/// was taken inside its enqueue call, which ran between `lo` and `hi` of Weft's clock: if it
+/// lies there, the device counts in Weft's clock (PoCL's CPU devices) and its times stand as
+/// they are; else the device's clock is another, and its times are shifted so that QUEUED
+/// falls in the middle of the bracket (an error of at most half the enqueue call, the same
+/// for the command's every time: START, END and COMPLETE keep the device's differences).
+/// Each command brings its own bracket, so a device clock drifting from the host's does
+/// not accumulate. The result is ordered (`start <= end <= complete`) whatever the vendor gave.
+pub fn to_weft_clock((lo, hi): (u64, u64), queued: u64, start: u64, end: u64, complete: u64) -> DeviceTimes {
+    let shift = if (lo..=hi).contains(&queued) { 0 } else { i128::from(queued) - i128::from(lo / 2 + hi / 2 + (lo % 2 + hi % 2) / 2) };
+    let map = |t: u64| (i128::from(t) - shift).clamp(0, i128::from(u64::MAX)) as u64;
+    let start = map(start.max(queued));
+    let end = map(end).max(start);
+    DeviceTimes { start, end, complete: map(complete).max(end) }
 }
 
 /// Completion by polling instead of `clSetEventCallback`, for GPUs and accelerators
@@ -451,5 +617,37 @@ impl PollShared {
                 std::thread::sleep(std::time::Duration::from_micros(20));
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A device counting in Weft's clock (its QUEUED inside the enqueue bracket) keeps its
+    /// times exactly.
+    #[test]
+    fn times_in_weft_clock_stand_as_they_are() {
+        let t = to_weft_clock((1_000, 1_100), 1_050, 2_000, 5_000, 5_000);
+        assert_eq!(t, DeviceTimes { start: 2_000, end: 5_000, complete: 5_000 });
+    }
+
+    /// Another clock (far ahead, or behind): QUEUED lands mid-bracket, every time moves by
+    /// the same amount, so the device's durations are kept.
+    #[test]
+    fn another_clock_is_shifted_by_one_offset() {
+        let t = to_weft_clock((1_000, 1_100), 9_000_000_050, 9_000_001_050, 9_000_004_050, 9_000_004_060);
+        assert_eq!(t, DeviceTimes { start: 2_050, end: 5_050, complete: 5_060 });
+        let t = to_weft_clock((1_000_000, 1_000_100), 10, 20, 30, 0);
+        assert_eq!(t, DeviceTimes { start: 1_000_060, end: 1_000_070, complete: 1_000_070 });
+    }
+
+    /// Whatever the vendor reports, the result is ordered and START is not before QUEUED.
+    #[test]
+    fn the_result_is_ordered() {
+        let t = to_weft_clock((100, 200), 150, 140, 120, 110);
+        assert!(t.start >= 150 && t.start <= t.end && t.end <= t.complete, "{t:?}");
+        let t = to_weft_clock((u64::MAX - 10, u64::MAX), 5, 6, 7, 8);
+        assert!(t.start <= t.end && t.end <= t.complete, "{t:?}");
     }
 }

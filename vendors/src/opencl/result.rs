@@ -836,6 +836,16 @@ pub unsafe fn get_event_status(e: cl_event) -> ClResult<cl_int> {
     Ok(status)
 }
 
+/// One of an event's `CL_PROFILING_COMMAND_*` times (the device's clock, nanoseconds).
+///
+/// # Safety
+/// See the module doc.
+pub unsafe fn get_event_profiling_info(e: cl_event, param: cl_uint) -> ClResult<u64> {
+    let mut t: u64 = 0;
+    check(cl_call!(e => clGetEventProfilingInfo(e, param, size_of::<u64>(), (&raw mut t).cast(), null_mut())))?;
+    Ok(t)
+}
+
 /// # Safety
 /// See the module doc; `callback` may run on any thread (including this one, before this
 /// function returns) and must accept `user_data`.

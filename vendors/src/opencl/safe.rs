@@ -186,8 +186,13 @@ impl Context {
 impl Queue {
     /// An in-order queue (no properties) on `device` of `context`.
     pub fn new(context: &Context, device: DeviceId) -> ClResult<Queue> {
+        Queue::with_properties(context, device, 0)
+    }
+
+    /// An in-order queue with `properties` (`CL_QUEUE_PROFILING_ENABLE`).
+    pub fn with_properties(context: &Context, device: DeviceId, properties: cl_command_queue_properties) -> ClResult<Queue> {
         // SAFETY: both are live; we own the new reference.
-        Ok(Queue(unsafe { r::create_command_queue(context.0, device.0, 0) }?))
+        Ok(Queue(unsafe { r::create_command_queue(context.0, device.0, properties) }?))
     }
 
     pub fn flush(&self) -> ClResult<()> {
@@ -330,5 +335,12 @@ impl Event {
     pub fn status(&self) -> ClResult<cl_int> {
         // SAFETY: the event is live.
         unsafe { r::get_event_status(self.0) }
+    }
+
+    /// One of its `CL_PROFILING_COMMAND_*` times, in the device's clock (an error unless
+    /// the command completed on a profiling queue).
+    pub fn profiling(&self, param: cl_uint) -> ClResult<u64> {
+        // SAFETY: the event is live.
+        unsafe { r::get_event_profiling_info(self.0, param) }
     }
 }

@@ -161,7 +161,7 @@ dispatch_table! {
     clGetEventInfo: [fn(cl_event, cl_event_info, usize, *mut c_void, *mut usize) -> cl_int];
     clRetainEvent: [fn(cl_event) -> cl_int];
     clReleaseEvent: [fn(cl_event) -> cl_int];
-    clGetEventProfilingInfo: [];
+    clGetEventProfilingInfo: [fn(cl_event, cl_uint, usize, *mut c_void, *mut usize) -> cl_int];
     clFlush: [fn(cl_command_queue) -> cl_int];
     clFinish: [fn(cl_command_queue) -> cl_int];
     clEnqueueReadBuffer: [fn(cl_command_queue, cl_mem, cl_bool, usize, usize, *mut c_void, cl_uint, *const cl_event, *mut cl_event) -> cl_int];
@@ -382,6 +382,11 @@ constants! {
         CL_KERNEL_FUNCTION_NAME = 0x1190,
         CL_KERNEL_NUM_ARGS = 0x1191,
         CL_EVENT_COMMAND_EXECUTION_STATUS = 0x11D3,
+        CL_PROFILING_COMMAND_QUEUED = 0x1280,
+        CL_PROFILING_COMMAND_SUBMIT = 0x1281,
+        CL_PROFILING_COMMAND_START = 0x1282,
+        CL_PROFILING_COMMAND_END = 0x1283,
+        CL_PROFILING_COMMAND_COMPLETE = 0x1284,
     }
     cl_bitfield {
         CL_DEVICE_TYPE_DEFAULT = 1 << 0,
@@ -391,6 +396,7 @@ constants! {
         CL_DEVICE_TYPE_CUSTOM = 1 << 4,
         CL_DEVICE_TYPE_ALL = 0xFFFF_FFFF,
         CL_MEM_READ_WRITE = 1 << 0,
+        CL_QUEUE_PROFILING_ENABLE = 1 << 1,
     }
     cl_context_properties {
         CL_CONTEXT_PLATFORM = 0x1084,
