@@ -1215,11 +1215,8 @@ fn run_body(c: *mut Ctx, t: &TaskBox, data: *mut c_void) {
     let traced = crate::trace::start();
     // SAFETY: the compiler-outlined task body with its data.
     unsafe { (t.body)(data) };
-    if traced.is_some() {
-        // SAFETY: the thread running the task owns its box's `ext` until `finish`.
-        let core = unsafe { (*t.ext.get()).as_ref().map(|e| e.id()) };
-        crate::trace::task_end(traced, core.is_some(), core);
-    }
+    // (OpenMP dependencies are siblings' links, not core tasks: no core task to name.)
+    crate::trace::task_end(traced, t.linked, None);
     // SAFETY: as above.
     let ended = unsafe {
         (*c).icv = icv;

@@ -58,20 +58,6 @@ pub fn check(text: &str, stderr: &str, loc: bool) {
         }
     }
 
-    // Dependencies between tasks that core ordered are flow arrows bound to their slices:
-    // the depend chain's tasks were deferred (the creator is far from the throttles), so
-    // their arrows start inside `omp task` slices that name their core task.
-    let ordered: Vec<&Slice<'_>> = tasks.iter().filter(|t| t.3["args"]["task"].is_u64()).collect();
-    let arrows = events
-        .iter()
-        .filter(|e| e["ph"] == "s" && e["cat"] == "dep")
-        .filter(|e| {
-            let (tid, ts) = (e["tid"].as_u64().unwrap(), ns(&e["ts"]));
-            ordered.iter().any(|t| t.0 == tid && t.1 <= ts && ts <= t.2)
-        })
-        .count();
-    assert!(arrows > 0, "no dependency arrow starts in an omp task slice ({} tasks name a core task)", ordered.len());
-
     // The loop: one slice per thread of the team, on the two threads.
     let fors = slices("omp for");
     assert_eq!(fors.len(), 2, "{fors:?}");
