@@ -10,6 +10,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 mod common;
+#[path = "common/omp_trace.rs"]
+mod omp_trace;
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
@@ -329,8 +331,9 @@ fn a_trace_shows_each_team_members_share_on_its_threads_track() {
         m["args"]["name"].as_str().unwrap().to_string()
     };
     let (mut on_workers, mut elsewhere) = (0, 0);
-    for e in events.iter().filter(|e| e["cat"] == "omp") {
-        assert_eq!((&e["name"], &e["ph"]), (&serde_json::Value::from("omp parallel"), &serde_json::Value::from("X")), "{e}");
+    // (Worksharing and barrier slices share the category: tests/common/omp_trace.rs.)
+    for e in events.iter().filter(|e| e["name"] == "omp parallel") {
+        assert_eq!((&e["cat"], &e["ph"]), (&serde_json::Value::from("omp"), &serde_json::Value::from("X")), "{e}");
         if name_of(&e["tid"]).starts_with("cpu ") { on_workers += 1 } else { elsewhere += 1 }
     }
     assert_eq!(
@@ -338,5 +341,19 @@ fn a_trace_shows_each_team_members_share_on_its_threads_track() {
         (want[0], want[1]),
         "omp parallel spans (on workers, elsewhere) against the shares counted:\n{stderr}"
     );
+    let _ = std::fs::remove_file(&path);
+}
+
+/// `WEFT_TRACE` shows a gcc-built program's explicit tasks (a slice per task body that ran,
+/// with whether it had depend clauses) and worksharing constructs (the loop's share, the
+/// single construct, the taskloop, barrier waits) on the threads that ran them, inside
+/// their region shares (tests/omp/traced.c; tests/common/omp_trace.rs says what is checked).
+#[test]
+fn a_trace_shows_explicit_tasks_and_worksharing_constructs() {
+    let path = out_dir().join(format!("omp-tasks-trace-{}.json", std::process::id()));
+    let _ = std::fs::remove_file(&path);
+    let Some(stderr) = check("traced", &[("WEFT_TRACE", path.to_str().unwrap())], false) else { return };
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("no trace at {}: {e}\n{stderr}", path.display()));
+    omp_trace::check(&text, &stderr, false);
     let _ = std::fs::remove_file(&path);
 }

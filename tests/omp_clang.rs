@@ -13,6 +13,8 @@ use std::process::Command;
 use std::sync::OnceLock;
 
 mod common;
+#[path = "common/omp_trace.rs"]
+mod omp_trace;
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
@@ -42,6 +44,8 @@ fn flags(name: &str) -> &'static [&'static str] {
     match name {
         // threadprivate through the runtime (__kmpc_threadprivate_cached), not TLS.
         "threadprivate" | "threadprivate_ctor" => &["-fnoopenmp-use-tls"],
+        // Source locations in the runtime calls (clang passes ";unknown;unknown;0;0;;" without).
+        "traced" => &["-g"],
         _ => &[],
     }
 }
@@ -268,4 +272,28 @@ fn the_library_defines_libomps_version_node() {
     };
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.lines().any(|l| l.split_whitespace().last() == Some("VERSION")), "version node VERSION missing:\n{text}");
+}
+
+/// `WEFT_TRACE` shows a clang-built program's explicit tasks (a slice per task body that
+/// ran, with whether it had depend clauses and its source line) and worksharing constructs
+/// on the threads that ran them, inside their region shares (tests/omp/traced.c built by
+/// clang; tests/common/omp_trace.rs says what is checked).
+#[test]
+fn a_trace_shows_explicit_tasks_and_worksharing_constructs() {
+    let Some(cc) = clang() else {
+        println!("skipped: clang not found");
+        return;
+    };
+    let exe = compile(&cc, "traced");
+    let path = out_dir().join(format!("traced-{}.json", std::process::id()));
+    let _ = std::fs::remove_file(&path);
+    let mut cmd = Command::new(&exe);
+    cmd.env("LD_LIBRARY_PATH", standin()).env_remove("LD_PRELOAD").env_remove("OMP_NUM_THREADS");
+    cmd.env("WEFT_NCPU", "2").env("WEFT_NOPENCL", "0").env("WEFT_NCUDA", "0").env("WEFT_TRACE", &path);
+    let out = common::output_within(&mut cmd, 120, "traced");
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success() && stdout.contains("traced OK"), "traced failed ({}):\nstdout:\n{stdout}\nstderr:\n{stderr}", out.status);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("no trace at {}: {e}\n{stderr}", path.display()));
+    omp_trace::check(&text, &stderr, true);
+    let _ = std::fs::remove_file(&path);
 }

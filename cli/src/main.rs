@@ -9,6 +9,7 @@ use std::process::ExitCode;
 mod machine;
 mod perfmodel;
 mod plot;
+mod raster;
 mod trace;
 
 #[derive(Parser)]
@@ -48,7 +49,7 @@ enum TraceCmd {
     Gantt {
         /// The trace file (Chrome trace-event JSON from WEFT_TRACE).
         file: PathBuf,
-        /// The picture to write (SVG).
+        /// The picture to write: SVG, or PNG if its name ends in .png.
         #[arg(short, long)]
         output: PathBuf,
         /// Width of the picture in pixels.
@@ -72,7 +73,7 @@ enum PerfmodelCmd {
     Plot {
         /// The model's name (as `list` prints it), its file name, or a path to a .model file.
         name: String,
-        /// The picture to write (SVG).
+        /// The picture to write: SVG, or PNG if its name ends in .png.
         #[arg(short, long)]
         output: PathBuf,
     },
@@ -98,14 +99,5 @@ fn main() -> ExitCode {
             eprintln!("weft: {e}");
             ExitCode::FAILURE
         }
-    }
-}
-
-/// Only SVG is written; a path ending in anything else is refused rather than written as
-/// SVG under a misleading name.
-fn check_svg(path: &std::path::Path) -> Result<(), String> {
-    match path.extension().and_then(|e| e.to_str()) {
-        Some(e) if e.eq_ignore_ascii_case("svg") => Ok(()),
-        _ => Err(format!("{}: only SVG pictures are written (name the file .svg)", path.display())),
     }
 }

@@ -1,6 +1,8 @@
-//! The pictures: a trace's Gantt chart and a performance model's plot, as SVG (plotters'
-//! SVG backend; text is left to the viewer's fonts, so no font is read here).
+//! The pictures: a trace's Gantt chart and a performance model's plot, drawn by plotters
+//! as SVG (its SVG backend; text is left to the viewer's fonts, so no font is read) or as
+//! PNG (raster.rs's pixel buffer, text in a system font).
 
+use crate::raster::{self, Format, Raster};
 use crate::trace::{Kind, Trace};
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -35,7 +37,7 @@ const ROW_PX: u32 = 22;
 /// `weft trace gantt`: a row per worker (tasks coloured by codelet, idle spans light grey,
 /// sleep a little darker), then a row per transfer track (copies dark grey); time in ms.
 pub fn gantt(t: &Trace, path: &Path, width: u32) -> Result<(), String> {
-    crate::check_svg(path)?;
+    let format = Format::of(path)?;
     let Some((lo, hi)) = t.span() else { return Err("the trace holds no task and no transfer: nothing to draw".into()) };
     let rows: Vec<&str> = t.workers.iter().map(|w| w.name.as_str()).chain(t.lanes.iter().map(|l| l.name.as_str())).collect();
     let nrows = rows.len().max(1);
@@ -51,10 +53,40 @@ pub fn gantt(t: &Trace, path: &Path, width: u32) -> Result<(), String> {
     let label_px = (rows.iter().map(|r| r.len()).max().unwrap_or(8) as u32 * 7 + 16).clamp(60, 400);
     let width = width.max(400);
     // The legend's rows, as `legend` lays them out.
-    let items_px: u32 = order.iter().map(|n| 30 + 7 * n.len() as u32).sum::<u32>() + 3 * (30 + 7 * 15);
+    let items_px: u32 = order.iter().map(|n| 30 + 7 * n.len() as u32).sum::<u32>() + 6 * (30 + 7 * 16);
     let legend_px = 20 + 18 * items_px.div_ceil(width - 40);
     let height = 90 + ROW_PX * nrows as u32 + legend_px;
-    let root = SVGBackend::new(path, (width, height)).into_drawing_area();
+    let size = (width, height);
+    match format {
+        Format::Svg => {
+            let mut svg = String::new();
+            let root = SVGBackend::with_string(&mut svg, size).into_drawing_area();
+            draw_gantt(t, root, (lo, hi), path, &order, &colour, label_px, legend_px)?;
+            std::fs::write(path, svg).map_err(|e| format!("{}: {e}", path.display()))
+        }
+        Format::Png => {
+            let mut px = raster::buffer(size);
+            let root = Raster::new(&mut px, size).into_drawing_area();
+            draw_gantt(t, root, (lo, hi), path, &order, &colour, label_px, legend_px)?;
+            raster::write_png(&px, size, path)
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn draw_gantt<DB: DrawingBackend>(
+    t: &Trace,
+    root: DrawingArea<DB, Shift>,
+    (lo, hi): (f64, f64),
+    path: &Path,
+    order: &[&str],
+    colour: &BTreeMap<&str, RGBColor>,
+    label_px: u32,
+    legend_px: u32,
+) -> Result<(), String> {
+    let (width, height) = root.dim_in_pixel();
+    let rows: Vec<&str> = t.workers.iter().map(|w| w.name.as_str()).chain(t.lanes.iter().map(|l| l.name.as_str())).collect();
+    let nrows = rows.len().max(1);
     root.fill(&WHITE).map_err(err(path))?;
     let (chart_area, legend_area) = root.split_vertically(height - legend_px);
     // x in ms from the first event; a little room on the right.
@@ -103,11 +135,19 @@ pub fn gantt(t: &Trace, path: &Path, width: u32) -> Result<(), String> {
         .filter(|(_, s)| s.end() > lo && s.start < hi)
         .map(|(w, s)| Rectangle::new(bar(w, s.start, s.end(), 0.4), region.filled()));
     chart.draw_series(regions).map_err(err(path))?;
+    // OpenMP constructs inside them, a little narrower: barrier waits apart from the
+    // others (loops, single, taskloop), under the tasks.
+    let (construct, barrier) = (RGBColor(161, 217, 155), RGBColor(253, 208, 162));
+    let constructs = t.constructs().filter(|(_, s)| s.end() > lo && s.start < hi).map(|(w, s)| {
+        let c = if s.name == "omp barrier" { barrier } else { construct };
+        Rectangle::new(bar(w, s.start, s.end(), 0.3), c.filled())
+    });
+    chart.draw_series(constructs).map_err(err(path))?;
     // Tasks end a little early, by at most a pixel's worth of time, so that back-to-back
     // tasks stay apart.
     let px_us = (hi - lo) / (width - label_px).max(100) as f64;
     let gap = |s: &crate::trace::Slice| s.end() - (0.8 * px_us).min(0.2 * s.dur);
-    for name in &order {
+    for name in order {
         let c = colour[name];
         let rects = t.tasks().filter(|(_, s)| s.name == *name).map(|(w, s)| Rectangle::new(bar(w, s.start, gap(s), 0.4), c.filled()));
         chart.draw_series(rects).map_err(err(path))?;
@@ -132,6 +172,12 @@ pub fn gantt(t: &Trace, path: &Path, width: u32) -> Result<(), String> {
     if t.regions().next().is_some() {
         items.push(("OpenMP region".to_string(), region));
     }
+    if t.constructs().any(|(_, s)| s.name != "omp barrier") {
+        items.push(("OpenMP construct".to_string(), construct));
+    }
+    if t.constructs().any(|(_, s)| s.name == "omp barrier") {
+        items.push(("OpenMP barrier".to_string(), barrier));
+    }
     for k in [Kind::Idle, Kind::Sleep] {
         if t.workers.iter().any(|w| w.slices.iter().any(|s| s.kind == k)) {
             items.push((if k == Kind::Idle { "idle (spinning)" } else { "sleep" }.to_string(), grey(k)));
@@ -143,7 +189,10 @@ pub fn gantt(t: &Trace, path: &Path, width: u32) -> Result<(), String> {
 }
 
 /// A legend of coloured boxes below a chart, in rows.
-fn legend(area: &DrawingArea<SVGBackend<'_>, Shift>, items: &[(String, RGBColor)]) -> Result<(), DrawingAreaErrorKind<std::io::Error>> {
+fn legend<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    items: &[(String, RGBColor)],
+) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
     let (w, _) = area.dim_in_pixel();
     let (mut x, mut y) = (20i32, 20i32);
     for (name, c) in items {
@@ -165,7 +214,7 @@ fn legend(area: &DrawingArea<SVGBackend<'_>, Shift>, items: &[(String, RGBColor)
 /// when usable (solid line) and the non-linear `a·n^b + c` fitted through the entries
 /// (thin line) when there are 3 sizes or more.
 pub fn model(m: &ModelHandle, path: &Path) -> Result<(), String> {
-    crate::check_svg(path)?;
+    let format = Format::of(path)?;
     let entries = m.entries();
     let pos = |v: f64| v.is_finite() && v > 0.0;
     let xs: Vec<f64> = entries.iter().map(|e| e.size).filter(|&v| pos(v)).collect();
@@ -188,7 +237,31 @@ pub fn model(m: &ModelHandle, path: &Path) -> Result<(), String> {
     let archs = m.archs();
     let nlines: u32 = archs.iter().map(|a| 1 + u32::from(m.regression(a).is_some()) + u32::from(m.nl_regression(a).is_some())).sum();
     let legend_px = 20 + 18 * nlines;
-    let root = SVGBackend::new(path, (1000, 650 + legend_px)).into_drawing_area();
+    let size = (1000, 650 + legend_px);
+    match format {
+        Format::Svg => {
+            let mut svg = String::new();
+            draw_model(m, SVGBackend::with_string(&mut svg, size).into_drawing_area(), path, (x0, x1), (y0, y1))?;
+            std::fs::write(path, svg).map_err(|e| format!("{}: {e}", path.display()))
+        }
+        Format::Png => {
+            let mut px = raster::buffer(size);
+            draw_model(m, Raster::new(&mut px, size).into_drawing_area(), path, (x0, x1), (y0, y1))?;
+            raster::write_png(&px, size, path)
+        }
+    }
+}
+
+fn draw_model<DB: DrawingBackend>(
+    m: &ModelHandle,
+    root: DrawingArea<DB, Shift>,
+    path: &Path,
+    (x0, x1): (f64, f64),
+    (y0, y1): (f64, f64),
+) -> Result<(), String> {
+    let entries = m.entries();
+    let pos = |v: f64| v.is_finite() && v > 0.0;
+    let archs = m.archs();
     root.fill(&WHITE).map_err(err(path))?;
     let (chart_area, legend_area) = root.split_vertically(650);
     let mut lines: Vec<(String, RGBColor, bool)> = Vec::new();

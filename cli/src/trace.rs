@@ -2,7 +2,8 @@
 //! `docs/tracing.md` describes it) and summing it up.
 //!
 //! What is read: process 1's tracks (one per worker, `thread_name` metadata) with their task
-//! slices (`"cat":"task"`) and idle spans (`"cat":"idle"`); process 2's tracks (one or more
+//! slices (`"cat":"task"`, and OpenMP explicit tasks' `"cat":"omp_task"`), OpenMP region
+//! shares and constructs (`"cat":"omp"`) and idle spans (`"cat":"idle"`); process 2's tracks (one or more
 //! per ordered pair of memory nodes) with their copies (`"cat":"transfer"`, args `bytes`,
 //! `src`, `dst`); and flow events (`"ph":"s"` / `"f"`, matched by `id`), which bind to the
 //! task slice enclosing them and are the dependencies the critical path follows. Counter
@@ -16,10 +17,14 @@ use std::path::Path;
 /// What a slice on a worker's track is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
+    /// A core task, or an OpenMP explicit task's body (named `omp task`).
     Task,
     /// A front end's span of work that is not a task: an OpenMP parallel region's share run
-    /// on the worker (`"cat":"omp"`). Busy time, not counted as a task.
+    /// on the worker (`"cat":"omp"`, `omp parallel`). Busy time, not counted as a task.
     Region,
+    /// An OpenMP construct inside a region share (`"cat":"omp"`: `omp for`, `omp single`,
+    /// `omp barrier`, ...). Busy time inside the share, not counted as a task.
+    Construct,
     /// The worker spun looking for work.
     Idle,
     /// The worker slept waiting for work.
@@ -155,7 +160,8 @@ impl Trace {
                     let kind = match (cat, name) {
                         ("idle", "sleep") => Kind::Sleep,
                         ("idle", _) => Kind::Idle,
-                        ("omp", _) => Kind::Region,
+                        ("omp", "omp parallel") => Kind::Region,
+                        ("omp", _) => Kind::Construct,
                         _ => Kind::Task,
                     };
                     let w = worker(&mut t, &mut workers, tid);
@@ -218,12 +224,18 @@ impl Trace {
         self.workers.iter().enumerate().flat_map(|(w, wk)| wk.slices.iter().filter(|s| s.kind == Kind::Region).map(move |s| (w, s)))
     }
 
-    /// From the first task, region share or transfer's start to the last one's end, µs;
-    /// `None` if the trace holds none.
+    /// Every OpenMP construct's slice inside region shares: (worker index, slice).
+    pub fn constructs(&self) -> impl Iterator<Item = (usize, &Slice)> {
+        self.workers.iter().enumerate().flat_map(|(w, wk)| wk.slices.iter().filter(|s| s.kind == Kind::Construct).map(move |s| (w, s)))
+    }
+
+    /// From the first task, region share, construct or transfer's start to the last one's
+    /// end, µs; `None` if the trace holds none.
     pub fn span(&self) -> Option<(f64, f64)> {
         let ends = self
             .tasks()
             .chain(self.regions())
+            .chain(self.constructs())
             .map(|(_, s)| (s.start, s.end()))
             .chain(self.transfers.iter().map(|x| (x.start, x.start + x.dur)));
         ends.fold(None, |acc, (a, b)| match acc {
@@ -394,7 +406,9 @@ fn union_len(mut iv: Vec<(f64, f64)>) -> f64 {
 pub fn summary(t: &Trace) -> String {
     let mut o = String::new();
     let ntasks = t.tasks().count();
-    let _ = writeln!(o, "{} workers, {ntasks} tasks, {} transfers", t.workers.len(), t.transfers.len());
+    let nomp = t.tasks().filter(|(_, s)| s.name == "omp task").count();
+    let of_them = if nomp > 0 { format!(" ({nomp} of them OpenMP tasks)") } else { String::new() };
+    let _ = writeln!(o, "{} workers, {ntasks} tasks{of_them}, {} transfers", t.workers.len(), t.transfers.len());
     let nregions = t.regions().count();
     if nregions > 0 {
         let _ = writeln!(
@@ -432,7 +446,16 @@ pub fn summary(t: &Trace) -> String {
         let sum =
             |k: Kind| 0.0 + w.slices.iter().filter(|s| s.kind == k).map(|s| (s.end().min(hi) - s.start.max(lo)).max(0.0)).sum::<f64>();
         let n = w.slices.iter().filter(|s| s.kind == Kind::Task).count();
-        let busy = sum(Kind::Task) + sum(Kind::Region);
+        // The union: tasks run inside region shares and constructs (and OpenMP tasks inside
+        // other tasks, at a taskwait), which a sum would count twice.
+        let busy = union_len(
+            w.slices
+                .iter()
+                .filter(|s| matches!(s.kind, Kind::Task | Kind::Region | Kind::Construct))
+                .map(|s| (s.start.max(lo), s.end().min(hi)))
+                .filter(|(a, b)| b > a)
+                .collect(),
+        );
         let xfer = match t.node_of(i) {
             // Host memory is an end of every copy: its share says nothing about one CPU worker.
             Some(0) | None => "-".to_string(),
@@ -468,7 +491,7 @@ pub fn summary(t: &Trace) -> String {
         r.max = r.max.max(s.dur);
         *r.kinds.entry(t.workers[w].kind().to_string()).or_default() += 1;
     }
-    o.push_str("\nper codelet (durations: data acquisition to release, as the slices show)\n");
+    o.push_str("\nper codelet (durations: data acquisition to release, as the slices show; OpenMP tasks as `omp task`,\n  whose durations include the tasks they ran at a taskwait)\n");
     let cn = rows.keys().map(|k| k.len()).max().unwrap_or(7).max(7);
     let _ = writeln!(o, "  {:<cn$} {:>7} {:>12} {:>12} {:>12} {:>12}  ran on", "codelet", "count", "mean", "min", "max", "total");
     for (name, r) in &rows {
@@ -483,6 +506,23 @@ pub fn summary(t: &Trace) -> String {
             dur(r.total),
             kinds.join(", ")
         );
+    }
+
+    // OpenMP constructs: busy time inside region shares (already in the workers' busy
+    // time), by construct.
+    let mut cons: BTreeMap<&str, (usize, f64)> = BTreeMap::new();
+    for (_, s) in t.constructs() {
+        let c = cons.entry(&s.name).or_default();
+        c.0 += 1;
+        c.1 += s.dur;
+    }
+    if !cons.is_empty() {
+        o.push_str("\nper OpenMP construct (inside region shares: part of their threads' busy time, not tasks)\n");
+        let cn = cons.keys().map(|k| k.len()).max().unwrap_or(9).max(9);
+        let _ = writeln!(o, "  {:<cn$} {:>7} {:>12} {:>12}", "construct", "count", "mean", "total");
+        for (name, (n, total)) in &cons {
+            let _ = writeln!(o, "  {name:<cn$} {n:>7} {:>12} {:>12}", dur(total / *n as f64), dur(*total));
+        }
     }
 
     o.push_str("\nper link (ordered pair of memory nodes)\n");

@@ -126,9 +126,9 @@ fn trace_gantt_draws_a_rect_per_task_and_names_the_rows() {
     for name in ["cpu 0", "cpu 1", "null 0", "node 0 (host) -&gt; node 1 (null0)", "on_cpu0", "on_null0", "transfer"] {
         assert!(s.contains(name), "{name} missing");
     }
-    // Only SVG.
-    let o = weft(&["trace", "gantt", trace.to_str().unwrap(), "-o", dir.join("g.png").to_str().unwrap()], &[]);
-    assert!(!o.status.success() && String::from_utf8_lossy(&o.stderr).contains("only SVG"));
+    // Only SVG and PNG.
+    let o = weft(&["trace", "gantt", trace.to_str().unwrap(), "-o", dir.join("g.jpg").to_str().unwrap()], &[]);
+    assert!(!o.status.success() && String::from_utf8_lossy(&o.stderr).contains("only SVG and PNG"));
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -327,4 +327,104 @@ fn trace_summary_counts_openmp_region_shares_apart_from_tasks() {
     ok(&["trace", "gantt", path.to_str().unwrap(), "-o", svg.to_str().unwrap()], &[]);
     assert!(std::fs::read_to_string(&svg).unwrap().contains("OpenMP region"), "no legend entry for regions");
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// OpenMP explicit tasks count as tasks (an `omp task` row per construct name in the
+/// per-codelet table); worksharing constructs and barrier waits are busy time inside the
+/// region shares, listed per construct. Nested slices count once: a thread whose share
+/// holds a loop holding tasks is busy for the share's length, not the sum.
+#[test]
+fn trace_summary_counts_openmp_tasks_as_tasks_and_nested_spans_once() {
+    let dir = temp_dir("omp-nested");
+    let path = dir.join("trace.json");
+    // cpu 0: a share 0-1000 µs holding a loop 100-600 (two tasks in it) and a barrier
+    // 600-1000 (a task in it); other threads: a share 0-1000 with one task.
+    let x = |tid: u32, name: &str, cat: &str, ts: u32, dur: u32| {
+        format!(r#"{{"ph":"X","pid":1,"tid":{tid},"name":"{name}","cat":"{cat}","ts":{ts},"dur":{dur},"args":{{}}}}"#)
+    };
+    let events = [
+        r#"{"ph":"M","pid":1,"tid":1,"name":"thread_name","args":{"name":"cpu 0"}}"#.to_string(),
+        r#"{"ph":"M","pid":1,"tid":2,"name":"thread_name","args":{"name":"other threads"}}"#.to_string(),
+        x(1, "omp parallel", "omp", 0, 1000),
+        x(1, "omp for", "omp", 100, 500),
+        x(1, "omp task", "omp_task", 200, 100),
+        x(1, "omp task", "omp_task", 400, 100),
+        x(1, "omp barrier", "omp", 600, 400),
+        x(1, "omp task", "omp_task", 700, 100),
+        x(2, "omp parallel", "omp", 0, 1000),
+        x(2, "omp task", "omp_task", 300, 200),
+    ];
+    std::fs::write(&path, format!("{{\"traceEvents\":[{}]}}", events.join(",\n"))).unwrap();
+    let out = ok(&["trace", "summary", path.to_str().unwrap()], &[]);
+    assert!(out.starts_with("2 workers, 4 tasks (4 of them OpenMP tasks), 0 transfers"), "{out}");
+    assert!(out.contains("2 OpenMP region shares"), "{out}");
+    // Busy for the whole share: 1.000 ms, 100.0% (a sum of the nested slices would be 2.3 ms).
+    let cpu0 = words(line(&out, "cpu 0 "));
+    assert_eq!(&cpu0[2..6], ["3", "1.000", "ms", "100.0%"], "{out}");
+    let other = words(line(&out, "other threads "));
+    assert_eq!(&other[2..6], ["1", "1.000", "ms", "100.0%"], "{out}");
+    // The tasks, per construct name, with their own durations (100, 100, 100, 200 µs).
+    assert_eq!(&words(line(&out, "omp task "))[2..5], ["4", "125.0", "us"], "{out}");
+    // The constructs apart, not in the per-codelet table.
+    let after = &out[out.find("per OpenMP construct").unwrap_or_else(|| panic!("no construct table:\n{out}"))..];
+    assert_eq!(&words(line(after, "omp for "))[2..3], ["1"], "{out}");
+    assert_eq!(&words(line(after, "omp barrier "))[2..5], ["1", "400.0", "us"], "{out}");
+    assert!(!out[..out.find("per OpenMP construct").unwrap()].contains("omp for"), "a construct among the tasks:\n{out}");
+    let svg = dir.join("gantt.svg");
+    ok(&["trace", "gantt", path.to_str().unwrap(), "-o", svg.to_str().unwrap()], &[]);
+    let svg = std::fs::read_to_string(&svg).unwrap();
+    assert!(svg.contains("OpenMP construct") && svg.contains("OpenMP barrier") && svg.contains("omp task"), "legend");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A PNG file decoded: width, height, RGBA pixels.
+fn decode_png(path: &Path) -> (u32, u32, Vec<[u8; 4]>) {
+    let bytes = std::fs::read(path).unwrap();
+    assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n", "not a PNG signature");
+    let mut r = png::Decoder::new(std::io::Cursor::new(bytes)).read_info().expect("a PNG header");
+    let mut buf = vec![0; r.output_buffer_size().expect("a size")];
+    let info = r.next_frame(&mut buf).expect("a PNG frame");
+    assert_eq!((info.color_type, info.bit_depth), (png::ColorType::Rgb, png::BitDepth::Eight));
+    let px = buf[..info.buffer_size()].chunks_exact(3).map(|c| [c[0], c[1], c[2], 255]).collect();
+    (info.width, info.height, px)
+}
+
+/// `-o NAME.png` renders the picture: a PNG of the SVG's size, with the chart's colours,
+/// and text (dark pixels in the row names' column, left of the chart) where the machine has
+/// a font (else a warning says it has none).
+#[test]
+fn trace_gantt_and_perfmodel_plot_write_png() {
+    let dir = temp_dir("png");
+    let trace = known_trace(&dir);
+    let png = dir.join("g.png");
+    let o = weft(&["trace", "gantt", trace.to_str().unwrap(), "-o", png.to_str().unwrap(), "--width", "1200"], &[]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let no_font = String::from_utf8_lossy(&o.stderr).contains("no system font");
+    let (w, h, px) = decode_png(&png);
+    // The SVG's size: the width asked for; a row per worker and link, the caption, axis and legend.
+    assert_eq!(w, 1200);
+    assert!((150..1000).contains(&h), "height {h}");
+    let distinct: std::collections::HashSet<[u8; 4]> = px.iter().copied().collect();
+    assert!(distinct.len() > 10, "{} colours", distinct.len());
+    // The first codelet's colour (the palette's first, Tableau blue) and the copies' grey.
+    for c in [[31, 119, 180, 255], [70, 70, 70, 255]] {
+        assert!(px.contains(&c), "no pixel of {c:?}");
+    }
+    if !no_font {
+        // Row names: dark text left of the plotting area, in the chart's rows.
+        // (The longest, "node 0 (host) -> node 1 (null0)", starts some 30 px from the left.)
+        let dark = (40..150).flat_map(|y| (0..150).map(move |x| (x, y))).filter(|&(x, y)| px[(y * w + x) as usize][0] < 100).count();
+        assert!(dark > 20, "no text in the row names' column ({dark} dark pixels)");
+    }
+
+    let home = home_with_model("png-model");
+    let png = home.join("m.png");
+    ok(&["perfmodel", "plot", "sgemm", "-o", png.to_str().unwrap()], &[("WEFT_HOME", home.to_str().unwrap())]);
+    let (w, h, px) = decode_png(&png);
+    assert_eq!(w, 1000);
+    assert!(h > 650, "height {h}");
+    let distinct: std::collections::HashSet<[u8; 4]> = px.iter().copied().collect();
+    assert!(distinct.len() > 10, "{} colours", distinct.len());
+    std::fs::remove_dir_all(&dir).unwrap();
+    std::fs::remove_dir_all(&home).unwrap();
 }

@@ -49,6 +49,7 @@ pub use task::{
 };
 #[cfg(feature = "cuda")]
 pub use task::{CudaCode, CudaFn, CudaImpl, CudaTaskContext, LaunchDimsFn};
+pub use trace::FrontSpan;
 /// The CUDA backend (devices, `LaunchDims`, cuBLAS through `cuda::cudarc`), for CUDA codelets.
 #[cfg(feature = "cuda")]
 pub use weft_vendors::cuda;

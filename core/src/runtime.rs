@@ -676,9 +676,16 @@ impl Runtime {
     /// Record in the trace a span of work named `name` that the calling thread ran from
     /// `start` until now, outside core's tasks (an OpenMP team member's share of a parallel
     /// region): on its worker's track, or "other threads". Nothing when not tracing.
-    pub fn trace_span(&self, name: &str, start: std::time::Instant) {
+    pub fn trace_span(&self, name: &'static str, start: std::time::Instant) {
+        self.trace_front_end(&crate::FrontSpan { name, ..Default::default() }, start);
+    }
+
+    /// [`Runtime::trace_span`] with what the span says beyond its name: a task's body
+    /// (counted as a task, with its dependencies' arrows when `core_task` is given), its
+    /// source location.
+    pub fn trace_front_end(&self, span: &crate::FrontSpan, start: std::time::Instant) {
         if let Some(tr) = &self.inner.trace {
-            tr.span(worker::current(self.inner.id), name, start, std::time::Instant::now());
+            tr.span(worker::current(self.inner.id), span, start, std::time::Instant::now());
         }
     }
 
@@ -1127,7 +1134,10 @@ impl RuntimeInner {
         // Traced: tasks a device driver runs here (poisoned, no codelet) are left out of its
         // track, which shows its device's kernels (`finish_in_flight`).
         let trace = self.trace.as_deref().filter(|_| self.backends[w].is_none());
-        let start = (self.config.stats || trace.is_some()).then(std::time::Instant::now);
+        // One branch when neither is on. The trace has its own clock (cheaper: a TSC read),
+        // apart from the statistics' instants.
+        let clocks =
+            (self.config.stats || trace.is_some()).then(|| (self.config.stats.then(std::time::Instant::now), trace.map(|tr| tr.now())));
         let mut measured = None;
         let result = match t.poison.get() {
             Some(e) => Err((**e).clone()),
@@ -1140,13 +1150,12 @@ impl RuntimeInner {
             },
         };
         stats.tasks.fetch_add(1, Ordering::Relaxed);
-        if let Some(s) = start {
-            let end = std::time::Instant::now();
-            if self.config.stats {
-                stats.busy_ns.fetch_add(end.saturating_duration_since(s).as_nanos() as u64, Ordering::Relaxed);
+        if let Some((start, traced_from)) = clocks {
+            if let Some(s) = start {
+                stats.busy_ns.fetch_add(s.elapsed().as_nanos() as u64, Ordering::Relaxed);
             }
-            if let Some(tr) = trace {
-                self.trace_task(tr, w, &t, s, end, measured);
+            if let (Some(tr), Some(from)) = (trace, traced_from) {
+                self.trace_task(tr, w, &t, crate::trace::Stamps::Ticks(from, tr.now()), measured);
             }
         }
         if t.worker.is_none() && t.placed_on().is_none() {
@@ -1161,15 +1170,7 @@ impl RuntimeInner {
     /// path through `execute` stays as it was.
     #[cold]
     #[inline(never)]
-    pub(crate) fn trace_task(
-        &self,
-        tr: &crate::trace::Tracer,
-        w: usize,
-        t: &TaskInner,
-        start: std::time::Instant,
-        end: std::time::Instant,
-        measured: Option<f64>,
-    ) {
+    pub(crate) fn trace_task(&self, tr: &crate::trace::Tracer, w: usize, t: &TaskInner, at: crate::trace::Stamps, measured: Option<f64>) {
         // The footprint costs a lock per handle the first time: only for a codelet with a
         // model (whose policy or sampling computes it anyway), or if something already did.
         let mut footprint = t.perf_key.get().map(|k| k.0);
@@ -1178,19 +1179,21 @@ impl RuntimeInner {
                 if c.model.is_some() {
                     footprint = Some(t.perf_key().0);
                 }
-                let predicted = c.model_handle(self.model_dir.as_deref(), self.config.calibrate).and_then(|m| {
-                    let (fp, size) = t.perf_key();
-                    match m.predict(&self.workers[w].perf_arch, fp, size) {
-                        crate::perfmodel::Prediction::Calibrated(p) => Some(p),
-                        crate::perfmodel::Prediction::Uncalibrated => None,
-                    }
-                });
+                // (Only a codelet with a model has a handle: the lookup is skipped without.)
+                let predicted =
+                    c.model.as_ref().and_then(|_| c.model_handle(self.model_dir.as_deref(), self.config.calibrate)).and_then(|m| {
+                        let (fp, size) = t.perf_key();
+                        match m.predict(&self.workers[w].perf_arch, fp, size) {
+                            crate::perfmodel::Prediction::Calibrated(p) => Some(p),
+                            crate::perfmodel::Prediction::Uncalibrated => None,
+                        }
+                    });
                 (c.id, predicted)
             }
             _ => (0, None),
         };
         let e = crate::trace::TaskEvent { task: t.id, codelet, name: t.name(), footprint, predicted_us: predicted, measured_us: measured };
-        tr.task(Some(w), start, end, &e, t.accesses.iter().map(|a| a.handle.id()));
+        tr.task(Some(w), at, &e, t.accesses.iter().map(|a| a.handle.id()));
     }
 
     /// The model of `t`'s codelet, if it has one and wants a sample of `t` on worker `w`.

@@ -8,16 +8,18 @@
 //! exit hook writes that of the front ends' shared runtime, which is never shut down.
 //!
 //! Cost: off, an event site loads one field (`RuntimeInner::trace`, an `Option`; for copies
-//! `MemoryNode::trace`, a `OnceLock`) and reads no clock. On, a task costs two clock reads
-//! and one uncontended lock of its worker's own buffer ([`Tracer::task`]): each worker writes
+//! `MemoryNode::trace`, a `OnceLock`) and reads no clock. On, a task costs two reads of the
+//! trace's clock ([`Tracer::now`]: the TSC where the kernel keeps time with it, converted
+//! in the record; module `clock`) and one uncontended lock of its worker's own buffer ([`Tracer::task`]): each worker writes
 //! only its own buffer, threads that are not workers share one more, and copies (µs at
 //! least) share a list of their own. Codelet names are interned per buffer and handle ids go
 //! to one flat vector per buffer; records go to chunks that are never moved. An idle span is
 //! one relaxed store, closed by the worker's next task. Nothing is written before shutdown
 //! (or exit). Measurements: `bench/RESULTS.md`, "Tracing cost".
 //!
-//! Invariant: every timestamp is a duration since the runtime's epoch (the clock of
-//! `WEFT_STATS`), so the tracks line up.
+//! Invariant: every timestamp recorded is a duration since the runtime's epoch (the clock
+//! of `WEFT_STATS`), so the tracks line up: TSC readings are converted before they are
+//! stored.
 
 use crate::sync::atomic::{AtomicU64, Ordering};
 use crate::sync::{Mutex, lock};
@@ -49,9 +51,37 @@ pub(crate) struct TaskEvent<'a> {
     pub measured_us: Option<f64>,
 }
 
+/// A front end's span of work on the calling thread, outside core's tasks
+/// ([`crate::Runtime::trace_front_end`]): an OpenMP team member's share of a parallel
+/// region, a worksharing construct, a barrier wait, an explicit task's body.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct FrontSpan {
+    /// "omp parallel", "omp for", "omp task": a static string, interned by its address.
+    pub name: &'static str,
+    /// The span is a task's body (`"cat":"omp_task"`, counted as a task), not busy time of a
+    /// construct (`"cat":"omp"`).
+    pub task: bool,
+    /// The task had depend clauses.
+    pub depend: bool,
+    /// The core task ordering it (a task with depend clauses): the flow arrows of its
+    /// dependencies then bind to this slice.
+    pub core_task: Option<u64>,
+    /// Where in the source the construct is ("file.c:12 (main)"), when the ABI says.
+    pub loc: Option<&'static str>,
+}
+
 /// Idle spans shorter than this are not recorded: a worker that finds work on its second
 /// look would add one per task.
 const MIN_IDLE_NS: u64 = 5_000;
+
+/// When a task's slice starts and ends.
+#[derive(Clone, Copy)]
+pub(crate) enum Stamps {
+    /// Readings of [`Tracer::now`] (a task a CPU worker ran).
+    Ticks(u64, u64),
+    /// Instants (a device's kernel, timed by its driver).
+    Instants(Instant, Instant),
+}
 
 #[derive(Clone, Copy)]
 enum What {
@@ -66,9 +96,15 @@ enum What {
     Idle {
         slept: bool,
     },
-    /// Work a front end ran on the thread outside core's tasks (an OpenMP team member's
-    /// share of a parallel region), named.
-    Span,
+    /// Work a front end ran on the thread outside core's tasks ([`FrontSpan`]), named.
+    Span {
+        task: bool,
+        depend: bool,
+        /// The core task's id, 0 for none (ids start at 1).
+        core_task: u64,
+        /// Index into `ThreadBuf::names` of its location, `u32::MAX` for none.
+        loc: u32,
+    },
 }
 
 #[derive(Clone, Copy)]
@@ -84,11 +120,17 @@ struct Slice {
 struct ThreadBuf {
     /// The codelet of the last task recorded, and its name's index.
     last: Option<(u64, u32)>,
+    /// The last pairing of a [`Tracer::now`] reading with the time since the epoch (see
+    /// [`clock::Anchor`]): this thread's readings convert from it.
+    anchor: Option<clock::Anchor>,
     /// In chunks of [`CHUNK`]: a push never moves what was recorded (a growing `Vec` copies
     /// it all at each doubling, a fifth of an event's cost over a million tasks).
     slices: Vec<Vec<Slice>>,
     names: Vec<Box<str>>,
     by_codelet: HashMap<(u64, usize), u32>,
+    /// Front ends' static strings (span names, locations) by address and length: a lookup
+    /// without comparing the text.
+    by_addr: HashMap<(usize, usize), u32>,
     handles: Vec<u64>,
 }
 
@@ -104,6 +146,9 @@ impl ThreadBuf {
         }
     }
 
+    // Inlined: out of line, the 64-byte record went through a `memcpy` call (a fifth of a
+    // record's instructions under callgrind).
+    #[inline(always)]
     fn push(&mut self, s: Slice) {
         match self.slices.last_mut() {
             Some(c) if c.len() < CHUNK => c.push(s),
@@ -125,6 +170,18 @@ impl ThreadBuf {
         }
         let i = self.intern_slow(id, name);
         self.last = Some((id, i));
+        i
+    }
+
+    /// Index of the static string `s` in `names`, interned on first use.
+    fn intern_static(&mut self, s: &'static str) -> u32 {
+        let key = (s.as_ptr() as usize, s.len());
+        if let Some(&i) = self.by_addr.get(&key) {
+            return i;
+        }
+        let i = self.names.len() as u32;
+        self.names.push(s.into());
+        self.by_addr.insert(key, i);
         i
     }
 
@@ -169,6 +226,7 @@ struct PerThread {
 pub(crate) struct Tracer {
     path: PathBuf,
     epoch: Instant,
+    clock: clock::Clock,
     tracks: Vec<Track>,
     /// Per worker, then one for every thread that is not a worker.
     bufs: Vec<CachePadded<PerThread>>,
@@ -182,7 +240,8 @@ pub(crate) struct Tracer {
 impl Tracer {
     pub(crate) fn new(path: PathBuf, epoch: Instant, tracks: Vec<Track>, nodes: Vec<String>) -> Tracer {
         let bufs = (0..=tracks.len()).map(|_| CachePadded::new(PerThread::default())).collect();
-        Tracer { path, epoch, tracks, bufs, transfers: Mutex::new(Vec::new()), deps: Mutex::new(Vec::new()), nodes }
+        let clock = clock::Clock::new(epoch);
+        Tracer { path, epoch, clock, tracks, bufs, transfers: Mutex::new(Vec::new()), deps: Mutex::new(Vec::new()), nodes }
     }
 
     fn ns(&self, at: Instant) -> u64 {
@@ -194,12 +253,26 @@ impl Tracer {
         &self.bufs[worker.map_or(last, |w| w.min(last))]
     }
 
-    /// A task ran on `worker` (`None`: a thread that is not a worker) from `start` to `end`
-    /// and accessed `handles`.
-    pub(crate) fn task(&self, worker: Option<usize>, start: Instant, end: Instant, e: &TaskEvent<'_>, handles: impl Iterator<Item = u64>) {
-        let (start, end) = (self.ns(start), self.ns(end));
+    /// A reading of the trace's clock, for [`Stamps::Ticks`]: the TSC where the kernel
+    /// keeps time with it (two to four times cheaper than `Instant::now` on the development
+    /// VM; `bench/RESULTS.md`, "Tracing cost"), else nanoseconds since the epoch.
+    #[inline]
+    pub(crate) fn now(&self) -> u64 {
+        self.clock.now()
+    }
+
+    /// A task ran on `worker` (`None`: a thread that is not a worker) from one stamp to the
+    /// other and accessed `handles`.
+    pub(crate) fn task(&self, worker: Option<usize>, at: Stamps, e: &TaskEvent<'_>, handles: impl Iterator<Item = u64>) {
         let pt = self.buf(worker);
         let mut b = lock(&pt.buf);
+        let (start, end) = match at {
+            Stamps::Instants(s, e) => (self.ns(s), self.ns(e)),
+            Stamps::Ticks(s, e) => {
+                let a = clock::Anchor::current(&mut b.anchor, &self.clock, e);
+                (a.ns(s), a.ns(e))
+            }
+        };
         if pt.idle.load(Ordering::Relaxed) != 0 {
             b.close_idle(pt.idle.swap(0, Ordering::Relaxed), start);
         }
@@ -218,17 +291,19 @@ impl Tracer {
         b.push(Slice { start, end: end.max(start), name, what });
     }
 
-    /// A front end's span of work named `name` ran on `worker` (`None`: a thread that is
-    /// not a worker) from `start` to `end`.
-    pub(crate) fn span(&self, worker: Option<usize>, name: &str, start: Instant, end: Instant) {
+    /// A front end's span of work `s` ran on `worker` (`None`: a thread that is not a
+    /// worker) from `start` to `end`.
+    pub(crate) fn span(&self, worker: Option<usize>, s: &FrontSpan, start: Instant, end: Instant) {
         let (start, end) = (self.ns(start), self.ns(end));
         let pt = self.buf(worker);
         let mut b = lock(&pt.buf);
         if worker.is_some() && pt.idle.load(Ordering::Relaxed) != 0 {
             b.close_idle(pt.idle.swap(0, Ordering::Relaxed), start);
         }
-        let name = b.intern(0, name);
-        b.push(Slice { start, end: end.max(start), name, what: What::Span });
+        let name = b.intern_static(s.name);
+        let loc = s.loc.map_or(u32::MAX, |l| b.intern_static(l));
+        let what = What::Span { task: s.task, depend: s.depend, core_task: s.core_task.unwrap_or(0), loc };
+        b.push(Slice { start, end: end.max(start), name, what });
     }
 
     /// Worker `worker` (the calling thread) looked for work from `start` on, and slept if
@@ -313,7 +388,23 @@ impl Tracer {
             for s in &slices {
                 let (name, cat, args) = match s.what {
                     What::Idle { slept } => (if slept { "sleep" } else { "idle" }, "idle", String::from("{}")),
-                    What::Span => (&*b.names[s.name as usize], "omp", String::from("{}")),
+                    What::Span { task: false, loc: u32::MAX, .. } => (&*b.names[s.name as usize], "omp", String::from("{}")),
+                    What::Span { task, depend, core_task, loc } => {
+                        let mut a = String::from("{");
+                        if task {
+                            let _ = write!(a, "\"depend\":{depend}");
+                            if core_task != 0 {
+                                placed.insert(core_task, (tid, s.start, s.end));
+                                let _ = write!(a, ",\"task\":{core_task}");
+                            }
+                        }
+                        if loc != u32::MAX {
+                            let sep = if a.len() > 1 { "," } else { "" };
+                            let _ = write!(a, "{sep}\"loc\":{}", json_str(&b.names[loc as usize]));
+                        }
+                        a.push('}');
+                        (&*b.names[s.name as usize], if task { "omp_task" } else { "omp" }, a)
+                    }
                     What::Task { task, footprint, predicted_us, measured_us, handles } => {
                         placed.insert(task, (tid, s.start, s.end));
                         let hs = &b.handles[handles.0 as usize..(handles.0 + handles.1) as usize];
@@ -417,6 +508,170 @@ impl Tracer {
         }
         ev.out.write_all(b"\n]}\n")?;
         ev.out.flush()
+    }
+}
+
+/// The trace's clock: the TSC, converted to nanoseconds since the epoch where it is
+/// recorded. Unsafe code: reading the TSC (`_rdtsc`), an instruction without preconditions.
+#[allow(unsafe_code)]
+mod clock {
+    use std::time::Instant;
+
+    /// A reading pairs with its time since the epoch for this long (then the next task's
+    /// record reads `Instant::now` once to pair anew): a reading converts with an error of
+    /// the scale's (at most 1e-4 after the startup calibration) times its distance from the
+    /// pair, under a microsecond.
+    const REANCHOR_NS: f64 = 10e6;
+    /// The startup calibration's length.
+    const CALIBRATE_NS: u64 = 1_000_000;
+
+    pub(crate) struct Clock {
+        epoch: Instant,
+        /// Whether readings are TSC ticks (else nanoseconds since the epoch).
+        tsc: bool,
+        /// The TSC at the epoch (estimated).
+        tsc0: u64,
+        /// Nanoseconds per tick, from the startup calibration.
+        scale0: f64,
+    }
+
+    /// The kernel keeps time with the TSC: it found it invariant and synchronized across
+    /// CPUs (Linux's `current_clocksource`), so readings on different CPUs compare.
+    fn tsc_usable() -> bool {
+        cfg!(target_arch = "x86_64")
+            && std::fs::read_to_string("/sys/devices/system/clocksource/clocksource0/current_clocksource").is_ok_and(|s| s.trim() == "tsc")
+    }
+
+    #[inline]
+    fn tsc() -> u64 {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: RDTSC reads a counter; it has no preconditions and touches no memory.
+        return unsafe { core::arch::x86_64::_rdtsc() };
+        #[cfg(not(target_arch = "x86_64"))]
+        unreachable!("the TSC is only used on x86_64")
+    }
+
+    /// A TSC reading and the instant it was taken at (the middle of the tightest of a few
+    /// `Instant::now` brackets around it: a thread preempted between the two reads would
+    /// pair them milliseconds apart).
+    fn pair(epoch: Instant) -> (u64, u64) {
+        let mut best = (0, 0, u64::MAX);
+        for _ in 0..8 {
+            let a = Instant::now();
+            let t = tsc();
+            let b = Instant::now();
+            let width = b.duration_since(a).as_nanos() as u64;
+            if width < best.2 {
+                let mid = a.saturating_duration_since(epoch).as_nanos() as u64 + width / 2;
+                best = (t, mid, width);
+            }
+            if width < 1_000 {
+                break;
+            }
+        }
+        (best.0, best.1)
+    }
+
+    impl Clock {
+        pub(crate) fn new(epoch: Instant) -> Clock {
+            if !tsc_usable() {
+                return Clock { epoch, tsc: false, tsc0: 0, scale0: 1.0 };
+            }
+            // Calibrate over a millisecond, once per traced runtime.
+            let (t0, n0) = pair(epoch);
+            let (mut t1, mut n1) = (t0, n0);
+            while n1 < n0 + CALIBRATE_NS || t1 <= t0 {
+                std::hint::spin_loop();
+                (t1, n1) = pair(epoch);
+            }
+            let scale0 = (n1 - n0) as f64 / (t1 - t0) as f64;
+            Clock { epoch, tsc: true, tsc0: t0.saturating_sub((n0 as f64 / scale0) as u64), scale0 }
+        }
+
+        #[inline]
+        pub(crate) fn now(&self) -> u64 {
+            if self.tsc { tsc() } else { self.epoch.elapsed().as_nanos() as u64 }
+        }
+    }
+
+    /// A reading and its time since the epoch, read together, and the scale to convert
+    /// readings near it.
+    #[derive(Clone, Copy)]
+    pub(crate) struct Anchor {
+        tick: u64,
+        ns: u64,
+        /// Nanoseconds per tick in 32.32 fixed point: a conversion is an integer multiply and shift
+        /// (floating point and its saturating casts were a tenth of a record's instructions).
+        mult: u64,
+        /// Ticks in [`REANCHOR_NS`].
+        span: u64,
+        /// Readings are nanoseconds already.
+        identity: bool,
+    }
+
+    impl Anchor {
+        /// The anchor in `slot` if it is recent enough for `reading`, else a new one.
+        #[inline]
+        pub(crate) fn current(slot: &mut Option<Anchor>, c: &Clock, reading: u64) -> Anchor {
+            match *slot {
+                Some(a) if a.identity || (reading.wrapping_sub(a.tick) as i64) < a.span as i64 => a,
+                _ => {
+                    let a = Anchor::new(c);
+                    *slot = Some(a);
+                    a
+                }
+            }
+        }
+
+        #[cold]
+        fn new(c: &Clock) -> Anchor {
+            if !c.tsc {
+                return Anchor { tick: 0, ns: 0, mult: 1 << 32, span: 0, identity: true };
+            }
+            let (tick, ns) = pair(c.epoch);
+            // Over a tenth of a second since the epoch, the pair's own baseline is more
+            // precise than the startup calibration.
+            let span = tick.saturating_sub(c.tsc0);
+            let scale = if ns > 100_000_000 && span > 0 { ns as f64 / span as f64 } else { c.scale0 };
+            Anchor { tick, ns, mult: (scale * (1u64 << 32) as f64) as u64, span: (REANCHOR_NS / scale) as u64, identity: false }
+        }
+
+        /// `reading`'s time since the epoch, ns.
+        #[inline]
+        pub(crate) fn ns(&self, reading: u64) -> u64 {
+            if self.identity {
+                return reading;
+            }
+            let d = ((reading.wrapping_sub(self.tick) as i64 as i128 * self.mult as i128) >> 32) as i64;
+            (self.ns as i64).saturating_add(d).max(0) as u64
+        }
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        #[test]
+        fn readings_convert_to_the_instants_they_were_taken_at() {
+            let epoch = Instant::now();
+            let c = Clock::new(epoch);
+            let mut slot = None;
+            for _ in 0..3 {
+                let before = epoch.elapsed().as_nanos() as i64;
+                let r = c.now();
+                let after = epoch.elapsed().as_nanos() as i64;
+                std::thread::sleep(std::time::Duration::from_millis(4));
+                let a = Anchor::current(&mut slot, &c, c.now());
+                let ns = a.ns(r) as i64;
+                // Between the instants around it, give or take the conversion's error (under
+                // a microsecond; 50 µs allowed for an anchor made while preempted).
+                assert!(
+                    before - 50_000 <= ns && ns <= after + 50_000,
+                    "reading at {ns} ns, taken between {before} and {after} (tsc: {})",
+                    c.tsc
+                );
+            }
+        }
     }
 }
 
@@ -533,10 +788,10 @@ mod tests {
         let path = dir.join("t.json");
         std::fs::write(&path, "old").unwrap();
         let t = Tracer::new(path.clone(), Instant::now(), vec![Track { name: "cpu 0".into() }], vec!["host".into()]);
+        let from = t.now();
         t.task(
             Some(0),
-            Instant::now(),
-            Instant::now(),
+            Stamps::Ticks(from, t.now()),
             &TaskEvent { task: 1, codelet: 7, name: "k\"q", footprint: Some(3), predicted_us: Some(1.5), measured_us: None },
             [4u64, 5].into_iter(),
         );

@@ -10,7 +10,8 @@
 //! forks and joins teams on core workers (plus extra OS threads when needed); `ws.rs` holds
 //! worksharing; `lock.rs` the mutexes; `env.rs` the environment; `sys.rs` futexes and the
 //! spin policy; `task.rs` explicit tasks (their dependencies, decoded by the ABI layer
-//! into `task::Deps`, are core tasks on core data handles).
+//! into `task::Deps`, are core tasks on core data handles); `trace.rs` what `WEFT_TRACE`
+//! records of tasks and constructs.
 
 pub mod abi;
 mod env;
@@ -19,4 +20,5 @@ mod places;
 mod sys;
 mod task;
 mod team;
+mod trace;
 mod ws;

@@ -1132,6 +1132,12 @@ fn execute(c: *mut Ctx, t: Arc<TaskBox>) {
 /// object, only the context's task fields and ICVs swapped around the call.
 #[inline]
 fn run_inline(c: *mut Ctx, body: Body, data: *mut c_void, final_: bool) {
+    run_inline_as(c, body, data, final_, false)
+}
+
+/// [`run_inline`]; `depend`: the task had depend clauses (for its trace slice).
+#[inline]
+fn run_inline_as(c: *mut Ctx, body: Body, data: *mut c_void, final_: bool, depend: bool) {
     let frame = 0u8;
     // SAFETY: the calling thread's context; no reference to it is held across the body.
     unsafe {
@@ -1143,7 +1149,9 @@ fn run_inline(c: *mut Ctx, body: Body, data: *mut c_void, final_: bool) {
         t.final_ = final_;
         let icv = (*c).icv;
         count_task(c);
+        let traced = crate::trace::start();
         body(data);
+        crate::trace::task_end(traced, depend, None);
         (*c).icv = icv;
         let t = &mut (*c).task;
         t.id = id;
@@ -1206,8 +1214,11 @@ fn run_body(c: *mut Ctx, t: &TaskBox, data: *mut c_void) {
     // (which re-enters the runtime).
     let (saved, icv) = unsafe { (std::mem::replace(&mut (*c).task, mine), std::mem::replace(&mut (*c).icv, t.icv)) };
     count_task(c);
+    let traced = crate::trace::start();
     // SAFETY: the compiler-outlined task body with its data.
     unsafe { (t.body)(data) };
+    // (OpenMP dependencies are siblings' links, not core tasks: no core task to name.)
+    crate::trace::task_end(traced, t.linked, None);
     // SAFETY: as above.
     let ended = unsafe {
         (*c).icv = icv;
@@ -1718,7 +1729,7 @@ unsafe fn run_undeferred(c: *mut Ctx, s: &Spawn, final_: bool, priority: i32, de
         return;
     }
     match s.cpyfn {
-        None => run_inline(c, s.body, s.data, final_),
+        None => run_inline_as(c, s.body, s.data, final_, s.flags.depend),
         // Firstprivate copies with constructors: a private copy, as for a deferred task.
         Some(_) => run_on_copy(c, s, &mut Vec::new(), final_, None),
     }
@@ -1742,7 +1753,7 @@ fn run_on_copy(c: *mut Ctx, s: &Spawn, buf: &mut Vec<u64>, final_: bool, bounds:
             set_bounds(p, r);
         }
     }
-    run_inline(c, s.body, p, final_);
+    run_inline_as(c, s.body, p, final_, s.flags.depend);
 }
 
 /// Write a taskloop task's iteration range over the first two words of its data, as the

@@ -122,6 +122,9 @@ pub struct Ctx {
     /// Where this thread's task bodies count in the statistics (`WEFT_STATS`), looked up
     /// once (None until the runtime has started: a root context may come first).
     pub counter: Option<weft_core::Counter<'static>>,
+    /// The worksharing construct this thread is in, when tracing: its start and name
+    /// (`ws::trace_begin`, `ws::trace_end`).
+    pub ws_trace: Option<(std::time::Instant, &'static str)>,
 }
 
 impl Ctx {
@@ -140,6 +143,7 @@ impl Ctx {
             // SAFETY: the team outlives its contexts.
             task: task::Cur::implicit(unsafe { (*team).group }),
             counter: started_runtime().map(|rt| rt.counter()),
+            ws_trace: None,
         }
     }
 
@@ -368,12 +372,17 @@ impl Team {
 
     /// A barrier of the whole team (its tasks complete before it ends).
     pub fn barrier(&self) {
+        let traced = crate::ws::trace_barrier();
         self.bar.wait(self, None);
+        crate::trace::end(traced, "omp barrier");
     }
 
     /// A cancellable barrier: true when the region was cancelled.
     pub fn cbarrier(&self) -> bool {
-        self.cbar.wait(self, Some(&self.cancelled))
+        let traced = crate::ws::trace_barrier();
+        let r = self.cbar.wait(self, Some(&self.cancelled));
+        crate::trace::end(traced, "omp barrier");
+        r
     }
 
     /// A task was queued: wake a thread sleeping at a barrier to run it.
@@ -489,6 +498,7 @@ fn pool() -> &'static Pool {
                 p.len.store(i + 1, Ordering::Release);
             }
         }
+        crate::trace::set(p.rt.as_ref().is_some_and(|rt| rt.tracing()));
         p
     })
 }
@@ -590,6 +600,7 @@ unsafe fn run_member(team: *const Team, tid: u32) {
         c.ws_gen = 1;
         c.ws = &t.ring[0];
         c.ws_cur_gen = 0;
+        crate::ws::trace_begin(&mut c, "omp for");
     }
     CUR.with(|x| x.set(&mut c));
     crate::places::enter_member(t.places.get(tid as usize), sys::oversubscribed());
@@ -700,6 +711,7 @@ pub fn fork_with(
     if t.ring[0].preinit() {
         c.ws_gen = 1;
         c.ws = &t.ring[0];
+        crate::ws::trace_begin(&mut c, "omp for");
     }
     // SAFETY: the primary's context lives in its team until join.
     let pcx = unsafe { &mut *t.primary.get() };

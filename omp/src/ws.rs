@@ -218,8 +218,56 @@ fn enter(c: &mut Ctx, init: impl FnOnce(&WorkShare)) -> bool {
     }
 }
 
+/// Trace: the calling thread starts construct `name` (a slice from now to [`trace_end`],
+/// when tracing). A span still open ends here: a GOMP `single`, which has no end call.
+#[inline]
+pub fn trace_begin(c: &mut Ctx, name: &'static str) {
+    if let Some(t) = crate::trace::start() {
+        trace_end(c);
+        c.ws_trace = Some((t, name));
+    }
+}
+
+/// Trace: the calling thread's construct ends (nothing when none is open: not tracing).
+#[inline]
+pub fn trace_end(c: &mut Ctx) {
+    if let Some((t, name)) = c.ws_trace.take() {
+        crate::trace::end(Some(t), name);
+    }
+}
+
+/// [`trace_end`] on the calling thread's context, when tracing.
+#[inline]
+pub fn trace_end_current() {
+    if crate::trace::on() {
+        trace_end(ctx());
+    }
+}
+
+/// Trace: the start of a barrier wait, when tracing (the construct before it ends).
+#[inline]
+pub fn trace_barrier() -> Option<std::time::Instant> {
+    let t = crate::trace::start()?;
+    if let Some(c) = crate::team::cur_if_any() {
+        // SAFETY: the calling thread's context; no other reference to it is live here
+        // (the barrier's callers hold none across the call).
+        trace_end(unsafe { &mut *c });
+    }
+    Some(t)
+}
+
+/// Trace: the construct just started is a `sections` one (it runs as a loop).
+pub fn trace_sections() {
+    if crate::trace::on()
+        && let Some(s) = &mut ctx().ws_trace
+    {
+        s.1 = "omp sections";
+    }
+}
+
 /// Leave the current construct (its last use by this thread).
 pub fn leave(c: &mut Ctx) {
+    trace_end(c);
     if c.ws.is_null() {
         return;
     }
@@ -285,6 +333,7 @@ pub fn loop_start_full(
             m.resize(size.div_ceil(8).max(1), 0);
         }
     });
+    trace_begin(c, "omp for");
     if !reductions.is_null()
         && let Some(w) = current(c)
     {
@@ -450,12 +499,18 @@ pub fn single_start() -> bool {
     c.single_count += 1;
     // Relaxed: only decides who runs the region; the barrier after it (or the program's own
     // synchronization for nowait) orders its effects.
-    t.single.load(Ordering::Relaxed) == mine && t.single.compare_exchange(mine, mine + 1, Ordering::Relaxed, Ordering::Relaxed).is_ok()
+    let me =
+        t.single.load(Ordering::Relaxed) == mine && t.single.compare_exchange(mine, mine + 1, Ordering::Relaxed, Ordering::Relaxed).is_ok();
+    if me {
+        trace_begin(c, "omp single");
+    }
+    me
 }
 
 /// Sections: construct of `count` sections; returns the first section number (0: none).
 pub fn sections_start(count: u32) -> u32 {
     loop_start(LoopBounds::long(1, count as i64 + 1, 1), DYNAMIC, 1, false);
+    trace_sections();
     sections_next()
 }
 

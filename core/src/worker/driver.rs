@@ -271,7 +271,7 @@ impl RuntimeInner {
                 let start = self.epoch + std::time::Duration::from_nanos(ns(launched).max(last_done).min(end));
                 let modelled = matches!(&t.kind, crate::task::TaskKind::Codelet(c) if c.model.is_some());
                 let us = at.saturating_duration_since(start).as_secs_f64() * 1e6;
-                self.trace_task(tr, w, &t, start, at, (modelled && r.is_ok()).then_some(us));
+                self.trace_task(tr, w, &t, crate::trace::Stamps::Instants(start, at), (modelled && r.is_ok()).then_some(us));
             }
         }
         self.finish_on_driver(w, &t, r);

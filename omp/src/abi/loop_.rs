@@ -576,6 +576,7 @@ pub unsafe extern "C" fn GOMP_sections2_start(count: c_uint, reductions: *mut us
         // SAFETY: `mem`, when not null, holds the size of the scratch memory wanted.
         let size = (!mem.is_null()).then(|| unsafe { *mem } as usize);
         let (_, m) = ws::loop_start_full(LoopBounds::long(1, count as i64 + 1, 1), DYNAMIC, 1, false, None, size, reductions);
+        ws::trace_sections();
         if !mem.is_null() {
             // SAFETY: as above.
             unsafe { *mem = m as *mut c_void };

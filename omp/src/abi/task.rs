@@ -129,8 +129,10 @@ pub unsafe extern "C" fn GOMP_taskloop(
     guard("GOMP_taskloop", || {
         let (tf, lf) = gflags::taskloop(flags);
         let s = spawn_args(f, data, cpyfn, arg_size, arg_align, tf, priority);
+        let traced = crate::trace::start();
         // SAFETY: the compiler's arguments.
         unsafe { task::taskloop(s, lf, num_tasks, start as u64, end as u64, step as u64, true) }
+        crate::trace::end(traced, "omp taskloop");
     })
 }
 
@@ -152,8 +154,10 @@ pub unsafe extern "C" fn GOMP_taskloop_ull(
     guard("GOMP_taskloop_ull", || {
         let (tf, lf) = gflags::taskloop(flags);
         let s = spawn_args(f, data, cpyfn, arg_size, arg_align, tf, priority);
+        let traced = crate::trace::start();
         // SAFETY: the compiler's arguments.
         unsafe { task::taskloop(s, lf, num_tasks, start, end, step, false) }
+        crate::trace::end(traced, "omp taskloop");
     })
 }
 

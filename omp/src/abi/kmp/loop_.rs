@@ -203,6 +203,7 @@ macro_rules! kmp_loops {
                 let (lower, upper) = unsafe { (*plower as i128, *pupper as i128) };
                 let (tid, nth) = sharers(sched, c);
                 let s = static_init(sched, lower, upper, incr as i128, chunk as i64, tid, nth, range);
+                ws::trace_begin(c, "omp for");
                 // SAFETY: as above; the values are within the types' ranges.
                 unsafe {
                     *plower = s.lower as $t;
@@ -356,7 +357,9 @@ kmp_dist_loops! {
 
 /// The end of a static loop: nothing to release (no worksharing slot was taken).
 #[unsafe(no_mangle)]
-pub extern "C" fn __kmpc_for_static_fini(_loc: Ident, _gtid: i32) {}
+pub extern "C" fn __kmpc_for_static_fini(_loc: Ident, _gtid: i32) {
+    ws::trace_end_current();
+}
 
 #[cfg(test)]
 mod tests {

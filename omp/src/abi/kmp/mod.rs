@@ -24,8 +24,36 @@ pub mod task;
 pub mod taskred;
 pub mod threadprivate;
 
-/// `ident_t *`: the source location the compiler passes first; unused.
+/// `ident_t *`: the source location the compiler passes first; unused but for traces
+/// ([`psource`]).
 pub type Ident = *const std::ffi::c_void;
+
+/// `ident_t` (LLVM's kmp.h): four 32-bit words, then the location string.
+#[repr(C)]
+struct IdentT {
+    reserved_1: i32,
+    flags: i32,
+    reserved_2: i32,
+    reserved_3: i32,
+    /// ";file;function;line;column;;", NUL-terminated.
+    psource: *const std::ffi::c_char,
+}
+
+/// The location string of `ident` (an [`Ident`] a compiler passed; 0: none), if it has one
+/// in UTF-8.
+pub(crate) fn psource(ident: usize) -> Option<&'static str> {
+    if ident == 0 {
+        return None;
+    }
+    // SAFETY: `ident` is an `ident_t*` clang passed to an entry point: a constant it emits
+    // in the program's read-only data (never on the stack), live for the whole process.
+    let p = unsafe { (*(ident as *const IdentT)).psource };
+    if p.is_null() {
+        return None;
+    }
+    // SAFETY: as above; a non-null `psource` is a NUL-terminated constant string.
+    unsafe { std::ffi::CStr::from_ptr(p) }.to_str().ok()
+}
 
 use std::any::Any;
 use std::collections::HashMap;

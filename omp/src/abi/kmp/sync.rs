@@ -44,7 +44,9 @@ pub extern "C" fn __kmpc_single(_loc: Ident, _gtid: i32) -> i32 {
 
 /// The compiler puts the barrier after the region itself (none with `nowait`).
 #[unsafe(no_mangle)]
-pub extern "C" fn __kmpc_end_single(_loc: Ident, _gtid: i32) {}
+pub extern "C" fn __kmpc_end_single(_loc: Ident, _gtid: i32) {
+    crate::ws::trace_end_current();
+}
 
 #[unsafe(no_mangle)]
 pub extern "C" fn __kmpc_master(_loc: Ident, _gtid: i32) -> i32 {

@@ -41,9 +41,10 @@ pub struct KmpTask {
     data2: usize,
 }
 
-/// Ours, before the task: the whole block's size, the allocation flags and the detach
-/// event's cell (0: no detach clause). A multiple of 16 bytes, so the task keeps malloc's
-/// 16-byte alignment.
+/// Ours, before the task: the whole block's size, the allocation flags, the detach
+/// event's cell (0: no detach clause) and the task construct's `ident_t*` (for traces). A
+/// multiple of 16 bytes, so the task keeps malloc's 16-byte alignment (32 bytes, with or
+/// without `loc`).
 #[repr(C, align(16))]
 struct Header {
     size: usize,
@@ -51,6 +52,7 @@ struct Header {
     /// [`RUNNING`], [`REQUEUED`].
     state: u32,
     event: usize,
+    loc: usize,
 }
 
 /// The block is a task whose routine is running (a spawned copy, or an `if(0)` task).
@@ -142,6 +144,8 @@ unsafe extern "C" fn body(data: *mut c_void) {
             let d: Routine = std::mem::transmute::<usize, Routine>((*t).data1);
             d(g, t);
         }
+        // Last: the task runner records the body's trace slice right after we return.
+        crate::trace::note_task_ident(h.loc);
     }
 }
 
@@ -149,7 +153,7 @@ unsafe extern "C" fn body(data: *mut c_void) {
 /// of shareds, which `task->shareds` points to.
 #[unsafe(no_mangle)]
 pub extern "C" fn __kmpc_omp_task_alloc(
-    _loc: Ident,
+    loc: Ident,
     _gtid: i32,
     flags: i32,
     sizeof_task: usize,
@@ -166,7 +170,7 @@ pub extern "C" fn __kmpc_omp_task_alloc(
         }
         // SAFETY: `p` has room for the header, the task and the shareds, 16-byte aligned.
         unsafe {
-            (p as *mut Header).write(Header { size, flags, state: 0, event: 0 });
+            (p as *mut Header).write(Header { size, flags, state: 0, event: 0, loc: loc as usize });
             let t = p.add(HEAD) as *mut KmpTask;
             let shareds = if sizeof_shareds > 0 { p.add(HEAD + task_size) as *mut c_void } else { std::ptr::null_mut() };
             (*t).shareds = shareds;
@@ -379,7 +383,8 @@ thread_local! {
     /// innermost last: an `if(0)` task has its own data environment (libgomp.c/icv-1.c) and
     /// is a task of its own, which does not own its creator's nestable locks
     /// (libgomp.c/lock-2.c).
-    static IF0_ICVS: std::cell::RefCell<Vec<(crate::team::Icv, usize)>> = const { std::cell::RefCell::new(Vec::new()) };
+    /// With each, when tracing, when its `if(0)` task began (for its trace slice).
+    static IF0_ICVS: std::cell::RefCell<Vec<(crate::team::Icv, usize, Option<std::time::Instant>)>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 /// An `if(0)` task: the compiler calls its routine itself next (see the module doc).
@@ -390,7 +395,7 @@ thread_local! {
 pub unsafe extern "C" fn __kmpc_omp_task_begin_if0(_loc: Ident, _gtid: i32, t: *mut KmpTask) {
     guard("__kmpc_omp_task_begin_if0", || {
         let c = crate::team::ctx();
-        IF0_ICVS.with(|s| s.borrow_mut().push((c.icv, c.task.id)));
+        IF0_ICVS.with(|s| s.borrow_mut().push((c.icv, c.task.id, crate::trace::start())));
         // The task block's address identifies the task while the compiler runs its routine
         // (the block lives until `__kmpc_omp_task_complete_if0`, which gives the creator
         // its identity back).
@@ -403,7 +408,7 @@ pub unsafe extern "C" fn __kmpc_omp_task_begin_if0(_loc: Ident, _gtid: i32, t: *
 /// # Safety
 /// `t` is the task [`__kmpc_omp_task_begin_if0`] got.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn __kmpc_omp_task_complete_if0(_loc: Ident, gtid: i32, t: *mut KmpTask) {
+pub unsafe extern "C" fn __kmpc_omp_task_complete_if0(loc: Ident, gtid: i32, t: *mut KmpTask) {
     guard("__kmpc_omp_task_complete_if0", || {
         // SAFETY: per the contract; the compiler ran the routine once and no longer uses
         // the task.
@@ -414,10 +419,16 @@ pub unsafe extern "C" fn __kmpc_omp_task_complete_if0(_loc: Ident, gtid: i32, t:
             }
             free(t)
         }
-        if let Some((icv, id)) = IF0_ICVS.with(|s| s.borrow_mut().pop()) {
+        if let Some((icv, id, traced)) = IF0_ICVS.with(|s| s.borrow_mut().pop()) {
             let c = crate::team::ctx();
             c.icv = icv;
             c.task.id = id;
+            // The compiler ran the body itself: its slice ends here (its depend clauses, if
+            // any, went to __kmpc_omp_wait_deps: not known here).
+            if traced.is_some() {
+                crate::trace::note_task_ident(loc as usize);
+                crate::trace::task_end(traced, false, None);
+            }
         }
     })
 }
@@ -581,8 +592,12 @@ pub unsafe extern "C" fn __kmpc_taskloop(
     grainsize: u64,
     task_dup: Option<TaskDup>,
 ) {
-    // SAFETY: per the contract.
-    guard("__kmpc_taskloop", || unsafe { taskloop(t, if_val, lb, ub, st, nogroup, sched, grainsize, false, task_dup) })
+    guard("__kmpc_taskloop", || {
+        let traced = crate::trace::start();
+        // SAFETY: per the contract.
+        unsafe { taskloop(t, if_val, lb, ub, st, nogroup, sched, grainsize, false, task_dup) };
+        crate::trace::end(traced, "omp taskloop");
+    })
 }
 
 /// OpenMP 5.1's taskloop: `modifier` is `strict` on grainsize/num_tasks.
@@ -605,8 +620,12 @@ pub unsafe extern "C" fn __kmpc_taskloop_5(
     modifier: i32,
     task_dup: Option<TaskDup>,
 ) {
-    // SAFETY: per the contract.
-    guard("__kmpc_taskloop_5", || unsafe { taskloop(t, if_val, lb, ub, st, nogroup, sched, grainsize, modifier != 0, task_dup) })
+    guard("__kmpc_taskloop_5", || {
+        let traced = crate::trace::start();
+        // SAFETY: per the contract.
+        unsafe { taskloop(t, if_val, lb, ub, st, nogroup, sched, grainsize, modifier != 0, task_dup) };
+        crate::trace::end(traced, "omp taskloop");
+    })
 }
 
 #[cfg(test)]
