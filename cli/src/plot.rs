@@ -113,6 +113,8 @@ fn draw_gantt<DB: DrawingBackend>(
         .disable_y_mesh()
         .y_labels(0)
         .x_desc(format!("time (ms) from {:.3} ms after the runtime started", lo / 1e3))
+        .x_label_style(("sans-serif", 13))
+        .axis_desc_style(("sans-serif", 14))
         .draw()
         .map_err(err(path))?;
     let ms = |us: f64| (us - lo) / 1e3;
@@ -276,6 +278,8 @@ fn draw_model<DB: DrawingBackend>(
         .configure_mesh()
         .x_desc("task size n (bytes of its data unless the codelet says otherwise)")
         .y_desc("time (us)")
+        .label_style(("sans-serif", 13))
+        .axis_desc_style(("sans-serif", 14))
         .max_light_lines(0)
         .x_label_formatter(&log_label)
         .y_label_formatter(&log_label)
