@@ -6,7 +6,8 @@
 //! `libomp.so.5` stand-in) on the same teams, worksharing, locks and tasks.
 //!
 //! Layout: `abi/` is the only FFI layer (one file per area, thin entry points; `abi/gomp/`
-//! decodes GCC's data layouts, `abi/kmp/` LLVM's, into the Rust types below); `team.rs`
+//! decodes GCC's data layouts (task flags, depend arrays, task reduction descriptors),
+//! `abi/kmp/` LLVM's, into the Rust types below); `team.rs`
 //! forks and joins teams on core workers (plus extra OS threads when needed); `ws.rs` holds
 //! worksharing; `lock.rs` the mutexes; `env.rs` the environment; `sys.rs` futexes and the
 //! spin policy; `task.rs` explicit tasks (their dependencies, decoded by the ABI layer

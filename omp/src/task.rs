@@ -35,6 +35,7 @@
 //! by pointer: a taskgroup ends only once its count is zero and a team's region only once
 //! its pending count is zero, and those decrements are a finishing task's last accesses.
 
+use crate::abi::gomp::reduction::{self, Descriptor};
 use crate::env::env;
 use crate::sys;
 use crate::team::{self, Body, Ctx, Icv, Team, cur};
@@ -44,7 +45,7 @@ use crossbeam_utils::CachePadded;
 use std::cell::UnsafeCell;
 use std::collections::{HashMap, HashSet};
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use weft_core::AccessMode;
 
@@ -120,7 +121,7 @@ pub struct Group {
     outer: *mut Group,
     /// The task reductions registered in it (GOMP_taskgroup_reduction_register), or the
     /// enclosing group's.
-    pub reductions: AtomicPtr<usize>,
+    pub reductions: reduction::Slot,
     /// Opened by a worksharing construct with task reductions (cancellation looks past it).
     pub workshare: bool,
 }
@@ -128,12 +129,12 @@ pub struct Group {
 impl Group {
     fn new(outer: *mut Group, workshare: bool) -> Box<Group> {
         // SAFETY: an enclosing group outlives the groups and tasks opened inside it.
-        let red = if outer.is_null() { std::ptr::null_mut() } else { unsafe { (*outer).reductions.load(Ordering::Relaxed) } };
+        let red = if outer.is_null() { None } else { unsafe { (*outer).reductions.load(Ordering::Relaxed) } };
         Box::new(Group {
             pending: AtomicUsize::new(0),
             cancelled: AtomicBool::new(false),
             outer,
-            reductions: AtomicPtr::new(red),
+            reductions: reduction::Slot::new(red),
             workshare,
         })
     }
@@ -1907,19 +1908,26 @@ fn even_split(n: u64, num_tasks: u64, step: u64) -> (u64, u64, u64) {
 /// # Safety
 /// The arguments are what the compiler passes.
 #[allow(clippy::too_many_arguments)]
-pub unsafe fn taskloop(s: Spawn, lf: TaskloopFlags, num_tasks: u64, start: u64, end: u64, step: u64, signed: bool) {
+pub unsafe fn taskloop(
+    s: Spawn,
+    lf: TaskloopFlags,
+    red: Option<Descriptor>,
+    num_tasks: u64,
+    start: u64,
+    end: u64,
+    step: u64,
+    signed: bool,
+) {
     let c = cur();
     // SAFETY: the calling thread's context.
     let cx = unsafe { &*c };
     let team = cx.team();
     let flags = s.flags;
     let early = || {
-        if lf.reduction && !lf.nogroup {
-            // SAFETY: with a reduction the data starts { start, end, reductions pointer }.
-            unsafe {
-                let ptr = *(s.data as *const *mut usize).add(2);
-                *ptr.add(2) = 0;
-            }
+        if let Some(r) = red
+            && !lf.nogroup
+        {
+            r.set_no_blocks();
         }
     };
     if env().cancellation && team.cancelled.load(Ordering::Acquire) {
@@ -1993,11 +2001,8 @@ pub unsafe fn taskloop(s: Spawn, lf: TaskloopFlags, num_tasks: u64, start: u64, 
         }
     } else {
         taskgroup_start(false);
-        if lf.reduction {
-            // SAFETY: with a reduction the data starts { start, end, reductions pointer }.
-            let ptr = unsafe { *(s.data as *const *mut usize).add(2) };
-            // SAFETY: the compiler's reduction descriptor.
-            unsafe { reduction_register(ptr) };
+        if let Some(r) = red {
+            reduction_register(r);
         }
     }
     let sp =
@@ -2044,219 +2049,72 @@ pub unsafe fn taskloop(s: Spawn, lf: TaskloopFlags, num_tasks: u64, start: u64, 
 }
 
 // ---------------------------------------------------------------------------------------
-// Task reductions (the compiler's descriptor layout, as libgomp's task.c documents it):
-// d[0] reductions in this descriptor, d[1] bytes of one thread's private block, d[2] the
-// alignment on entry, then the base of the blocks of all threads, d[3] allocator, d[4] the
-// next descriptor of the same construct (0: last; then the enclosing registration), d[5]
-// this registration's lookup table, d[6] the end of the blocks; then per reduction three
-// words: the original's address, its offset in a block, and (set here) its descriptor.
-
-type RedMap = HashMap<usize, *mut usize, weft_core::hash::BuildAddrHasher>;
-
-/// Allocate the private blocks of every descriptor in the chain starting at `data`.
-///
-/// # Safety
-/// `data` is a compiler reduction descriptor chain.
-pub unsafe fn reduction_alloc(data: *mut usize, nthreads: u32) {
-    let mut d = data;
-    // SAFETY: per the contract: the words above, up to the chain's end.
-    unsafe {
-        loop {
-            let sz = *d.add(1) * nthreads as usize;
-            // posix_memalign: freed with free(), which needs no layout (the alignment word
-            // is overwritten with the base below).
-            let align = (*d.add(2)).max(8).next_power_of_two();
-            let mut p: *mut c_void = std::ptr::null_mut();
-            if libc::posix_memalign(&mut p, align, sz.max(1)) != 0 {
-                eprintln!("weft-omp: cannot allocate {sz} bytes for task reductions; aborting");
-                std::process::abort();
-            }
-            std::ptr::write_bytes(p as *mut u8, 0, sz.max(1));
-            *d.add(2) = p as usize;
-            *d.add(6) = p as usize + sz;
-            let next = *d.add(4);
-            if next == 0 {
-                break;
-            }
-            d = next as *mut usize;
-        }
-    }
-}
-
-/// Link `data` (blocks already allocated, or shared with `orig`'s) in front of `old`, and
-/// give it a lookup table covering both.
-///
-/// # Safety
-/// `data` and `orig` are compiler descriptor chains; `old` is null or a registered chain.
-unsafe fn reduction_link(data: *mut usize, old: *mut usize, mut orig: *mut usize) {
-    let mut d = data;
-    let mut map: RedMap = RedMap::default();
-    // SAFETY: per the contract.
-    unsafe {
-        if !old.is_null() && *old.add(5) != 0 {
-            map.extend((*(*old.add(5) as *const RedMap)).iter().map(|(k, v)| (*k, *v)));
-        }
-        loop {
-            if !orig.is_null() {
-                *d.add(2) = *orig.add(2);
-                *d.add(6) = *orig.add(6);
-            }
-            *d.add(5) = 0;
-            for j in 0..*d {
-                let p = d.add(7 + j * 3);
-                *p.add(2) = d as usize;
-                map.insert(*p, p);
-            }
-            if *d.add(4) == 0 {
-                *d.add(4) = old as usize;
-                break;
-            }
-            d = *d.add(4) as *mut usize;
-            // Only while ours goes on: the first thread may be linking its last one.
-            if !orig.is_null() {
-                orig = *orig.add(4) as *mut usize;
-            }
-        }
-        // On the first descriptor (libgomp puts it on the last; the compiler emits one).
-        *data.add(5) = Box::into_raw(Box::new(map)) as usize;
-    }
-}
+// Task reductions: the compiler's descriptors are decoded in abi/gomp/reduction.rs; here
+// which taskgroup holds a registration.
 
 /// GOMP_taskgroup_reduction_register: the current taskgroup's reductions.
-///
-/// # Safety
-/// `data` is a compiler reduction descriptor chain.
-pub unsafe fn reduction_register(data: *mut usize) {
+pub fn reduction_register(data: Descriptor) {
     let c = cur();
     // SAFETY: the calling thread's context.
     let cx = unsafe { &mut *c };
     if cx.task.group.is_null() {
         taskgroup_start(false);
     }
-    let g = cx.task.group;
     let n = cx.team().n;
-    // SAFETY: the group is the current task's; `data` per the contract.
-    unsafe {
-        let old = (*g).reductions.load(Ordering::Relaxed);
-        reduction_alloc(data, n);
-        reduction_link(data, old, std::ptr::null_mut());
-        (*g).reductions.store(data, Ordering::Release);
-    }
+    // SAFETY: the current task's group, alive until its taskgroup ends.
+    let g = unsafe { &*cx.task.group };
+    let old = g.reductions.load(Ordering::Relaxed);
+    data.alloc(n);
+    g.reductions.store(data.link(old, None), Ordering::Release);
 }
 
 /// Register `data` as the reductions of the new group `g` of a team of `n` (a parallel
 /// region's implicit tasks share one registration).
-///
-/// # Safety
-/// `data` is a compiler descriptor chain; `g` is a live group no task uses yet.
-pub unsafe fn reduction_register_in(g: *mut Group, data: *mut usize, n: u32) {
-    // SAFETY: per the contract.
-    unsafe {
-        reduction_alloc(data, n);
-        reduction_link(data, std::ptr::null_mut(), std::ptr::null_mut());
-        (*g).reductions.store(data, Ordering::Release);
-    }
+pub fn reduction_register_in(g: &Group, data: Descriptor, n: u32) {
+    data.alloc(n);
+    g.reductions.store(data.link(None, None), Ordering::Release);
 }
 
 /// A worksharing construct's reductions for a thread that did not allocate them: share
 /// the blocks of the first thread's descriptors `orig`.
-///
-/// # Safety
-/// As [`reduction_link`].
-pub unsafe fn reduction_register_shared(data: *mut usize, orig: *mut usize) {
+pub fn reduction_register_shared(data: Descriptor, orig: Descriptor) {
     let c = cur();
-    // SAFETY: the calling thread's context.
-    let g = unsafe { (*c).task.group };
-    // SAFETY: the current task's group (the worksharing construct's); per the contract.
-    unsafe {
-        let old = (*g).reductions.load(Ordering::Relaxed);
-        reduction_link(data, old, orig);
-        (*g).reductions.store(data, Ordering::Release);
-    }
+    // SAFETY: the calling thread's context; its group is the worksharing construct's.
+    let g = unsafe { &*(*c).task.group };
+    let old = g.reductions.load(Ordering::Relaxed);
+    g.reductions.store(data.link(old, Some(orig)), Ordering::Release);
 }
 
-/// GOMP_taskgroup_reduction_unregister: free the blocks and the lookup table.
-///
-/// # Safety
-/// `data` was registered and its reductions combined.
-pub unsafe fn reduction_unregister(data: *mut usize) {
-    // SAFETY: per the contract.
-    unsafe {
-        free_map(data);
-        let mut d = data;
-        loop {
-            libc::free(*d.add(2) as *mut c_void);
-            let next = *d.add(4) as *mut usize;
-            if next.is_null() || *next.add(5) != 0 {
-                break;
-            }
-            d = next;
-        }
-    }
-}
-
-/// A registration's lookup table only (a thread sharing another's blocks).
-///
-/// # Safety
-/// `data` was registered.
-pub unsafe fn free_map(data: *mut usize) {
-    // SAFETY: per the contract: d[5] is the table reduction_link made.
-    unsafe {
-        let m = *data.add(5) as *mut RedMap;
-        if !m.is_null() {
-            drop(Box::from_raw(m));
-            *data.add(5) = 0;
-        }
-    }
-}
-
-/// GOMP_task_reduction_remap.
-///
-/// # Safety
-/// `ptrs` has `cnt + cntorig` entries; the current task is in a taskgroup with reductions.
-pub unsafe fn reduction_remap(cnt: usize, cntorig: usize, ptrs: *mut *mut c_void) {
+/// GOMP_task_reduction_remap: `ptrs` holds `cnt` addresses (originals, or addresses in
+/// private blocks) replaced by the calling thread's copies, then `ptrs.len() - cnt`
+/// (at most `cnt`) entries receiving the first ones' originals.
+pub fn reduction_remap(ptrs: &mut [*mut c_void], cnt: usize) {
     let c = cur();
     // SAFETY: the calling thread's context.
     let (g, id) = unsafe { ((*c).task.group, (*c).tid as usize) };
     // SAFETY: the current task's group.
-    let data = if g.is_null() { std::ptr::null_mut() } else { unsafe { (*g).reductions.load(Ordering::Acquire) } };
-    if data.is_null() {
+    let reg = if g.is_null() { None } else { unsafe { (*g).reductions.load(Ordering::Acquire) } };
+    let Some(reg) = reg else {
         eprintln!("weft-omp: GOMP_task_reduction_remap outside a taskgroup with task reductions; aborting");
         std::process::abort();
-    }
-    // SAFETY: per the contract; the descriptors are registered (tables and blocks alive).
-    unsafe {
-        let map = &*(*data.add(5) as *const RedMap);
-        for i in 0..cnt {
-            let orig = *ptrs.add(i) as usize;
-            if let Some(&p) = map.get(&orig) {
-                let d = *p.add(2) as *mut usize;
-                *ptrs.add(i) = (*d.add(2) + id * *d.add(1) + *p.add(1)) as *mut c_void;
+    };
+    let cntorig = ptrs.len() - cnt;
+    for i in 0..cnt {
+        let addr = ptrs[i] as usize;
+        match reg.remap(addr, id) {
+            Some((private, orig)) => {
+                ptrs[i] = private as *mut c_void;
                 if i < cntorig {
-                    *ptrs.add(cnt + i) = *p as *mut c_void;
-                }
-                continue;
-            }
-            // An address inside some thread's private block (an earlier remap).
-            let mut d = data;
-            while !d.is_null() && !(*d.add(2)..*d.add(6)).contains(&orig) {
-                d = *d.add(4) as *mut usize;
-            }
-            if d.is_null() {
-                eprintln!("weft-omp: no task reduction matches {orig:#x}; aborting");
-                std::process::abort();
-            }
-            let off = (orig - *d.add(2)) % *d.add(1);
-            *ptrs.add(i) = (*d.add(2) + id * *d.add(1) + off) as *mut c_void;
-            if i < cntorig {
-                let found = (0..*d).map(|m| d.add(7 + 3 * m)).find(|p| *p.add(1) == off);
-                match found {
-                    Some(p) => *ptrs.add(cnt + i) = *p as *mut c_void,
-                    None => {
-                        eprintln!("weft-omp: no task reduction matches {orig:#x}; aborting");
+                    let Some(orig) = orig else {
+                        eprintln!("weft-omp: no task reduction matches {addr:#x}; aborting");
                         std::process::abort();
-                    }
+                    };
+                    ptrs[cnt + i] = orig as *mut c_void;
                 }
+            }
+            None => {
+                eprintln!("weft-omp: no task reduction matches {addr:#x}; aborting");
+                std::process::abort();
             }
         }
     }

@@ -27,6 +27,7 @@
 //! member's last access to the team is `left.fetch_add` after the join barrier; the primary
 //! waits for all of them before it reuses or frees the team.
 
+use crate::abi::gomp::reduction::Descriptor;
 use crate::env::{self, SCHED_MONOTONIC};
 use crate::sys::{self, futex_wake, spin_until};
 use crate::task::{self, Group, TeamTasks};
@@ -651,10 +652,10 @@ fn team_size(parent: &Ctx, req: u32, if_clause: bool) -> u32 {
 /// Start a region: build the team, recruit its members and make the calling thread its
 /// thread 0. `setup` initializes worksharing slot 0 for the combined constructs.
 pub fn fork(body: Option<Body>, data: *mut c_void, req: u32, flags: u32, if_clause: bool, setup: Option<Setup>) {
-    fork_with(body, data, req, flags, if_clause, setup, std::ptr::null_mut());
+    fork_with(body, data, req, flags, if_clause, setup, None);
 }
 
-/// [`fork`], with the task reductions of a `parallel reduction(task, …)` (null: none):
+/// [`fork`], with the task reductions of a `parallel reduction(task, …)` (if any):
 /// their blocks are allocated for the team's size and its implicit tasks start in a
 /// taskgroup holding them. Returns the team's size.
 #[allow(clippy::too_many_arguments)]
@@ -665,7 +666,7 @@ pub fn fork_with(
     flags: u32,
     if_clause: bool,
     setup: Option<Setup>,
-    reductions: *mut usize,
+    reductions: Option<Descriptor>,
 ) -> u32 {
     let parent = cur();
     // SAFETY: the calling thread's context.
@@ -693,10 +694,10 @@ pub fn fork_with(
     if let Some(s) = setup {
         s(&t.ring[0], n);
     }
-    if !reductions.is_null() {
+    if let Some(r) = reductions {
         t.group = task::new_group(std::ptr::null_mut(), false);
-        // SAFETY: the compiler's descriptor chain for this region; the group is new.
-        unsafe { task::reduction_register_in(t.group, reductions, n) };
+        // SAFETY: the group just made; no task uses it yet.
+        task::reduction_register_in(unsafe { &*t.group }, r, n);
     }
     if n > 1 {
         recruit(t);

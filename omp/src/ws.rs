@@ -14,6 +14,7 @@
 //! it and publishes `ready = g`; the others wait for `ready == g`. The last thread to leave
 //! sets `free_for = g + RING`.
 
+use crate::abi::gomp::reduction::Descriptor;
 use crate::sys::{self, spin_until};
 use crate::team::{Ctx, ctx};
 use std::cell::UnsafeCell;
@@ -125,7 +126,7 @@ pub struct WorkShare {
     mem: UnsafeCell<Vec<u64>>,
     doacross: UnsafeCell<Option<Doacross>>,
     /// The task reductions of the thread that initialized the construct (their blocks).
-    task_red: UnsafeCell<*mut usize>,
+    task_red: UnsafeCell<Option<Descriptor>>,
 }
 
 // SAFETY: the UnsafeCell fields are written only by the initializing thread before it
@@ -147,7 +148,7 @@ impl WorkShare {
             spec: UnsafeCell::new(Spec::default()),
             mem: UnsafeCell::new(Vec::new()),
             doacross: UnsafeCell::new(None),
-            task_red: UnsafeCell::new(std::ptr::null_mut()),
+            task_red: UnsafeCell::new(None),
         }
     }
 
@@ -291,7 +292,7 @@ pub fn current<'a>(c: &Ctx) -> Option<&'a WorkShare> {
 
 /// Start a loop construct. Returns whether this thread initialized it.
 pub fn loop_start(bounds: LoopBounds, sched: i32, chunk: u64, ordered: bool) -> bool {
-    loop_start_full(bounds, sched, chunk, ordered, None, None, std::ptr::null_mut()).0
+    loop_start_full(bounds, sched, chunk, ordered, None, None, None).0
 }
 
 /// Start a loop construct with doacross `counts` and/or `mem_size` bytes of zeroed scratch
@@ -306,20 +307,18 @@ pub fn loop_start_full(
     ordered: bool,
     counts: Option<&[u64]>,
     mem_size: Option<usize>,
-    reductions: *mut usize,
+    reductions: Option<Descriptor>,
 ) -> (bool, *mut u8) {
-    if !reductions.is_null() {
+    if reductions.is_some() {
         crate::task::taskgroup_start(true);
     }
     let c = ctx();
     let n = c.team().n;
     let first = enter(c, |w| {
-        if !reductions.is_null() {
-            // SAFETY: the compiler's descriptors; the initializing thread owns the slot.
-            unsafe {
-                crate::task::reduction_alloc(reductions, n);
-                *w.task_red.get() = reductions;
-            }
+        if let Some(r) = reductions {
+            r.alloc(n);
+            // SAFETY: the initializing thread owns the slot until it publishes `ready`.
+            unsafe { *w.task_red.get() = Some(r) };
         }
         w.init(Spec { bounds, sched, chunk: chunk_of(sched, chunk), ordered, nthreads: n });
         if let Some(counts) = counts {
@@ -334,11 +333,13 @@ pub fn loop_start_full(
         }
     });
     trace_begin(c, "omp for");
-    if !reductions.is_null()
+    if let Some(r) = reductions
         && let Some(w) = current(c)
     {
-        // SAFETY: published with `ready`; the first thread's descriptors share their blocks.
-        unsafe { crate::task::reduction_register_shared(reductions, *w.task_red.get()) };
+        // SAFETY: published with `ready`, not written again until the slot is reused.
+        let first = unsafe { *w.task_red.get() };
+        // The first thread's descriptors: this thread's share their blocks.
+        crate::task::reduction_register_shared(r, first.expect("a worksharing construct's task reductions without blocks"));
     }
     let mem = match (mem_size, current(c)) {
         // SAFETY: published with `ready`; not resized until the slot is reused.

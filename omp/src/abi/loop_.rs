@@ -5,6 +5,7 @@
 //! variadic `GOMP_doacross_wait` (read as fixed arguments: on x86-64 the first six come in
 //! registers and the rest from the caller's stack, as for a non-variadic function).
 
+use super::gomp::reduction::Descriptor;
 use super::guard;
 use crate::env::SCHED_MONOTONIC;
 use crate::team::{self, ctx};
@@ -155,7 +156,9 @@ fn loop_start_gcc9(
     let (k, c) = decode(sched, chunk);
     // SAFETY: `mem`, when not null, holds the size of the scratch memory wanted.
     let size = (!mem.is_null()).then(|| unsafe { *mem } as usize);
-    let (_, m) = ws::loop_start_full(b, k, c, ordered, None, size, reductions);
+    // SAFETY: the compiler's task reduction descriptors, or null.
+    let red = unsafe { Descriptor::from_raw(reductions) };
+    let (_, m) = ws::loop_start_full(b, k, c, ordered, None, size, red);
     if !mem.is_null() {
         // SAFETY: as above.
         unsafe { *mem = m as *mut c_void };
@@ -351,7 +354,9 @@ unsafe fn counts_of<T: Copy + Into<i128>>(ncounts: c_uint, counts: *const T) -> 
 
 fn doacross_start_long(counts: Vec<u64>, sched: i32, chunk: u64, istart: *mut c_long, iend: *mut c_long, reductions: *mut usize) -> bool {
     let n0 = counts.first().copied().unwrap_or(0);
-    ws::loop_start_full(LoopBounds::long(0, n0 as i64, 1), sched, chunk, false, Some(&counts), None, reductions);
+    // SAFETY: the compiler's task reduction descriptors, or null.
+    let red = unsafe { Descriptor::from_raw(reductions) };
+    ws::loop_start_full(LoopBounds::long(0, n0 as i64, 1), sched, chunk, false, Some(&counts), None, red);
     // SAFETY: the compiler passes valid out-pointers.
     !istart.is_null() && unsafe { next_long(istart, iend) }
 }
@@ -365,7 +370,9 @@ fn doacross_start_ull(
     reductions: *mut usize,
 ) -> bool {
     let n0 = counts.first().copied().unwrap_or(0);
-    ws::loop_start_full(LoopBounds::ull(true, 0, n0, 1), sched, chunk, false, Some(&counts), None, reductions);
+    // SAFETY: the compiler's task reduction descriptors, or null.
+    let red = unsafe { Descriptor::from_raw(reductions) };
+    ws::loop_start_full(LoopBounds::ull(true, 0, n0, 1), sched, chunk, false, Some(&counts), None, red);
     // SAFETY: the compiler passes valid out-pointers.
     !istart.is_null() && unsafe { next_ull(istart, iend) }
 }
@@ -575,7 +582,9 @@ pub unsafe extern "C" fn GOMP_sections2_start(count: c_uint, reductions: *mut us
     guard("GOMP_sections2_start", || {
         // SAFETY: `mem`, when not null, holds the size of the scratch memory wanted.
         let size = (!mem.is_null()).then(|| unsafe { *mem } as usize);
-        let (_, m) = ws::loop_start_full(LoopBounds::long(1, count as i64 + 1, 1), DYNAMIC, 1, false, None, size, reductions);
+        // SAFETY: the compiler's task reduction descriptors, or null.
+        let red = unsafe { Descriptor::from_raw(reductions) };
+        let (_, m) = ws::loop_start_full(LoopBounds::long(1, count as i64 + 1, 1), DYNAMIC, 1, false, None, size, red);
         ws::trace_sections();
         if !mem.is_null() {
             // SAFETY: as above.
@@ -614,7 +623,9 @@ pub unsafe extern "C" fn GOMP_scope_start(reductions: *mut usize) {
         if reductions.is_null() {
             return;
         }
-        ws::loop_start_full(LoopBounds::long(0, 0, 1), STATIC, 0, false, None, None, reductions);
+        // SAFETY: the compiler's task reduction descriptors, or null.
+        let red = unsafe { Descriptor::from_raw(reductions) };
+        ws::loop_start_full(LoopBounds::long(0, 0, 1), STATIC, 0, false, None, None, red);
         // Every thread has read the first one's blocks before it leaves the slot.
         ws::leave(ctx());
     })

@@ -2,6 +2,7 @@
 //! (`omp_fulfill_event`). The work is in task.rs.
 
 use super::gomp::flags as gflags;
+use super::gomp::reduction::{Descriptor, Registration};
 use super::guard;
 use crate::task::{self, CpyFn, Spawn};
 use crate::team::{self, Body};
@@ -128,10 +129,12 @@ pub unsafe extern "C" fn GOMP_taskloop(
 ) {
     guard("GOMP_taskloop", || {
         let (tf, lf) = gflags::taskloop(flags);
+        // SAFETY: with GOMP_TASK_FLAG_REDUCTION the data starts { start, end, reductions }.
+        let red = if lf.reduction { unsafe { Descriptor::from_taskloop_data(data) } } else { None };
         let s = spawn_args(f, data, cpyfn, arg_size, arg_align, tf, priority);
         let traced = crate::trace::start();
         // SAFETY: the compiler's arguments.
-        unsafe { task::taskloop(s, lf, num_tasks, start as u64, end as u64, step as u64, true) }
+        unsafe { task::taskloop(s, lf, red, num_tasks, start as u64, end as u64, step as u64, true) }
         crate::trace::end(traced, "omp taskloop");
     })
 }
@@ -153,10 +156,12 @@ pub unsafe extern "C" fn GOMP_taskloop_ull(
 ) {
     guard("GOMP_taskloop_ull", || {
         let (tf, lf) = gflags::taskloop(flags);
+        // SAFETY: with GOMP_TASK_FLAG_REDUCTION the data starts { start, end, reductions }.
+        let red = if lf.reduction { unsafe { Descriptor::from_taskloop_data(data) } } else { None };
         let s = spawn_args(f, data, cpyfn, arg_size, arg_align, tf, priority);
         let traced = crate::trace::start();
         // SAFETY: the compiler's arguments.
-        unsafe { task::taskloop(s, lf, num_tasks, start, end, step, false) }
+        unsafe { task::taskloop(s, lf, red, num_tasks, start, end, step, false) }
         crate::trace::end(traced, "omp taskloop");
     })
 }
@@ -182,20 +187,34 @@ pub unsafe extern "C" fn omp_fulfill_event(event: usize) {
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn GOMP_taskgroup_reduction_register(data: *mut usize) {
-    // SAFETY: the compiler's reduction descriptors.
-    guard("GOMP_taskgroup_reduction_register", || unsafe { task::reduction_register(data) })
+    guard("GOMP_taskgroup_reduction_register", || {
+        // SAFETY: the compiler's reduction descriptors, alive until their unregistration.
+        if let Some(d) = unsafe { Descriptor::from_raw(data) } {
+            task::reduction_register(d);
+        }
+    })
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn GOMP_taskgroup_reduction_unregister(data: *mut usize) {
-    // SAFETY: descriptors registered before, their results combined.
-    guard("GOMP_taskgroup_reduction_unregister", || unsafe { task::reduction_unregister(data) })
+    guard("GOMP_taskgroup_reduction_unregister", || {
+        // SAFETY: descriptors registered by GOMP_taskgroup_reduction_register, their results
+        // combined: their taskgroup has ended and nothing uses them after.
+        unsafe {
+            if let Some(d) = Descriptor::from_raw(data) {
+                Registration::from_linked(d).unregister();
+            }
+        }
+    })
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn GOMP_task_reduction_remap(cnt: usize, cntorig: usize, ptrs: *mut *mut c_void) {
-    // SAFETY: the compiler's pointer array.
-    guard("GOMP_task_reduction_remap", || unsafe { task::reduction_remap(cnt, cntorig, ptrs) })
+    guard("GOMP_task_reduction_remap", || {
+        // SAFETY: the compiler's pointer array: `cnt` addresses, then `cntorig` (<= cnt) slots.
+        let ptrs = unsafe { std::slice::from_raw_parts_mut(ptrs, cnt + cntorig.min(cnt)) };
+        task::reduction_remap(ptrs, cnt)
+    })
 }
 
 /// The end of a worksharing construct with task reductions: its taskgroup ends, thread 0
@@ -206,16 +225,17 @@ pub extern "C" fn GOMP_workshare_task_reduction_unregister(cancelled: bool) {
         let c = team::ctx();
         let g = c.task.group;
         let data = if g.is_null() {
-            std::ptr::null_mut()
+            None
         } else {
             // SAFETY: the construct's group, current until taskgroup_end below.
             unsafe { (*g).reductions.load(std::sync::atomic::Ordering::Acquire) }
         };
         task::taskgroup_end();
         let c = team::ctx();
-        if !data.is_null() {
-            // SAFETY: registered by this thread at the construct's start.
-            unsafe { if c.tid == 0 { task::reduction_unregister(data) } else { task::free_map(data) } }
+        if let Some(r) = data {
+            // SAFETY: registered by this thread at the construct's start; its taskgroup has
+            // ended. Thread 0 allocated the blocks, the others only share them.
+            unsafe { if c.tid == 0 { r.unregister() } else { r.free_map() } }
         }
         if !cancelled {
             c.team().barrier();
@@ -227,8 +247,8 @@ pub extern "C" fn GOMP_workshare_task_reduction_unregister(cancelled: bool) {
 pub unsafe extern "C" fn GOMP_parallel_reductions(f: Body, data: *mut c_void, num_threads: c_uint, flags: c_uint) -> c_uint {
     guard("GOMP_parallel_reductions", || {
         // SAFETY: the region's data starts with the reduction descriptors' address.
-        let rdata = unsafe { *(data as *const *mut usize) };
-        let n = team::fork_with(Some(f), data, num_threads, flags, true, None, rdata);
+        let red = unsafe { Descriptor::from_parallel_data(data) };
+        let n = team::fork_with(Some(f), data, num_threads, flags, true, None, red);
         // SAFETY: the compiler-outlined body with its data.
         unsafe { f(data) };
         team::join();
