@@ -108,12 +108,18 @@ fn a_kernel_that_fails_to_build_fails_its_task_and_cancels_dependents(dir: &std:
 fn independent_kernels_use_both_devices(dir: &std::path::Path) {
     let Some(rt) = runtime(0, None, dir) else { return };
     let add = Codelet::builder("add-ocl").opencl(ADD, "add").build();
-    let hs: Vec<DataHandle> = (0..16).map(|_| rt.register_vector(vec![0.0f32; 1 << 16]).unwrap()).collect();
+    // All ready at once (behind a tag) and long enough together (64 kernels over 4 MiB
+    // each) that a device whose driver is slow to wake still takes some: on a loaded
+    // machine, tiny kernels submitted one by one could all run on the first device
+    // before the other's driver is scheduled.
+    let hs: Vec<DataHandle> = (0..16).map(|_| rt.register_vector(vec![0.0f32; 1 << 20]).unwrap()).collect();
     for h in &hs {
-        for _ in 0..4 {
-            rt.submit(TaskBuilder::new(&add).access(h, AccessMode::RW).arg(0.5f32)).unwrap();
+        for i in 0..4 {
+            let b = TaskBuilder::new(&add).access(h, AccessMode::RW).arg(0.5f32);
+            rt.submit(if i == 0 { b.after_tag(9) } else { b }).unwrap();
         }
     }
+    rt.tag_notify(9).unwrap();
     rt.wait_for_all().unwrap();
     let per = rt.tasks_per_worker();
     assert!(opencl_workers(&rt).iter().all(|&w| per[w] > 0), "{per:?}");
