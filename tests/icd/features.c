@@ -15,7 +15,8 @@
  *    (clGetKernelSubGroupInfo), on-device queues, IL programs (clCreateProgramWithIL, with
  *    no IL version and an empty CL_DEVICE_ILS_WITH_VERSION).
  * 3. The unified device reports no more than each real device: its extensions and
- *    feature macros are among every real device's, and it names no physical device
+ *    feature macros are among every real device's, its OpenCL C versions are those every
+ *    real device lists (each once), and it names no physical device
  *    (no cl_khr_pci_bus_info or cl_khr_device_uuid).
  * Prints "features ok" and "all ok" last. */
 #define CL_TARGET_OPENCL_VERSION 300
@@ -137,6 +138,9 @@ static void agrees(const char *features, const char *name, int supported, cl_uin
 }
 
 static char ext[8][8192], feat[8][8192];
+/* Each device's OpenCL C versions (CL_DEVICE_OPENCL_C_ALL_VERSIONS). */
+static cl_version cvers[8][64];
+static size_t ncvers[8];
 
 int main(void) {
     plat = weft_platform();
@@ -193,7 +197,12 @@ int main(void) {
         size_t bytes = 0;
         CHECK(clGetDeviceInfo(devs[d], CL_DEVICE_OPENCL_C_ALL_VERSIONS, sizeof cv, cv, &bytes));
         EXPECT(bytes >= sizeof *cv);
-        for (size_t i = 0; i < bytes / sizeof *cv; i++) EXPECT(cv[i].version <= CL_MAKE_VERSION(3, 0, 0));
+        ncvers[d] = bytes / sizeof *cv;
+        for (size_t i = 0; i < ncvers[d]; i++) {
+            EXPECT(cv[i].version <= CL_MAKE_VERSION(3, 0, 0));
+            for (size_t j = 0; j < i; j++) EXPECT(cv[j].version != cv[i].version); /* each once */
+            cvers[d][i] = cv[i].version;
+        }
 
         /* The refusals behind "unsupported". */
         char il[256] = "x";
@@ -219,7 +228,18 @@ int main(void) {
     EXPECT_CODE(CL_INVALID_OPERATION, clGetKernelSubGroupInfo(k, devs[0], CL_KERNEL_MAX_SUB_GROUP_SIZE_FOR_NDRANGE,
                                                               sizeof local, &local, sizeof out, &out, NULL));
 
-    /* 3. The unified device (devs[0]) reports no more than each real one. */
+    /* 3. The unified device (devs[0]) reports no more than each real one, and compiles
+     * every OpenCL C version all of them compile. */
+    for (size_t i = 0; nd > 1 && i < ncvers[1]; i++) {
+        int everywhere = 1, unified = 0;
+        for (cl_uint d = 2; d < nd; d++) {
+            int here = 0;
+            for (size_t j = 0; j < ncvers[d]; j++) here |= cvers[d][j] == cvers[1][i];
+            everywhere &= here;
+        }
+        for (size_t j = 0; j < ncvers[0]; j++) unified |= cvers[0][j] == cvers[1][i];
+        EXPECT(unified == everywhere);
+    }
     for (cl_uint d = 1; d < nd; d++) {
         char copy[8192];
         copy_to(copy, ext[0], sizeof copy);

@@ -381,9 +381,12 @@ fn implied_c_versions(version: &str) -> Vec<u32> {
         .collect()
 }
 
-/// `cl_name_version` entries (68 bytes each) of every one of `reals` for `param`, kept
-/// by name when all of them report it (at the smallest version), in the first one's order.
+/// `cl_name_version` entries (68 bytes each) of every one of `reals` for `param`, in the
+/// first one's order: for `CL_DEVICE_OPENCL_C_ALL_VERSIONS` (one name, an entry per
+/// version) the entries all of them report; for lists whose names are unique (features)
+/// those whose name all of them report, at the smallest version.
 fn common_name_versions(p: &Platform, reals: &[usize], param: cl_uint, keep: impl Fn(&str) -> bool) -> ClResult<Vec<u8>> {
+    let by_name = param != 0x1066;
     let mut common: Option<Vec<(String, u32)>> = None;
     for &i in reals {
         let b = name_versions_of(&p.real[i].1, param)?;
@@ -397,7 +400,10 @@ fn common_name_versions(p: &Platform, reals: &[usize], param: cl_uint, keep: imp
             .collect();
         common = Some(match common {
             None => mine,
-            Some(c) => c.into_iter().filter_map(|(n, v)| mine.iter().find(|m| m.0 == n).map(|m| (n, v.min(m.1)))).collect(),
+            Some(c) => c
+                .into_iter()
+                .filter_map(|(n, v)| mine.iter().find(|m| m.0 == n && (by_name || m.1 == v)).map(|m| (n, v.min(m.1))))
+                .collect(),
         });
     }
     Ok(common.unwrap_or_default().iter().flat_map(|(n, v)| name_version(n, *v)).collect())
