@@ -53,4 +53,20 @@ static inline cl_uint weft_devices(cl_platform_id platform, cl_device_id *ds, cl
     CHECK(clGetDeviceIDs(platform, CL_DEVICE_TYPE_ALL, max, ds, &nd));
     return nd < max ? nd : max;
 }
+
+/* A compute-bound kernel of known result: `spin` runs ITERS steps of a generator per work
+ * item from (SEED, id); spin_expected is what out[i] must hold. SPIN_SRC opens a program's
+ * source (string concatenation adds the program's own kernels). */
+#define SPIN_SRC                                                                         \
+    "__kernel void spin(__global uint *out, int iters, uint seed) {\n"                    \
+    "  uint i = (uint)get_global_id(0), y = seed * 16u + i;\n"                            \
+    "  for (int k = 0; k < iters; k++) { y = y * 1664525u + 1013904223u + (y >> 13); }\n" \
+    "  out[i] = y;\n"                                                                     \
+    "}\n"
+static inline cl_uint spin_expected(int iters, cl_uint seed, cl_uint i) {
+    cl_uint y = seed * 16u + i;
+    for (int k = 0; k < iters; k++) y = y * 1664525u + 1013904223u + (y >> 13);
+    return y;
+}
+
 #endif

@@ -25,23 +25,13 @@
 enum { N = 64, STEPS = 6 };
 
 static const char *SRC =
-    "__kernel void spin(__global uint *out, int iters, uint seed) {\n"
-    "  uint i = (uint)get_global_id(0), y = seed * 16u + i;\n"
-    "  for (int k = 0; k < iters; k++) { y = y * 1664525u + 1013904223u + (y >> 13); }\n"
-    "  out[i] = y;\n"
-    "}\n"
+    SPIN_SRC
     "__kernel void advance(__global uint *dst, __global const uint *src, uint c, int iters, uint mask) {\n"
     "  size_t i = get_global_id(0);\n"
     "  uint y = src[i];\n"
     "  for (int k = 0; k < iters; k++) { y = y * 1664525u + 1013904223u + (y >> 13); }\n"
     "  dst[i] = src[i] * 3u + c + (y & mask);\n"
     "}\n";
-
-static cl_uint expected(int iters, cl_uint seed, cl_uint i) {
-    cl_uint y = seed * 16u + i;
-    for (int k = 0; k < iters; k++) y = y * 1664525u + 1013904223u + (y >> 13);
-    return y;
-}
 
 static cl_context ctx;
 static cl_program prog;
@@ -66,7 +56,7 @@ static cl_mem spin(cl_command_queue q, int iters, cl_uint seed, cl_event *ev) {
 static void check_spin(cl_command_queue q, cl_mem out, int iters, cl_uint seed) {
     cl_uint got[4];
     CHECK(clEnqueueReadBuffer(q, out, CL_TRUE, 0, sizeof got, got, 0, NULL, NULL));
-    for (cl_uint i = 0; i < 4; i++) EXPECT(got[i] == expected(iters, seed, i));
+    for (cl_uint i = 0; i < 4; i++) EXPECT(got[i] == spin_expected(iters, seed, i));
     CHECK(clReleaseMemObject(out));
 }
 

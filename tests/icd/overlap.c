@@ -14,17 +14,7 @@
 #include "check.h"
 
 static const char *SRC =
-    "__kernel void spin(__global uint *out, int iters, uint seed) {\n"
-    "  uint i = (uint)get_global_id(0), y = seed * 16u + i;\n"
-    "  for (int k = 0; k < iters; k++) { y = y * 1664525u + 1013904223u + (y >> 13); }\n"
-    "  out[i] = y;\n"
-    "}\n";
-
-static cl_uint expected(int iters, cl_uint seed, cl_uint i) {
-    cl_uint y = seed * 16u + i;
-    for (int k = 0; k < iters; k++) y = y * 1664525u + 1013904223u + (y >> 13);
-    return y;
-}
+    SPIN_SRC;
 
 int main(int argc, char **argv) {
     int iters = argc > 1 ? atoi(argv[1]) : 20000000;
@@ -70,7 +60,7 @@ int main(int argc, char **argv) {
         EXPECT(end[d] > start[d]);
         cl_uint got[4];
         CHECK(clEnqueueReadBuffer(q[d], out[d], CL_TRUE, 0, sizeof got, got, 0, NULL, NULL));
-        for (cl_uint i = 0; i < 4; i++) EXPECT(got[i] == expected(iters, (cl_uint)d, i));
+        for (cl_uint i = 0; i < 4; i++) EXPECT(got[i] == spin_expected(iters, (cl_uint)d, i));
     }
     printf("device 1: %.3f-%.3f s, device 2: %.3f-%.3f s\n", 0.0, (double)(end[0] - start[0]) * 1e-9,
            ((double)start[1] - (double)start[0]) * 1e-9, ((double)end[1] - (double)start[0]) * 1e-9);

@@ -37,22 +37,12 @@
 enum { ROUND = 16, ROUNDS = 8 };
 
 static const char *SRC =
-    "__kernel void spin(__global uint *out, int iters, uint seed) {\n"
-    "  uint i = (uint)get_global_id(0), y = seed * 16u + i;\n"
-    "  for (int k = 0; k < iters; k++) { y = y * 1664525u + 1013904223u + (y >> 13); }\n"
-    "  out[i] = y;\n"
-    "}\n"
+    SPIN_SRC
     "__kernel void pix(__read_only image2d_t im, __global uint *out) {\n"
     "  int i = (int)get_global_id(0);\n"
     "  uint4 p = read_imageui(im, (int2)(i, 0));\n"
     "  out[i] = p.x + p.y + p.z + p.w;\n"
     "}\n";
-
-static cl_uint expected(int iters, cl_uint seed, cl_uint i) {
-    cl_uint y = seed * 16u + i;
-    for (int k = 0; k < iters; k++) y = y * 1664525u + 1013904223u + (y >> 13);
-    return y;
-}
 
 static cl_ulong raw_now(void) {
     struct timespec t;
@@ -221,7 +211,7 @@ int main(void) {
     cl_uint got[4];
     CHECK(clEnqueueReadBuffer(q, out[2], CL_TRUE, 0, sizeof got, got, 0, NULL, &er));
     device_commands += 2;
-    for (cl_uint i = 0; i < 4; i++) EXPECT(got[i] == expected(1000, 5, i));
+    for (cl_uint i = 0; i < 4; i++) EXPECT(got[i] == spin_expected(1000, 5, i));
     EXPECT(ran_on(er) == ran_on(ek) && ran_on(er) != NULL);
     cl_ulong tk[5], tr[5];
     times_of(ek, tk);
