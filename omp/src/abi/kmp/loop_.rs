@@ -389,6 +389,25 @@ mod tests {
         assert_eq!(decode(91, 8), (Sched::Fixed(STATIC, 8), false));
     }
 
+    /// The compiler's loop over one thread's static share: each chunk's upper bound clamped
+    /// to `bound`, stepping by the stride (once for unchunked `static`); its iterations go
+    /// into `seen`.
+    fn run_chunks(sched: i32, s: &StaticInit, bound: i128, seen: &mut Vec<i128>) {
+        let (mut lb, mut ub) = (s.lower, s.upper);
+        loop {
+            ub = ub.min(bound);
+            if lb > ub {
+                break;
+            }
+            seen.extend(lb..=ub);
+            if sched == SCH_STATIC {
+                break;
+            }
+            lb += s.stride;
+            ub += s.stride;
+        }
+    }
+
     /// Every iteration of `lower..=upper` exactly once over the team, following the
     /// compiler's loop (clamp the chunk's upper bound to the loop's, step by the stride).
     fn cover(sched: i32, lower: i128, upper: i128, chunk: i64, nth: u32, range: (i128, i128, i128)) -> Vec<i128> {
@@ -398,19 +417,7 @@ mod tests {
             let s = static_init(sched, lower, upper, 1, chunk, tid, nth, range);
             assert!(s.lower >= range.0 && s.lower <= range.1 && s.upper >= range.0 && s.upper <= range.1, "{s:?}");
             lasts += i32::from(s.last);
-            let (mut lb, mut ub) = (s.lower, s.upper);
-            loop {
-                ub = ub.min(upper);
-                if lb > ub {
-                    break;
-                }
-                seen.extend(lb..=ub);
-                if sched == SCH_STATIC {
-                    break;
-                }
-                lb += s.stride;
-                ub += s.stride;
-            }
+            run_chunks(sched, &s, upper, &mut seen);
         }
         assert_eq!(lasts, i32::from(upper >= lower), "exactly one thread runs the last iteration");
         seen.sort();
@@ -431,19 +438,7 @@ mod tests {
                         for tid in 0..nth {
                             let (s, ud) = dist_static_init(sched, lo, hi, 1, chunk, (team, nteams), (tid, nth), I32);
                             lasts += i32::from(s.last);
-                            let (mut lb, mut ub) = (s.lower, s.upper);
-                            loop {
-                                ub = ub.min(ud);
-                                if lb > ub {
-                                    break;
-                                }
-                                seen.extend(lb..=ub);
-                                if sched == SCH_STATIC {
-                                    break;
-                                }
-                                lb += s.stride;
-                                ub += s.stride;
-                            }
+                            run_chunks(sched, &s, ud, &mut seen);
                         }
                     }
                     seen.sort();
