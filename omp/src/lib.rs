@@ -11,8 +11,11 @@
 //! forks and joins teams on core workers (plus extra OS threads when needed); `ws.rs` holds
 //! worksharing; `lock.rs` the mutexes; `env.rs` the environment; `sys.rs` futexes and the
 //! spin policy; `task.rs` explicit tasks (their dependencies, decoded by the ABI layer
-//! into `task::Deps`, are core tasks on core data handles); `trace.rs` what `WEFT_TRACE`
-//! records of tasks and constructs.
+//! into `task::Deps`, ordered by a map of depend addresses per parent task); `trace.rs`
+//! what `WEFT_TRACE` records of tasks and constructs. Outside `abi/`, a thread's context
+//! and a task's team are reached through the handles `team::CtxRef` and `team::TeamRef`,
+//! whose lifetime argument is made once, in team.rs; taskgroups and child counters are
+//! shared (`Arc`).
 
 pub mod abi;
 mod env;

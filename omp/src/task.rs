@@ -31,14 +31,17 @@
 //! dependencies. A team's barrier completes only when the team has no task left.
 //!
 //! # Lifetimes
-//! A task holds its parent's child counter ([`Node`], shared), its taskgroup and its team
-//! by pointer: a taskgroup ends only once its count is zero and a team's region only once
-//! its pending count is zero, and those decrements are a finishing task's last accesses.
+//! A task holds its parent's child counter ([`Node`]) and its taskgroup ([`Group`]) shared
+//! (`Arc`: either may outlive the task that made it), and its team as a [`TeamRef`] (a
+//! team's region ends only once its pending count is zero, and that decrement is among a
+//! finishing task's last accesses: team.rs argues it). The calling thread's context comes
+//! as a [`CtxRef`], lent for one step at a time (team.rs argues that too); this module
+//! dereferences no raw pointer of its own but the task's data.
 
 use crate::abi::gomp::reduction::{self, Descriptor};
 use crate::env::env;
 use crate::sys;
-use crate::team::{self, Body, Ctx, Icv, Team, cur};
+use crate::team::{self, Body, Ctx, CtxRef, Icv, Team, TeamRef, cur};
 use crossbeam_deque::{Injector, Steal, Stealer, Worker};
 use crossbeam_queue::ArrayQueue;
 use crossbeam_utils::CachePadded;
@@ -114,11 +117,12 @@ pub struct Node {
     children: AtomicUsize,
 }
 
-/// A taskgroup: its tasks and their descendants not yet complete.
+/// A taskgroup: its tasks and their descendants not yet complete. Shared by the task that
+/// opened it (its context's current group), the groups opened inside it and its tasks.
 pub struct Group {
     pending: AtomicUsize,
     pub cancelled: AtomicBool,
-    outer: *mut Group,
+    outer: Option<Arc<Group>>,
     /// The task reductions registered in it (GOMP_taskgroup_reduction_register), or the
     /// enclosing group's.
     pub reductions: reduction::Slot,
@@ -126,30 +130,16 @@ pub struct Group {
     pub workshare: bool,
 }
 
-impl Group {
-    fn new(outer: *mut Group, workshare: bool) -> Box<Group> {
-        // SAFETY: an enclosing group outlives the groups and tasks opened inside it.
-        let red = if outer.is_null() { None } else { unsafe { (*outer).reductions.load(Ordering::Relaxed) } };
-        Box::new(Group {
-            pending: AtomicUsize::new(0),
-            cancelled: AtomicBool::new(false),
-            outer,
-            reductions: reduction::Slot::new(red),
-            workshare,
-        })
-    }
-}
-
-/// Leak a new group (freed by [`free_group`] once its tasks are done).
-pub fn new_group(outer: *mut Group, workshare: bool) -> *mut Group {
-    Box::into_raw(Group::new(outer, workshare))
-}
-
-/// # Safety
-/// `g` came from [`new_group`], and no task refers to it any more.
-pub unsafe fn free_group(g: *mut Group) {
-    // SAFETY: per the contract.
-    drop(unsafe { Box::from_raw(g) });
+/// A new group inside `outer` (whose task reductions it sees until it registers its own).
+pub fn new_group(outer: Option<Arc<Group>>, workshare: bool) -> Arc<Group> {
+    let red = outer.as_ref().and_then(|o| o.reductions.load(Ordering::Relaxed));
+    Arc::new(Group {
+        pending: AtomicUsize::new(0),
+        cancelled: AtomicBool::new(false),
+        outer,
+        reductions: reduction::Slot::new(red),
+        workshare,
+    })
 }
 
 /// Sibling scope: for each depend address named by a task's children, the children that a
@@ -440,7 +430,7 @@ pub struct Cur {
     /// Identifies the task (owner of nestable locks): its box's address; 0 for an implicit task.
     pub id: usize,
     node: Option<Arc<Node>>,
-    pub group: *mut Group,
+    pub group: Option<Arc<Group>>,
     pub final_: bool,
     deps: Option<Box<DepMap>>,
     /// How long its children take ([`Sizes`]).
@@ -448,7 +438,7 @@ pub struct Cur {
 }
 
 impl Cur {
-    pub fn implicit(group: *mut Group) -> Cur {
+    pub fn implicit(group: Option<Arc<Group>>) -> Cur {
         Cur { id: 0, node: None, group, final_: false, deps: None, tiny: Sizes::new() }
     }
 }
@@ -540,8 +530,8 @@ pub struct TaskBox {
     inline: UnsafeCell<[u64; INLINE / 8]>,
     heap: Option<(*mut u8, std::alloc::Layout)>,
     parent: Option<Arc<Node>>,
-    group: *mut Group,
-    team: *const Team,
+    group: Option<Arc<Group>>,
+    team: TeamRef,
     final_: bool,
     priority: i32,
     /// The data environment ICVs it starts with (its creator's).
@@ -560,9 +550,8 @@ pub struct TaskBox {
     pooled: bool,
 }
 
-// SAFETY: the raw pointers are the team and taskgroup, which outlive the task (module doc),
-// and the task's own data, which one thread at a time uses (the creator before queueing,
-// the executor after taking it from a queue).
+// SAFETY: the raw pointer and the cell are the task's own data, which one thread at a time
+// uses (the creator before queueing, the executor after taking it from a queue).
 unsafe impl Send for TaskBox {}
 // SAFETY: as above.
 unsafe impl Sync for TaskBox {}
@@ -580,8 +569,7 @@ impl TaskBox {
     /// A task with dependencies whose predecessors are all complete (on the thread that
     /// completed the last one, or on its creator's if none was left): it joins a queue.
     fn ready(self: Arc<Self>) {
-        // SAFETY: the team outlives its tasks.
-        let team = unsafe { &*self.team };
+        let team = self.team.get();
         // The first task that a finishing task releases stays with the thread that ran it
         // (its own deque, which is empty then): that thread's next task, with the data it
         // just wrote still in its cache, and no trip through the team's queue. A task ready
@@ -600,10 +588,9 @@ impl TaskBox {
         // Measured (deptree, Cholesky, SparseLU; commits ab4c4a1, 319fcd1, 8771db3):
         // bench/RESULTS.md, "Figures behind code comments".
         if let Some(c) = team::cur_if_any() {
-            // SAFETY: the calling thread's context.
-            let (cteam, tid) = unsafe { ((*c).team, (*c).tid) };
+            let (mine, tid) = c.get(|cx| (self.team.is(cx.team()), cx.tid));
             let release = RELEASING.with(|r| r.get());
-            let keep = std::ptr::eq(cteam, team)
+            let keep = mine
                 && match release {
                     Release::None => true,
                     Release::First => team.tasks.own_len(tid) == 0 || WAITING.with(|w| w.get().keeps(&self)),
@@ -972,11 +959,11 @@ impl TeamTasks {
 #[derive(Clone, Copy)]
 enum Scope {
     Any,
-    /// Children of the task whose child counter this is.
+    /// Children of the task whose child counter this is (compared, never dereferenced).
     Children(*const Node),
     /// Tasks of this taskgroup or of a group nested in it, and children of the task
     /// (whose child counter is the second field) ending the group: their predecessors may
-    /// be its earlier children outside the group.
+    /// be its earlier children outside the group. (Compared, never dereferenced.)
     Group(*const Group, *const Node),
 }
 
@@ -995,13 +982,12 @@ impl Scope {
                 if Scope::Children(n).admits(t) {
                     return true;
                 }
-                let mut x = t.group as *const Group;
-                while !x.is_null() {
-                    if std::ptr::eq(x, g) {
+                let mut x = t.group.as_deref();
+                while let Some(gr) = x {
+                    if std::ptr::eq(gr, g) {
                         return true;
                     }
-                    // SAFETY: a queued task's groups are alive (they wait for it).
-                    x = unsafe { (*x).outer };
+                    x = gr.outer.as_deref();
                 }
                 false
             }
@@ -1009,15 +995,14 @@ impl Scope {
     }
 
     /// The children of the calling thread's current task.
-    fn children(c: *mut Ctx) -> Scope {
+    fn children(c: CtxRef) -> Scope {
         Scope::Children(Scope::node(c))
     }
 
     /// The child counter of the calling thread's current task (null: no child was ever
     /// deferred, so none can be queued).
-    fn node(c: *mut Ctx) -> *const Node {
-        // SAFETY: the calling thread's context.
-        unsafe { (*c).task.node.as_ref().map_or(std::ptr::null(), Arc::as_ptr) }
+    fn node(c: CtxRef) -> *const Node {
+        c.get(|cx| cx.task.node.as_ref().map_or(std::ptr::null(), Arc::as_ptr))
     }
 }
 
@@ -1038,28 +1023,27 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// before the runtime started (orphaned ones, in a program that has not forked yet) are not
 /// counted: there are no statistics yet.
 #[inline]
-fn count_task(c: *mut Ctx) {
-    // SAFETY: the calling thread's context; no reference to it is held across this call.
-    let cx = unsafe { &mut *c };
-    if cx.counter.is_none() {
-        cx.counter = team::started_runtime().map(|rt| rt.counter());
-    }
-    if let Some(k) = cx.counter {
-        k.task();
-    }
+fn count_task(c: CtxRef) {
+    c.with(|cx| {
+        if cx.counter.is_none() {
+            cx.counter = team::started_runtime().map(|rt| rt.counter());
+        }
+        if let Some(k) = cx.counter {
+            k.task();
+        }
+    })
 }
 
 // ---------------------------------------------------------------------------------------
 // Running and finishing.
 
 /// Run one queued task of the calling thread's team, if there is one (at a barrier: any).
-pub fn run_one(c: *mut Ctx) -> bool {
+pub fn run_one(c: CtxRef) -> bool {
     run_one_in(c, Scope::Any)
 }
 
-fn run_one_in(c: *mut Ctx, scope: Scope) -> bool {
-    // SAFETY: the calling thread's context.
-    let (team, tid) = unsafe { ((*c).team(), (*c).tid) };
+fn run_one_in(c: CtxRef, scope: Scope) -> bool {
+    let (team, tid) = c.get(|cx| (cx.team(), cx.tid));
     match team.tasks.pop_in(tid, scope) {
         Some(t) => {
             execute(c, t);
@@ -1071,9 +1055,8 @@ fn run_one_in(c: *mut Ctx, scope: Scope) -> bool {
 
 /// Run queued tasks that `scope` admits until `done()` holds, pausing politely while the
 /// tasks that could make it hold run on other threads.
-fn wait_until(c: *mut Ctx, scope: Scope, done: impl Fn() -> bool) {
-    // SAFETY: the calling thread's context.
-    let tasks = unsafe { &(*c).team().tasks };
+fn wait_until(c: CtxRef, scope: Scope, done: impl Fn() -> bool) {
+    let tasks = &c.team().tasks;
     let _waiting = SetFor::new(&WAITING, scope);
     while !done() {
         if run_one_in(c, scope) {
@@ -1109,20 +1092,17 @@ fn wait_until(c: *mut Ctx, scope: Scope, done: impl Fn() -> bool) {
 }
 
 /// Every task of the team complete (a barrier's last arriver, a team of one).
-pub fn drain(c: *mut Ctx) {
-    // SAFETY: the calling thread's context.
-    let team = unsafe { (*c).team() };
+pub fn drain(c: CtxRef) {
+    let team = c.team();
     if team.tasks.pending() > 0 {
         wait_until(c, Scope::Any, || team.tasks.pending() == 0);
     }
 }
 
-fn execute(c: *mut Ctx, t: Arc<TaskBox>) {
-    // SAFETY: the team outlives its tasks.
-    let team = unsafe { &*t.team };
-    // SAFETY: the group outlives its tasks.
+fn execute(c: CtxRef, t: Arc<TaskBox>) {
+    let team = t.team.get();
     let skip = (env().cancellation && team.cancelled.load(Ordering::Acquire))
-        || (!t.group.is_null() && unsafe { (*t.group).cancelled.load(Ordering::Acquire) });
+        || t.group.as_ref().is_some_and(|g| g.cancelled.load(Ordering::Acquire));
     if !skip {
         run_body(c, &t, t.data());
     }
@@ -1132,34 +1112,36 @@ fn execute(c: *mut Ctx, t: Arc<TaskBox>) {
 /// Run an undeferred task's body on `data` as the calling thread's current task: no task
 /// object, only the context's task fields and ICVs swapped around the call.
 #[inline]
-fn run_inline(c: *mut Ctx, body: Body, data: *mut c_void, final_: bool) {
+fn run_inline(c: CtxRef, body: Body, data: *mut c_void, final_: bool) {
     run_inline_as(c, body, data, final_, false)
 }
 
 /// [`run_inline`]; `depend`: the task had depend clauses (for its trace slice).
 #[inline]
-fn run_inline_as(c: *mut Ctx, body: Body, data: *mut c_void, final_: bool, depend: bool) {
+fn run_inline_as(c: CtxRef, body: Body, data: *mut c_void, final_: bool, depend: bool) {
     let frame = 0u8;
-    // SAFETY: the calling thread's context; no reference to it is held across the body.
-    unsafe {
-        // Only the fields a task changes are swapped (its group is its creator's).
-        let t = &mut (*c).task;
-        let (id, fin, node, deps) = (t.id, t.final_, t.node.take(), t.deps.take());
+    // Only the fields a task changes are swapped (its group is its creator's).
+    let (id, fin, node, deps, icv) = c.with(|cx| {
+        let t = &mut cx.task;
+        let saved = (t.id, t.final_, t.node.take(), t.deps.take(), cx.icv);
         // A unique identity while the body runs (lock ownership): this frame's address.
         t.id = &frame as *const u8 as usize;
         t.final_ = final_;
-        let icv = (*c).icv;
-        count_task(c);
-        let traced = crate::trace::start();
-        body(data);
-        crate::trace::task_end(traced, depend, None);
-        (*c).icv = icv;
-        let t = &mut (*c).task;
+        saved
+    });
+    count_task(c);
+    let traced = crate::trace::start();
+    // SAFETY: the compiler-outlined task body with its data, as the ABI layer received them.
+    unsafe { body(data) };
+    crate::trace::task_end(traced, depend, None);
+    let ended = c.with(|cx| {
+        cx.icv = icv;
+        let t = &mut cx.task;
         t.id = id;
         t.final_ = fin;
-        let ended = (std::mem::replace(&mut t.node, node), std::mem::replace(&mut t.deps, deps));
-        end_task(ended.0, ended.1);
-    }
+        (std::mem::replace(&mut t.node, node), std::mem::replace(&mut t.deps, deps))
+    });
+    end_task(ended.0, ended.1);
 }
 
 /// GOMP_task's common case with nothing but the body to handle (no dependencies, copy
@@ -1169,11 +1151,11 @@ fn run_inline_as(c: *mut Ctx, body: Body, data: *mut c_void, final_: bool, depen
 #[inline]
 pub fn try_run_now(body: Body, data: *mut c_void, if_clause: bool, final_flag: bool) -> bool {
     let c = cur();
-    // SAFETY: the calling thread's context.
-    let cx = unsafe { &*c };
-    let final_ = final_flag || cx.task.final_;
-    let team = cx.team();
-    if !deferrable(cx, team, if_clause) {
+    let (team, final_, may) = c.get(|cx| {
+        let team = cx.team();
+        (team, final_flag || cx.task.final_, deferrable(cx, team, if_clause))
+    });
+    if !may {
         run_inline(c, body, data, final_);
         return true;
     }
@@ -1188,43 +1170,40 @@ pub fn try_run_now(body: Body, data: *mut c_void, if_clause: bool, final_flag: b
 /// Whether the calling thread defers a child it may defer (no if(0), final or depend
 /// clause; in a parallel region): the throttle, or the children's size ([`Sizes`]).
 #[inline]
-fn choose(c: *mut Ctx, team: &Team) -> Choice {
-    // SAFETY: the calling thread's context; nothing else refers to its task's fields now.
-    let (tid, sizes) = unsafe { ((*c).tid, &mut (*c).task.tiny) };
-    let (queued, bound) = (team.tasks.own_len(tid), THROTTLE * team.n as usize);
-    if team.n == 1 {
-        // No other thread to take a child: sizes would change nothing but cost the probes.
-        return if queued <= bound { Choice::Defer } else { Choice::Run };
-    }
-    sizes.choose(queued, bound)
+fn choose(c: CtxRef, team: &Team) -> Choice {
+    c.with(|cx| {
+        let (queued, bound) = (team.tasks.own_len(cx.tid), THROTTLE * team.n as usize);
+        if team.n == 1 {
+            // No other thread to take a child: sizes would change nothing but cost the probes.
+            return if queued <= bound { Choice::Defer } else { Choice::Run };
+        }
+        cx.task.tiny.choose(queued, bound)
+    })
 }
 
 /// Run a child at once through `run`, timing it into the calling thread's task's [`Sizes`].
-fn timed(c: *mut Ctx, run: impl FnOnce()) {
+fn timed(c: CtxRef, run: impl FnOnce()) {
     let t0 = std::time::Instant::now();
     run();
     let ns = t0.elapsed().as_nanos().min(u32::MAX as u128) as u32;
-    // SAFETY: the calling thread's context; the child has returned.
-    unsafe { (*c).task.tiny.record(ns) };
+    c.with(|cx| cx.task.tiny.record(ns));
 }
 
 /// Run `t`'s body as the calling thread's current task.
-fn run_body(c: *mut Ctx, t: &TaskBox, data: *mut c_void) {
-    let mine = Cur { id: t as *const TaskBox as usize, node: None, group: t.group, final_: t.final_, deps: None, tiny: Sizes::new() };
-    // SAFETY: the calling thread's context; no reference to it is held across the body
-    // (which re-enters the runtime).
-    let (saved, icv) = unsafe { (std::mem::replace(&mut (*c).task, mine), std::mem::replace(&mut (*c).icv, t.icv)) };
+fn run_body(c: CtxRef, t: &TaskBox, data: *mut c_void) {
+    let mine =
+        Cur { id: t as *const TaskBox as usize, node: None, group: t.group.clone(), final_: t.final_, deps: None, tiny: Sizes::new() };
+    let (saved, icv) = c.with(|cx| (std::mem::replace(&mut cx.task, mine), std::mem::replace(&mut cx.icv, t.icv)));
     count_task(c);
     let traced = crate::trace::start();
     // SAFETY: the compiler-outlined task body with its data.
     unsafe { (t.body)(data) };
     // (OpenMP dependencies are siblings' links, not core tasks: no core task to name.)
     crate::trace::task_end(traced, t.linked, None);
-    // SAFETY: as above.
-    let ended = unsafe {
-        (*c).icv = icv;
-        std::mem::replace(&mut (*c).task, saved)
-    };
+    let ended = c.with(|cx| {
+        cx.icv = icv;
+        std::mem::replace(&mut cx.task, saved)
+    });
     end_task(ended.node, ended.deps);
 }
 
@@ -1246,13 +1225,10 @@ fn finish(t: Arc<TaskBox>) {
     if let Some(p) = &t.parent {
         p.children.fetch_sub(1, Ordering::AcqRel);
     }
-    if !t.group.is_null() {
-        // SAFETY: the group waits for this decrement before it ends.
-        unsafe { (*t.group).pending.fetch_sub(1, Ordering::AcqRel) };
+    if let Some(g) = &t.group {
+        g.pending.fetch_sub(1, Ordering::AcqRel);
     }
-    // SAFETY: the team outlives this call: it is freed by its primary after the join
-    // barrier, which this thread (a member: only members run tasks) has not passed yet.
-    let tasks = unsafe { &(*t.team).tasks };
+    let tasks = &t.team.get().tasks;
     if t.has_detach {
         tasks.detached.fetch_sub(1, Ordering::AcqRel);
     }
@@ -1285,33 +1261,27 @@ pub fn add_dep(out: &mut Deps, addr: usize, m: AccessMode) {
     }
 }
 
-/// The calling thread's task's map of its children's depend addresses.
-#[inline]
-fn dep_map<'a>(c: *mut Ctx) -> &'a mut DepMap {
-    // SAFETY: the calling thread's context; only this thread touches its task's map, and
-    // callers hold the reference only while they create or look up (no task runs then:
-    // running one swaps the thread's current task).
-    unsafe { (*c).task.deps.get_or_insert_with(new_map) }
-}
-
 /// Record `t` (a new child of the calling thread's task) in the map for `deps` and make it
 /// wait for its predecessors; it is made ready here if none is left incomplete (as libgomp's
 /// gomp_task_handle_depend: a hash lookup per address, an edge per predecessor, nothing
 /// allocated but the entries' growth). `deps` names each address once ([`add_dep`]): a
 /// second access would find `t` itself recorded and wait for it.
-fn link_deps(c: *mut Ctx, t: &Arc<TaskBox>, deps: &[(usize, AccessMode)]) {
-    let map = dep_map(c);
+fn link_deps(c: CtxRef, t: &Arc<TaskBox>, deps: &[(usize, AccessMode)]) {
     // Nobody else knows `t` yet: the counter starts high, so that predecessors completing
     // while it is linked cannot make it ready early; then the edges not made come off.
     t.link.waiting.store(LINKING, Ordering::Relaxed);
     let mut edges = 0;
-    for &(addr, mode) in deps {
-        access(map.entry(addr), mode, Some(t), &mut |p| {
-            if p.link.add_successor(t) {
-                edges += 1;
-            }
-        });
-    }
+    // (The map is the calling task's, which only its thread touches.)
+    c.with(|cx| {
+        let map = cx.task.deps.get_or_insert_with(new_map);
+        for &(addr, mode) in deps {
+            access(map.entry(addr), mode, Some(t), &mut |p| {
+                if p.link.add_successor(t) {
+                    edges += 1;
+                }
+            });
+        }
+    });
     if t.link.waiting.fetch_sub(LINKING - edges, Ordering::AcqRel) == LINKING - edges {
         t.clone().ready();
     }
@@ -1319,27 +1289,28 @@ fn link_deps(c: *mut Ctx, t: &Arc<TaskBox>, deps: &[(usize, AccessMode)]) {
 
 /// The incomplete earlier siblings that a child with `deps` would wait for (recording the
 /// child `t`, if given, as the addresses' newest reader or writer).
-fn preds_of(c: *mut Ctx, t: Option<&Arc<TaskBox>>, deps: &[(usize, AccessMode)]) -> Preds {
+fn preds_of(c: CtxRef, t: Option<&Arc<TaskBox>>, deps: &[(usize, AccessMode)]) -> Preds {
     let mut preds = Preds::new();
-    // SAFETY: the calling thread's context (read only here).
-    if t.is_none() && unsafe { (*c).task.deps.is_none() } {
-        // No child has named an address yet (and a lookup needs no map).
-        return preds;
-    }
-    let map = dep_map(c);
-    for &(addr, mode) in deps {
-        let e = match (t, map.map.get_mut(&addr)) {
-            (None, Some(e)) => e,
-            // An address no earlier sibling named has no predecessor.
-            (None, None) => continue,
-            (Some(_), _) => map.entry(addr),
-        };
-        access(e, mode, t, &mut |p| {
-            if !p.link.done() && !preds.iter().any(|q| Arc::ptr_eq(q, p)) {
-                preds.push(p.clone());
-            }
-        });
-    }
+    c.with(|cx| {
+        if t.is_none() && cx.task.deps.is_none() {
+            // No child has named an address yet (and a lookup needs no map).
+            return;
+        }
+        let map = cx.task.deps.get_or_insert_with(new_map);
+        for &(addr, mode) in deps {
+            let e = match (t, map.map.get_mut(&addr)) {
+                (None, Some(e)) => e,
+                // An address no earlier sibling named has no predecessor.
+                (None, None) => continue,
+                (Some(_), _) => map.entry(addr),
+            };
+            access(e, mode, t, &mut |p| {
+                if !p.link.done() && !preds.iter().any(|q| Arc::ptr_eq(q, p)) {
+                    preds.push(p.clone());
+                }
+            });
+        }
+    });
     preds
 }
 
@@ -1355,7 +1326,7 @@ fn all_done(preds: &Preds) -> bool {
 /// at once, `taskwait depend`): no later sibling can have to wait for that work, so it is
 /// not recorded, only its predecessors looked up (as libgomp's
 /// gomp_task_maybe_wait_for_dependencies).
-fn wait_for_preds(c: *mut Ctx, deps: &[(usize, AccessMode)]) {
+fn wait_for_preds(c: CtxRef, deps: &[(usize, AccessMode)]) {
     match wait_for_preds_or(c, deps, || false) {
         Waited::Done => {}
         Waited::Room => unreachable!("invariant: no room to wait for"),
@@ -1373,7 +1344,7 @@ enum Waited {
 /// [`wait_for_preds`], ending early when `room()` holds (looked at while waiting): a
 /// creator held by the depend throttle waits for whichever comes first, room under the
 /// throttle (the task is then deferred after all) or its own predecessors (it runs at once).
-fn wait_for_preds_or(c: *mut Ctx, deps: &[(usize, AccessMode)], room: impl Fn() -> bool) -> Waited {
+fn wait_for_preds_or(c: CtxRef, deps: &[(usize, AccessMode)], room: impl Fn() -> bool) -> Waited {
     if deps.is_empty() {
         return Waited::Done;
     }
@@ -1429,15 +1400,15 @@ fn cancelled(c: &Ctx) -> bool {
     if c.team().cancelled.load(Ordering::Acquire) {
         return true;
     }
-    let g = group_for_cancel(c.task.group);
-    // SAFETY: the current task's groups are alive.
-    !g.is_null() && unsafe { (*g).cancelled.load(Ordering::Acquire) }
+    group_for_cancel(c.task.group.as_ref()).is_some_and(|g| g.cancelled.load(Ordering::Acquire))
 }
 
 /// The taskgroup a cancel construct names: a worksharing construct's own group does not count.
-fn group_for_cancel(g: *mut Group) -> *mut Group {
-    // SAFETY: the current task's groups are alive.
-    unsafe { if !g.is_null() && (*g).workshare && !(*g).outer.is_null() { (*g).outer } else { g } }
+fn group_for_cancel(g: Option<&Arc<Group>>) -> Option<&Arc<Group>> {
+    match g {
+        Some(g) if g.workshare && g.outer.is_some() => g.outer.as_ref(),
+        g => g,
+    }
 }
 
 /// GOMP_task.
@@ -1446,20 +1417,21 @@ fn group_for_cancel(g: *mut Group) -> *mut Group {
 /// The arguments are what the compiler passes to GOMP_task.
 pub unsafe fn spawn(s: Spawn) {
     let c = cur();
-    // SAFETY: the calling thread's context.
-    let cx = unsafe { &*c };
-    let team = cx.team();
-    if cancelled(cx) {
-        return;
-    }
-    let priority = if s.flags.priority { s.priority.clamp(0, env().max_task_priority) } else { 0 };
-    let final_ = cx.task.final_ || s.flags.final_;
     let deps: &[(usize, AccessMode)] = if s.flags.depend { &s.deps } else { &[] };
     let detach = s.flags.detach && !s.detach.is_null();
-    let deferrable = deferrable(cx, team, s.if_clause);
+    let Some((team, final_, deferrable, now)) = c.get(|cx| {
+        let team = cx.team();
+        let deferrable = deferrable(cx, team, s.if_clause);
+        // (`now` matters only where `choose` does not decide.)
+        let now = !(deferrable && deps.is_empty() && !detach) && run_now(cx, team, &s, 0);
+        (!cancelled(cx)).then_some((team, cx.task.final_ || s.flags.final_, deferrable, now))
+    }) else {
+        return;
+    };
+    let priority = if s.flags.priority { s.priority.clamp(0, env().max_task_priority) } else { 0 };
     let choice = if deferrable && deps.is_empty() && !detach {
         choose(c, team)
-    } else if run_now(cx, team, &s, 0) {
+    } else if now {
         Choice::Run
     } else {
         Choice::Defer
@@ -1496,11 +1468,7 @@ pub unsafe fn spawn(s: Spawn) {
             // is nothing to wait for.)
             match team.level {
                 0 => {}
-                _ if deferrable => match wait_for_preds_or(c, deps, || {
-                    // SAFETY: the calling thread's context, between the tasks the wait runs.
-                    let cx = unsafe { &*c };
-                    !run_now(cx, cx.team(), &s, 0)
-                }) {
+                _ if deferrable => match wait_for_preds_or(c, deps, || c.get(|cx| !run_now(cx, cx.team(), &s, 0))) {
                     Waited::Done => {}
                     Waited::Room => return defer(c, &s, final_, priority, detach, deps),
                 },
@@ -1515,14 +1483,12 @@ pub unsafe fn spawn(s: Spawn) {
 }
 
 /// Queue a new task (once its predecessors are complete, if it has depend clauses).
-fn defer(c: *mut Ctx, s: &Spawn, final_: bool, priority: i32, detach: bool, deps: &[(usize, AccessMode)]) {
-    // SAFETY: the calling thread's context.
-    let cx = unsafe { &*c };
-    let team = cx.team();
+fn defer(c: CtxRef, s: &Spawn, final_: bool, priority: i32, detach: bool, deps: &[(usize, AccessMode)]) {
     // SAFETY: per the contract.
     let t = unsafe { new_task(c, s, final_, priority, detach, true, !deps.is_empty()) };
     if deps.is_empty() {
-        team.tasks.push(cx.tid, t);
+        let (team, tid) = c.get(|cx| (cx.team(), cx.tid));
+        team.tasks.push(tid, t);
         team.nudge();
         return;
     }
@@ -1588,6 +1554,7 @@ fn keep_box(mut t: Arc<TaskBox>) {
     let Some(b) = Arc::get_mut(&mut t) else { return };
     // (Its completion emptied its successor list.)
     b.parent = None;
+    b.group = None;
     if let Some(t) = put_spare(&BOXES, t, LOCAL_BOXES) {
         // Full: freed here.
         let _ = pool().push(t);
@@ -1599,9 +1566,7 @@ fn keep_box(mut t: Arc<TaskBox>) {
 ///
 /// # Safety
 /// `s` is what the compiler passed.
-unsafe fn new_task(c: *mut Ctx, s: &Spawn, final_: bool, priority: i32, detach: bool, counted: bool, deps: bool) -> Arc<TaskBox> {
-    // SAFETY: the calling thread's context.
-    let cx = unsafe { &mut *c };
+unsafe fn new_task(c: CtxRef, s: &Spawn, final_: bool, priority: i32, detach: bool, counted: bool, deps: bool) -> Arc<TaskBox> {
     let align = s.arg_align.max(1);
     let layout = (s.arg_size > INLINE || align > 8).then(|| {
         std::alloc::Layout::from_size_align(s.arg_size.max(1), align.next_power_of_two()).unwrap_or_else(|_| {
@@ -1633,25 +1598,26 @@ unsafe fn new_task(c: *mut Ctx, s: &Spawn, final_: bool, priority: i32, detach: 
             })
         }
     };
-    let parent = if counted {
-        let n = cx.task.node.get_or_insert_with(new_node);
-        n.children.fetch_add(1, Ordering::Relaxed);
-        Some(n.clone())
-    } else {
-        None
-    };
-    let team = cx.team;
+    let (parent, group, team, icv) = c.with(|cx| {
+        let parent = if counted {
+            let n = cx.task.node.get_or_insert_with(new_node);
+            n.children.fetch_add(1, Ordering::Relaxed);
+            Some(n.clone())
+        } else {
+            None
+        };
+        (parent, cx.task.group.clone(), cx.team_ref(), cx.icv)
+    });
     if counted {
-        if !cx.task.group.is_null() {
-            // SAFETY: the current task's group is alive.
-            unsafe { (*cx.task.group).pending.fetch_add(1, Ordering::Relaxed) };
+        if let Some(g) = &group {
+            g.pending.fetch_add(1, Ordering::Relaxed);
         }
-        cx.team().tasks.pending.fetch_add(1, Ordering::AcqRel);
+        let tasks = &team.get().tasks;
+        tasks.pending.fetch_add(1, Ordering::AcqRel);
         if detach {
-            cx.team().tasks.detached.fetch_add(1, Ordering::AcqRel);
+            tasks.detached.fetch_add(1, Ordering::AcqRel);
         }
     }
-    let group = cx.task.group;
     let t = match reused {
         Some(mut a) => {
             let b = Arc::get_mut(&mut a).expect("invariant: a pooled box has no other reference");
@@ -1666,7 +1632,7 @@ unsafe fn new_task(c: *mut Ctx, s: &Spawn, final_: bool, priority: i32, detach: 
             b.team = team;
             b.final_ = final_;
             b.priority = priority;
-            b.icv = cx.icv;
+            b.icv = icv;
             b.counted = counted;
             *b.link.done.get_mut() = false;
             b.linked = deps;
@@ -1684,7 +1650,7 @@ unsafe fn new_task(c: *mut Ctx, s: &Spawn, final_: bool, priority: i32, detach: 
             team,
             final_,
             priority,
-            icv: cx.icv,
+            icv,
             counted,
             link: Link::default(),
             linked: deps,
@@ -1717,7 +1683,7 @@ unsafe fn new_task(c: *mut Ctx, s: &Spawn, final_: bool, priority: i32, detach: 
 ///
 /// # Safety
 /// `s` is what the compiler passed.
-unsafe fn run_undeferred(c: *mut Ctx, s: &Spawn, final_: bool, priority: i32, detach: bool) {
+unsafe fn run_undeferred(c: CtxRef, s: &Spawn, final_: bool, priority: i32, detach: bool) {
     if detach {
         // The event needs an object that outlives the body: a task box, run here.
         // SAFETY: per the contract.
@@ -1740,7 +1706,7 @@ unsafe fn run_undeferred(c: *mut Ctx, s: &Spawn, final_: bool, priority: i32, de
 /// data made in `buf` (grown as needed; the compiler's copy function runs, as for a
 /// deferred task), with `bounds` written over the copy's first two words (a taskloop
 /// task's range).
-fn run_on_copy(c: *mut Ctx, s: &Spawn, buf: &mut Vec<u64>, final_: bool, bounds: Option<(u64, u64)>) {
+fn run_on_copy(c: CtxRef, s: &Spawn, buf: &mut Vec<u64>, final_: bool, bounds: Option<(u64, u64)>) {
     let words = s.arg_size.div_ceil(8) + s.arg_align.div_ceil(8) + 1;
     if buf.len() < words {
         buf.resize(words, 0);
@@ -1819,8 +1785,7 @@ pub unsafe fn fulfill(ev: usize) {
 /// GOMP_taskwait: the calling task's children are complete.
 pub fn taskwait() {
     let c = cur();
-    // SAFETY: the calling thread's context.
-    let node = unsafe { (*c).task.node.clone() };
+    let node = c.get(|cx| cx.task.node.clone());
     if let Some(n) = node
         && n.children.load(Ordering::Acquire) > 0
     {
@@ -1831,62 +1796,48 @@ pub fn taskwait() {
 /// `taskwait depend(...)`: the earlier siblings the clauses name are complete.
 pub fn taskwait_depend(deps: &[(usize, AccessMode)]) {
     let c = cur();
-    // SAFETY: the calling thread's context.
-    if unsafe { (*c).team().level } == 0 {
+    if c.team().level == 0 {
         return;
     }
     wait_for_preds(c, deps);
 }
 
 pub fn taskgroup_start(workshare: bool) {
-    let c = cur();
-    // SAFETY: the calling thread's context.
-    unsafe { (*c).task.group = new_group((*c).task.group, workshare) };
+    cur().with(|cx| cx.task.group = Some(new_group(cx.task.group.take(), workshare)));
 }
 
 pub fn taskgroup_end() {
     let c = cur();
-    // SAFETY: the calling thread's context.
-    let g = unsafe { (*c).task.group };
-    if g.is_null() {
+    let Some(g) = c.get(|cx| cx.task.group.clone()) else {
         eprintln!("weft-omp: GOMP_taskgroup_end without a taskgroup; ignored");
         return;
+    };
+    if g.pending.load(Ordering::Acquire) > 0 {
+        wait_until(c, Scope::Group(Arc::as_ptr(&g), Scope::node(c)), || g.pending.load(Ordering::Acquire) == 0);
     }
-    // SAFETY: the current task's innermost group, alive until freed here.
-    let gr = unsafe { &*g };
-    if gr.pending.load(Ordering::Acquire) > 0 {
-        wait_until(c, Scope::Group(g, Scope::node(c)), || gr.pending.load(Ordering::Acquire) == 0);
-    }
-    // SAFETY: as above; no task refers to the group once its count is zero.
-    unsafe {
-        (*c).task.group = gr.outer;
-        free_group(g);
-    }
+    // The tasks still holding the group (complete ones, in their parents' maps) let go of
+    // it when their boxes do.
+    c.with(|cx| cx.task.group = g.outer.clone());
 }
 
 /// GOMP_cancel(taskgroup).
 pub fn cancel_taskgroup() -> bool {
-    let c = cur();
-    // SAFETY: the calling thread's context.
-    let g = group_for_cancel(unsafe { (*c).task.group });
-    if !g.is_null() {
-        // SAFETY: the current task's group is alive.
-        unsafe { (*g).cancelled.store(true, Ordering::Release) };
-    }
+    cur().get(|cx| {
+        if let Some(g) = group_for_cancel(cx.task.group.as_ref()) {
+            g.cancelled.store(true, Ordering::Release);
+        }
+    });
     true
 }
 
 /// GOMP_cancellation_point(taskgroup).
 pub fn taskgroup_cancelled() -> bool {
-    let c = cur();
-    // SAFETY: the calling thread's context.
-    cancelled(unsafe { &*c })
+    cur().get(cancelled)
 }
 
 /// omp_in_final.
 pub fn in_final() -> bool {
-    // SAFETY: the calling thread's context.
-    unsafe { (*cur()).task.final_ }
+    cur().get(|cx| cx.task.final_)
 }
 
 // ---------------------------------------------------------------------------------------
@@ -1919,9 +1870,7 @@ pub unsafe fn taskloop(
     signed: bool,
 ) {
     let c = cur();
-    // SAFETY: the calling thread's context.
-    let cx = unsafe { &*c };
-    let team = cx.team();
+    let team = c.team();
     let flags = s.flags;
     let early = || {
         if let Some(r) = red
@@ -1996,7 +1945,7 @@ pub unsafe fn taskloop(
         }
     }
     if lf.nogroup {
-        if cancelled(cx) {
+        if c.get(cancelled) {
             return;
         }
     } else {
@@ -2007,14 +1956,13 @@ pub unsafe fn taskloop(
     }
     let sp =
         Spawn { flags: TaskFlags { depend: false, ..flags }, deps: Deps::new(), detach: std::ptr::null_mut(), detach_in_data: false, ..s };
-    let final_ = cx.task.final_ || flags.final_;
+    let (final_, now, tid) = c.get(|cx| (cx.task.final_ || flags.final_, !deferrable(cx, team, lf.if_), cx.tid));
     let priority = if flags.priority { sp.priority.clamp(0, env().max_task_priority) } else { 0 };
     // All at once when none may be deferred (if(0), final, outside a region). Otherwise each
     // task on its own, as for GOMP_task: deferred while the creator's deque has room, else
     // run here (libgomp runs the whole loop at once when its tasks would pass its throttle,
     // 64 per thread, so a taskloop of more tasks than that ran on one thread; here, with 8
     // per thread, so did one of more than 16 tasks on 2 threads).
-    let now = !deferrable(cx, team, lf.if_);
     let slots = THROTTLE * team.n as usize;
     // Room for the private copies of the data of tasks run here (`run_on_copy`).
     let mut own: Vec<u64> = Vec::new();
@@ -2030,7 +1978,7 @@ pub unsafe fn taskloop(
             // SAFETY: the data starts with the (start, end) pair.
             unsafe { set_bounds(sp.data, (a, b)) };
             run_inline(c, sp.body, sp.data, final_);
-        } else if now || team.tasks.own_len(cx.tid) >= slots {
+        } else if now || team.tasks.own_len(tid) >= slots {
             // A copy function must make a private copy, and so must a task run here between
             // deferred ones.
             run_on_copy(c, &sp, &mut own, final_, Some((a, b)));
@@ -2039,7 +1987,7 @@ pub unsafe fn taskloop(
             let t = unsafe { new_task(c, &sp, final_, priority, false, true, false) };
             // SAFETY: the copy starts with the (start, end) pair.
             unsafe { set_bounds(t.data(), (a, b)) };
-            team.tasks.push(cx.tid, t);
+            team.tasks.push(tid, t);
             team.nudge();
         }
     }
@@ -2055,17 +2003,15 @@ pub unsafe fn taskloop(
 /// GOMP_taskgroup_reduction_register: the current taskgroup's reductions.
 pub fn reduction_register(data: Descriptor) {
     let c = cur();
-    // SAFETY: the calling thread's context.
-    let cx = unsafe { &mut *c };
-    if cx.task.group.is_null() {
+    if c.get(|cx| cx.task.group.is_none()) {
         taskgroup_start(false);
     }
-    let n = cx.team().n;
-    // SAFETY: the current task's group, alive until its taskgroup ends.
-    let g = unsafe { &*cx.task.group };
-    let old = g.reductions.load(Ordering::Relaxed);
-    data.alloc(n);
-    g.reductions.store(data.link(old, None), Ordering::Release);
+    c.get(|cx| {
+        let Some(g) = &cx.task.group else { unreachable!("invariant: a taskgroup was just opened") };
+        let old = g.reductions.load(Ordering::Relaxed);
+        data.alloc(cx.team().n);
+        g.reductions.store(data.link(old, None), Ordering::Release);
+    })
 }
 
 /// Register `data` as the reductions of the new group `g` of a team of `n` (a parallel
@@ -2078,22 +2024,19 @@ pub fn reduction_register_in(g: &Group, data: Descriptor, n: u32) {
 /// A worksharing construct's reductions for a thread that did not allocate them: share
 /// the blocks of the first thread's descriptors `orig`.
 pub fn reduction_register_shared(data: Descriptor, orig: Descriptor) {
-    let c = cur();
-    // SAFETY: the calling thread's context; its group is the worksharing construct's.
-    let g = unsafe { &*(*c).task.group };
-    let old = g.reductions.load(Ordering::Relaxed);
-    g.reductions.store(data.link(old, Some(orig)), Ordering::Release);
+    cur().get(|cx| {
+        // (ws.rs opened the construct's group just before.)
+        let Some(g) = &cx.task.group else { unreachable!("invariant: a worksharing construct's reductions have its taskgroup") };
+        let old = g.reductions.load(Ordering::Relaxed);
+        g.reductions.store(data.link(old, Some(orig)), Ordering::Release);
+    })
 }
 
 /// GOMP_task_reduction_remap: `ptrs` holds `cnt` addresses (originals, or addresses in
 /// private blocks) replaced by the calling thread's copies, then `ptrs.len() - cnt`
 /// (at most `cnt`) entries receiving the first ones' originals.
 pub fn reduction_remap(ptrs: &mut [*mut c_void], cnt: usize) {
-    let c = cur();
-    // SAFETY: the calling thread's context.
-    let (g, id) = unsafe { ((*c).task.group, (*c).tid as usize) };
-    // SAFETY: the current task's group.
-    let reg = if g.is_null() { None } else { unsafe { (*g).reductions.load(Ordering::Acquire) } };
+    let (reg, id) = cur().get(|cx| (cx.task.group.as_ref().and_then(|g| g.reductions.load(Ordering::Acquire)), cx.tid as usize));
     let Some(reg) = reg else {
         eprintln!("weft-omp: GOMP_task_reduction_remap outside a taskgroup with task reductions; aborting");
         std::process::abort();
@@ -2213,14 +2156,9 @@ mod tests {
         use AccessMode::{R, RW};
         // How many predecessors the newest writer (or reader) of `addr` waits for: nothing
         // runs while the thread creates, so none has completed.
-        let writer_waits = |addr: usize| {
-            let e = &dep_map(cur()).map[&addr];
-            e.out.as_ref().unwrap().link.waiting.load(Ordering::Relaxed)
-        };
-        let reader_waits = |addr: usize| {
-            let e = &dep_map(cur()).map[&addr];
-            e.ins.last().unwrap().link.waiting.load(Ordering::Relaxed)
-        };
+        let entry = |addr: usize, f: fn(&Entry) -> usize| cur().get(|cx| f(&cx.task.deps.as_ref().unwrap().map[&addr]));
+        let writer_waits = |addr: usize| entry(addr, |e| e.out.as_ref().unwrap().link.waiting.load(Ordering::Relaxed));
+        let reader_waits = |addr: usize| entry(addr, |e| e.ins.last().unwrap().link.waiting.load(Ordering::Relaxed));
         child(0, &[(a, RW)]); // ready
         assert_eq!(writer_waits(a), 0);
         child(1, &[(a, R)]); // waits for 0

@@ -142,10 +142,15 @@ impl Ctx {
             chunk: (0, 0),
             ordered_pending: false,
             // SAFETY: the team outlives its contexts.
-            task: task::Cur::implicit(unsafe { (*team).group }),
+            task: task::Cur::implicit(unsafe { (*team).group.clone() }),
             counter: started_runtime().map(|rt| rt.counter()),
             ws_trace: None,
         }
+    }
+
+    /// The team, as a task created here holds it.
+    pub fn team_ref(&self) -> TeamRef {
+        TeamRef(std::ptr::NonNull::from(self.team()))
     }
 
     pub fn team<'a>(&self) -> &'a Team {
@@ -162,22 +167,117 @@ thread_local! {
     static PRIMARY_CPU_WORKER: Cell<Option<Option<usize>>> = const { Cell::new(None) };
 }
 
-/// The calling thread's current context (an initial thread gets a root context and a team
-/// of one on first use; both live as long as the process).
-#[inline]
-pub fn cur() -> *mut Ctx {
-    cur_if_any().unwrap_or_else(root_ctx)
+/// The calling thread's current context, as a handle: the one way the rest of the crate
+/// reaches a [`Ctx`] (task.rs passes it down its calls rather than looking up the thread
+/// local again: in a shared library each lookup is a call).
+///
+/// # Invariant
+/// This is the argument every access below relies on; no other module dereferences a
+/// context.
+/// - **Alive.** A handle is made only here, from `CUR`, so it points to a context of the
+///   calling thread. A context lives while it is current or the parent of one that is (a
+///   member's on `run_member`'s stack until it returns; a primary's in its team until
+///   `join`, which makes the parent current again; a root one for ever), and a handle is
+///   used only within the runtime call that took it, during which its context stays
+///   current or such a parent. Nothing stores a handle (it is not `Send`, and no type of
+///   this crate holds one).
+/// - **One borrow at a time.** Only the owning thread touches a context's fields (other
+///   threads read an ancestor's `team` and `tid`, fixed while the child region runs,
+///   through the raw `Team::parent`). [`CtxRef::get`] and [`CtxRef::with`] lend it for the
+///   length of a closure that neither runs a task or region body nor reaches the context
+///   again (a debug build checks the second).
+#[derive(Clone, Copy)]
+pub struct CtxRef {
+    p: std::ptr::NonNull<Ctx>,
+    /// Not `Send` nor `Sync`: a context is its thread's.
+    _thread: std::marker::PhantomData<*mut Ctx>,
 }
 
-/// The calling thread's context if it has one (no root context is made for a thread that
-/// never used OpenMP).
+#[cfg(debug_assertions)]
+thread_local! {
+    /// A context is lent by [`CtxRef::with`] or [`CtxRef::get`] (the debug check of "one
+    /// borrow at a time").
+    static LENT: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Marks the calling thread's context lent while it lives (debug builds).
+struct Lend;
+
+impl Lend {
+    #[inline]
+    fn new() -> Lend {
+        #[cfg(debug_assertions)]
+        assert!(!LENT.replace(true), "invariant: a context is lent once at a time");
+        Lend
+    }
+}
+
+impl Drop for Lend {
+    #[inline]
+    fn drop(&mut self) {
+        #[cfg(debug_assertions)]
+        LENT.set(false);
+    }
+}
+
+impl CtxRef {
+    /// The calling thread's context (an initial thread gets a root context and a team of
+    /// one on first use; both live as long as the process).
+    #[inline]
+    pub fn cur() -> CtxRef {
+        CtxRef::cur_if_any().unwrap_or_else(root_ctx)
+    }
+
+    /// The calling thread's context if it has one (no root context is made for a thread
+    /// that never used OpenMP).
+    #[inline]
+    pub fn cur_if_any() -> Option<CtxRef> {
+        let p = std::ptr::NonNull::new(CUR.with(|c| c.get()))?;
+        Some(CtxRef { p, _thread: std::marker::PhantomData })
+    }
+
+    /// Read the context.
+    #[inline]
+    pub fn get<R>(self, f: impl FnOnce(&Ctx) -> R) -> R {
+        let _lend = Lend::new();
+        // SAFETY: alive and lent once (the type's invariant).
+        f(unsafe { self.p.as_ref() })
+    }
+
+    /// Change the context.
+    #[inline]
+    pub fn with<R>(self, f: impl FnOnce(&mut Ctx) -> R) -> R {
+        let _lend = Lend::new();
+        // SAFETY: alive and lent once (the type's invariant).
+        f(unsafe { &mut *self.p.as_ptr() })
+    }
+
+    /// The context's team (which outlives it).
+    #[inline]
+    pub fn team<'a>(self) -> &'a Team {
+        self.get(|c| c.team())
+    }
+
+    /// The context's address (a task's identity when it has no other: nestable locks).
+    pub fn addr(self) -> usize {
+        self.p.as_ptr() as usize
+    }
+}
+
+/// The calling thread's current context ([`CtxRef::cur`]).
 #[inline]
-pub fn cur_if_any() -> Option<*mut Ctx> {
-    Some(CUR.with(|c| c.get())).filter(|c| !c.is_null())
+pub fn cur() -> CtxRef {
+    CtxRef::cur()
+}
+
+/// [`CtxRef::cur_if_any`].
+#[inline]
+pub fn cur_if_any() -> Option<CtxRef> {
+    CtxRef::cur_if_any()
 }
 
 #[cold]
-fn root_ctx() -> *mut Ctx {
+fn root_ctx() -> CtxRef {
     let icv = Icv::initial();
     let team = Box::into_raw(Team::new(1));
     // SAFETY: freshly allocated, not shared yet.
@@ -189,15 +289,16 @@ fn root_ctx() -> *mut Ctx {
     // into OpenMP (thread-exit destructors could still run OpenMP code).
     let c = Box::into_raw(Box::new(Ctx::new(team, 0, icv)));
     CUR.with(|x| x.set(c));
-    c
+    CtxRef::cur_if_any().expect("invariant: the root context was just made current")
 }
 
 /// The calling thread's context, as a reference.
 #[inline]
 pub fn ctx<'a>() -> &'a mut Ctx {
-    // SAFETY: only the owning thread mutates its contexts, and no caller holds two of these
-    // references at once (each GOMP entry point takes one).
-    unsafe { &mut *cur() }
+    // SAFETY: the context is alive ([`CtxRef`]'s invariant); only the owning thread mutates
+    // its contexts, and no caller holds two of these references at once (each GOMP entry
+    // point takes one).
+    unsafe { &mut *cur().p.as_ptr() }
 }
 
 /// A centralized barrier: a counter and a generation word (sense reversal by generation).
@@ -290,7 +391,7 @@ pub struct Team {
     /// Explicit tasks bound to this team.
     pub tasks: TeamTasks,
     /// The taskgroup the implicit tasks start in (a parallel region with task reductions).
-    pub group: *mut Group,
+    pub group: Option<Arc<Group>>,
     left: CachePadded<AtomicU32>,
     members: Vec<&'static Slot>,
     own_slot: Option<&'static Slot>,
@@ -314,6 +415,39 @@ unsafe impl Sync for Team {}
 // SAFETY: as above.
 unsafe impl Send for Team {}
 
+/// A task's team, as its task holds it (task.rs): a shared reference whose lifetime the
+/// fork/join protocol bounds, not the borrow checker.
+///
+/// # Invariant
+/// A team outlives the tasks bound to it. Its region's join barrier completes only once the
+/// team has no task left (`TeamTasks::pending` is zero: the last arriver drains it), and its
+/// primary reuses or frees the team only after that barrier and after every member has left.
+/// A task reaches its team only until its completion has counted it out (`task::finish`), and
+/// the threads that complete tasks are the team's members (or a thread fulfilling a detached
+/// task's event, whose task is still counted in then).
+#[derive(Clone, Copy)]
+pub struct TeamRef(std::ptr::NonNull<Team>);
+
+// SAFETY: a shared reference to a `Sync` team (the invariant above bounds its lifetime).
+unsafe impl Send for TeamRef {}
+// SAFETY: as above.
+unsafe impl Sync for TeamRef {}
+
+impl TeamRef {
+    /// The team (alive: the invariant above).
+    #[inline]
+    pub fn get<'a>(self) -> &'a Team {
+        // SAFETY: the invariant above.
+        unsafe { self.0.as_ref() }
+    }
+
+    /// Whether this is `t`.
+    #[inline]
+    pub fn is(self, t: &Team) -> bool {
+        std::ptr::eq(self.0.as_ptr(), t)
+    }
+}
+
 impl Team {
     fn new(n: u32) -> Box<Team> {
         Box::new(Team {
@@ -331,7 +465,7 @@ impl Team {
             copyprivate: AtomicPtr::new(std::ptr::null_mut()),
             ring: (0..RING).map(|i| WorkShare::new(i as u64)).collect(),
             tasks: TeamTasks::new(),
-            group: std::ptr::null_mut(),
+            group: None,
             left: CachePadded::new(AtomicU32::new(0)),
             members: Vec::new(),
             own_slot: None,
@@ -360,7 +494,7 @@ impl Team {
         self.cancelled.store(false, Ordering::Relaxed);
         self.left.store(0, Ordering::Relaxed);
         self.tasks.reset(n);
-        self.group = std::ptr::null_mut();
+        self.group = None;
         // Only the slots the previous region used need resetting.
         for (i, w) in self.ring.iter().enumerate().take(self.dirty) {
             w.reset(i as u64);
@@ -669,8 +803,10 @@ pub fn fork_with(
     reductions: Option<Descriptor>,
 ) -> u32 {
     let parent = cur();
-    // SAFETY: the calling thread's context.
-    let pc = unsafe { &*parent };
+    // SAFETY: the calling thread's context, alive ([`CtxRef`]); the team keeps this pointer
+    // as its parent, for ancestor queries and `join`, while the context is not current.
+    let pc = unsafe { &*parent.p.as_ptr() };
+    let parent = parent.p.as_ptr() as *const Ctx;
     let n = team_size(pc, req, if_clause);
     // As libgomp: a proc_bind clause counts only where bind-var is not false; the child's
     // bind-var is the next OMP_PROC_BIND list entry, or else the team's policy.
@@ -695,9 +831,9 @@ pub fn fork_with(
         s(&t.ring[0], n);
     }
     if let Some(r) = reductions {
-        t.group = task::new_group(std::ptr::null_mut(), false);
-        // SAFETY: the group just made; no task uses it yet.
-        task::reduction_register_in(unsafe { &*t.group }, r, n);
+        let g = task::new_group(None, false);
+        task::reduction_register_in(&g, r, n);
+        t.group = Some(g);
     }
     if n > 1 {
         recruit(t);
@@ -833,11 +969,8 @@ pub fn join() {
         sys::BUSY.fetch_sub(t.n as i64, Ordering::Relaxed);
     }
     CUR.with(|x| x.set(t.parent as *mut Ctx));
-    if !t.group.is_null() {
-        // SAFETY: every task of the region is complete (the join barrier).
-        unsafe { task::free_group(t.group) };
-        t.group = std::ptr::null_mut();
-    }
+    // Every task of the region is complete (the join barrier): the group's last users.
+    t.group = None;
     // Every thread entered the same constructs as thread 0, unless the region was cancelled.
     t.dirty = if t.cancelled.load(Ordering::Relaxed) { RING } else { (c.ws_gen as usize).min(RING) };
     task::end_implicit(&mut c.task);

@@ -250,9 +250,7 @@ pub fn trace_end_current() {
 pub fn trace_barrier() -> Option<std::time::Instant> {
     let t = crate::trace::start()?;
     if let Some(c) = crate::team::cur_if_any() {
-        // SAFETY: the calling thread's context; no other reference to it is live here
-        // (the barrier's callers hold none across the call).
-        trace_end(unsafe { &mut *c });
+        c.with(trace_end);
     }
     Some(t)
 }

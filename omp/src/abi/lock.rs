@@ -33,9 +33,8 @@ unsafe fn word<'a>(l: *mut u32) -> &'a AtomicU32 {
 /// a nested region's thread 0 or an explicit task does not own its parent task's lock).
 fn me() -> *mut c_void {
     let c = crate::team::cur();
-    // SAFETY: the calling thread's context.
-    match unsafe { (*c).task.id } {
-        0 => c as *mut c_void,
+    match c.get(|c| c.task.id) {
+        0 => c.addr() as *mut c_void,
         id => id as *mut c_void,
     }
 }

@@ -222,14 +222,7 @@ pub unsafe extern "C" fn GOMP_task_reduction_remap(cnt: usize, cntorig: usize, p
 #[unsafe(no_mangle)]
 pub extern "C" fn GOMP_workshare_task_reduction_unregister(cancelled: bool) {
     guard("GOMP_workshare_task_reduction_unregister", || {
-        let c = team::ctx();
-        let g = c.task.group;
-        let data = if g.is_null() {
-            None
-        } else {
-            // SAFETY: the construct's group, current until taskgroup_end below.
-            unsafe { (*g).reductions.load(std::sync::atomic::Ordering::Acquire) }
-        };
+        let data = team::cur().get(|c| c.task.group.as_ref().and_then(|g| g.reductions.load(std::sync::atomic::Ordering::Acquire)));
         task::taskgroup_end();
         let c = team::ctx();
         if let Some(r) = data {
