@@ -1171,14 +1171,18 @@ pub fn try_run_now(body: Body, data: *mut c_void, if_clause: bool, final_flag: b
 /// clause; in a parallel region): the throttle, or the children's size ([`Sizes`]).
 #[inline]
 fn choose(c: CtxRef, team: &Team) -> Choice {
-    c.with(|cx| {
-        let (queued, bound) = (team.tasks.own_len(cx.tid), THROTTLE * team.n as usize);
-        if team.n == 1 {
-            // No other thread to take a child: sizes would change nothing but cost the probes.
-            return if queued <= bound { Choice::Defer } else { Choice::Run };
-        }
-        cx.task.tiny.choose(queued, bound)
-    })
+    c.with(|cx| choose_in(cx, team))
+}
+
+/// [`choose`] on the lent context.
+#[inline]
+fn choose_in(cx: &mut Ctx, team: &Team) -> Choice {
+    let (queued, bound) = (team.tasks.own_len(cx.tid), THROTTLE * team.n as usize);
+    if team.n == 1 {
+        // No other thread to take a child: sizes would change nothing but cost the probes.
+        return if queued <= bound { Choice::Defer } else { Choice::Run };
+    }
+    cx.task.tiny.choose(queued, bound)
 }
 
 /// Run a child at once through `run`, timing it into the calling thread's task's [`Sizes`].
@@ -1387,9 +1391,13 @@ fn deferrable(c: &Ctx, team: &Team, if_clause: bool) -> bool {
 
 /// Whether a new task of the calling thread runs at once (undeferred or included).
 fn run_now(c: &Ctx, team: &Team, s: &Spawn, extra: usize) -> bool {
-    !deferrable(c, team, s.if_clause)
-        || team.tasks.own_len(c.tid) + extra > THROTTLE * team.n as usize
-        || (s.flags.depend && team.tasks.over_depend_throttle(team.n))
+    !deferrable(c, team, s.if_clause) || throttled(c, team, s, extra)
+}
+
+/// Whether a throttle holds a deferrable new task of the calling thread.
+#[inline]
+fn throttled(c: &Ctx, team: &Team, s: &Spawn, extra: usize) -> bool {
+    team.tasks.own_len(c.tid) + extra > THROTTLE * team.n as usize || (s.flags.depend && team.tasks.over_depend_throttle(team.n))
 }
 
 /// Whether new tasks are not to be created: the region or the taskgroup was cancelled.
@@ -1419,23 +1427,24 @@ pub unsafe fn spawn(s: Spawn) {
     let c = cur();
     let deps: &[(usize, AccessMode)] = if s.flags.depend { &s.deps } else { &[] };
     let detach = s.flags.detach && !s.detach.is_null();
-    let Some((team, final_, deferrable, now)) = c.get(|cx| {
+    let Some((final_, deferrable, choice)) = c.with(|cx| {
+        if cancelled(cx) {
+            return None;
+        }
         let team = cx.team();
         let deferrable = deferrable(cx, team, s.if_clause);
-        // (`now` matters only where `choose` does not decide.)
-        let now = !(deferrable && deps.is_empty() && !detach) && run_now(cx, team, &s, 0);
-        (!cancelled(cx)).then_some((team, cx.task.final_ || s.flags.final_, deferrable, now))
+        let choice = if deferrable && deps.is_empty() && !detach {
+            choose_in(cx, team)
+        } else if !deferrable || throttled(cx, team, &s, 0) {
+            Choice::Run
+        } else {
+            Choice::Defer
+        };
+        Some((cx.task.final_ || s.flags.final_, deferrable, choice))
     }) else {
         return;
     };
     let priority = if s.flags.priority { s.priority.clamp(0, env().max_task_priority) } else { 0 };
-    let choice = if deferrable && deps.is_empty() && !detach {
-        choose(c, team)
-    } else if now {
-        Choice::Run
-    } else {
-        Choice::Defer
-    };
     match choice {
         Choice::Defer => {}
         // SAFETY: per the contract.
@@ -1466,7 +1475,7 @@ pub unsafe fn spawn(s: Spawn) {
             // later.
             // (A detached deferrable task took the arm above; without depend clauses there
             // is nothing to wait for.)
-            match team.level {
+            match c.team().level {
                 0 => {}
                 _ if deferrable => match wait_for_preds_or(c, deps, || c.get(|cx| !run_now(cx, cx.team(), &s, 0))) {
                     Waited::Done => {}
@@ -1552,9 +1561,8 @@ fn recycle(t: Arc<TaskBox>) {
 #[inline(never)]
 fn keep_box(mut t: Arc<TaskBox>) {
     let Some(b) = Arc::get_mut(&mut t) else { return };
-    // (Its completion emptied its successor list.)
+    // (Its completion emptied its successor list. Its group goes when the box is reused.)
     b.parent = None;
-    b.group = None;
     if let Some(t) = put_spare(&BOXES, t, LOCAL_BOXES) {
         // Full: freed here.
         let _ = pool().push(t);
