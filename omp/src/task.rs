@@ -14,7 +14,7 @@
 //!
 //! # Work first
 //! Creation takes no lock shared by the team: a task is at most one allocation (its data
-//! inline up to [`INLINE`] bytes; a task with depend clauses or bigger data reuses a
+//! inline up to [`INLINE`](crate::abi::gomp::data::INLINE) bytes, abi/gomp/data.rs; a task with depend clauses or bigger data reuses a
 //! finished task's box, from its thread's cache or a lock-free pool); a task with depend
 //! clauses takes one uncontended lock per incomplete predecessor. A task without
 //! dependencies goes on the creating thread's own deque (LIFO for its owner, stolen FIFO by
@@ -35,9 +35,12 @@
 //! (`Arc`: either may outlive the task that made it), and its team as a [`TeamRef`] (a
 //! team's region ends only once its pending count is zero, and that decrement is among a
 //! finishing task's last accesses: team.rs argues it). The calling thread's context comes
-//! as a [`CtxRef`], lent for one step at a time (team.rs argues that too); this module
-//! dereferences no raw pointer of its own but the task's data.
+//! as a [`CtxRef`], lent for one step at a time (team.rs argues that too). A task's data,
+//! its copy and its detach event handle are read and written in abi/gomp/data.rs
+//! ([`TaskData`], [`Storage`], [`Detach`]); the unsafe code left here calls task bodies and
+//! uses a thread's own deque.
 
+use crate::abi::gomp::data::{Detach, Storage, TaskData};
 use crate::abi::gomp::reduction::{self, Descriptor};
 use crate::env::env;
 use crate::sys;
@@ -51,9 +54,6 @@ use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use weft_core::AccessMode;
-
-/// The compiler's copy function for firstprivate data (`cpyfn(dst, src)`).
-pub type CpyFn = unsafe extern "C" fn(*mut c_void, *mut c_void);
 
 /// The clauses of a task that change how it is created, as each ABI's layer decodes them
 /// from its own flags (abi/gomp/flags.rs, abi/kmp/task.rs).
@@ -86,8 +86,6 @@ pub struct TaskloopFlags {
     pub reduction: bool,
 }
 
-/// Task data up to this many bytes (8-byte aligned) lives in the task's own allocation.
-pub const INLINE: usize = 64;
 /// Tasks queued on the creating thread's deque, per thread of the team, past which new
 /// tasks run at once. libgomp counts 64 per thread over the team; fewer makes a creator
 /// that thieves keep up with run most tasks inline, which is cheaper than queueing them
@@ -527,8 +525,8 @@ const DETACH_FULFILLED: u32 = 2;
 /// A task that is not run at once: its body, its data and where to report completion.
 pub struct TaskBox {
     body: Body,
-    inline: UnsafeCell<[u64; INLINE / 8]>,
-    heap: Option<(*mut u8, std::alloc::Layout)>,
+    /// Its copy of its data (kept, with any heap block, when the box is reused).
+    store: Storage,
     parent: Option<Arc<Node>>,
     group: Option<Arc<Group>>,
     team: TeamRef,
@@ -548,21 +546,6 @@ pub struct TaskBox {
     has_detach: bool,
     /// Back to [`POOL`] once finished (see [`new_task`]).
     pooled: bool,
-}
-
-// SAFETY: the raw pointer and the cell are the task's own data, which one thread at a time
-// uses (the creator before queueing, the executor after taking it from a queue).
-unsafe impl Send for TaskBox {}
-// SAFETY: as above.
-unsafe impl Sync for TaskBox {}
-
-impl Drop for TaskBox {
-    fn drop(&mut self) {
-        if let Some((p, l)) = self.heap {
-            // SAFETY: allocated with this layout in `TaskBox::new`.
-            unsafe { std::alloc::dealloc(p, l) };
-        }
-    }
 }
 
 impl TaskBox {
@@ -657,10 +640,7 @@ fn releasing<R>(f: impl FnOnce() -> R) -> R {
 
 impl TaskBox {
     fn data(&self) -> *mut c_void {
-        match self.heap {
-            Some((p, _)) => p as *mut c_void,
-            None => self.inline.get() as *mut c_void,
-        }
+        self.store.ptr()
     }
 }
 
@@ -1362,23 +1342,18 @@ fn wait_for_preds_or(c: CtxRef, deps: &[(usize, AccessMode)], room: impl Fn() ->
     Waited::Done
 }
 
-/// Everything GOMP_task gets, its flags and depend array decoded.
+/// Everything GOMP_task gets, its data, flags and depend array decoded.
 pub struct Spawn {
     pub body: Body,
-    pub data: *mut c_void,
-    pub cpyfn: Option<CpyFn>,
-    pub arg_size: usize,
-    pub arg_align: usize,
+    /// Its data and how to copy it.
+    pub data: TaskData,
     pub if_clause: bool,
     pub flags: TaskFlags,
     /// Its depend clauses (with `flags.depend` only).
     pub deps: Deps,
     pub priority: i32,
-    /// Where the task's event handle is written (a detach clause; null: none).
-    pub detach: *mut usize,
-    /// The data's first word is the task's copy of the event handle variable, written too
-    /// (GCC's layout for `detach`).
-    pub detach_in_data: bool,
+    /// Where the task's event handle goes (a detach clause).
+    pub detach: Option<Detach>,
 }
 
 /// Whether the runtime, not the program, decides if a new task of the calling thread runs
@@ -1422,11 +1397,11 @@ fn group_for_cancel(g: Option<&Arc<Group>>) -> Option<&Arc<Group>> {
 /// GOMP_task.
 ///
 /// # Safety
-/// The arguments are what the compiler passes to GOMP_task.
+/// `s.body` is the compiler's body for a copy of `s.data` (it is called on one).
 pub unsafe fn spawn(s: Spawn) {
     let c = cur();
     let deps: &[(usize, AccessMode)] = if s.flags.depend { &s.deps } else { &[] };
-    let detach = s.flags.detach && !s.detach.is_null();
+    let detach = s.flags.detach && s.detach.is_some();
     let Some((final_, deferrable, choice)) = c.with(|cx| {
         if cancelled(cx) {
             return None;
@@ -1447,15 +1422,13 @@ pub unsafe fn spawn(s: Spawn) {
     let priority = if s.flags.priority { s.priority.clamp(0, env().max_task_priority) } else { 0 };
     match choice {
         Choice::Defer => {}
-        // SAFETY: per the contract.
-        Choice::Probe => return timed(c, || unsafe { run_undeferred(c, &s, final_, priority, detach) }),
+        Choice::Probe => return timed(c, || run_undeferred(c, &s, final_, priority, detach)),
         Choice::Run if detach && deferrable => {
             // Throttled: run it here, but as the deferred task it could have been, complete
             // when its event is fulfilled. Waiting for that here, as for if(0), would hang a
             // creator that fulfils the events itself after creating the tasks (as libgomp
             // does past its throttle).
-            // SAFETY: per the contract.
-            let t = unsafe { new_task(c, &s, final_, priority, true, true, !deps.is_empty()) };
+            let t = new_task(c, &s, final_, priority, true, true, !deps.is_empty(), None);
             // Recorded for its later siblings (it completes at the fulfil, after they may
             // have been created), its predecessors waited for here, not linked.
             let preds = preds_of(c, Some(&t), deps);
@@ -1483,8 +1456,7 @@ pub unsafe fn spawn(s: Spawn) {
                 },
                 _ => wait_for_preds(c, deps),
             }
-            // SAFETY: per the contract.
-            unsafe { run_undeferred(c, &s, final_, priority, detach) };
+            run_undeferred(c, &s, final_, priority, detach);
             return;
         }
     }
@@ -1493,8 +1465,7 @@ pub unsafe fn spawn(s: Spawn) {
 
 /// Queue a new task (once its predecessors are complete, if it has depend clauses).
 fn defer(c: CtxRef, s: &Spawn, final_: bool, priority: i32, detach: bool, deps: &[(usize, AccessMode)]) {
-    // SAFETY: per the contract.
-    let t = unsafe { new_task(c, s, final_, priority, detach, true, !deps.is_empty()) };
+    let t = new_task(c, s, final_, priority, detach, true, !deps.is_empty(), None);
     if deps.is_empty() {
         let (team, tid) = c.get(|cx| (cx.team(), cx.tid));
         team.tasks.push(tid, t);
@@ -1502,21 +1473,6 @@ fn defer(c: CtxRef, s: &Spawn, final_: bool, priority: i32, detach: bool, deps: 
         return;
     }
     link_deps(c, &t, deps);
-}
-
-/// Copy the task's data for it, with the compiler's copy function if it gave one.
-///
-/// # Safety
-/// `dst` has room for `s.arg_size` bytes aligned to `s.arg_align`; `s.data` is the source.
-unsafe fn copy_data(s: &Spawn, dst: *mut c_void) {
-    // SAFETY: per the contract.
-    unsafe {
-        match s.cpyfn {
-            Some(f) => f(dst, s.data),
-            None if s.arg_size > 0 => std::ptr::copy_nonoverlapping(s.data as *const u8, dst as *mut u8, s.arg_size),
-            None => {}
-        }
-    }
 }
 
 /// Finished boxes of tasks with depend clauses (a box whose last reference a parent's map
@@ -1570,42 +1526,22 @@ fn keep_box(mut t: Arc<TaskBox>) {
 }
 
 /// A task object with its data copied; `counted`: queued (counted in team, group, parent);
-/// `deps`: it has depend clauses.
-///
-/// # Safety
-/// `s` is what the compiler passed.
-unsafe fn new_task(c: CtxRef, s: &Spawn, final_: bool, priority: i32, detach: bool, counted: bool, deps: bool) -> Arc<TaskBox> {
-    let align = s.arg_align.max(1);
-    let layout = (s.arg_size > INLINE || align > 8).then(|| {
-        std::alloc::Layout::from_size_align(s.arg_size.max(1), align.next_power_of_two()).unwrap_or_else(|_| {
-            eprintln!("weft-omp: task data of {} bytes aligned to {align} is not possible; aborting", s.arg_size);
-            std::process::abort()
-        })
-    });
+/// `deps`: it has depend clauses; `bounds`: a taskloop task's range, written over its
+/// copy's first two words.
+#[allow(clippy::too_many_arguments)]
+fn new_task(
+    c: CtxRef,
+    s: &Spawn,
+    final_: bool,
+    priority: i32,
+    detach: bool,
+    counted: bool,
+    deps: bool,
+    bounds: Option<(u64, u64)>,
+) -> Arc<TaskBox> {
     // Detached tasks are not pooled: their box's address is the event handle.
-    let pooled = counted && !detach && (deps || layout.is_some());
-    let mut reused = if pooled { take_box() } else { None };
-    let old_heap = match reused.as_mut().and_then(Arc::get_mut) {
-        Some(b) => b.heap.take(),
-        None => None,
-    };
-    let heap = match (layout, old_heap) {
-        (Some(l), Some((p, ol))) if ol.size() >= l.size() && ol.align() >= l.align() => Some((p, ol)),
-        (l, old) => {
-            if let Some((p, ol)) = old {
-                // SAFETY: allocated with this layout below.
-                unsafe { std::alloc::dealloc(p, ol) };
-            }
-            l.map(|l| {
-                // SAFETY: a non-zero size.
-                let p = unsafe { std::alloc::alloc(l) };
-                if p.is_null() {
-                    std::alloc::handle_alloc_error(l);
-                }
-                (p, l)
-            })
-        }
-    };
+    let pooled = counted && !detach && (deps || s.data.layout().is_some());
+    let reused = if pooled { take_box() } else { None };
     let (parent, group, team, icv) = c.with(|cx| {
         let parent = if counted {
             let n = cx.task.node.get_or_insert_with(new_node);
@@ -1626,15 +1562,14 @@ unsafe fn new_task(c: CtxRef, s: &Spawn, final_: bool, priority: i32, detach: bo
             tasks.detached.fetch_add(1, Ordering::AcqRel);
         }
     }
-    let t = match reused {
+    match reused {
         Some(mut a) => {
             let b = Arc::get_mut(&mut a).expect("invariant: a pooled box has no other reference");
-            // Field by field, not a new value dropped over the old: the data is written by
-            // the copy below, and the link's lock and successor list are reused (empty: the
-            // completion took the list).
+            // Field by field, not a new value dropped over the old: the data is copied into
+            // the storage it has (its heap block kept if large enough), and the link's lock
+            // and successor list are reused (empty: the completion took the list).
             debug_assert!(lock(&b.link.succ).is_empty());
             b.body = s.body;
-            b.heap = heap;
             b.parent = parent;
             b.group = group;
             b.team = team;
@@ -1647,55 +1582,51 @@ unsafe fn new_task(c: CtxRef, s: &Spawn, final_: bool, priority: i32, detach: bo
             *b.detach.get_mut() = 0;
             b.has_detach = detach;
             b.pooled = pooled;
+            // The copy function runs as the creating task (as in libgomp).
+            b.store.fill_mut(&s.data, bounds);
             a
         }
-        None => Arc::new(TaskBox {
-            body: s.body,
-            inline: UnsafeCell::new([0; INLINE / 8]),
-            heap,
-            parent,
-            group,
-            team,
-            final_,
-            priority,
-            icv,
-            counted,
-            link: Link::default(),
-            linked: deps,
-            detach: AtomicU32::new(0),
-            has_detach: detach,
-            pooled,
-        }),
-    };
-    if detach {
-        // Before the copy: the event handle variable is in the data (firstprivate). The
-        // extra reference is given back by omp_fulfill_event.
-        // SAFETY: the detach clause's event handle variable, and the data block, whose
-        // first word is the task's copy of it (libgomp writes both).
-        unsafe {
-            let h = Arc::into_raw(t.clone()) as usize;
-            give_event(h);
-            *s.detach = h;
-            if s.detach_in_data && !s.data.is_null() {
-                *(s.data as *mut usize) = h;
+        None => {
+            let mut store = Storage::new();
+            store.prepare(&s.data);
+            let t = Arc::new(TaskBox {
+                body: s.body,
+                store,
+                parent,
+                group,
+                team,
+                final_,
+                priority,
+                icv,
+                counted,
+                link: Link::default(),
+                linked: deps,
+                detach: AtomicU32::new(0),
+                has_detach: detach,
+                pooled,
+            });
+            if detach && let Some(ev) = &s.detach {
+                // Before the copy: the event handle variable is in the data (firstprivate).
+                // The extra reference is given back by omp_fulfill_event.
+                let h = Arc::into_raw(t.clone()) as usize;
+                give_event(h);
+                ev.publish(h, &s.data);
             }
+            // SAFETY: prepared for the data above; the task is not queued or linked yet, so
+            // this thread is the only one to use its storage. (Copied in place, not before
+            // the box is made: a copy function may keep its destination's address, as a
+            // C++ object's copy constructor may.)
+            unsafe { t.store.fill(&s.data, bounds) };
+            t
         }
     }
-    // SAFETY: the task's own storage, sized and aligned for the data above. The copy
-    // function runs as the creating task (as in libgomp).
-    unsafe { copy_data(s, t.data()) };
-    t
 }
 
 /// Run a task at once in the creating thread (if(0), final, throttled, orphaned).
-///
-/// # Safety
-/// `s` is what the compiler passed.
-unsafe fn run_undeferred(c: CtxRef, s: &Spawn, final_: bool, priority: i32, detach: bool) {
+fn run_undeferred(c: CtxRef, s: &Spawn, final_: bool, priority: i32, detach: bool) {
     if detach {
         // The event needs an object that outlives the body: a task box, run here.
-        // SAFETY: per the contract.
-        let t = unsafe { new_task(c, s, final_, priority, true, false, false) };
+        let t = new_task(c, s, final_, priority, true, false, false, None);
         run_body(c, &t, t.data());
         let done = t.clone();
         if t.detach.fetch_or(DETACH_BODY_DONE, Ordering::AcqRel) & DETACH_FULFILLED == 0 {
@@ -1703,46 +1634,20 @@ unsafe fn run_undeferred(c: CtxRef, s: &Spawn, final_: bool, priority: i32, deta
         }
         return;
     }
-    match s.cpyfn {
-        None => run_inline_as(c, s.body, s.data, final_, s.flags.depend),
+    if s.data.has_cpyfn() {
         // Firstprivate copies with constructors: a private copy, as for a deferred task.
-        Some(_) => run_on_copy(c, s, &mut Vec::new(), final_, None),
+        run_on_copy(c, s, &mut Storage::new(), final_, None);
+    } else {
+        run_inline_as(c, s.body, s.data.src(), final_, s.flags.depend);
     }
 }
 
 /// Run `s`'s body here, as the calling thread's current task, on a private copy of its
-/// data made in `buf` (grown as needed; the compiler's copy function runs, as for a
-/// deferred task), with `bounds` written over the copy's first two words (a taskloop
-/// task's range).
-fn run_on_copy(c: CtxRef, s: &Spawn, buf: &mut Vec<u64>, final_: bool, bounds: Option<(u64, u64)>) {
-    let words = s.arg_size.div_ceil(8) + s.arg_align.div_ceil(8) + 1;
-    if buf.len() < words {
-        buf.resize(words, 0);
-    }
-    let p = (buf.as_mut_ptr() as usize).next_multiple_of(s.arg_align.max(1).next_power_of_two()) as *mut c_void;
-    // SAFETY: `p` has room for arg_size bytes at the alignment asked for; a taskloop's data
-    // starts with its (start, end) pair.
-    unsafe {
-        copy_data(s, p);
-        if let Some(r) = bounds {
-            set_bounds(p, r);
-        }
-    }
-    run_inline_as(c, s.body, p, final_, s.flags.depend);
-}
-
-/// Write a taskloop task's iteration range over the first two words of its data, as the
-/// compiler's outlined body reads it.
-///
-/// # Safety
-/// `data` is a taskloop's data block (or a copy of it), which starts with the (start, end)
-/// pair.
-unsafe fn set_bounds(data: *mut c_void, (a, b): (u64, u64)) {
-    // SAFETY: per the contract.
-    unsafe {
-        *(data as *mut u64) = a;
-        *(data as *mut u64).add(1) = b;
-    }
+/// data made in `own` (the compiler's copy function runs, as for a deferred task), with
+/// `bounds` written over the copy's first two words (a taskloop task's range).
+fn run_on_copy(c: CtxRef, s: &Spawn, own: &mut Storage, final_: bool, bounds: Option<(u64, u64)>) {
+    own.fill_mut(&s.data, bounds);
+    run_inline_as(c, s.body, own.ptr(), final_, s.flags.depend);
 }
 
 /// The event handles given to the program and not fulfilled yet (detach clauses are rare:
@@ -1865,7 +1770,8 @@ fn even_split(n: u64, num_tasks: u64, step: u64) -> (u64, u64, u64) {
 /// begins with their own (start, end) pair. `signed`: the long form (else unsigned long long).
 ///
 /// # Safety
-/// The arguments are what the compiler passes.
+/// `s.body` is the compiler's body for `s.data` with a task's bounds written in (it is
+/// called on copies, or on the data itself).
 #[allow(clippy::too_many_arguments)]
 pub unsafe fn taskloop(
     s: Spawn,
@@ -1962,8 +1868,7 @@ pub unsafe fn taskloop(
             reduction_register(r);
         }
     }
-    let sp =
-        Spawn { flags: TaskFlags { depend: false, ..flags }, deps: Deps::new(), detach: std::ptr::null_mut(), detach_in_data: false, ..s };
+    let sp = Spawn { flags: TaskFlags { depend: false, ..flags }, deps: Deps::new(), detach: None, ..s };
     let (final_, now, tid) = c.get(|cx| (cx.task.final_ || flags.final_, !deferrable(cx, team, lf.if_), cx.tid));
     let priority = if flags.priority { sp.priority.clamp(0, env().max_task_priority) } else { 0 };
     // All at once when none may be deferred (if(0), final, outside a region). Otherwise each
@@ -1973,7 +1878,7 @@ pub unsafe fn taskloop(
     // per thread, so did one of more than 16 tasks on 2 threads).
     let slots = THROTTLE * team.n as usize;
     // Room for the private copies of the data of tasks run here (`run_on_copy`).
-    let mut own: Vec<u64> = Vec::new();
+    let mut own = Storage::new();
     let mut start = start;
     for i in 0..num_tasks {
         let (a, b) = (start, start.wrapping_add(task_step));
@@ -1981,20 +1886,16 @@ pub unsafe fn taskloop(
         if i == nfirst {
             task_step = nfirst_task_step;
         }
-        if now && sp.cpyfn.is_none() {
+        if now && !sp.data.has_cpyfn() {
             // All undeferred: the compiler's data itself, bounds written in (as libgomp does).
-            // SAFETY: the data starts with the (start, end) pair.
-            unsafe { set_bounds(sp.data, (a, b)) };
-            run_inline(c, sp.body, sp.data, final_);
+            sp.data.set_bounds_in_place((a, b));
+            run_inline(c, sp.body, sp.data.src(), final_);
         } else if now || team.tasks.own_len(tid) >= slots {
             // A copy function must make a private copy, and so must a task run here between
             // deferred ones.
             run_on_copy(c, &sp, &mut own, final_, Some((a, b)));
         } else {
-            // SAFETY: per the contract.
-            let t = unsafe { new_task(c, &sp, final_, priority, false, true, false) };
-            // SAFETY: the copy starts with the (start, end) pair.
-            unsafe { set_bounds(t.data(), (a, b)) };
+            let t = new_task(c, &sp, final_, priority, false, true, false, Some((a, b)));
             team.tasks.push(tid, t);
             team.nudge();
         }
@@ -2141,16 +2042,13 @@ mod tests {
         }
         let s = Spawn {
             body: node_body,
-            data: (&raw mut data).cast(),
-            cpyfn: None,
-            arg_size: 8,
-            arg_align: 8,
+            // SAFETY: 8 readable bytes, copied before `spawn` returns.
+            data: unsafe { TaskData::new((&raw mut data).cast(), None, 8, 8) },
             if_clause: true,
             flags: TaskFlags { depend: true, ..TaskFlags::default() },
             deps: d,
             priority: 0,
-            detach: std::ptr::null_mut(),
-            detach_in_data: false,
+            detach: None,
         };
         // SAFETY: a task as GCC makes it, its data copied at creation.
         unsafe { spawn(s) };

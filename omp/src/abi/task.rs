@@ -1,10 +1,11 @@
 //! Explicit tasks: GOMP_task, taskwait, taskgroups, taskloop, task reductions, detach
 //! (`omp_fulfill_event`). The work is in task.rs.
 
+use super::gomp::data::{CpyFn, Detach, TaskData};
 use super::gomp::flags as gflags;
 use super::gomp::reduction::{Descriptor, Registration};
 use super::guard;
-use crate::task::{self, CpyFn, Spawn};
+use crate::task::{self, Spawn};
 use crate::team::{self, Body};
 use std::ffi::{c_int, c_long, c_uint, c_ulong, c_void};
 
@@ -39,19 +40,12 @@ pub unsafe extern "C" fn GOMP_task(
         } else {
             task::Deps::new()
         };
-        let s = Spawn {
-            body: f,
-            data,
-            cpyfn,
-            arg_size: arg_size.max(0) as usize,
-            arg_align: arg_align.max(1) as usize,
-            if_clause,
-            flags,
-            deps,
-            priority,
-            detach: detach as *mut usize,
-            detach_in_data: true,
-        };
+        // SAFETY: GCC's data block, copy function, size and alignment.
+        let data = unsafe { TaskData::new(data, cpyfn, arg_size, arg_align) };
+        // SAFETY: GCC's event handle variable (or null), whose firstprivate copy starts the
+        // data.
+        let detach = unsafe { Detach::gomp(detach, &data) };
+        let s = Spawn { body: f, data, if_clause, flags, deps, priority, detach };
         // SAFETY: the compiler's arguments.
         unsafe { task::spawn(s) }
     })
@@ -87,8 +81,13 @@ pub extern "C" fn GOMP_taskgroup_end() {
     guard("GOMP_taskgroup_end", task::taskgroup_end)
 }
 
+/// A taskloop's tasks as GOMP_taskloop describes them.
+///
+/// # Safety
+/// GCC's taskloop arguments: `data` (starting with the loop's bounds), its copy function,
+/// size and alignment.
 #[allow(clippy::too_many_arguments)]
-fn spawn_args(
+unsafe fn spawn_args(
     f: Body,
     data: *mut c_void,
     cpyfn: Option<CpyFn>,
@@ -97,19 +96,9 @@ fn spawn_args(
     flags: task::TaskFlags,
     priority: c_int,
 ) -> Spawn {
-    Spawn {
-        body: f,
-        data,
-        cpyfn,
-        arg_size: arg_size.max(0) as usize,
-        arg_align: arg_align.max(1) as usize,
-        if_clause: true,
-        flags,
-        deps: task::Deps::new(),
-        priority,
-        detach: std::ptr::null_mut(),
-        detach_in_data: false,
-    }
+    // SAFETY: per the contract.
+    let data = unsafe { TaskData::taskloop(data, cpyfn, arg_size, arg_align) };
+    Spawn { body: f, data, if_clause: true, flags, deps: task::Deps::new(), priority, detach: None }
 }
 
 #[unsafe(no_mangle)]
@@ -131,7 +120,8 @@ pub unsafe extern "C" fn GOMP_taskloop(
         let (tf, lf) = gflags::taskloop(flags);
         // SAFETY: with GOMP_TASK_FLAG_REDUCTION the data starts { start, end, reductions }.
         let red = if lf.reduction { unsafe { Descriptor::from_taskloop_data(data) } } else { None };
-        let s = spawn_args(f, data, cpyfn, arg_size, arg_align, tf, priority);
+        // SAFETY: GCC's taskloop arguments.
+        let s = unsafe { spawn_args(f, data, cpyfn, arg_size, arg_align, tf, priority) };
         let traced = crate::trace::start();
         // SAFETY: the compiler's arguments.
         unsafe { task::taskloop(s, lf, red, num_tasks, start as u64, end as u64, step as u64, true) }
@@ -158,7 +148,8 @@ pub unsafe extern "C" fn GOMP_taskloop_ull(
         let (tf, lf) = gflags::taskloop(flags);
         // SAFETY: with GOMP_TASK_FLAG_REDUCTION the data starts { start, end, reductions }.
         let red = if lf.reduction { unsafe { Descriptor::from_taskloop_data(data) } } else { None };
-        let s = spawn_args(f, data, cpyfn, arg_size, arg_align, tf, priority);
+        // SAFETY: GCC's taskloop arguments.
+        let s = unsafe { spawn_args(f, data, cpyfn, arg_size, arg_align, tf, priority) };
         let traced = crate::trace::start();
         // SAFETY: the compiler's arguments.
         unsafe { task::taskloop(s, lf, red, num_tasks, start, end, step, false) }

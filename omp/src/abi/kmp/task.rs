@@ -16,9 +16,10 @@
 
 use super::Ident;
 use super::fork::gtid;
+use crate::abi::gomp::data::{Detach, TaskData};
 use crate::abi::guard;
 use crate::task::{self, Spawn};
-use std::ffi::c_void;
+use std::ffi::{c_long, c_void};
 use weft_core::AccessMode;
 
 /// kmp_tasking_flags_t bits clang sets.
@@ -80,20 +81,13 @@ fn spawn_of(t: *mut KmpTask, depend: bool, deps: task::Deps) -> Spawn {
     // SAFETY: as above; the compiler wrote the priority before handing the task over.
     let priority = unsafe { (*t).data2 as u32 as i32 };
     let flags = task::TaskFlags { final_: h.flags & KMP_FINAL != 0, depend, priority: h.flags & KMP_PRIORITY != 0, detach: h.event != 0 };
-    Spawn {
-        body,
-        data: h as *const Header as *mut c_void,
-        cpyfn: Some(copy),
-        arg_size: h.size,
-        arg_align: 16,
-        if_clause: true,
-        flags,
-        deps,
-        priority,
-        // task::spawn writes the task's event handle into the cell.
-        detach: h.event as *mut usize,
-        detach_in_data: false,
-    }
+    // SAFETY: the whole block (header, task, privates: `h.size` bytes, 16-byte aligned),
+    // which `copy` copies, moving the shareds pointer along.
+    let data = unsafe { TaskData::new(h as *const Header as *mut c_void, Some(copy), h.size as c_long, 16) };
+    // SAFETY: the block's event cell (or none), writable while the task is created; task::spawn
+    // writes the task's event handle into it.
+    let detach = unsafe { Detach::cell(h.event as *mut usize) };
+    Spawn { body, data, if_clause: true, flags, deps, priority, detach }
 }
 
 /// Copy a task block (`src`: its header) to `dst`, moving the shareds pointer along.
