@@ -110,8 +110,9 @@ pub struct Ctx {
     pub ws_gen: u64,
     /// Single constructs this thread has encountered (libgomp's scheme).
     pub single_count: u64,
-    /// The loop or sections construct this thread is in, and its generation.
-    pub ws: *const WorkShare,
+    /// The loop or sections construct this thread is in (its slot in the team's ring), and
+    /// its generation.
+    pub ws: Option<usize>,
     pub ws_cur_gen: u64,
     pub static_trip: u64,
     /// The chunk [a, b) of the current loop this thread holds, and whether it still has to
@@ -129,20 +130,20 @@ pub struct Ctx {
 }
 
 impl Ctx {
-    fn new(team: *const Team, tid: u32, icv: Icv) -> Ctx {
+    /// A context in `team` (whose implicit tasks start in `group`).
+    fn new(team: *const Team, group: Option<Arc<Group>>, tid: u32, icv: Icv) -> Ctx {
         Ctx {
             team,
             tid,
             icv,
             ws_gen: 0,
             single_count: 0,
-            ws: std::ptr::null(),
+            ws: None,
             ws_cur_gen: 0,
             static_trip: 0,
             chunk: (0, 0),
             ordered_pending: false,
-            // SAFETY: the team outlives its contexts.
-            task: task::Cur::implicit(unsafe { (*team).group.clone() }),
+            task: task::Cur::implicit(group),
             counter: started_runtime().map(|rt| rt.counter()),
             ws_trace: None,
         }
@@ -279,15 +280,12 @@ pub fn cur_if_any() -> Option<CtxRef> {
 #[cold]
 fn root_ctx() -> CtxRef {
     let icv = Icv::initial();
-    let team = Box::into_raw(Team::new(1));
-    // SAFETY: freshly allocated, not shared yet.
-    unsafe {
-        (*team).reset(1, 0, 0, std::ptr::null(), None, std::ptr::null_mut(), icv);
-        (*team).places = crate::places::root();
-    }
-    // Leaked on purpose: the initial thread's context lives as long as the thread may call
-    // into OpenMP (thread-exit destructors could still run OpenMP code).
-    let c = Box::into_raw(Box::new(Ctx::new(team, 0, icv)));
+    // Leaked on purpose, with its context: the initial thread's context lives as long as the
+    // thread may call into OpenMP (thread-exit destructors could still run OpenMP code).
+    let team: &'static mut Team = Box::leak(Team::new(1));
+    team.reset(1, 0, 0, std::ptr::null(), None, None, std::ptr::null_mut(), icv);
+    team.places = crate::places::root();
+    let c = Box::into_raw(Box::new(Ctx::new(team, None, 0, icv)));
     CUR.with(|x| x.set(c));
     CtxRef::cur_if_any().expect("invariant: the root context was just made current")
 }
@@ -376,8 +374,12 @@ pub struct Team {
     pub n: u32,
     pub level: u32,
     pub active_level: u32,
-    /// The encountering thread's context (ancestor queries); null for a root team.
+    /// The encountering thread's context (made current again at `join`); null for a root
+    /// team.
     pub parent: *const Ctx,
+    /// The encountering thread's team and thread number (ancestor queries); none for a
+    /// root team.
+    up: Option<(TeamRef, u32)>,
     body: Option<Body>,
     data: *mut c_void,
     pub child_icv: Icv,
@@ -425,6 +427,9 @@ unsafe impl Send for Team {}
 /// A task reaches its team only until its completion has counted it out (`task::finish`), and
 /// the threads that complete tasks are the team's members (or a thread fulfilling a detached
 /// task's event, whose task is still counted in then).
+///
+/// A nested team holds its primary's team the same way (`Team::ancestor`): the nested region
+/// runs inside its primary's share of the outer one, so the outer team outlives it.
 #[derive(Clone, Copy)]
 pub struct TeamRef(std::ptr::NonNull<Team>);
 
@@ -455,6 +460,7 @@ impl Team {
             level: 0,
             active_level: 0,
             parent: std::ptr::null(),
+            up: None,
             body: None,
             data: std::ptr::null_mut(),
             child_icv: Icv::initial(),
@@ -478,11 +484,22 @@ impl Team {
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn reset(&mut self, n: u32, level: u32, active_level: u32, parent: *const Ctx, body: Option<Body>, data: *mut c_void, icv: Icv) {
+    fn reset(
+        &mut self,
+        n: u32,
+        level: u32,
+        active_level: u32,
+        parent: *const Ctx,
+        up: Option<(TeamRef, u32)>,
+        body: Option<Body>,
+        data: *mut c_void,
+        icv: Icv,
+    ) {
         self.n = n;
         self.level = level;
         self.active_level = active_level;
         self.parent = parent;
+        self.up = up;
         self.body = body;
         self.data = data;
         self.child_icv = icv;
@@ -534,21 +551,16 @@ impl Team {
 
     /// The thread number of this team's ancestor at `level` (omp_get_ancestor_thread_num).
     pub fn ancestor(&self, tid: u32, level: u32) -> Option<(u32, u32)> {
-        let mut t: *const Team = self;
+        let mut tm = self;
         let mut id = tid;
         loop {
-            // SAFETY: ancestors' teams and contexts outlive the nested region.
-            let tm = unsafe { &*t };
             if tm.level == level {
                 return Some((id, tm.n));
             }
-            if tm.level < level || tm.parent.is_null() {
-                return None;
-            }
-            // SAFETY: as above.
-            let p = unsafe { &*tm.parent };
-            id = p.tid;
-            t = p.team;
+            let (up, up_tid) = tm.up.filter(|_| tm.level > level)?;
+            // (An ancestor team outlives the teams nested in it: `TeamRef`.)
+            id = up_tid;
+            tm = up.get();
         }
     }
 }
@@ -574,7 +586,8 @@ const MAX_SLOTS: usize = 4096;
 
 struct Pool {
     rt: Option<Arc<Runtime>>,
-    slots: Box<[AtomicPtr<Slot>]>,
+    /// Published once each (below `len`), never freed.
+    slots: Box<[OnceLock<&'static Slot>]>,
     len: AtomicUsize,
     grow: Mutex<()>,
     /// Members recruited over all teams (for OMP_THREAD_LIMIT).
@@ -617,7 +630,7 @@ fn pool() -> &'static Pool {
         };
         let p = Pool {
             rt,
-            slots: (0..MAX_SLOTS).map(|_| AtomicPtr::new(std::ptr::null_mut())).collect(),
+            slots: (0..MAX_SLOTS).map(|_| OnceLock::new()).collect(),
             len: AtomicUsize::new(0),
             grow: Mutex::new(()),
             extra: AtomicU32::new(0),
@@ -629,7 +642,7 @@ fn pool() -> &'static Pool {
         if let Some(rt) = p.rt.as_ref().filter(|_| workers_fit) {
             for w in rt.workers().iter().filter(|w| w.arch == weft_core::Arch::Cpu) {
                 let i = p.len.load(Ordering::Relaxed);
-                p.slots[i].store(new_slot(Some(w.id), i, false), Ordering::Relaxed);
+                let _ = p.slots[i].set(new_slot(Some(w.id), i, false));
                 p.len.store(i + 1, Ordering::Release);
             }
         }
@@ -638,8 +651,9 @@ fn pool() -> &'static Pool {
     })
 }
 
-fn new_slot(worker: Option<usize>, index: usize, claimed: bool) -> *mut Slot {
-    Box::into_raw(Box::new(Slot {
+/// A new slot, leaked: slots live as long as the process.
+fn new_slot(worker: Option<usize>, index: usize, claimed: bool) -> &'static Slot {
+    Box::leak(Box::new(Slot {
         state: CachePadded::new(AtomicU32::new(DETACHED)),
         claimed: AtomicBool::new(claimed),
         team: AtomicPtr::new(std::ptr::null_mut()),
@@ -650,8 +664,9 @@ fn new_slot(worker: Option<usize>, index: usize, claimed: bool) -> *mut Slot {
 }
 
 fn slot(i: usize) -> &'static Slot {
-    // SAFETY: slots below `len` are published (Release) and never freed.
-    unsafe { &*pool().slots[i].load(Ordering::Acquire) }
+    // (Set before `len` passed `i`, with Release: this Acquire load of `len` or an earlier
+    // one saw it.)
+    pool().slots[i].get().expect("invariant: slots below len are published")
 }
 
 /// A new OS thread's slot, claimed for the caller.
@@ -664,10 +679,8 @@ fn spawn_slot() -> &'static Slot {
         std::process::abort();
     }
     let s = new_slot(None, i, true);
-    p.slots[i].store(s, Ordering::Release);
+    let _ = p.slots[i].set(s);
     p.len.store(i + 1, Ordering::Release);
-    // SAFETY: just published; never freed.
-    let s: &'static Slot = unsafe { &*s };
     let stack = env::env().stacksize.unwrap_or(8 << 20);
     let r = std::thread::Builder::new().name(format!("weft-omp-{i}")).stack_size(stack).spawn(move || {
         crate::places::init_own_thread();
@@ -730,10 +743,10 @@ unsafe fn run_member(team: *const Team, tid: u32) {
     // SAFETY: per the contract.
     let t = unsafe { &*team };
     let prev = CUR.with(|c| c.get());
-    let mut c = Ctx::new(team, tid, t.child_icv);
+    let mut c = Ctx::new(team, t.group.clone(), tid, t.child_icv);
     if t.ring[0].preinit() {
         c.ws_gen = 1;
-        c.ws = &t.ring[0];
+        c.ws = Some(0);
         c.ws_cur_gen = 0;
         crate::ws::trace_begin(&mut c, "omp for");
     }
@@ -821,7 +834,8 @@ pub fn fork_with(
     let team = if cached.is_null() { Box::into_raw(Team::new(n)) } else { cached };
     // SAFETY: a team from the cache or new: no other thread references it.
     let t = unsafe { &mut *team };
-    t.reset(n, pt.level + 1, pt.active_level + u32::from(n > 1), parent, body, data, icv);
+    let up = Some((pc.team_ref(), pc.tid));
+    t.reset(n, pt.level + 1, pt.active_level + u32::from(n > 1), parent, up, body, data, icv);
     t.bind = bind;
     match pt.places.get(pc.tid as usize) {
         Some(&a) => crate::places::assign(a, bind, n, &mut t.places),
@@ -844,10 +858,10 @@ pub fn fork_with(
         rt.count_job();
         t.traced_from = rt.tracing().then(std::time::Instant::now);
     }
-    let mut c = Ctx::new(team, 0, icv);
+    let mut c = Ctx::new(team, t.group.clone(), 0, icv);
     if t.ring[0].preinit() {
         c.ws_gen = 1;
-        c.ws = &t.ring[0];
+        c.ws = Some(0);
         crate::ws::trace_begin(&mut c, "omp for");
     }
     // SAFETY: the primary's context lives in its team until join.

@@ -197,8 +197,9 @@ fn chunk_of(sched: i32, chunk: u64) -> u64 {
 fn enter(c: &mut Ctx, init: impl FnOnce(&WorkShare)) -> bool {
     let g = c.ws_gen;
     c.ws_gen += 1;
-    let w = &c.team().ring[(g % RING as u64) as usize];
-    c.ws = w;
+    let i = (g % RING as u64) as usize;
+    let w = &c.team().ring[i];
+    c.ws = Some(i);
     c.ws_cur_gen = g;
     c.static_trip = 0;
     c.ordered_pending = false;
@@ -267,14 +268,11 @@ pub fn trace_sections() {
 /// Leave the current construct (its last use by this thread).
 pub fn leave(c: &mut Ctx) {
     trace_end(c);
-    if c.ws.is_null() {
-        return;
-    }
+    let Some(i) = c.ws else { return };
     finish_chunk(c);
-    // SAFETY: the slot lives in the team, which outlives the context.
-    let w = unsafe { &*c.ws };
+    let w = &c.team().ring[i];
     let g = c.ws_cur_gen;
-    c.ws = std::ptr::null();
+    c.ws = None;
     // AcqRel: the last leaver sees everyone's reads done before it frees the slot.
     if w.left.fetch_sub(1, Ordering::AcqRel) == 1 {
         w.ready.store(NONE, Ordering::Relaxed);
@@ -284,8 +282,8 @@ pub fn leave(c: &mut Ctx) {
 }
 
 pub fn current<'a>(c: &Ctx) -> Option<&'a WorkShare> {
-    // SAFETY: as in `leave`.
-    (!c.ws.is_null()).then(|| unsafe { &*c.ws })
+    // (The slot lives in the team, which outlives the context: `Ctx::team`.)
+    c.ws.map(|i| &c.team().ring[i])
 }
 
 /// Start a loop construct. Returns whether this thread initialized it.
