@@ -189,6 +189,23 @@ fn fulfilling_an_event_twice_aborts_with_a_message() {
     assert!(stderr.contains("omp_fulfill_event") && stderr.contains("not an event waiting to be fulfilled"), "no message:\n{stderr}");
 }
 
+/// Destroying a lock that is locked, and unsetting one that another thread holds: a line
+/// naming the call, and the lock left as it was (the program's later calls on it work).
+#[test]
+fn lock_misuse_gets_a_message_and_leaves_the_lock_as_it_was() {
+    if let Some(stderr) = check("lock_misuse", &[], false) {
+        for what in [
+            "omp_destroy_lock on a lock that is locked",
+            "omp_unset_lock on a lock that another thread holds",
+            "omp_destroy_nest_lock on a lock that is held",
+            "omp_unset_nest_lock on a lock the caller does not hold",
+        ] {
+            assert!(stderr.contains(what), "no message `{what}`:\n{stderr}");
+        }
+        assert_eq!(stderr.lines().count(), 4, "one line per misuse:\n{stderr}");
+    }
+}
+
 /// The device memory routines serve the host (programs calling them load and run), and
 /// a device number that does not exist gets one line naming the routine and the number.
 #[test]

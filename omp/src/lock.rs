@@ -1,6 +1,7 @@
 //! Mutexes for `critical`, `atomic` and the `omp_*_lock` API: a futex word (0 free,
 //! 1 held, 2 held with sleepers, as in Drepper's "Futexes are tricky"), spinning for the
-//! spin budget before sleeping.
+//! spin budget before sleeping. The `omp_*_lock` API's simple locks also record their
+//! owner ([`owned`]).
 
 use crate::sys::{futex_wait, futex_wake, spin_until};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -50,18 +51,106 @@ pub fn unlock(w: &AtomicU32) {
     }
 }
 
-/// `unlock`, returning whether the lock was held (unlocking a free lock is the caller's
-/// error; it stays free).
-#[inline]
-pub fn unlock_checked(w: &AtomicU32) -> bool {
-    // Release: as `unlock`.
-    match w.swap(0, Ordering::Release) {
-        0 => false,
-        2 => {
-            futex_wake(w, 1);
-            true
+/// A lock with an owner (the `omp_*_lock` API): the word holds the owner's id (see [`me`])
+/// shifted left by 2 and the state in the low 2 bits (0 free, 1 held, 2 held with
+/// sleepers), so that an unset by a thread that does not hold the lock can be told from a
+/// correct one and refused. Whoever holds the lock alone writes the owner bits; the others
+/// only turn state 1 into 2 (compare-and-swap).
+pub mod owned {
+    use super::*;
+
+    /// Why an unset was refused.
+    #[derive(Debug, PartialEq, Eq)]
+    pub enum Misuse {
+        NotLocked,
+        NotOwner,
+    }
+
+    const STATE: u32 = 3;
+
+    /// The calling thread's owner id: 1 up to 2^30 - 1, given out on first use (a lock is
+    /// owned by a task; a task is tied to its thread, so the thread names it).
+    #[inline]
+    pub fn me() -> u32 {
+        thread_local! {
+            static ID: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
         }
-        _ => true,
+        ID.with(|id| {
+            if id.get() == 0 {
+                static NEXT: AtomicU32 = AtomicU32::new(1);
+                // Relaxed: only uniqueness matters; ids wrap past 2^30 - 1 threads, skipping 0.
+                let n = NEXT.fetch_add(1, Ordering::Relaxed) % ((1 << 30) - 1) + 1;
+                id.set(n);
+            }
+            id.get()
+        })
+    }
+
+    #[inline]
+    pub fn lock(w: &AtomicU32, me: u32) {
+        // Acquire: the critical section sees the previous holder's writes.
+        if w.compare_exchange(0, me << 2 | 1, Ordering::Acquire, Ordering::Relaxed).is_err() {
+            lock_slow(w, me);
+        }
+    }
+
+    #[cold]
+    fn lock_slow(w: &AtomicU32, me: u32) {
+        // As super::lock_slow: poll every few pauses for the spin budget, then sleep.
+        if spin_until(|| {
+            for _ in 0..4 {
+                std::hint::spin_loop();
+            }
+            w.load(Ordering::Relaxed) == 0 && w.compare_exchange(0, me << 2 | 1, Ordering::Acquire, Ordering::Relaxed).is_ok()
+        }) {
+            return;
+        }
+        let t0 = std::time::Instant::now();
+        loop {
+            let v = w.load(Ordering::Relaxed);
+            if v == 0 {
+                // Taken as "held with sleepers": others may sleep still (Drepper's mutex 2).
+                if w.compare_exchange(0, me << 2 | 2, Ordering::Acquire, Ordering::Relaxed).is_ok() {
+                    break;
+                }
+                continue;
+            }
+            let sleeping = v & !STATE | 2;
+            // Relaxed: the unlocker's swap sees the 2 (one modification order on the word).
+            if v & STATE != 2 && w.compare_exchange(v, sleeping, Ordering::Relaxed, Ordering::Relaxed).is_err() {
+                continue;
+            }
+            futex_wait(w, sleeping);
+        }
+        crate::sys::after_sleep(t0.elapsed());
+    }
+
+    #[inline]
+    pub fn try_lock(w: &AtomicU32, me: u32) -> bool {
+        w.compare_exchange(0, me << 2 | 1, Ordering::Acquire, Ordering::Relaxed).is_ok()
+    }
+
+    /// Unlock, if `me` holds the lock; else leave it as it is.
+    #[inline]
+    pub fn unlock(w: &AtomicU32, me: u32) -> Result<(), Misuse> {
+        // Relaxed: only the holder writes the owner bits, so if they are ours they stay.
+        let v = w.load(Ordering::Relaxed);
+        if v == 0 {
+            return Err(Misuse::NotLocked);
+        }
+        if v >> 2 != me {
+            return Err(Misuse::NotOwner);
+        }
+        // Release: publishes the critical section to the next holder.
+        if w.swap(0, Ordering::Release) & STATE == 2 {
+            futex_wake(w, 1);
+        }
+        Ok(())
+    }
+
+    /// Whether the lock is held (by anyone).
+    pub fn held(w: &AtomicU32) -> bool {
+        w.load(Ordering::Relaxed) != 0
     }
 }
 
@@ -69,3 +158,45 @@ pub fn unlock_checked(w: &AtomicU32) -> bool {
 /// a cache line of its own (no false sharing with each other or with other globals).
 pub static CRITICAL: crossbeam_utils::CachePadded<AtomicU32> = crossbeam_utils::CachePadded::new(AtomicU32::new(0));
 pub static ATOMIC: crossbeam_utils::CachePadded<AtomicU32> = crossbeam_utils::CachePadded::new(AtomicU32::new(0));
+
+#[cfg(test)]
+mod tests {
+    use super::owned::{self, Misuse};
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    #[test]
+    fn only_the_holder_unlocks_an_owned_lock() {
+        let w = AtomicU32::new(0);
+        let me = owned::me();
+        assert_eq!(owned::unlock(&w, me), Err(Misuse::NotLocked));
+        owned::lock(&w, me);
+        assert!(owned::held(&w) && !owned::try_lock(&w, me));
+        let other = std::thread::scope(|s| s.spawn(|| (owned::me(), owned::unlock(&w, owned::me()))).join().unwrap());
+        assert_ne!(other.0, me);
+        assert_eq!(other.1, Err(Misuse::NotOwner));
+        assert!(owned::held(&w));
+        assert_eq!(owned::unlock(&w, me), Ok(()));
+        assert!(!owned::held(&w) && owned::try_lock(&w, me));
+        assert_eq!(owned::unlock(&w, me), Ok(()));
+    }
+
+    #[test]
+    fn an_owned_lock_excludes_and_hands_over() {
+        let w = AtomicU32::new(0);
+        // A read and a write, not one atomic add: an increment lost means no exclusion.
+        let n = std::sync::atomic::AtomicU64::new(0);
+        std::thread::scope(|s| {
+            for _ in 0..4 {
+                s.spawn(|| {
+                    let me = owned::me();
+                    for _ in 0..10_000 {
+                        owned::lock(&w, me);
+                        n.store(n.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+                        assert_eq!(owned::unlock(&w, me), Ok(()));
+                    }
+                });
+            }
+        });
+        assert_eq!(n.into_inner(), 40_000);
+    }
+}
