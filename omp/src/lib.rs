@@ -12,7 +12,8 @@
 //! worksharing; `lock.rs` the mutexes; `env.rs` the environment; `sys.rs` futexes and the
 //! spin policy; `task.rs` explicit tasks (their dependencies, decoded by the ABI layer
 //! into `task::Deps`, are core tasks on core data handles); `trace.rs` what `WEFT_TRACE`
-//! records of tasks and constructs.
+//! records of tasks and constructs; `watch.rs` what a barrier waiter says when the team's
+//! threads met different barriers.
 
 pub mod abi;
 mod env;
@@ -22,4 +23,5 @@ mod sys;
 mod task;
 mod team;
 mod trace;
+mod watch;
 mod ws;
