@@ -252,13 +252,24 @@ impl Barrier {
         }
         // Wait for the generation to move on; queued tasks wake us (Team::nudge) to run them.
         // Only a waiter about to sleep gets to `tick`: the diagnostics (watch.rs).
+        // Under OMP_WAIT_POLICY=active a waiter never sleeps: it ticks every 2^20 looks of
+        // its spin instead (a few milliseconds).
         let asleep = Cell::new(None::<std::time::Instant>);
         let tick = || self.tick(team, g, site, &asleep);
+        let active = sys::SPIN_NS.load(Ordering::Relaxed) == u64::MAX;
+        let looks = Cell::new(0u32);
+        let spun_long = || {
+            looks.set(looks.get().wrapping_add(1));
+            if looks.get().is_multiple_of(1 << 20) {
+                tick();
+            }
+            false
+        };
         let r = loop {
             let stop = || cancel.is_some_and(|c| c.load(Ordering::Acquire));
             let busy = team.tasks.pending() > 0;
             let poll = team.tasks.poller();
-            let (spin, exact) = (|| stop() || poll(), || stop() || team.tasks.queued());
+            let (spin, exact) = (|| stop() || poll() || (active && spun_long()), || stop() || team.tasks.queued());
             sys::wait_change_with(&self.generation, g, &self.sleepers, &spin, &exact, busy, Some(&tick));
             if self.generation.load(Ordering::Acquire) != g {
                 break stop();

@@ -5,8 +5,9 @@
 //!
 //! **Owns**: the per-team record of which threads sleep at which barrier ([`Waits`]), the
 //! diagnosis and its messages. **Does not own**: the barrier itself (team.rs), which calls
-//! [`Waits::tick`] only from its sleeping path: a thread that arrives, or that is released
-//! while it spins, never reaches this module (nothing is added to the barrier's fast path).
+//! [`Waits::tick`] only from its sleeping path (or, under the active wait policy, after a
+//! long spin): a thread that arrives, or that is released while it spins, never reaches
+//! this module (nothing is added to the barrier's arrival).
 //!
 //! Two checks, each made before a barrier waiter sleeps and again each time its sleep
 //! times out (1 ms, doubling up to 1 s while a waiter sleeps on):
@@ -22,7 +23,8 @@
 //!   one thread), so this is a debugging aid asked for, not a default: a default would
 //!   print on such programs' stderr.
 //!
-//! Under `OMP_WAIT_POLICY=active` waiters never sleep, so neither check runs.
+//! Under `OMP_WAIT_POLICY=active` waiters never sleep: a barrier waiter makes the same
+//! checks every 2^20 looks of its spin (a few milliseconds) instead.
 
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::time::Duration;
