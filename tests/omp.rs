@@ -189,6 +189,70 @@ fn fulfilling_an_event_twice_aborts_with_a_message() {
     assert!(stderr.contains("omp_fulfill_event") && stderr.contains("not an event waiting to be fulfilled"), "no message:\n{stderr}");
 }
 
+/// Destroying a lock that is locked, and unsetting one that another thread holds: a line
+/// naming the call, and the lock left as it was (the program's later calls on it work).
+#[test]
+fn lock_misuse_gets_a_message_and_leaves_the_lock_as_it_was() {
+    if let Some(stderr) = check("lock_misuse", &[], false) {
+        for what in [
+            "omp_destroy_lock on a lock that is locked",
+            "omp_unset_lock on a lock that another thread holds",
+            "omp_destroy_nest_lock on a lock that is held",
+            "omp_unset_nest_lock on a lock the caller does not hold",
+        ] {
+            assert!(stderr.contains(what), "no message `{what}`:\n{stderr}");
+        }
+        assert_eq!(stderr.lines().count(), 4, "one line per misuse:\n{stderr}");
+    }
+}
+
+/// A barrier only one thread of a team reaches (thread 0, then thread 1; and under
+/// `OMP_WAIT_POLICY=active`): the waiter left at the end of the region says which threads
+/// are where and the program aborts, where libgomp hangs.
+#[test]
+fn a_barrier_not_every_thread_reaches_is_diagnosed() {
+    let Some(cc) = common::compiler() else {
+        println!("skipped: no C compiler (gcc or $CC)");
+        return;
+    };
+    let exe = compile(&cc, "barrier_mismatch");
+    // Under the active wait policy the waiter never sleeps: it looks while spinning.
+    for (which, env) in [("0", None), ("1", None), ("0", Some(("OMP_WAIT_POLICY", "active")))] {
+        let mut cmd = Command::new(&exe);
+        cmd.arg(which);
+        let out = run_cmd(cmd, &exe, &Vec::from_iter(env), false);
+        let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert!(stdout.contains("mismatched") && !stdout.contains("not reached"), "thread {which}:\n{stdout}\n{stderr}");
+        assert!(!out.status.success(), "thread {which}: went on:\n{stdout}\n{stderr}");
+        let other = if which == "0" { "1" } else { "0" };
+        for what in [
+            format!(
+                "thread {which} of a team of 2 waits at the end of the parallel region, a barrier the other threads can no longer reach"
+            ),
+            format!("thread {other} has left the parallel region"),
+            "the team's threads met different barriers".to_string(),
+        ] {
+            assert!(stderr.contains(&what), "thread {which}: no message `{what}`:\n{stderr}");
+        }
+    }
+}
+
+/// `WEFT_OMP_BARRIER_REPORT`: a conforming program's thread waiting at a barrier past the
+/// time asked for reports once where the team's threads are, and the program runs on as
+/// before; without the variable, nothing is printed.
+#[test]
+fn a_long_barrier_wait_is_reported_when_asked() {
+    if let Some(stderr) = check("barrier_report", &[("WEFT_OMP_BARRIER_REPORT", "1")], false) {
+        let lines: Vec<&str> = stderr.lines().filter(|l| l.contains("WEFT_OMP_BARRIER_REPORT")).collect();
+        assert_eq!(lines.len(), 1, "one report:\n{stderr}");
+        assert!(lines[0].contains("thread 0 of a team of 2 has waited") && lines[0].contains("thread 0 at a barrier"), "{stderr}");
+        assert!(lines[0].contains("thread 1 is not asleep at a barrier"), "{stderr}");
+    }
+    if let Some(stderr) = check("barrier_report", &[], false) {
+        assert!(stderr.is_empty(), "a report nobody asked for:\n{stderr}");
+    }
+}
+
 /// The device memory routines serve the host (programs calling them load and run), and
 /// a device number that does not exist gets one line naming the routine and the number.
 #[test]

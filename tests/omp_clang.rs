@@ -58,12 +58,16 @@ fn cxx(cc: &str) -> String {
     }
 }
 
-/// `tests/omp_clang/<name>.c`, or `<name>.cpp` built with the C++ driver.
+/// `tests/omp_clang/<name>.c`, or `<name>.cpp` built with the C++ driver, or else the
+/// gcc-built tests' `tests/omp/<name>.c`.
 fn compile(cc: &str, name: &str) -> PathBuf {
     let exe = common::unique_exe(&out_dir(), name);
-    let cpp = Path::new(ROOT).join(format!("tests/omp_clang/{name}.cpp")).exists();
-    let (cc, src) =
-        if cpp { (cxx(cc), format!("tests/omp_clang/{name}.cpp")) } else { (cc.to_string(), format!("tests/omp_clang/{name}.c")) };
+    let here = |f: String| Path::new(ROOT).join(&f).exists().then_some(f);
+    let (cc, src) = match (here(format!("tests/omp_clang/{name}.cpp")), here(format!("tests/omp_clang/{name}.c"))) {
+        (Some(cpp), _) => (cxx(cc), cpp),
+        (None, Some(c)) => (cc.to_string(), c),
+        (None, None) => (cc.to_string(), format!("tests/omp/{name}.c")),
+    };
     let out = Command::new(&cc)
         .current_dir(ROOT)
         .args(["-fopenmp", "-O2", "-Wall", "-Werror"])
@@ -78,13 +82,30 @@ fn compile(cc: &str, name: &str) -> PathBuf {
 }
 
 /// Compile `tests/omp_clang/<name>.c`, then run it as the stand-in's program and under
-/// LD_PRELOAD; both runs must pass.
-fn check(name: &str, env: &[(&str, &str)]) {
+/// LD_PRELOAD; both runs must pass. Returns each run's stderr (None: clang is missing).
+fn check(name: &str, env: &[(&str, &str)]) -> Option<Vec<String>> {
+    let outs = run_both(name, &[], env)?;
+    for (how, out) in &outs {
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            out.status.success() && stdout.contains(&format!("{name} OK")),
+            "{name} ({how}) failed ({}):\nstdout:\n{stdout}\nstderr:\n{stderr}",
+            out.status
+        );
+    }
+    Some(outs.into_iter().map(|(_, o)| String::from_utf8_lossy(&o.stderr).into_owned()).collect())
+}
+
+/// Compile `name` ([`compile`]) and run it with `args` as the stand-in's program and under
+/// LD_PRELOAD: (how, output) of each run; None (a skip printed) without clang.
+fn run_both(name: &str, args: &[&str], env: &[(&str, &str)]) -> Option<Vec<(&'static str, std::process::Output)>> {
     let Some(cc) = clang() else {
         println!("skipped: clang not found");
-        return;
+        return None;
     };
     let exe = compile(&cc, name);
+    let mut outs = Vec::new();
     for preload in [false, true] {
         let mut cmd = Command::new(&exe);
         if preload {
@@ -105,15 +126,10 @@ fn check(name: &str, env: &[(&str, &str)]) {
         }
         cmd.env("WEFT_NCPU", "2").env("WEFT_NOPENCL", "0").env("WEFT_NCUDA", "0").envs(env.iter().copied());
         let how = if preload { "LD_PRELOAD" } else { "libomp.so.5 stand-in" };
-        let out = common::output_within(&mut cmd, 120, &format!("{name} ({how})"));
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(
-            out.status.success() && stdout.contains(&format!("{name} OK")),
-            "{name} ({how}) failed ({}):\nstdout:\n{stdout}\nstderr:\n{stderr}",
-            out.status
-        );
+        cmd.args(args);
+        outs.push((how, common::output_within(&mut cmd, 120, &format!("{name} ({how})"))));
     }
+    Some(outs)
 }
 
 #[test]
@@ -202,6 +218,50 @@ fn distribute_parallel_for_entry_points() {
 #[test]
 fn task_reductions_older_layout() {
     check("taskred_old", &[]);
+}
+
+/// Misuse from clang-built programs, as from gcc-built ones (tests/omp.rs; the programs are
+/// the gcc tests' own): fulfilling a detach event twice aborts with a message after the
+/// first fulfil completed the task.
+#[test]
+fn fulfilling_an_event_twice_aborts_with_a_message() {
+    for (how, out) in run_both("fulfill_twice", &[], &[]).unwrap_or_default() {
+        let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert!(stdout.contains("fulfilled once"), "{how}: the first fulfil did not complete the task:\n{stdout}\n{stderr}");
+        assert!(!out.status.success() && !stdout.contains("not reached"), "{how}: a second fulfil went on:\n{stdout}\n{stderr}");
+        assert!(
+            stderr.contains("omp_fulfill_event") && stderr.contains("not an event waiting to be fulfilled"),
+            "{how}: no message:\n{stderr}"
+        );
+    }
+}
+
+/// Destroying a held lock, unsetting one another thread holds (clang's `omp_lock_t` is 8
+/// bytes, its `omp_nest_lock_t` 8): a line each, the lock left as it was.
+#[test]
+fn lock_misuse_gets_a_message_and_leaves_the_lock_as_it_was() {
+    for stderr in check("lock_misuse", &[]).unwrap_or_default() {
+        for what in [
+            "omp_destroy_lock on a lock that is locked",
+            "omp_unset_lock on a lock that another thread holds",
+            "omp_destroy_nest_lock on a lock that is held",
+            "omp_unset_nest_lock on a lock the caller does not hold",
+        ] {
+            assert!(stderr.contains(what), "no message `{what}`:\n{stderr}");
+        }
+    }
+}
+
+/// A barrier only one thread reaches: diagnosed and aborted, as from gcc-built programs.
+#[test]
+fn a_barrier_not_every_thread_reaches_is_diagnosed() {
+    for which in ["0", "1"] {
+        for (how, out) in run_both("barrier_mismatch", &[which], &[]).unwrap_or_default() {
+            let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+            assert!(!out.status.success() && !stdout.contains("not reached"), "{how}, thread {which}: went on:\n{stdout}\n{stderr}");
+            assert!(stderr.contains("a barrier the other threads can no longer reach"), "{how}, thread {which}: no message:\n{stderr}");
+        }
+    }
 }
 
 /// The stand-in loads without the dynamic linker complaining about versions, and LLVM's

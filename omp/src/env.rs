@@ -46,6 +46,9 @@ pub struct Env {
     /// The process's CPUs when the library was loaded (before the program could bind a
     /// thread): the places' universe, and the cores Weft's workers may run on.
     pub cpus: Vec<u32>,
+    /// `WEFT_OMP_BARRIER_REPORT` (seconds): a thread that has slept this long at a barrier
+    /// reports where the team's threads are (watch.rs); None: off.
+    pub barrier_report: Option<std::time::Duration>,
 }
 
 static ENV: OnceLock<Env> = OnceLock::new();
@@ -328,6 +331,14 @@ fn parse() -> Env {
         num_teams: parse_uint("OMP_NUM_TEAMS", 1).map(|n| n.min(i32::MAX as u64) as u32).unwrap_or(0),
         teams_thread_limit: parse_uint("OMP_TEAMS_THREAD_LIMIT", 1).map(|n| n.min(i32::MAX as u64) as u32).unwrap_or(0),
         cpus: cpus.clone(),
+        barrier_report: var("WEFT_OMP_BARRIER_REPORT").and_then(|s| match s.parse::<f64>() {
+            Ok(0.0) => None,
+            Ok(x) if x > 0.0 && x.is_finite() => Some(std::time::Duration::from_secs_f64(x)),
+            _ => {
+                warn("WEFT_OMP_BARRIER_REPORT", &s, "off");
+                None
+            }
+        }),
     }
 }
 

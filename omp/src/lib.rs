@@ -12,7 +12,8 @@
 //! worksharing; `lock.rs` the mutexes; `env.rs` the environment; `sys.rs` futexes and the
 //! spin policy; `task.rs` explicit tasks (their dependencies, decoded by the ABI layer
 //! into `task::Deps`, ordered by a map of depend addresses per parent task); `trace.rs`
-//! what `WEFT_TRACE` records of tasks and constructs. Outside `abi/`, a thread's context
+//! what `WEFT_TRACE` records of tasks and constructs; `watch.rs` what a barrier waiter says
+//! when the team's threads met different barriers. Outside `abi/`, a thread's context
 //! and a task's team are reached through the handles `team::CtxRef` and `team::TeamRef`,
 //! whose lifetime argument is made once, in team.rs; taskgroups and child counters are
 //! shared (`Arc`).
@@ -25,4 +26,5 @@ mod sys;
 mod task;
 mod team;
 mod trace;
+mod watch;
 mod ws;

@@ -220,12 +220,14 @@ pub fn spin_then_yield(mut done: impl FnMut() -> bool) {
 /// Wait until `word != old`: spin, then sleep on the futex. `extra` is polled too (a
 /// cancellation flag); returns early when it holds.
 pub fn wait_change(word: &AtomicU32, old: u32, sleepers: &AtomicU32, extra: impl Fn() -> bool) {
-    wait_change_with(word, old, sleepers, &extra, &extra, false)
+    wait_change_with(word, old, sleepers, &extra, &extra, false, None)
 }
 
 /// [`wait_change`]; `tasks`: the team has tasks in flight (spin as [`spin_until_tasks`]).
 /// `spin_extra` is polled while spinning (it may look only now and then), `extra` before
-/// sleeping (it must be exact: its condition's setter wakes sleepers only).
+/// sleeping (it must be exact: its condition's setter wakes sleepers only). `tick`, if
+/// given, is called before each sleep, and the sleeps then time out (1 ms, doubling to 1 s)
+/// so that it runs again (a barrier's diagnostics: watch.rs).
 pub fn wait_change_with(
     word: &AtomicU32,
     old: u32,
@@ -233,6 +235,7 @@ pub fn wait_change_with(
     spin_extra: &dyn Fn() -> bool,
     extra: &dyn Fn() -> bool,
     tasks: bool,
+    tick: Option<&dyn Fn()>,
 ) {
     // Acquire: what the waker wrote before changing the word is visible once we see it.
     let spun = if tasks {
@@ -247,8 +250,15 @@ pub fn wait_change_with(
     // count; we raise the count then read the word. One of us sees the other.
     let t0 = Instant::now();
     sleepers.fetch_add(1, Ordering::SeqCst);
+    let mut slice = std::time::Duration::from_millis(1);
     while word.load(Ordering::SeqCst) == old && !extra() {
-        if tasks {
+        if let Some(tick) = tick {
+            tick();
+        }
+        if tick.is_some() && !tasks {
+            futex_wait_timeout(word, old, slice);
+            slice = crate::watch::next_slice(slice);
+        } else if tasks {
             // Queued tasks wake sleepers without changing `word` (Team::nudge), so such a
             // wake-up can be missed; a timeout bounds what missing it costs.
             futex_wait_timeout(word, old, std::time::Duration::from_millis(1));

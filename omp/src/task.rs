@@ -94,15 +94,17 @@ pub struct TaskloopFlags {
 /// dependencies are not queued and do not count, else a graph would run serially.
 const THROTTLE: usize = 8;
 
-/// Tasks not complete, per thread of the team, past which a new task with depend clauses
-/// waits for its dependencies and runs at once: a loop creating a million dependent tasks
-/// holds a bounded number of them. libgomp's throttle (64 per thread too) counts only tasks
-/// queued or running, not those still waiting for dependencies (GOMP_task returns before
-/// counting them), so its creator runs ahead of a graph without bound: it never throttles
-/// on the 816-task Cholesky, where this one holds its creator on about half of its tasks
-/// (which cost the creations after them more: bench/RESULTS.md, 2026-11-29, for a larger
-/// throttle tried against this one).
+/// Tasks queued or running (not those waiting for a predecessor), per thread of the team,
+/// past which a new task with depend clauses waits for its dependencies and runs at once:
+/// libgomp's rule (`team->task_count > 64 * team->nthreads` in GOMP_task; a task with
+/// unmet dependencies returns before it is counted). Counting the blocked tasks too, as
+/// before, held the creator on about half of the 816-task Cholesky's tasks, and each
+/// creation after such a hold met cold caches (bench/RESULTS.md, 2026-11-29, session 30).
 const DEPEND_THROTTLE: usize = 64;
+/// Tasks not complete (blocked ones included), per thread of the team, past which the depend
+/// throttle holds the creator too: a loop creating a million dependent tasks keeps a bounded
+/// number of them (libgomp's creator runs ahead of a graph without bound).
+const DEPEND_CAP: usize = 1024;
 
 /// How often a blind wait (one whose scope leaves queued tasks alone) looks for tasks it
 /// may run while it spins: every this many turns of the spin, about 1-5 µs ([`wait_until`]).
@@ -234,6 +236,7 @@ impl Link {
         };
         for s in succ {
             if s.link.waiting.fetch_sub(1, Ordering::AcqRel) == 1 {
+                s.team.get().tasks.blocked.fetch_sub(1, Ordering::Relaxed);
                 s.ready();
             }
         }
@@ -731,6 +734,9 @@ pub struct TeamTasks {
     wake: CachePadded<AtomicU32>,
     sleepers: AtomicU32,
     pending: CachePadded<AtomicUsize>,
+    /// Tasks with depend clauses waiting for a predecessor (among `pending`): the depend
+    /// throttle leaves them out, as libgomp's `task_count` does.
+    blocked: CachePadded<AtomicUsize>,
     /// Counted tasks with a detach clause not complete (their events may be fulfilled only by
     /// code their creator has yet to run: see [`TeamTasks::over_depend_throttle`]).
     detached: AtomicUsize,
@@ -752,6 +758,7 @@ impl TeamTasks {
             wake: CachePadded::new(AtomicU32::new(0)),
             sleepers: AtomicU32::new(0),
             pending: CachePadded::new(AtomicUsize::new(0)),
+            blocked: CachePadded::new(AtomicUsize::new(0)),
             detached: AtomicUsize::new(0),
             ready: Injector::new(),
             prio: std::sync::OnceLock::new(),
@@ -784,13 +791,19 @@ impl TeamTasks {
         self.pending.load(Ordering::Acquire)
     }
 
-    /// Whether a team of `n` threads has more tasks not complete than the depend throttle
-    /// allows ([`DEPEND_THROTTLE`]). Never while a detached task is incomplete: the tasks
-    /// waiting for it may wait for an `omp_fulfill_event` that only the creator's
+    /// Whether a team of `n` threads has more tasks queued or running than the depend
+    /// throttle allows ([`DEPEND_THROTTLE`]), or more not complete than [`DEPEND_CAP`].
+    /// Never while a detached task is incomplete: the tasks waiting for it may wait for an `omp_fulfill_event` that only the creator's
     /// continuation calls, and a creator held until they run would wait forever (libgomp
     /// counts only tasks ready or running, so it creates on).
     fn over_depend_throttle(&self, n: u32) -> bool {
-        self.pending() > DEPEND_THROTTLE * n as usize && self.detached.load(Ordering::Acquire) == 0
+        let pending = self.pending();
+        // Relaxed: a hint (the two counts are read one after the other, so tasks that change
+        // state in between make it off by as many); a stale count only moves the moment the
+        // creator is held. `blocked` never goes below zero: a task's increment in link_deps
+        // happens before the releasing decrement (through `waiting`'s AcqRel updates).
+        let ready = pending.saturating_sub(self.blocked.load(Ordering::Relaxed));
+        (ready > DEPEND_THROTTLE * n as usize || pending > DEPEND_CAP * n as usize) && self.detached.load(Ordering::Acquire) == 0
     }
 
     /// Whether some task is queued and not taken (a hint for waiting threads; no shared
@@ -1266,7 +1279,16 @@ fn link_deps(c: CtxRef, t: &Arc<TaskBox>, deps: &[(usize, AccessMode)]) {
             });
         }
     });
+    // Counted as blocked before the predecessors can release it (their decrement of
+    // `blocked` then never comes first); taken back if none is left.
+    let tasks = &t.team.get().tasks.blocked;
+    if edges > 0 {
+        tasks.fetch_add(1, Ordering::Relaxed);
+    }
     if t.link.waiting.fetch_sub(LINKING - edges, Ordering::AcqRel) == LINKING - edges {
+        if edges > 0 {
+            tasks.fetch_sub(1, Ordering::Relaxed);
+        }
         t.clone().ready();
     }
 }

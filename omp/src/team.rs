@@ -31,6 +31,7 @@ use crate::abi::gomp::reduction::Descriptor;
 use crate::env::{self, SCHED_MONOTONIC};
 use crate::sys::{self, futex_wake, spin_until};
 use crate::task::{self, Group, TeamTasks};
+use crate::watch::{Site, State, Waits};
 use crate::ws::{RING, WorkShare};
 use crossbeam_utils::CachePadded;
 use std::cell::{Cell, UnsafeCell};
@@ -299,6 +300,13 @@ pub fn ctx<'a>() -> &'a mut Ctx {
     unsafe { &mut *cur().p.as_ptr() }
 }
 
+/// The calling thread's number in its team (read through the raw context: a caller up the
+/// stack may hold the [`ctx`] reference).
+fn my_tid() -> u32 {
+    // SAFETY: the calling thread's context, read only.
+    unsafe { (*cur().p.as_ptr()).tid }
+}
+
 /// A centralized barrier: a counter and a generation word (sense reversal by generation).
 pub struct Barrier {
     arrived: CachePadded<AtomicU32>,
@@ -318,8 +326,9 @@ impl Barrier {
     }
 
     /// Wait for the whole team and all its tasks; a waiting thread runs queued tasks. With
-    /// `cancel`, return `true` early once it is set.
-    fn wait(&self, team: &Team, cancel: Option<&AtomicBool>) -> bool {
+    /// `cancel`, return `true` early once it is set. `site` names the barrier in the
+    /// diagnostics of a waiter that sleeps (watch.rs).
+    fn wait(&self, team: &Team, cancel: Option<&AtomicBool>, site: Site) -> bool {
         let n = self.n.load(Ordering::Relaxed);
         if n == 1 {
             task::drain(cur());
@@ -341,21 +350,64 @@ impl Barrier {
             return cancel.is_some_and(|c| c.load(Ordering::Acquire));
         }
         // Wait for the generation to move on; queued tasks wake us (Team::nudge) to run them.
-        loop {
+        // Only a waiter about to sleep gets to `tick`: the diagnostics (watch.rs).
+        // Under OMP_WAIT_POLICY=active a waiter never sleeps: it ticks every 2^20 looks of
+        // its spin instead (a few milliseconds).
+        let asleep = Cell::new(None::<std::time::Instant>);
+        let tick = || self.tick(team, g, site, &asleep);
+        let active = sys::SPIN_NS.load(Ordering::Relaxed) == u64::MAX;
+        let looks = Cell::new(0u32);
+        let spun_long = || {
+            looks.set(looks.get().wrapping_add(1));
+            if looks.get().is_multiple_of(1 << 20) {
+                tick();
+            }
+            false
+        };
+        let r = loop {
             let stop = || cancel.is_some_and(|c| c.load(Ordering::Acquire));
             let busy = team.tasks.pending() > 0;
             let poll = team.tasks.poller();
-            let (spin, exact) = (|| stop() || poll(), || stop() || team.tasks.queued());
-            sys::wait_change_with(&self.generation, g, &self.sleepers, &spin, &exact, busy);
+            let (spin, exact) = (|| stop() || poll() || (active && spun_long()), || stop() || team.tasks.queued());
+            sys::wait_change_with(&self.generation, g, &self.sleepers, &spin, &exact, busy, Some(&tick));
             if self.generation.load(Ordering::Acquire) != g {
-                return stop();
+                break stop();
             }
             if stop() {
-                return true;
+                break true;
             }
             let c = cur();
             while task::run_one(c) {}
+        };
+        if asleep.get().is_some() {
+            team.waits.set(my_tid(), Site::None);
         }
+        r
+    }
+
+    /// Diagnostics of a waiter about to sleep, and after each timed-out sleep, at this
+    /// barrier's generation `g` (watch.rs); `asleep`: since when it has slept here.
+    #[cold]
+    fn tick(&self, team: &Team, g: u32, site: Site, asleep: &Cell<Option<std::time::Instant>>) {
+        let tid = my_tid();
+        let since = match asleep.get() {
+            Some(t) => t,
+            None => {
+                team.waits.set(tid, site);
+                let t = std::time::Instant::now();
+                asleep.set(Some(t));
+                t
+            }
+        };
+        // Acquire on `left`, then the generation: a member counts itself out after it saw
+        // the last barrier complete, so if this barrier were that one, its generation
+        // would have moved on by now (watch.rs).
+        let left = team.left.load(Ordering::Acquire) > 0;
+        let primary_done = team.waits.primary_done.load(Ordering::Acquire);
+        if self.generation.load(Ordering::Acquire) != g || team.cancelled.load(Ordering::Acquire) {
+            return;
+        }
+        team.waits.tick(tid, team.n, site, since.elapsed(), left || primary_done, &|t| team.member_state(t));
     }
 
     /// Release every waiter (after a cancellation, which the caller has set): the
@@ -394,6 +446,8 @@ pub struct Team {
     pub tasks: TeamTasks,
     /// The taskgroup the implicit tasks start in (a parallel region with task reductions).
     pub group: Option<Arc<Group>>,
+    /// Which threads sleep at which barrier, for the diagnostics (watch.rs).
+    pub waits: Waits,
     left: CachePadded<AtomicU32>,
     members: Vec<&'static Slot>,
     own_slot: Option<&'static Slot>,
@@ -472,6 +526,7 @@ impl Team {
             ring: (0..RING).map(|i| WorkShare::new(i as u64)).collect(),
             tasks: TeamTasks::new(),
             group: None,
+            waits: Waits::default(),
             left: CachePadded::new(AtomicU32::new(0)),
             members: Vec::new(),
             own_slot: None,
@@ -511,6 +566,7 @@ impl Team {
         self.cancelled.store(false, Ordering::Relaxed);
         self.left.store(0, Ordering::Relaxed);
         self.tasks.reset(n);
+        self.waits.reset(n);
         self.group = None;
         // Only the slots the previous region used need resetting.
         for (i, w) in self.ring.iter().enumerate().take(self.dirty) {
@@ -525,14 +581,38 @@ impl Team {
     /// A barrier of the whole team (its tasks complete before it ends).
     pub fn barrier(&self) {
         let traced = crate::ws::trace_barrier();
-        self.bar.wait(self, None);
+        self.bar.wait(self, None, Site::Barrier);
         crate::trace::end(traced, "omp barrier");
+    }
+
+    /// The barrier that ends the region (the join).
+    fn end_barrier(&self) {
+        let traced = crate::ws::trace_barrier();
+        self.bar.wait(self, None, Site::End);
+        crate::trace::end(traced, "omp barrier");
+    }
+
+    /// Where thread `tid` is as far as the team knows, for the diagnostics (watch.rs): a
+    /// member whose slot no longer runs this team's share has left (or not started).
+    fn member_state(&self, tid: u32) -> State {
+        if tid == 0 {
+            return if self.waits.primary_done.load(Ordering::Acquire) { State::Left } else { State::Running };
+        }
+        let Some(s) = self.members.get(tid as usize - 1) else { return State::Running };
+        if !std::ptr::eq(s.team.load(Ordering::Relaxed), self) {
+            return State::Left;
+        }
+        match s.state.load(Ordering::Acquire) {
+            ASSIGNED => State::NotStarted,
+            RUNNING => State::Running,
+            _ => State::Left,
+        }
     }
 
     /// A cancellable barrier: true when the region was cancelled.
     pub fn cbarrier(&self) -> bool {
         let traced = crate::ws::trace_barrier();
-        let r = self.cbar.wait(self, Some(&self.cancelled));
+        let r = self.cbar.wait(self, Some(&self.cancelled), Site::Cancellable);
         crate::trace::end(traced, "omp barrier");
         r
     }
@@ -757,7 +837,7 @@ unsafe fn run_member(team: *const Team, tid: u32) {
         // SAFETY: the compiler-outlined body with its data, as GOMP_parallel received them.
         unsafe { body(t.data) };
     }
-    t.barrier();
+    t.end_barrier();
     if let Some((rt, from)) = traced {
         rt.trace_span("omp parallel", from);
     }
@@ -964,7 +1044,10 @@ pub fn join() {
         eprintln!("weft-omp: GOMP_parallel_end called outside a parallel region; ignored");
         return;
     }
-    t.barrier();
+    t.end_barrier();
+    // Release: a member still waiting at a barrier of this region after seeing this has
+    // met a barrier nobody else will (watch.rs).
+    t.waits.primary_done.store(true, Ordering::Release);
     if let (Some(from), Some(rt)) = (t.traced_from.take(), runtime()) {
         rt.trace_span("omp parallel", from);
     }

@@ -6,7 +6,7 @@
 //! for an implicit task). The owner and count are atomics: a thread that does not hold the
 //! lock reads the owner to learn so.
 
-use crate::lock;
+use crate::lock::{self, owned, owned::Misuse};
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicI32, AtomicU32, AtomicUsize, Ordering};
 
@@ -52,28 +52,41 @@ pub unsafe extern "C" fn omp_init_lock_with_hint(l: *mut u32, _hint: c_int) {
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn omp_destroy_lock(_l: *mut u32) {}
+pub unsafe extern "C" fn omp_destroy_lock(l: *mut u32) {
+    // "A program that accesses a lock that is not in the unlocked state through either
+    // routine [omp_destroy_lock, omp_destroy_nest_lock] is non-conforming": say so, and
+    // leave the lock as it is (locked), so its holder's unset still finds a lock.
+    // SAFETY: the program passes an initialized lock.
+    if owned::held(unsafe { word(l) }) {
+        eprintln!("weft-omp: omp_destroy_lock on a lock that is locked; ignored (it stays locked)");
+    }
+}
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn omp_set_lock(l: *mut u32) {
     // SAFETY: the program passes an initialized lock.
-    lock::lock(unsafe { word(l) })
+    owned::lock(unsafe { word(l) }, owned::me())
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn omp_unset_lock(l: *mut u32) {
-    // "A program that accesses a lock that is not in the locked state [...] through
-    // omp_unset_lock is non-conforming": say so, and leave the lock unlocked.
+    // "A program that accesses a lock that is not in the locked state or that is not owned
+    // by the task that contains the call through either routine is non-conforming": say
+    // so, and leave the lock as it is.
     // SAFETY: as above.
-    if !lock::unlock_checked(unsafe { word(l) }) {
-        eprintln!("weft-omp: omp_unset_lock on a lock that is not locked; ignored");
+    match owned::unlock(unsafe { word(l) }, owned::me()) {
+        Ok(()) => {}
+        Err(Misuse::NotLocked) => eprintln!("weft-omp: omp_unset_lock on a lock that is not locked; ignored"),
+        Err(Misuse::NotOwner) => {
+            eprintln!("weft-omp: omp_unset_lock on a lock that another thread holds; ignored (it stays locked)")
+        }
     }
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn omp_test_lock(l: *mut u32) -> c_int {
     // SAFETY: as above.
-    lock::try_lock(unsafe { word(l) }) as c_int
+    owned::try_lock(unsafe { word(l) }, owned::me()) as c_int
 }
 
 /// The lock behind a program's `omp_nest_lock_t`, allocated by `omp_init_nest_lock`.
@@ -111,6 +124,12 @@ pub unsafe extern "C" fn omp_destroy_nest_lock(l: *mut NestLockRef) {
     // second destroy finds null.
     unsafe {
         let p = l.read().0;
+        // As omp_destroy_lock: a held lock stays as it is (its memory too: the holder's
+        // unset goes on using it).
+        if !p.is_null() && (*p).owner.load(Ordering::Relaxed) != 0 {
+            eprintln!("weft-omp: omp_destroy_nest_lock on a lock that is held; ignored (it stays held)");
+            return;
+        }
         l.write(NestLockRef(std::ptr::null_mut()));
         if !p.is_null() {
             drop(Box::from_raw(p));
