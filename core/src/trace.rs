@@ -68,6 +68,9 @@ pub struct FrontSpan {
     pub core_task: Option<u64>,
     /// Where in the source the construct is ("file.c:12 (main)"), when the ABI says.
     pub loc: Option<&'static str>,
+    /// How long the thread waited to enter the construct before the span (a `critical`
+    /// section's lock, an `ordered` block's turn): the slice's `wait_us`.
+    pub wait: Option<std::time::Duration>,
 }
 
 /// Idle spans shorter than this are not recorded: a worker that finds work on its second
@@ -104,6 +107,8 @@ enum What {
         core_task: u64,
         /// Index into `ThreadBuf::names` of its location, `u32::MAX` for none.
         loc: u32,
+        /// [`FrontSpan::wait`] in ns, `u64::MAX` for none.
+        wait_ns: u64,
     },
 }
 
@@ -302,7 +307,8 @@ impl Tracer {
         }
         let name = b.intern_static(s.name);
         let loc = s.loc.map_or(u32::MAX, |l| b.intern_static(l));
-        let what = What::Span { task: s.task, depend: s.depend, core_task: s.core_task.unwrap_or(0), loc };
+        let wait_ns = s.wait.map_or(u64::MAX, |w| (w.as_nanos() as u64).min(u64::MAX - 1));
+        let what = What::Span { task: s.task, depend: s.depend, core_task: s.core_task.unwrap_or(0), loc, wait_ns };
         b.push(Slice { start, end: end.max(start), name, what });
     }
 
@@ -388,8 +394,10 @@ impl Tracer {
             for s in &slices {
                 let (name, cat, args) = match s.what {
                     What::Idle { slept } => (if slept { "sleep" } else { "idle" }, "idle", String::from("{}")),
-                    What::Span { task: false, loc: u32::MAX, .. } => (&*b.names[s.name as usize], "omp", String::from("{}")),
-                    What::Span { task, depend, core_task, loc } => {
+                    What::Span { task: false, loc: u32::MAX, wait_ns: u64::MAX, .. } => {
+                        (&*b.names[s.name as usize], "omp", String::from("{}"))
+                    }
+                    What::Span { task, depend, core_task, loc, wait_ns } => {
                         let mut a = String::from("{");
                         if task {
                             let _ = write!(a, "\"depend\":{depend}");
@@ -401,6 +409,10 @@ impl Tracer {
                         if loc != u32::MAX {
                             let sep = if a.len() > 1 { "," } else { "" };
                             let _ = write!(a, "{sep}\"loc\":{}", json_str(&b.names[loc as usize]));
+                        }
+                        if wait_ns != u64::MAX {
+                            let sep = if a.len() > 1 { "," } else { "" };
+                            let _ = write!(a, "{sep}\"wait_us\":{}", us(wait_ns));
                         }
                         a.push('}');
                         (&*b.names[s.name as usize], if task { "omp_task" } else { "omp" }, a)
