@@ -150,7 +150,7 @@ impl ThreadBuf {
     /// Record the pending idle span `p` (`PerThread::idle`), ending at `end`, if long enough.
     fn close_idle(&mut self, p: u64, end: u64) {
         let (start, slept) = ((p >> 1) - 1, p & 1 == 1);
-        if end >= start + MIN_IDLE_NS {
+        if idle_kept(p, end) {
             self.push(Slice { start, end, name: 0, what: What::Idle { slept } });
         }
     }
@@ -344,6 +344,26 @@ impl WorkerState {
     }
 }
 
+/// Whether the pending idle span `p` (`PerThread::idle`) ending at `end` is long enough to
+/// record.
+#[inline]
+fn idle_kept(p: u64, end: u64) -> bool {
+    end >= (p >> 1) - 1 + MIN_IDLE_NS
+}
+
+impl PerThread {
+    /// The pending idle span (0 for none), cleared: a load, and a store only if one is
+    /// pending (no read-modify-write). Only the worker's own thread calls this (see `idle`).
+    #[inline]
+    fn take_idle(&self) -> u64 {
+        let p = self.idle.load(Ordering::Relaxed);
+        if p != 0 {
+            self.idle.store(0, Ordering::Relaxed);
+        }
+        p
+    }
+}
+
 /// One thread's events.
 #[derive(Default)]
 struct PerThread {
@@ -353,7 +373,7 @@ struct PerThread {
     /// The idle span the worker is in or just left, not recorded yet: 0 for none, else
     /// `(start_ns + 1) << 1 | slept`. Its end is the start of the worker's next slice
     /// (`Tracer::task`), so an idle span costs no clock read, and one too short to keep
-    /// costs no lock nor memory. Relaxed: only the worker's own thread stores and swaps it
+    /// costs no lock nor memory. Relaxed: only the worker's own thread loads and stores it
     /// (`idle` and `task` run on the thread of the worker they name); `to_json` reads it
     /// after the workers were joined, or at exit as a best effort.
     idle: AtomicU64,
@@ -420,8 +440,9 @@ impl Tracer {
                 (a.ns(s), a.ns(e))
             }
         };
-        if pt.idle.load(Ordering::Relaxed) != 0 {
-            b.close_idle(pt.idle.swap(0, Ordering::Relaxed), start);
+        let p = pt.take_idle();
+        if p != 0 {
+            b.close_idle(p, start);
         }
         let name = b.intern(e.codelet, e.name);
         let first = b.handles.len() as u32;
@@ -459,8 +480,9 @@ impl Tracer {
                 a
             }
         };
-        if pt.idle.load(Ordering::Relaxed) != 0 {
-            lock(&pt.buf).close_idle(pt.idle.swap(0, Ordering::Relaxed), a.ns(start));
+        let p = pt.take_idle();
+        if p != 0 && idle_kept(p, a.ns(start)) {
+            lock(&pt.buf).close_idle(p, a.ns(start));
         }
         let name = st.intern(e.codelet, e.name, &pt.log.names);
         let n = handles.len();
@@ -489,8 +511,11 @@ impl Tracer {
         let (start, end) = (self.ns(start), self.ns(end));
         let pt = self.buf(worker);
         let mut b = lock(&pt.buf);
-        if worker.is_some() && pt.idle.load(Ordering::Relaxed) != 0 {
-            b.close_idle(pt.idle.swap(0, Ordering::Relaxed), start);
+        if worker.is_some() {
+            let p = pt.take_idle();
+            if p != 0 {
+                b.close_idle(p, start);
+            }
         }
         let name = b.intern_static(s.name);
         let loc = s.loc.map_or(u32::MAX, |l| b.intern_static(l));
@@ -505,7 +530,9 @@ impl Tracer {
     pub(crate) fn idle(&self, worker: usize, start: Instant, slept: bool) {
         let start = self.ns(start);
         let pt = self.buf(Some(worker));
-        let prev = pt.idle.swap(((start + 1) << 1) | u64::from(slept), Ordering::Relaxed);
+        // A load and a store, not a swap: only this thread writes the field (`PerThread::idle`).
+        let prev = pt.idle.load(Ordering::Relaxed);
+        pt.idle.store(((start + 1) << 1) | u64::from(slept), Ordering::Relaxed);
         if prev != 0 {
             // Idle twice with no task between (a job ran): the first span ends here.
             lock(&pt.buf).close_idle(prev, start);
