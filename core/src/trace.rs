@@ -390,6 +390,10 @@ pub(crate) struct Tracer {
     transfers: Mutex<Vec<Transfer>>,
     /// Dependencies (earlier task id, later task id), recorded where submission links them.
     deps: Mutex<Vec<(u64, u64)>>,
+    /// The same, from the one thread that owns `dep_writer` (the first to record one; an
+    /// application's submitting thread, usually): no lock ([`log`]).
+    dep_log: Arc<log::Shared<(u64, u64)>>,
+    dep_writer: log::Owned<log::Writer<(u64, u64)>>,
     /// Memory nodes' names ("host", device names), by node id.
     nodes: Vec<String>,
 }
@@ -398,7 +402,19 @@ impl Tracer {
     pub(crate) fn new(path: PathBuf, epoch: Instant, tracks: Vec<Track>, nodes: Vec<String>) -> Tracer {
         let bufs = (0..=tracks.len()).map(|_| CachePadded::new(PerThread::default())).collect();
         let clock = clock::Clock::new(epoch);
-        Tracer { path, epoch, clock, tracks, bufs, transfers: Mutex::new(Vec::new()), deps: Mutex::new(Vec::new()), nodes }
+        let (dep_log, dep_writer) = log::new();
+        Tracer {
+            path,
+            epoch,
+            clock,
+            tracks,
+            bufs,
+            transfers: Mutex::new(Vec::new()),
+            deps: Mutex::new(Vec::new()),
+            dep_log,
+            dep_writer: log::Owned::new(dep_writer),
+            nodes,
+        }
     }
 
     fn ns(&self, at: Instant) -> u64 {
@@ -547,7 +563,9 @@ impl Tracer {
 
     /// Task `later` waits for task `earlier` (a dependency submission created).
     pub(crate) fn dependency(&self, earlier: u64, later: u64) {
-        lock(&self.deps).push((earlier, later));
+        if self.dep_writer.with(|w| w.push((earlier, later))).is_none() {
+            lock(&self.deps).push((earlier, later));
+        }
     }
 
     /// Write everything recorded so far to the file, atomically (a temporary file beside
@@ -666,7 +684,9 @@ impl Tracer {
         // Dependencies: a flow arrow from the end of the earlier task's slice to the start of
         // the later one's (both ends inside their slices, so viewers bind them), for the
         // pairs whose two tasks both ran (an arrow id per pair).
-        for (i, &(a, b)) in lock(&self.deps).iter().enumerate() {
+        let mut deps = self.dep_log.read();
+        deps.extend(lock(&self.deps).iter());
+        for (i, &(a, b)) in deps.iter().enumerate() {
             let (Some(&(ta, sa, ea)), Some(&(tb, sb, _))) = (placed.get(&a), placed.get(&b)) else { continue };
             let from = ea.saturating_sub(1).max(sa);
             ev.push(format!(
