@@ -409,9 +409,10 @@ fn a_trace_shows_each_team_members_share_on_its_threads_track() {
 }
 
 /// `WEFT_TRACE` shows a gcc-built program's explicit tasks (a slice per task body that ran,
-/// with whether it had depend clauses) and worksharing constructs (the loop's share, the
-/// single construct, the taskloop, barrier waits) on the threads that ran them, inside
-/// their region shares (tests/omp/traced.c; tests/common/omp_trace.rs says what is checked).
+/// with whether it had depend clauses) and constructs (loop shares, single, taskloop,
+/// sections and a combined parallel sections, critical, ordered and doacross waits and
+/// posts, teams, barrier waits) on the threads that ran them, inside their region shares
+/// (tests/omp/traced.c; tests/common/omp_trace.rs says what is checked).
 #[test]
 fn a_trace_shows_explicit_tasks_and_worksharing_constructs() {
     let path = out_dir().join(format!("omp-tasks-trace-{}.json", std::process::id()));

@@ -335,8 +335,9 @@ fn the_library_defines_libomps_version_node() {
 }
 
 /// `WEFT_TRACE` shows a clang-built program's explicit tasks (a slice per task body that
-/// ran, with whether it had depend clauses and its source line) and worksharing constructs
-/// on the threads that ran them, inside their region shares (tests/omp/traced.c built by
+/// ran, with whether it had depend clauses and its source line) and constructs (those of
+/// the gcc test, plus master, masked, static loops and distribute, which gcc inlines) on
+/// the threads that ran them, inside their region shares (tests/omp/traced.c built by
 /// clang; tests/common/omp_trace.rs says what is checked).
 #[test]
 fn a_trace_shows_explicit_tasks_and_worksharing_constructs() {

@@ -9,20 +9,24 @@
 //!
 //! Cost: off, an event site loads one field (`RuntimeInner::trace`, an `Option`; for copies
 //! `MemoryNode::trace`, a `OnceLock`) and reads no clock. On, a task costs two reads of the
-//! trace's clock ([`Tracer::now`]: the TSC where the kernel keeps time with it, converted
-//! in the record; module `clock`) and one uncontended lock of its worker's own buffer ([`Tracer::task`]): each worker writes
-//! only its own buffer, threads that are not workers share one more, and copies (µs at
-//! least) share a list of their own. Codelet names are interned per buffer and handle ids go
-//! to one flat vector per buffer; records go to chunks that are never moved. An idle span is
-//! one relaxed store, closed by the worker's next task. Nothing is written before shutdown
-//! (or exit). Measurements: `bench/RESULTS.md`, "Tracing cost".
+//! trace's clock ([`Tracer::now`]: the TSC where the kernel keeps time with it; module
+//! `clock`) and a 32-byte record in its worker's own log ([`WorkerLog`]), which only that
+//! worker's thread appends to: no lock and no read-modify-write, the readings stored as read
+//! and converted when the file is written (from the clock's anchors, logged as marks when
+//! they change). Tasks of threads that are not workers, a device's kernels, a front end's
+//! spans and idle spans go to one locked buffer per worker ([`ThreadBuf`]), and threads that
+//! are not workers share one more; copies (µs at least) share a list of their own. Names are
+//! interned per buffer and handle ids go to a flat side log; records go to chunks that are
+//! never moved. An idle span is one relaxed store, closed by the worker's next task.
+//! Nothing is written before shutdown (or exit). Measurements: `bench/RESULTS.md`,
+//! "Tracing cost".
 //!
 //! Invariant: every timestamp recorded is a duration since the runtime's epoch (the clock
 //! of `WEFT_STATS`), so the tracks line up: TSC readings are converted before they are
 //! stored.
 
 use crate::sync::atomic::{AtomicU64, Ordering};
-use crate::sync::{Mutex, lock};
+use crate::sync::{Arc, Mutex, lock};
 use crossbeam_utils::CachePadded;
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -68,6 +72,9 @@ pub struct FrontSpan {
     pub core_task: Option<u64>,
     /// Where in the source the construct is ("file.c:12 (main)"), when the ABI says.
     pub loc: Option<&'static str>,
+    /// How long the thread waited to enter the construct before the span (a `critical`
+    /// section's lock, an `ordered` block's turn): the slice's `wait_us`.
+    pub wait: Option<std::time::Duration>,
 }
 
 /// Idle spans shorter than this are not recorded: a worker that finds work on its second
@@ -104,6 +111,8 @@ enum What {
         core_task: u64,
         /// Index into `ThreadBuf::names` of its location, `u32::MAX` for none.
         loc: u32,
+        /// [`FrontSpan::wait`] in ns, `u64::MAX` for none.
+        wait_ns: u64,
     },
 }
 
@@ -141,7 +150,7 @@ impl ThreadBuf {
     /// Record the pending idle span `p` (`PerThread::idle`), ending at `end`, if long enough.
     fn close_idle(&mut self, p: u64, end: u64) {
         let (start, slept) = ((p >> 1) - 1, p & 1 == 1);
-        if end >= start + MIN_IDLE_NS {
+        if idle_kept(p, end) {
             self.push(Slice { start, end, name: 0, what: What::Idle { slept } });
         }
     }
@@ -209,14 +218,162 @@ struct Transfer {
     handle: u64,
 }
 
+/// A task a worker recorded in its own log ([`WorkerLog`]): 32 bytes, with the clock's
+/// readings as read (converted at write time, from the anchor marks before them).
+#[derive(Clone, Copy)]
+struct TaskRec {
+    /// Readings of [`Tracer::now`]; for an anchor mark, its reading and its ns.
+    start: u64,
+    end: u64,
+    /// The task's id; for an anchor mark, its `mult`.
+    task: u64,
+    /// Index into [`WorkerLog::names`]; [`ANCHOR`] for an anchor mark.
+    name: u32,
+    /// Index into the log's `args` of the task's arguments (a header word, the model's
+    /// figures present, the handle ids: [`TaskRec::args_of`]), [`NO_ARGS`] for none; for an
+    /// anchor mark, whether readings are nanoseconds already (1) or ticks (0).
+    args: u32,
+}
+
+const ANCHOR: u32 = u32::MAX;
+const NO_ARGS: u32 = u32::MAX;
+/// Header bits of a task's arguments: its handle count in the low 32 bits, then which of
+/// footprint, prediction and measurement follow (in that order, before the handles).
+const HAS_FOOTPRINT: u64 = 1 << 32;
+const HAS_PREDICTED: u64 = 1 << 33;
+const HAS_MEASURED: u64 = 1 << 34;
+
+/// What only a worker's own thread touches when it records a task ([`log::Owned`]).
+struct WorkerState {
+    recs: log::Writer<TaskRec>,
+    args: log::Writer<u64>,
+    /// As `ThreadBuf::anchor`; each new one is also a mark in `recs`.
+    anchor: Option<clock::Anchor>,
+    /// The codelet of the last task recorded, and its name's index.
+    last: Option<(u64, u32)>,
+    /// Names' indices by codelet id, with the text (tasks without a codelet share id 0).
+    by_codelet: HashMap<u64, Vec<(Box<str>, u32)>>,
+}
+
+/// A worker's own record of the tasks it ran: appended by the worker's thread alone, with no
+/// lock nor read-modify-write (`log`); read when the trace is written. Other events of the
+/// worker (idle spans, a front end's spans, a device's kernels) go to its locked
+/// `ThreadBuf`, as do the tasks of a thread that is not the log's owner.
+struct WorkerLog {
+    own: log::Owned<WorkerState>,
+    recs: Arc<log::Shared<TaskRec>>,
+    args: Arc<log::Shared<u64>>,
+    /// Task names, by the index records hold: locked when a name is first seen, and when
+    /// the trace is written.
+    names: Mutex<Vec<Box<str>>>,
+}
+
+impl Default for WorkerLog {
+    fn default() -> WorkerLog {
+        let (recs, rw) = log::new();
+        let (args, aw) = log::new();
+        let st = WorkerState { recs: rw, args: aw, anchor: None, last: None, by_codelet: HashMap::new() };
+        WorkerLog { own: log::Owned::new(st), recs, args, names: Mutex::new(Vec::new()) }
+    }
+}
+
+impl WorkerLog {
+    /// The tasks recorded so far as slices (times converted, names from `base` on, handle ids
+    /// appended to `handles`).
+    fn append_to(&self, base: u32, slices: &mut Vec<Slice>, handles: &mut Vec<u64>) {
+        // Records first: the arguments a record points to were published before it.
+        let recs = self.recs.read();
+        let args = self.args.read();
+        let mut anchor = None;
+        for r in recs {
+            if r.name == ANCHOR {
+                anchor = Some(clock::Anchor::from_parts(r.start, r.end, r.task, r.args == 1));
+                continue;
+            }
+            // (A mark precedes every record: the first record of a worker makes one.)
+            let Some(a) = anchor else { continue };
+            let (start, end) = (a.ns(r.start), a.ns(r.end));
+            let (mut footprint, mut predicted_us, mut measured_us, mut hs) = (None, f32::NAN, f32::NAN, (handles.len() as u32, 0));
+            if let Some(&head) = args.get(r.args as usize) {
+                let mut rest = args[r.args as usize + 1..].iter().copied();
+                if head & HAS_FOOTPRINT != 0 {
+                    footprint = rest.next().map(|f| f as u32);
+                }
+                if head & HAS_PREDICTED != 0 {
+                    predicted_us = rest.next().map_or(f32::NAN, |p| f64::from_bits(p) as f32);
+                }
+                if head & HAS_MEASURED != 0 {
+                    measured_us = rest.next().map_or(f32::NAN, |m| f64::from_bits(m) as f32);
+                }
+                let before = handles.len();
+                handles.extend(rest.take(head as u32 as usize));
+                hs.1 = (handles.len() - before) as u32;
+            }
+            let what = What::Task { task: r.task, footprint, predicted_us, measured_us, handles: hs };
+            slices.push(Slice { start, end: end.max(start), name: base + r.name, what });
+        }
+    }
+}
+
+impl WorkerState {
+    /// Index of `name` (of codelet `id`) in the log's names, added on first use.
+    #[inline]
+    fn intern(&mut self, id: u64, name: &str, names: &Mutex<Vec<Box<str>>>) -> u32 {
+        if let Some((last, i)) = self.last
+            && last == id
+            && id != 0
+        {
+            return i;
+        }
+        let i = self.intern_slow(id, name, names);
+        self.last = Some((id, i));
+        i
+    }
+
+    #[cold]
+    fn intern_slow(&mut self, id: u64, name: &str, names: &Mutex<Vec<Box<str>>>) -> u32 {
+        let known = self.by_codelet.entry(id).or_default();
+        if let Some(&(_, i)) = known.iter().find(|(n, _)| **n == *name) {
+            return i;
+        }
+        let mut names = lock(names);
+        let i = names.len() as u32;
+        names.push(name.into());
+        known.push((name.into(), i));
+        i
+    }
+}
+
+/// Whether the pending idle span `p` (`PerThread::idle`) ending at `end` is long enough to
+/// record.
+#[inline]
+fn idle_kept(p: u64, end: u64) -> bool {
+    end >= (p >> 1) - 1 + MIN_IDLE_NS
+}
+
+impl PerThread {
+    /// The pending idle span (0 for none), cleared: a load, and a store only if one is
+    /// pending (no read-modify-write). Only the worker's own thread calls this (see `idle`).
+    #[inline]
+    fn take_idle(&self) -> u64 {
+        let p = self.idle.load(Ordering::Relaxed);
+        if p != 0 {
+            self.idle.store(0, Ordering::Relaxed);
+        }
+        p
+    }
+}
+
 /// One thread's events.
 #[derive(Default)]
 struct PerThread {
+    /// A worker's tasks (unused by the buffer of threads that are not workers).
+    log: WorkerLog,
     buf: Mutex<ThreadBuf>,
     /// The idle span the worker is in or just left, not recorded yet: 0 for none, else
     /// `(start_ns + 1) << 1 | slept`. Its end is the start of the worker's next slice
     /// (`Tracer::task`), so an idle span costs no clock read, and one too short to keep
-    /// costs no lock nor memory. Relaxed: only the worker's own thread stores and swaps it
+    /// costs no lock nor memory. Relaxed: only the worker's own thread loads and stores it
     /// (`idle` and `task` run on the thread of the worker they name); `to_json` reads it
     /// after the workers were joined, or at exit as a best effort.
     idle: AtomicU64,
@@ -233,6 +390,10 @@ pub(crate) struct Tracer {
     transfers: Mutex<Vec<Transfer>>,
     /// Dependencies (earlier task id, later task id), recorded where submission links them.
     deps: Mutex<Vec<(u64, u64)>>,
+    /// The same, from the one thread that owns `dep_writer` (the first to record one; an
+    /// application's submitting thread, usually): no lock ([`log`]).
+    dep_log: Arc<log::Shared<(u64, u64)>>,
+    dep_writer: log::Owned<log::Writer<(u64, u64)>>,
     /// Memory nodes' names ("host", device names), by node id.
     nodes: Vec<String>,
 }
@@ -241,7 +402,19 @@ impl Tracer {
     pub(crate) fn new(path: PathBuf, epoch: Instant, tracks: Vec<Track>, nodes: Vec<String>) -> Tracer {
         let bufs = (0..=tracks.len()).map(|_| CachePadded::new(PerThread::default())).collect();
         let clock = clock::Clock::new(epoch);
-        Tracer { path, epoch, clock, tracks, bufs, transfers: Mutex::new(Vec::new()), deps: Mutex::new(Vec::new()), nodes }
+        let (dep_log, dep_writer) = log::new();
+        Tracer {
+            path,
+            epoch,
+            clock,
+            tracks,
+            bufs,
+            transfers: Mutex::new(Vec::new()),
+            deps: Mutex::new(Vec::new()),
+            dep_log,
+            dep_writer: log::Owned::new(dep_writer),
+            nodes,
+        }
     }
 
     fn ns(&self, at: Instant) -> u64 {
@@ -263,8 +436,18 @@ impl Tracer {
 
     /// A task ran on `worker` (`None`: a thread that is not a worker) from one stamp to the
     /// other and accessed `handles`.
-    pub(crate) fn task(&self, worker: Option<usize>, at: Stamps, e: &TaskEvent<'_>, handles: impl Iterator<Item = u64>) {
+    // Inlined into its one caller (`RuntimeInner::trace_task`, cold and out of line itself):
+    // a call less per task.
+    #[inline]
+    pub(crate) fn task(&self, worker: Option<usize>, at: Stamps, e: &TaskEvent<'_>, handles: impl ExactSizeIterator<Item = u64>) {
         let pt = self.buf(worker);
+        let mut handles = handles;
+        if let (Some(w), Stamps::Ticks(start, end)) = (worker, at)
+            && w < self.tracks.len()
+            && pt.log.own.with(|st| self.task_own(pt, st, start, end, e, &mut handles)).is_some()
+        {
+            return;
+        }
         let mut b = lock(&pt.buf);
         let (start, end) = match at {
             Stamps::Instants(s, e) => (self.ns(s), self.ns(e)),
@@ -273,8 +456,9 @@ impl Tracer {
                 (a.ns(s), a.ns(e))
             }
         };
-        if pt.idle.load(Ordering::Relaxed) != 0 {
-            b.close_idle(pt.idle.swap(0, Ordering::Relaxed), start);
+        let p = pt.take_idle();
+        if p != 0 {
+            b.close_idle(p, start);
         }
         let name = b.intern(e.codelet, e.name);
         let first = b.handles.len() as u32;
@@ -291,18 +475,68 @@ impl Tracer {
         b.push(Slice { start, end: end.max(start), name, what });
     }
 
+    /// [`Tracer::task`] by the worker's own thread, from readings of [`Tracer::now`]: a
+    /// record in its log, converted when the trace is written.
+    #[inline(always)]
+    fn task_own(
+        &self,
+        pt: &PerThread,
+        st: &mut WorkerState,
+        start: u64,
+        end: u64,
+        e: &TaskEvent<'_>,
+        handles: &mut impl ExactSizeIterator<Item = u64>,
+    ) {
+        let a = match st.anchor {
+            Some(a) if a.covers(end) => a,
+            _ => {
+                let a = clock::Anchor::current(&mut st.anchor, &self.clock, end);
+                let (tick, ns, mult, identity) = a.parts();
+                st.recs.push(TaskRec { start: tick, end: ns, task: mult, name: ANCHOR, args: u32::from(identity) });
+                a
+            }
+        };
+        let p = pt.take_idle();
+        if p != 0 && idle_kept(p, a.ns(start)) {
+            lock(&pt.buf).close_idle(p, a.ns(start));
+        }
+        let name = st.intern(e.codelet, e.name, &pt.log.names);
+        let n = handles.len();
+        let args = if n == 0 && e.footprint.is_none() && e.predicted_us.is_none() && e.measured_us.is_none() {
+            NO_ARGS
+        } else {
+            let mut head = n as u64;
+            head |= if e.footprint.is_some() { HAS_FOOTPRINT } else { 0 };
+            head |= if e.predicted_us.is_some() { HAS_PREDICTED } else { 0 };
+            head |= if e.measured_us.is_some() { HAS_MEASURED } else { 0 };
+            let at = st.args.push(head);
+            for v in [e.footprint.map(u64::from), e.predicted_us.map(f64::to_bits), e.measured_us.map(f64::to_bits)].into_iter().flatten() {
+                st.args.push(v);
+            }
+            for h in handles {
+                st.args.push(h);
+            }
+            u32::try_from(at).unwrap_or(NO_ARGS)
+        };
+        st.recs.push(TaskRec { start, end: end.max(start), task: e.task, name, args });
+    }
+
     /// A front end's span of work `s` ran on `worker` (`None`: a thread that is not a
     /// worker) from `start` to `end`.
     pub(crate) fn span(&self, worker: Option<usize>, s: &FrontSpan, start: Instant, end: Instant) {
         let (start, end) = (self.ns(start), self.ns(end));
         let pt = self.buf(worker);
         let mut b = lock(&pt.buf);
-        if worker.is_some() && pt.idle.load(Ordering::Relaxed) != 0 {
-            b.close_idle(pt.idle.swap(0, Ordering::Relaxed), start);
+        if worker.is_some() {
+            let p = pt.take_idle();
+            if p != 0 {
+                b.close_idle(p, start);
+            }
         }
         let name = b.intern_static(s.name);
         let loc = s.loc.map_or(u32::MAX, |l| b.intern_static(l));
-        let what = What::Span { task: s.task, depend: s.depend, core_task: s.core_task.unwrap_or(0), loc };
+        let wait_ns = s.wait.map_or(u64::MAX, |w| (w.as_nanos() as u64).min(u64::MAX - 1));
+        let what = What::Span { task: s.task, depend: s.depend, core_task: s.core_task.unwrap_or(0), loc, wait_ns };
         b.push(Slice { start, end: end.max(start), name, what });
     }
 
@@ -312,7 +546,9 @@ impl Tracer {
     pub(crate) fn idle(&self, worker: usize, start: Instant, slept: bool) {
         let start = self.ns(start);
         let pt = self.buf(Some(worker));
-        let prev = pt.idle.swap(((start + 1) << 1) | u64::from(slept), Ordering::Relaxed);
+        // A load and a store, not a swap: only this thread writes the field (`PerThread::idle`).
+        let prev = pt.idle.load(Ordering::Relaxed);
+        pt.idle.store(((start + 1) << 1) | u64::from(slept), Ordering::Relaxed);
         if prev != 0 {
             // Idle twice with no task between (a job ran): the first span ends here.
             lock(&pt.buf).close_idle(prev, start);
@@ -327,7 +563,9 @@ impl Tracer {
 
     /// Task `later` waits for task `earlier` (a dependency submission created).
     pub(crate) fn dependency(&self, earlier: u64, later: u64) {
-        lock(&self.deps).push((earlier, later));
+        if self.dep_writer.with(|w| w.push((earlier, later))).is_none() {
+            lock(&self.deps).push((earlier, later));
+        }
     }
 
     /// Write everything recorded so far to the file, atomically (a temporary file beside
@@ -375,10 +613,18 @@ impl Tracer {
             if w == other && b.slices.is_empty() {
                 continue;
             }
+            // The worker's own log's tasks join the buffer's slices, their names after the
+            // buffer's and their handles after its handles.
+            let log_names = lock(&pt.log.names);
+            let mut names: Vec<&str> = b.names.iter().map(|n| &**n).collect();
+            let base = names.len() as u32;
+            names.extend(log_names.iter().map(|n| &**n));
+            let mut handles_all = b.handles.clone();
+            let mut slices: Vec<Slice> = b.slices.concat();
+            pt.log.append_to(base, &mut slices, &mut handles_all);
             let name = self.tracks.get(w).map_or("other threads", |t| t.name.as_str());
             ev.push(meta(1, Some(tid), "thread_name", format!("{{\"name\":{}}}", json_str(name))));
             ev.push(meta(1, Some(tid), "thread_sort_index", format!("{{\"sort_index\":{w}}}")));
-            let mut slices: Vec<Slice> = b.slices.concat();
             // The span a worker is idle in now (it never started another task) ends now.
             let p = pt.idle.load(Ordering::Relaxed);
             if p != 0 && now >= (p >> 1) - 1 + MIN_IDLE_NS {
@@ -388,8 +634,8 @@ impl Tracer {
             for s in &slices {
                 let (name, cat, args) = match s.what {
                     What::Idle { slept } => (if slept { "sleep" } else { "idle" }, "idle", String::from("{}")),
-                    What::Span { task: false, loc: u32::MAX, .. } => (&*b.names[s.name as usize], "omp", String::from("{}")),
-                    What::Span { task, depend, core_task, loc } => {
+                    What::Span { task: false, loc: u32::MAX, wait_ns: u64::MAX, .. } => (names[s.name as usize], "omp", String::from("{}")),
+                    What::Span { task, depend, core_task, loc, wait_ns } => {
                         let mut a = String::from("{");
                         if task {
                             let _ = write!(a, "\"depend\":{depend}");
@@ -400,14 +646,18 @@ impl Tracer {
                         }
                         if loc != u32::MAX {
                             let sep = if a.len() > 1 { "," } else { "" };
-                            let _ = write!(a, "{sep}\"loc\":{}", json_str(&b.names[loc as usize]));
+                            let _ = write!(a, "{sep}\"loc\":{}", json_str(names[loc as usize]));
+                        }
+                        if wait_ns != u64::MAX {
+                            let sep = if a.len() > 1 { "," } else { "" };
+                            let _ = write!(a, "{sep}\"wait_us\":{}", us(wait_ns));
                         }
                         a.push('}');
-                        (&*b.names[s.name as usize], if task { "omp_task" } else { "omp" }, a)
+                        (names[s.name as usize], if task { "omp_task" } else { "omp" }, a)
                     }
                     What::Task { task, footprint, predicted_us, measured_us, handles } => {
                         placed.insert(task, (tid, s.start, s.end));
-                        let hs = &b.handles[handles.0 as usize..(handles.0 + handles.1) as usize];
+                        let hs = &handles_all[handles.0 as usize..(handles.0 + handles.1) as usize];
                         let hs: Vec<String> = hs.iter().map(u64::to_string).collect();
                         let mut a = format!("{{\"task\":{task},\"handles\":[{}]", hs.join(","));
                         if let Some(fp) = footprint {
@@ -420,7 +670,7 @@ impl Tracer {
                             let _ = write!(a, ",\"measured_us\":{measured_us:.3}");
                         }
                         a.push('}');
-                        (&*b.names[s.name as usize], "task", a)
+                        (names[s.name as usize], "task", a)
                     }
                 };
                 ev.push(format!(
@@ -434,7 +684,9 @@ impl Tracer {
         // Dependencies: a flow arrow from the end of the earlier task's slice to the start of
         // the later one's (both ends inside their slices, so viewers bind them), for the
         // pairs whose two tasks both ran (an arrow id per pair).
-        for (i, &(a, b)) in lock(&self.deps).iter().enumerate() {
+        let mut deps = self.dep_log.read();
+        deps.extend(lock(&self.deps).iter());
+        for (i, &(a, b)) in deps.iter().enumerate() {
             let (Some(&(ta, sa, ea)), Some(&(tb, sb, _))) = (placed.get(&a), placed.get(&b)) else { continue };
             let from = ea.saturating_sub(1).max(sa);
             ev.push(format!(
@@ -614,7 +866,7 @@ mod clock {
         #[inline]
         pub(crate) fn current(slot: &mut Option<Anchor>, c: &Clock, reading: u64) -> Anchor {
             match *slot {
-                Some(a) if a.identity || (reading.wrapping_sub(a.tick) as i64) < a.span as i64 => a,
+                Some(a) if a.covers(reading) => a,
                 _ => {
                     let a = Anchor::new(c);
                     *slot = Some(a);
@@ -634,6 +886,22 @@ mod clock {
             let span = tick.saturating_sub(c.tsc0);
             let scale = if ns > 100_000_000 && span > 0 { ns as f64 / span as f64 } else { c.scale0 };
             Anchor { tick, ns, mult: (scale * (1u64 << 32) as f64) as u64, span: (REANCHOR_NS / scale) as u64, identity: false }
+        }
+
+        /// Whether `reading` converts from this anchor (as [`Anchor::current`] decides).
+        #[inline]
+        pub(crate) fn covers(&self, reading: u64) -> bool {
+            self.identity || (reading.wrapping_sub(self.tick) as i64) < self.span as i64
+        }
+
+        /// (reading, ns, mult, identity): what converting needs, for a mark in a log.
+        pub(crate) fn parts(&self) -> (u64, u64, u64, bool) {
+            (self.tick, self.ns, self.mult, self.identity)
+        }
+
+        /// The anchor of [`Anchor::parts`] (it converts only).
+        pub(crate) fn from_parts(tick: u64, ns: u64, mult: u64, identity: bool) -> Anchor {
+            Anchor { tick, ns, mult, span: 0, identity }
         }
 
         /// `reading`'s time since the epoch, ns.
@@ -671,6 +939,214 @@ mod clock {
                     c.tsc
                 );
             }
+        }
+    }
+}
+
+/// Append-only logs that one thread writes and any thread reads, and the ownership that
+/// makes one thread their writer. Unsafe code: the logs' slots are written by their writer
+/// while readers read the slots published before (disjoint memory, ordered by the count's
+/// release store), and [`Owned`] hands the owner's state out by `&mut` without a lock.
+///
+/// Why: a lock of a worker's own buffer per task (two read-modify-writes, uncontended) was
+/// a sixth of what recording a task cost (`bench/RESULTS.md`, "Tracing cost", 2026-11-29
+/// session 30).
+#[allow(unsafe_code)]
+mod log {
+    use crate::sync::Arc;
+    use crate::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
+    use std::cell::UnsafeCell;
+    use std::mem::MaybeUninit;
+
+    /// Slots per chunk.
+    const CHUNK: usize = 4096;
+
+    struct Chunk<T> {
+        slots: Box<[UnsafeCell<MaybeUninit<T>>]>,
+        next: AtomicPtr<Chunk<T>>,
+    }
+
+    /// What readers see of a log: its chunks (never moved nor freed while it lives) and how
+    /// many slots are published.
+    pub(crate) struct Shared<T> {
+        head: AtomicPtr<Chunk<T>>,
+        len: AtomicUsize,
+    }
+
+    // SAFETY: the slots hold `Copy + Send` values; a slot is written once, by the one
+    // `Writer`, before the release store of `len` that publishes it, and read only below the
+    // `len` a reader acquired: no slot is read and written at once.
+    unsafe impl<T: Copy + Send> Sync for Shared<T> {}
+    // SAFETY: as above; the chunks are owned by the log.
+    unsafe impl<T: Copy + Send> Send for Shared<T> {}
+
+    /// The one writer of a log (made with it by [`new`]; not `Clone`).
+    pub(crate) struct Writer<T> {
+        log: Arc<Shared<T>>,
+        tail: *mut Chunk<T>,
+        n: usize,
+    }
+
+    // SAFETY: the writer may move to another thread; `tail` points into the log it holds.
+    unsafe impl<T: Copy + Send> Send for Writer<T> {}
+
+    pub(crate) fn new<T: Copy>() -> (Arc<Shared<T>>, Writer<T>) {
+        let log = Arc::new(Shared { head: AtomicPtr::new(std::ptr::null_mut()), len: AtomicUsize::new(0) });
+        (log.clone(), Writer { log, tail: std::ptr::null_mut(), n: 0 })
+    }
+
+    impl<T: Copy> Writer<T> {
+        /// Append `v`; returns its index.
+        #[inline]
+        pub(crate) fn push(&mut self, v: T) -> usize {
+            let i = self.n % CHUNK;
+            if i == 0 {
+                self.grow();
+            }
+            // SAFETY: `tail` is the log's last chunk (grow made it when the previous one
+            // filled) and slot `i` of it is unpublished: no reader reads it.
+            unsafe { (*(*self.tail).slots[i].get()).write(v) };
+            self.n += 1;
+            // Release: the slot's contents before a reader that acquires this count.
+            self.log.len.store(self.n, Ordering::Release);
+            self.n - 1
+        }
+
+        #[cold]
+        fn grow(&mut self) {
+            let slots = (0..CHUNK).map(|_| UnsafeCell::new(MaybeUninit::uninit())).collect();
+            let c = Box::into_raw(Box::new(Chunk { slots, next: AtomicPtr::new(std::ptr::null_mut()) }));
+            // Release: the chunk's initialization before a reader that follows the link
+            // (it does so only for slots published after this store).
+            if self.tail.is_null() {
+                self.log.head.store(c, Ordering::Release);
+            } else {
+                // SAFETY: `tail` is the log's last chunk, alive as long as the log.
+                unsafe { (*self.tail).next.store(c, Ordering::Release) };
+            }
+            self.tail = c;
+        }
+    }
+
+    impl<T: Copy> Shared<T> {
+        /// The values published so far, in order.
+        pub(crate) fn read(&self) -> Vec<T> {
+            // Acquire: the slots below `n`, and the links to their chunks.
+            let n = self.len.load(Ordering::Acquire);
+            let mut out = Vec::with_capacity(n);
+            let mut c = self.head.load(Ordering::Acquire);
+            for i in 0..n {
+                if i > 0 && i % CHUNK == 0 {
+                    // SAFETY: `c` is a chunk of the log (non-null: slot `i - 1` was in it).
+                    c = unsafe { (*c).next.load(Ordering::Acquire) };
+                }
+                // SAFETY: slot `i` is published (`i < n`), so its chunk is linked and the
+                // slot initialized; the writer never writes it again.
+                out.push(unsafe { (*(*c).slots[i % CHUNK].get()).assume_init() });
+            }
+            out
+        }
+    }
+
+    impl<T> Drop for Shared<T> {
+        fn drop(&mut self) {
+            let mut c = *self.head.get_mut();
+            while !c.is_null() {
+                // SAFETY: every chunk came from `Box::into_raw` in `grow` and is freed once,
+                // here (the last owner of the log; slots hold `Copy` values, nothing to drop).
+                let b = unsafe { Box::from_raw(c) };
+                c = b.next.load(Ordering::Relaxed);
+            }
+        }
+    }
+
+    thread_local! {
+        /// Its address names the calling thread (never 0; unique among live threads).
+        static TAG: u8 = const { 0 };
+    }
+
+    fn thread_tag() -> usize {
+        TAG.with(|t| std::ptr::from_ref(t) as usize)
+    }
+
+    /// A value only one thread ever uses: the first that asks for it.
+    pub(crate) struct Owned<T> {
+        /// The owner's [`thread_tag`], 0 before the first use.
+        owner: AtomicUsize,
+        /// The owner is inside [`Owned::with`] (a nested call gets `None`).
+        busy: AtomicBool,
+        value: UnsafeCell<T>,
+    }
+
+    // SAFETY: the value is reached only by the owning thread (`with`), one call at a time.
+    unsafe impl<T: Send> Sync for Owned<T> {}
+
+    impl<T> Owned<T> {
+        pub(crate) fn new(value: T) -> Owned<T> {
+            Owned { owner: AtomicUsize::new(0), busy: AtomicBool::new(false), value: UnsafeCell::new(value) }
+        }
+
+        /// `f` on the value, if the calling thread owns it (the first thread to call this
+        /// does, for good) and is not inside `with` for it already; else `None`.
+        #[inline]
+        pub(crate) fn with<R>(&self, f: impl FnOnce(&mut T) -> R) -> Option<R> {
+            let me = thread_tag();
+            // Relaxed: only the owner's own stores matter to it; another thread sees a
+            // non-zero owner other than itself and backs off (the value is never shared).
+            let o = self.owner.load(Ordering::Relaxed);
+            if o != me && (o != 0 || self.owner.compare_exchange(0, me, Ordering::Relaxed, Ordering::Relaxed).is_err()) {
+                return None;
+            }
+            // Relaxed: only the owner reads and writes `busy`.
+            if self.busy.load(Ordering::Relaxed) {
+                return None;
+            }
+            self.busy.store(true, Ordering::Relaxed);
+            // SAFETY: the calling thread owns the value and no other `&mut` to it is live
+            // (not `busy` before); a panic in `f` leaves `busy` set, and the value unused.
+            let r = f(unsafe { &mut *self.value.get() });
+            self.busy.store(false, Ordering::Relaxed);
+            Some(r)
+        }
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        #[test]
+        fn a_reader_sees_a_prefix_while_the_writer_appends() {
+            let (log, mut w) = new::<u64>();
+            let n = 3 * CHUNK as u64 + 17;
+            let writer = std::thread::spawn(move || {
+                for i in 0..n {
+                    assert_eq!(w.push(i * 3), i as usize);
+                }
+            });
+            loop {
+                let seen = log.read();
+                assert!(seen.iter().enumerate().all(|(i, &v)| v == i as u64 * 3));
+                if seen.len() as u64 == n {
+                    break;
+                }
+            }
+            writer.join().unwrap();
+        }
+
+        #[test]
+        fn only_the_first_thread_owns_the_value() {
+            let o = Arc::new(Owned::new(0u32));
+            assert_eq!(
+                o.with(|v| {
+                    *v += 1;
+                    *v
+                }),
+                Some(1)
+            );
+            assert_eq!(o.with(|_| o.with(|_| ())), Some(None), "a nested use");
+            let o2 = o.clone();
+            assert_eq!(std::thread::spawn(move || o2.with(|v| *v)).join().unwrap(), None);
+            assert_eq!(o.with(|v| *v), Some(1));
         }
     }
 }

@@ -823,6 +823,8 @@ unsafe fn run_member(team: *const Team, tid: u32) {
     // SAFETY: per the contract.
     let t = unsafe { &*team };
     let prev = CUR.with(|c| c.get());
+    // The share starts before the combined construct's slice inside it.
+    let traced = runtime().filter(|rt| rt.tracing()).map(|rt| (rt, std::time::Instant::now()));
     let mut c = Ctx::new(team, t.group.clone(), tid, t.child_icv);
     if t.ring[0].preinit() {
         c.ws_gen = 1;
@@ -832,7 +834,6 @@ unsafe fn run_member(team: *const Team, tid: u32) {
     }
     CUR.with(|x| x.set(&mut c));
     crate::places::enter_member(t.places.get(tid as usize), sys::oversubscribed());
-    let traced = runtime().filter(|rt| rt.tracing()).map(|rt| (rt, std::time::Instant::now()));
     if let Some(body) = t.body {
         // SAFETY: the compiler-outlined body with its data, as GOMP_parallel received them.
         unsafe { body(t.data) };

@@ -3,8 +3,10 @@
 //! slices on the track of the thread that ran them (region shares are team.rs's).
 //!
 //! **Owns**: the cached "tracing" flag every site checks, the source locations of the kmp
-//! ABI's tasks as text, and the one span a thread may have open for its current
-//! worksharing construct ([`Ctx::ws_trace`](crate::team::Ctx)). **Does not own**: the
+//! ABI's tasks as text, the one span a thread may have open for its current worksharing
+//! construct ([`Ctx::ws_trace`](crate::team::Ctx)), and the constructs with an end call of
+//! their own (masked, critical, ordered) open on a thread ([`enter`], [`exit`]: they nest
+//! as the program's blocks do, so a stack per thread pairs them). **Does not own**: the
 //! trace (core's `Runtime::trace_front_end`), nor where constructs start and end (the ABI
 //! layer, ws.rs, team.rs and task.rs call in here).
 //!
@@ -15,7 +17,7 @@
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 use weft_core::FrontSpan;
 
 /// Whether the runtime records a trace. Relaxed: set once, before any team exists (the
@@ -32,6 +34,9 @@ thread_local! {
     /// Locations as text, by ident: one parse and one leaked string per construct in the
     /// program's source, and no lock.
     static LOCS: RefCell<HashMap<usize, Option<&'static str>>> = RefCell::new(HashMap::new());
+    /// The constructs [`enter`]ed and not yet [`exit`]ed on this thread, innermost last:
+    /// when each started and how long the thread waited to enter it.
+    static OPEN: RefCell<Vec<(Instant, Option<Duration>)>> = const { RefCell::new(Vec::new()) };
 }
 
 /// Called once the runtime has started: whether it records a trace.
@@ -66,6 +71,47 @@ fn record(s: &FrontSpan, from: Instant) {
     }
 }
 
+/// A construct with an end call of its own starts on this thread, after a wait to enter
+/// that began at `asked` (from [`start`]: a `critical` section's lock, an `ordered` block's
+/// turn): its slice runs from now to the matching [`exit`], with the wait as its `wait_us`.
+#[inline]
+pub fn enter(asked: Option<Instant>) {
+    if let Some(asked) = asked {
+        let now = Instant::now();
+        push(now, Some(now.saturating_duration_since(asked)));
+    }
+}
+
+/// [`enter`] for a construct that never waits to start (`masked`): no `wait_us`.
+#[inline]
+pub fn enter_now() {
+    if on() {
+        push(Instant::now(), None);
+    }
+}
+
+#[cold]
+fn push(at: Instant, wait: Option<Duration>) {
+    OPEN.with(|o| o.borrow_mut().push((at, wait)));
+}
+
+/// The innermost construct [`enter`]ed on this thread ends: record it as a slice named
+/// `name`. Nothing if none is open (it started before tracing did: [`ON`] is set inside
+/// the first fork, and a construct may enclose it).
+#[inline]
+pub fn exit(name: &'static str) {
+    if on() {
+        exit_slow(name);
+    }
+}
+
+#[cold]
+fn exit_slow(name: &'static str) {
+    if let Some((from, wait)) = OPEN.with(|o| o.borrow_mut().pop()) {
+        record(&FrontSpan { name, wait, ..Default::default() }, from);
+    }
+}
+
 /// An explicit task's body that started at `from` (from [`start`]) has returned: record
 /// it as an `omp task` slice, with whether it had depend clauses and, for one core
 /// ordered, its core task (its dependencies' arrows bind to the slice).
@@ -80,7 +126,7 @@ pub fn task_end(from: Option<Instant>, depend: bool, core_task: Option<u64>) {
 fn task_end_slow(from: Instant, depend: bool, core_task: Option<u64>) {
     let ident = LOC.with(|l| l.replace(0));
     let loc = if ident == 0 { None } else { location(ident) };
-    record(&FrontSpan { name: "omp task", task: true, depend, core_task, loc }, from);
+    record(&FrontSpan { name: "omp task", task: true, depend, core_task, loc, wait: None }, from);
 }
 
 /// The kmp ABI's body trampoline: the task whose body just returned on this thread was

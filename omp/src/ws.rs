@@ -221,12 +221,13 @@ fn enter(c: &mut Ctx, init: impl FnOnce(&WorkShare)) -> bool {
 }
 
 /// Trace: the calling thread starts construct `name` (a slice from now to [`trace_end`],
-/// when tracing). A span still open ends here: a GOMP `single`, which has no end call.
+/// when tracing). A span still open ends here, before this one starts: a GOMP `single`,
+/// which has no end call (with `nowait`, the thread's next construct ends it).
 #[inline]
 pub fn trace_begin(c: &mut Ctx, name: &'static str) {
-    if let Some(t) = crate::trace::start() {
+    if crate::trace::on() {
         trace_end(c);
-        c.ws_trace = Some((t, name));
+        c.ws_trace = crate::trace::start().map(|t| (t, name));
     }
 }
 
@@ -246,22 +247,30 @@ pub fn trace_end_current() {
     }
 }
 
-/// Trace: the start of a barrier wait, when tracing (the construct before it ends).
+/// Trace: the start of a barrier wait, when tracing. The construct before it ends first:
+/// a GOMP `single` at its implicit barrier.
 #[inline]
 pub fn trace_barrier() -> Option<std::time::Instant> {
-    let t = crate::trace::start()?;
+    if !crate::trace::on() {
+        return None;
+    }
     if let Some(c) = crate::team::cur_if_any() {
         c.with(trace_end);
     }
-    Some(t)
+    crate::trace::start()
 }
 
 /// Trace: the construct just started is a `sections` one (it runs as a loop).
 pub fn trace_sections() {
+    trace_rename("omp sections");
+}
+
+/// Trace: the construct just started is named `name` (it runs as a loop).
+pub fn trace_rename(name: &'static str) {
     if crate::trace::on()
         && let Some(s) = &mut ctx().ws_trace
     {
-        s.1 = "omp sections";
+        s.1 = name;
     }
 }
 

@@ -334,12 +334,15 @@ fn end_cancel() -> bool {
 
 #[unsafe(no_mangle)]
 pub extern "C" fn GOMP_ordered_start() {
-    guard("GOMP_ordered_start", ws::ordered_start)
+    let traced = crate::trace::start();
+    guard("GOMP_ordered_start", ws::ordered_start);
+    crate::trace::enter(traced);
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn GOMP_ordered_end() {
     // The turn passes on when the thread is done with its chunk (libgomp's scheme).
+    crate::trace::exit("omp ordered");
 }
 
 // ---------------------------------------------------------------------------------------
@@ -481,6 +484,7 @@ pub unsafe extern "C" fn GOMP_loop_ull_doacross_start(
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn GOMP_doacross_post(counts: *const c_long) {
+    let traced = crate::trace::start();
     guard("GOMP_doacross_post", || {
         let n = ws::doacross_ncounts();
         // SAFETY: the compiler passes one count per doacross dimension.
@@ -488,11 +492,13 @@ pub unsafe extern "C" fn GOMP_doacross_post(counts: *const c_long) {
         if !v.is_empty() {
             ws::doacross_post(&v);
         }
-    })
+    });
+    crate::trace::end(traced, "omp ordered depend(source)");
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn GOMP_doacross_ull_post(counts: *const c_ulonglong) {
+    let traced = crate::trace::start();
     guard("GOMP_doacross_ull_post", || {
         let n = ws::doacross_ncounts();
         // SAFETY: the compiler passes one count per doacross dimension.
@@ -500,7 +506,8 @@ pub unsafe extern "C" fn GOMP_doacross_ull_post(counts: *const c_ulonglong) {
         if !v.is_empty() {
             ws::doacross_post(&v);
         }
-    })
+    });
+    crate::trace::end(traced, "omp ordered depend(source)");
 }
 
 /// The body of both `GOMP_doacross_wait` forms: `regs` holds the six register arguments,
@@ -509,6 +516,7 @@ pub unsafe extern "C" fn GOMP_doacross_ull_post(counts: *const c_ulonglong) {
 /// # Safety
 /// Called only by the naked entry points below, with the caller's arguments.
 unsafe extern "C" fn doacross_wait_impl(regs: *const u64, stack: *const u64) {
+    let traced = crate::trace::start();
     guard("GOMP_doacross_wait", || {
         let n = ws::doacross_ncounts();
         // SAFETY: the caller passed one argument per doacross dimension: the first six in
@@ -517,7 +525,8 @@ unsafe extern "C" fn doacross_wait_impl(regs: *const u64, stack: *const u64) {
         if !v.is_empty() {
             ws::doacross_wait(&v);
         }
-    })
+    });
+    crate::trace::end(traced, "omp ordered depend(sink)");
 }
 
 /// `void GOMP_doacross_wait (long first, ...)`: variadic, which stable Rust cannot define;
@@ -594,8 +603,11 @@ pub unsafe extern "C" fn GOMP_sections2_start(count: c_uint, reductions: *mut us
     })
 }
 
+/// The first call of each thread of a combined `parallel sections` comes here (the fork set
+/// the construct up as a loop): its trace slice is renamed `omp sections`.
 #[unsafe(no_mangle)]
 pub extern "C" fn GOMP_sections_next() -> c_uint {
+    ws::trace_sections();
     guard("GOMP_sections_next", ws::sections_next)
 }
 

@@ -201,8 +201,10 @@ pub unsafe extern "C" fn GOMP_teams_reg(f: Body, data: *mut c_void, num_teams: c
         let outer = c.icv.teams;
         for i in 0..n {
             ctx().icv.teams = (i, n);
+            let traced = crate::trace::start();
             // SAFETY: the compiler-outlined teams body with its data.
             unsafe { f(data) };
+            crate::trace::end(traced, "omp teams");
         }
         let c = ctx();
         c.icv.teams = outer;

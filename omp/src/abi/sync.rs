@@ -1,4 +1,5 @@
-//! Barriers, critical sections and GOMP_atomic_start/end.
+//! Barriers, critical sections (traced: `omp critical`, with the wait for the lock) and
+//! GOMP_atomic_start/end.
 
 use super::guard;
 use crate::lock::{self, ATOMIC, CRITICAL};
@@ -24,12 +25,15 @@ pub extern "C" fn GOMP_barrier_cancel() -> bool {
 
 #[unsafe(no_mangle)]
 pub extern "C" fn GOMP_critical_start() {
-    lock::lock(&CRITICAL)
+    let traced = crate::trace::start();
+    lock::lock(&CRITICAL);
+    crate::trace::enter(traced);
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn GOMP_critical_end() {
-    lock::unlock(&CRITICAL)
+    lock::unlock(&CRITICAL);
+    crate::trace::exit("omp critical");
 }
 
 /// The lock of a named critical section lives in the pointer-sized, zero-initialized
@@ -45,14 +49,17 @@ unsafe fn named<'a>(pptr: *mut *mut c_void) -> &'a AtomicU32 {
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn GOMP_critical_name_start(pptr: *mut *mut c_void) {
+    let traced = crate::trace::start();
     // SAFETY: the compiler passes the name's variable.
-    lock::lock(unsafe { named(pptr) })
+    lock::lock(unsafe { named(pptr) });
+    crate::trace::enter(traced);
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn GOMP_critical_name_end(pptr: *mut *mut c_void) {
     // SAFETY: as above.
-    lock::unlock(unsafe { named(pptr) })
+    lock::unlock(unsafe { named(pptr) });
+    crate::trace::exit("omp critical");
 }
 
 #[unsafe(no_mangle)]

@@ -92,8 +92,10 @@ unsafe fn with_iteration(vec: *const i64, f: impl FnOnce(&Doacross, &[u64])) {
 /// As [`with_iteration`].
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn __kmpc_doacross_wait(_loc: Ident, _gtid: i32, vec: *const i64) {
+    let traced = crate::trace::start();
     // SAFETY: per the contract.
-    guard("__kmpc_doacross_wait", || unsafe { with_iteration(vec, ws::doacross_wait_in) })
+    guard("__kmpc_doacross_wait", || unsafe { with_iteration(vec, ws::doacross_wait_in) });
+    crate::trace::end(traced, "omp ordered depend(sink)");
 }
 
 /// `depend(source)`: iteration `vec` is done.
@@ -102,8 +104,10 @@ pub unsafe extern "C" fn __kmpc_doacross_wait(_loc: Ident, _gtid: i32, vec: *con
 /// As [`with_iteration`].
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn __kmpc_doacross_post(_loc: Ident, _gtid: i32, vec: *const i64) {
+    let traced = crate::trace::start();
     // SAFETY: per the contract.
-    guard("__kmpc_doacross_post", || unsafe { with_iteration(vec, ws::doacross_post_in) })
+    guard("__kmpc_doacross_post", || unsafe { with_iteration(vec, ws::doacross_post_in) });
+    crate::trace::end(traced, "omp ordered depend(source)");
 }
 
 #[unsafe(no_mangle)]

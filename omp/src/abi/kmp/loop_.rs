@@ -189,13 +189,26 @@ fn sharers(sched: i32, c: &crate::team::Ctx) -> (u32, u32) {
     if matches!(sched & !MODIFIERS, DISTRIBUTE_STATIC | DISTRIBUTE_STATIC_CHUNKED) { teams() } else { (c.tid, c.team().n) }
 }
 
+/// The construct a static loop init starts, for its trace slice: clang runs `sections` and
+/// `distribute` as static loops, and marks their `ident_t`; a distribute schedule says so too.
+fn static_name(loc: Ident, sched: i32) -> &'static str {
+    let flags = super::ident_flags(loc);
+    if flags & super::IDENT_WORK_DISTRIBUTE != 0 || matches!(sched & !MODIFIERS, DISTRIBUTE_STATIC | DISTRIBUTE_STATIC_CHUNKED) {
+        "omp distribute"
+    } else if flags & super::IDENT_WORK_SECTIONS != 0 {
+        "omp sections"
+    } else {
+        "omp for"
+    }
+}
+
 macro_rules! kmp_loops {
     ($($t:ty, $st:ty => $init:ident, $dinit:ident, $next:ident, $fini:ident;)*) => {$(
         /// # Safety
         /// The out-pointers are valid for reads and writes (`plastiter` may be null).
         #[unsafe(no_mangle)]
         #[allow(clippy::too_many_arguments)]
-        pub unsafe extern "C" fn $init(_loc: Ident, _gtid: i32, sched: i32, plastiter: *mut i32, plower: *mut $t, pupper: *mut $t, pstride: *mut $st, incr: $st, chunk: $st) {
+        pub unsafe extern "C" fn $init(loc: Ident, _gtid: i32, sched: i32, plastiter: *mut i32, plower: *mut $t, pupper: *mut $t, pstride: *mut $st, incr: $st, chunk: $st) {
             guard(stringify!($init), || {
                 let c = ctx();
                 let range = (<$t>::MIN as i128, <$t>::MAX as i128, <$st>::MAX as i128);
@@ -203,7 +216,9 @@ macro_rules! kmp_loops {
                 let (lower, upper) = unsafe { (*plower as i128, *pupper as i128) };
                 let (tid, nth) = sharers(sched, c);
                 let s = static_init(sched, lower, upper, incr as i128, chunk as i64, tid, nth, range);
-                ws::trace_begin(c, "omp for");
+                if crate::trace::on() {
+                    ws::trace_begin(c, static_name(loc, sched));
+                }
                 // SAFETY: as above; the values are within the types' ranges.
                 unsafe {
                     *plower = s.lower as $t;
@@ -284,6 +299,7 @@ macro_rules! kmp_dist_loops {
                 // SAFETY: the compiler passes its loop variables.
                 let (lower, upper) = unsafe { (*plower as i128, *pupper as i128) };
                 let (s, upper_d) = dist_static_init(sched, lower, upper, incr as i128, chunk as i64, teams(), (c.tid, c.team().n), range);
+                ws::trace_begin(c, "omp distribute parallel for");
                 // SAFETY: as above; the values are within the types' ranges.
                 unsafe {
                     *plower = s.lower as $t;
@@ -319,6 +335,7 @@ macro_rules! kmp_dist_loops {
                     Sched::Runtime => crate::abi::loop_::runtime(),
                 };
                 ws::loop_start(b, kind, chunk, ordered);
+                ws::trace_rename("omp distribute parallel for");
             })
         }
 

@@ -39,6 +39,20 @@ struct IdentT {
     psource: *const std::ffi::c_char,
 }
 
+/// `ident_t` flags marking the construct a static loop init starts (libomp's kmp.h, read by
+/// its OMPT support; clang sets them): a `sections` construct, a `distribute` loop.
+pub(crate) const IDENT_WORK_SECTIONS: i32 = 0x400;
+pub(crate) const IDENT_WORK_DISTRIBUTE: i32 = 0x800;
+
+/// The flags of `ident` (an [`Ident`] a compiler passed; 0 for a null one).
+pub(crate) fn ident_flags(ident: Ident) -> i32 {
+    if ident.is_null() {
+        return 0;
+    }
+    // SAFETY: as in `psource`: a constant `ident_t` clang emits, live for the whole process.
+    unsafe { (*(ident as *const IdentT)).flags }
+}
+
 /// The location string of `ident` (an [`Ident`] a compiler passed; 0: none), if it has one
 /// in UTF-8.
 pub(crate) fn psource(ident: usize) -> Option<&'static str> {

@@ -48,21 +48,39 @@ pub extern "C" fn __kmpc_end_single(_loc: Ident, _gtid: i32) {
     crate::ws::trace_end_current();
 }
 
+/// The thread that runs the block calls `__kmpc_end_master` after it (the others do not).
 #[unsafe(no_mangle)]
 pub extern "C" fn __kmpc_master(_loc: Ident, _gtid: i32) -> i32 {
-    guard("__kmpc_master", || i32::from(ctx().tid == 0))
+    guard("__kmpc_master", || {
+        let me = ctx().tid == 0;
+        if me {
+            crate::trace::enter_now();
+        }
+        i32::from(me)
+    })
 }
 
 #[unsafe(no_mangle)]
-pub extern "C" fn __kmpc_end_master(_loc: Ident, _gtid: i32) {}
+pub extern "C" fn __kmpc_end_master(_loc: Ident, _gtid: i32) {
+    crate::trace::exit("omp master");
+}
 
+/// As [`__kmpc_master`], for the thread numbered `filter`.
 #[unsafe(no_mangle)]
 pub extern "C" fn __kmpc_masked(_loc: Ident, _gtid: i32, filter: i32) -> i32 {
-    guard("__kmpc_masked", || i32::from(i64::from(ctx().tid) == i64::from(filter)))
+    guard("__kmpc_masked", || {
+        let me = i64::from(ctx().tid) == i64::from(filter);
+        if me {
+            crate::trace::enter_now();
+        }
+        i32::from(me)
+    })
 }
 
 #[unsafe(no_mangle)]
-pub extern "C" fn __kmpc_end_masked(_loc: Ident, _gtid: i32) {}
+pub extern "C" fn __kmpc_end_masked(_loc: Ident, _gtid: i32) {
+    crate::trace::exit("omp masked");
+}
 
 /// `single copyprivate(...)`: the thread that ran the region (`didit`) publishes its
 /// `data`; after a barrier the others copy from it with `copy(dst, src)`; a second barrier
@@ -98,16 +116,18 @@ pub unsafe extern "C" fn __kmpc_copyprivate(
 /// `crit` is the compiler's `kmp_critical_name`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn __kmpc_critical(_loc: Ident, _gtid: i32, crit: *mut [i32; 8]) {
+    let traced = crate::trace::start();
     // SAFETY: per the contract.
-    lock::lock(unsafe { word(crit) })
+    lock::lock(unsafe { word(crit) });
+    crate::trace::enter(traced);
 }
 
 /// # Safety
 /// As [`__kmpc_critical`]; the hint changes nothing.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn __kmpc_critical_with_hint(_loc: Ident, _gtid: i32, crit: *mut [i32; 8], _hint: u32) {
-    // SAFETY: per the contract.
-    lock::lock(unsafe { word(crit) })
+pub unsafe extern "C" fn __kmpc_critical_with_hint(loc: Ident, gtid: i32, crit: *mut [i32; 8], _hint: u32) {
+    // SAFETY: the same contract.
+    unsafe { __kmpc_critical(loc, gtid, crit) }
 }
 
 /// # Safety
@@ -115,7 +135,8 @@ pub unsafe extern "C" fn __kmpc_critical_with_hint(_loc: Ident, _gtid: i32, crit
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn __kmpc_end_critical(_loc: Ident, _gtid: i32, crit: *mut [i32; 8]) {
     // SAFETY: per the contract.
-    lock::unlock(unsafe { word(crit) })
+    lock::unlock(unsafe { word(crit) });
+    crate::trace::exit("omp critical");
 }
 
 /// libomp's "critical" reduction method: the compiler then combines under `lck` and calls
@@ -176,9 +197,13 @@ pub unsafe extern "C" fn __kmpc_end_reduce(loc: Ident, gtid: i32, lck: *mut [i32
 
 #[unsafe(no_mangle)]
 pub extern "C" fn __kmpc_ordered(_loc: Ident, _gtid: i32) {
-    guard("__kmpc_ordered", ws::ordered_start)
+    let traced = crate::trace::start();
+    guard("__kmpc_ordered", ws::ordered_start);
+    crate::trace::enter(traced);
 }
 
 /// The turn passes on at the end of the thread's chunk (as `GOMP_ordered_end`).
 #[unsafe(no_mangle)]
-pub extern "C" fn __kmpc_end_ordered(_loc: Ident, _gtid: i32) {}
+pub extern "C" fn __kmpc_end_ordered(_loc: Ident, _gtid: i32) {
+    crate::trace::exit("omp ordered");
+}
