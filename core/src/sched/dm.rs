@@ -19,7 +19,7 @@
 //! the fewest bytes (`perf::bytes_to_move`: inputs missing there, plus what it writes away
 //! from host memory, which must come back). The tolerance scales with the task's duration
 //! on the best worker: giving it to another for its data delays it, by the models, by at
-//! most that much.
+//! most that much; and a best worker with nothing queued or running keeps the task.
 //!
 //! A worker's expected end is `max(busy_until, now) + queued`: `queued` sums the
 //! predictions of its queued tasks; `busy_until` is pushed forward by each task it takes
@@ -114,7 +114,9 @@ impl Dm {
         // Within the tolerance the scores cannot tell the workers apart (the models err by
         // 5-30% a task, bench/RESULTS.md), but the bytes each would move are known: the
         // fewest win.
-        let tolerance = self.m.alpha * self.locality * best.predicted;
+        // A worker with nothing queued or running would start the task now: passing it
+        // over for bytes would delay the task and leave it idle besides.
+        let tolerance = if best.ntasks == 0 { 0.0 } else { self.m.alpha * self.locality * best.predicted };
         let pick = choices
             .iter()
             .filter(|c| c.score <= best.score + tolerance)
