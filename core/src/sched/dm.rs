@@ -13,8 +13,8 @@
 //! machine whose copies are memcpy (a PoCL device) is a small fraction of a task, so the
 //! transfer term hardly ever changes a placement, and `dmda` moved more bytes than `eager`
 //! on one CPU worker beside one PoCL device (bench/RESULTS.md, 2026-11-28). So every worker
-//! whose score is within `WEFT_SCHED_LOCALITY` (default 2) of the task's predicted
-//! durations on the best one counts as equally good (the models' own error is 5-30% of a
+//! whose score is within `WEFT_SCHED_LOCALITY` (default 2) times the task's predicted
+//! duration on the best one counts as equally good (the models' own error is 5-30% of a
 //! task, and a worker's queue drifts by more), and among them the task goes where it moves
 //! the fewest bytes (`perf::bytes_to_move`: inputs missing there, plus what it writes away
 //! from host memory, which must come back). The tolerance scales with the task's duration
@@ -113,9 +113,8 @@ impl Dm {
         let best = *choices.iter().min_by(by_score).expect("invariant: submission checked that some worker can run the task");
         // Within the tolerance the scores cannot tell the workers apart (the models err by
         // 5-30% a task, bench/RESULTS.md), but the bytes each would move are known: the
-        // fewest win.
-        // A worker with nothing queued or running would start the task now: passing it
-        // over for bytes would delay the task and leave it idle besides.
+        // fewest win. Except against a best worker with nothing queued or running: it would
+        // start the task now, and passing it over would delay the task and leave it idle.
         let tolerance = if best.ntasks == 0 { 0.0 } else { self.m.alpha * self.locality * best.predicted };
         let pick = choices
             .iter()
