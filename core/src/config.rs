@@ -55,6 +55,10 @@ pub struct Config {
     /// dm-family placement weighs expected compute time by `alpha` and transfer time by `beta`.
     pub sched_alpha: f64,
     pub sched_beta: f64,
+    /// `dmda`/`dmdas`: workers whose score is within this many of the task's predicted
+    /// durations (on the best worker) of the best count as equally good, and the one of
+    /// them that moves the fewest bytes gets the task (0: the best score alone decides).
+    pub sched_locality: f64,
     /// OpenCL devices of type CPU run codelets that also have a CPU implementation (else
     /// only those that do not, as the OpenCL front end's kernels): such a device computes
     /// on the cores the CPU workers use.
@@ -103,6 +107,7 @@ impl Default for Config {
             bus_calibrate: false,
             sched_alpha: 1.0,
             sched_beta: 1.0,
+            sched_locality: 2.0,
             opencl_on_cpus: false,
             null_slowdown: 1.0,
             null_mem_limit: None,
@@ -161,7 +166,11 @@ impl Config {
         if let Some(v) = get("WEFT_BUS_CALIBRATE") {
             c.bus_calibrate = parse_bool("WEFT_BUS_CALIBRATE", &v)?;
         }
-        for (name, slot) in [("WEFT_SCHED_ALPHA", &mut c.sched_alpha), ("WEFT_SCHED_BETA", &mut c.sched_beta)] {
+        for (name, slot) in [
+            ("WEFT_SCHED_ALPHA", &mut c.sched_alpha),
+            ("WEFT_SCHED_BETA", &mut c.sched_beta),
+            ("WEFT_SCHED_LOCALITY", &mut c.sched_locality),
+        ] {
             if let Some(v) = get(name) {
                 let x: f64 = parse_num(name, &v)?;
                 if !(x.is_finite() && x >= 0.0) {
@@ -304,6 +313,7 @@ mod tests {
             ("WEFT_BUS_CALIBRATE", "1"),
             ("WEFT_SCHED_ALPHA", "0.5"),
             ("WEFT_SCHED_BETA", "2"),
+            ("WEFT_SCHED_LOCALITY", "0.5"),
             ("WEFT_OPENCL_ON_CPUS", "1"),
             ("WEFT_NULL_SLOWDOWN", "4"),
             ("WEFT_HOME", "/tmp/wh"),
@@ -312,7 +322,7 @@ mod tests {
         .unwrap();
         assert_eq!(c.calibrate, crate::perfmodel::Calibrate::Reset);
         assert!(c.bus_calibrate && c.opencl_on_cpus);
-        assert_eq!((c.sched_alpha, c.sched_beta, c.null_slowdown), (0.5, 2.0, 4.0));
+        assert_eq!((c.sched_alpha, c.sched_beta, c.sched_locality, c.null_slowdown), (0.5, 2.0, 0.5, 4.0));
         assert_eq!(c.home.as_deref(), Some(std::path::Path::new("/tmp/wh")));
         assert_eq!(c.kernel_cache.as_deref(), Some(std::path::Path::new("/tmp/wh/kernels")));
         assert_eq!(c.sched, PolicyKind::Dmda);

@@ -302,6 +302,7 @@ impl Runtime {
                 calibrate: config.calibrate,
                 alpha: config.sched_alpha,
                 beta: config.sched_beta,
+                locality: config.sched_locality,
                 epoch,
                 prefetch: (kind != PolicyKind::Heteroprio && nodes.len() > 1).then(|| {
                     // Each device node's thread next to its driver where that is bound; host

@@ -9,6 +9,18 @@
 //! queued work), so that every kind gets measured; a task without a model goes where the
 //! least work is queued.
 //!
+//! Locality (`dmda`, `dmdas`): the bus model prices a transfer at its bandwidth, which on a
+//! machine whose copies are memcpy (a PoCL device) is a small fraction of a task, so the
+//! transfer term hardly ever changes a placement, and `dmda` moved more bytes than `eager`
+//! on one CPU worker beside one PoCL device (bench/RESULTS.md, 2026-11-28). So every worker
+//! whose score is within `WEFT_SCHED_LOCALITY` (default 2) times the task's predicted
+//! duration on the best one counts as equally good (the models' own error is 5-30% of a
+//! task, and a worker's queue drifts by more), and among them the task goes where it moves
+//! the fewest bytes (`perf::bytes_to_move`: inputs missing there, plus what it writes away
+//! from host memory, which must come back). The tolerance scales with the task's duration
+//! on the best worker: giving it to another for its data delays it, by the models, by at
+//! most that much; and a best worker with nothing queued or running keeps the task.
+//!
 //! A worker's expected end is `max(busy_until, now) + queued`: `queued` sums the
 //! predictions of its queued tasks; `busy_until` is pushed forward by each task it takes
 //! (a device runs its tasks in flight one after another) and reset to now when it has
@@ -51,6 +63,9 @@ pub(crate) struct Dm {
     sorted: bool,
     queues: Vec<CachePadded<Mutex<Queue>>>,
     len: AtomicUsize,
+    /// Tolerance, in task durations, within which the worker moving the fewest bytes wins
+    /// (0 for `dm`).
+    locality: f64,
 }
 
 /// `dm` on `ctx`.
@@ -63,16 +78,16 @@ impl Dm {
         let m = ctx.models.clone().expect("invariant: model-driven policies get the model context");
         let beta = if transfers { m.beta } else { 0.0 };
         let queues = ctx.workers.iter().map(|_| CachePadded::new(Mutex::new(Queue::default()))).collect();
-        Dm { name, ctx, m, beta, sorted, queues, len: AtomicUsize::new(0) }
+        let locality = if transfers { m.locality } else { 0.0 };
+        Dm { name, ctx, m, beta, sorted, queues, len: AtomicUsize::new(0), locality }
     }
 
     /// The worker `task` should go to, and the duration expected there (0: unknown).
     fn place(&self, task: &TaskRef) -> (usize, f64) {
         let now = self.m.now();
-        let inputs = if self.beta > 0.0 { perf::inputs(task) } else { Default::default() };
-        // (score, queued tasks, worker, prediction) of the best calibrated choice, and of the
-        // least loaded worker whose kind still needs measuring.
-        let mut best: Option<(f64, usize, usize, f64)> = None;
+        let data = if self.beta > 0.0 || self.locality > 0.0 { perf::data(task) } else { Default::default() };
+        // The calibrated choices, and the least loaded worker whose kind still needs measuring.
+        let mut choices: smallvec::SmallVec<[Choice; 8]> = smallvec::SmallVec::new();
         let mut calibrate: Option<(f64, usize, usize)> = None;
         for w in self.ctx.workers.iter().filter(|w| self.ctx.can_run(task, w.id)) {
             let (end, ntasks) = {
@@ -86,18 +101,42 @@ impl Dm {
                 }
                 continue;
             }
-            let transfer = if self.beta > 0.0 { perf::transfer_us(&self.m, &inputs, w.node) } else { 0.0 };
+            let transfer = if self.beta > 0.0 { perf::transfer_us(&self.m, &data, w.node) } else { 0.0 };
             let score = self.m.alpha * (end + e.us()) + self.beta * transfer;
-            if best.is_none_or(|(s0, n0, _, _)| (score, ntasks) < (s0, n0)) {
-                best = Some((score, ntasks, w.id, e.us()));
-            }
+            let bytes = if self.locality > 0.0 { perf::bytes_to_move(&data, w.node) } else { 0 };
+            choices.push(Choice { score, ntasks, worker: w.id, predicted: e.us(), bytes });
         }
-        match (calibrate, best) {
-            (Some((_, _, w)), _) => (w, 0.0),
-            (None, Some((_, _, w, p))) => (w, p),
-            (None, None) => unreachable!("submission checked that some worker can run the task"),
+        if let Some((_, _, w)) = calibrate {
+            return (w, 0.0);
         }
+        let by_score = |a: &&Choice, b: &&Choice| a.score.total_cmp(&b.score).then(a.ntasks.cmp(&b.ntasks));
+        let best = *choices.iter().min_by(by_score).expect("invariant: submission checked that some worker can run the task");
+        // Within the tolerance the scores cannot tell the workers apart (the models err by
+        // 5-30% a task, bench/RESULTS.md), but the bytes each would move are known: the
+        // fewest win. Except against a best worker with nothing queued or running: it would
+        // start the task now, and passing it over would delay the task and leave it idle.
+        let tolerance = if best.ntasks == 0 { 0.0 } else { self.m.alpha * self.locality * best.predicted };
+        let pick = choices
+            .iter()
+            .filter(|c| c.score <= best.score + tolerance)
+            .min_by(|a, b| a.bytes.cmp(&b.bytes).then(by_score(a, b)))
+            .unwrap_or(&best);
+        (pick.worker, pick.predicted)
     }
+}
+
+/// A worker `place` could choose for a task, its model calibrated there.
+#[derive(Clone, Copy)]
+struct Choice {
+    /// `alpha · expected end + beta · transfer time`, µs.
+    score: f64,
+    /// Tasks queued on or running on the worker: the tie-break among equal scores.
+    ntasks: usize,
+    worker: usize,
+    /// The task's predicted duration there, µs.
+    predicted: f64,
+    /// Bytes running it there commits to moving (`perf::bytes_to_move`).
+    bytes: u64,
 }
 
 impl Policy for Dm {

@@ -141,6 +141,9 @@ pub(crate) struct ModelCtx {
     pub calibrate: crate::perfmodel::Calibrate,
     pub alpha: f64,
     pub beta: f64,
+    /// `dmda`'s tolerance, in task durations, within which the worker moving the fewest
+    /// bytes wins (`Config::sched_locality`).
+    pub locality: f64,
     pub epoch: std::time::Instant,
     /// Brings a placed task's inputs to its worker's node (`dm` family, device nodes).
     pub prefetch: Option<prefetch::Prefetcher>,
