@@ -162,6 +162,12 @@ fn detach_untied_and_if0_tasks() {
     check("detach", &[]);
 }
 
+/// tests/omp/fulfill_outside.c through the kmp ABI's detach events.
+#[test]
+fn events_fulfilled_outside_the_team() {
+    check("fulfill_outside", &[]);
+}
+
 #[test]
 fn taskloop() {
     check("taskloop", &[]);
