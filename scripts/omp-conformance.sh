@@ -50,9 +50,6 @@ FLAKY_CLANG = {
     "libgomp.c/reduction-15.c": "clang 14's array-section reduction of an orphaned "
     "schedule(static, 1) loop loses a thread's contribution now and then under libomp too "
     "(a reduced version: 93 of 200 runs wrong under libomp, 1 of 200 under Weft)",
-    "libgomp.c/ordered-5.c": "clang 14 emits no __kmpc_ordered/__kmpc_end_ordered for "
-    "`ordered threads simd` in a `parallel for simd ordered` loop, so the ordered region is "
-    "unprotected (wrong in 1 of 20 runs under libomp, 5 of 20 under Weft, 2 cores)",
 }
 EXPECT_CLANG = 259
 KNOWN_GCC = {

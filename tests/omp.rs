@@ -255,6 +255,14 @@ fn a_long_barrier_wait_is_reported_when_asked() {
 
 /// The device memory routines serve the host (programs calling them load and run), and
 /// a device number that does not exist gets one line naming the routine and the number.
+/// Detached tasks' events fulfilled by a thread outside every team, in nested and reused
+/// teams: the regions wait for them, and the fulfilling thread's last access to the team
+/// comes before the team is reused or freed.
+#[test]
+fn events_fulfilled_outside_the_team() {
+    check("fulfill_outside", &[], false);
+}
+
 #[test]
 fn target_memory_routines_serve_the_host_and_name_a_missing_device() {
     if let Some(stderr) = check("target", &[], false) {

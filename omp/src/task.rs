@@ -34,7 +34,9 @@
 //! A task holds its parent's child counter ([`Node`]) and its taskgroup ([`Group`]) shared
 //! (`Arc`: either may outlive the task that made it), and its team as a [`TeamRef`] (a
 //! team's region ends only once its pending count is zero, and that decrement is among a
-//! finishing task's last accesses: team.rs argues it). The calling thread's context comes
+//! finishing task's last accesses: team.rs argues it; a thread that completes a task in
+//! `omp_fulfill_event` may be no member of the team, so it is counted in the team's
+//! `fulfilling` until its last access, which the team's primary waits for). The calling thread's context comes
 //! as a [`CtxRef`], lent for one step at a time (team.rs argues that too). A task's data,
 //! its copy and its detach event handle are read and written in abi/gomp/data.rs
 //! ([`TaskData`], [`Storage`], [`Detach`]); the unsafe code left here calls task bodies and
@@ -740,6 +742,11 @@ pub struct TeamTasks {
     /// Counted tasks with a detach clause not complete (their events may be fulfilled only by
     /// code their creator has yet to run: see [`TeamTasks::over_depend_throttle`]).
     detached: AtomicUsize,
+    /// Threads in `omp_fulfill_event` completing a task of this team ([`fulfill`]): they
+    /// may be no member of it (any thread may fulfil an event), and they still touch the
+    /// team after counting their task out (`notify`), when the region may already be over.
+    /// The primary reuses or frees the team only once none is left ([`Self::wait_fulfillers`]).
+    fulfilling: AtomicUsize,
     /// Tasks released by core once their dependencies were met (from any thread).
     ready: Injector<Arc<TaskBox>>,
     prio: std::sync::OnceLock<PrioQueues>,
@@ -760,6 +767,7 @@ impl TeamTasks {
             pending: CachePadded::new(AtomicUsize::new(0)),
             blocked: CachePadded::new(AtomicUsize::new(0)),
             detached: AtomicUsize::new(0),
+            fulfilling: AtomicUsize::new(0),
             ready: Injector::new(),
             prio: std::sync::OnceLock::new(),
             deques: Vec::new(),
@@ -784,6 +792,14 @@ impl TeamTasks {
             self.wake.fetch_add(1, Ordering::SeqCst);
             sys::futex_wake(&self.wake, i32::MAX);
         }
+    }
+
+    /// Wait until no thread completing a task of the team in `omp_fulfill_event` may touch
+    /// the team any more (at `join`, after the join barrier: every task of the region is
+    /// complete, so no new such thread can come).
+    pub fn wait_fulfillers(&self) {
+        // Acquire: pairs with each fulfiller's Release decrement, its last access to the team.
+        sys::spin_then_yield(|| self.fulfilling.load(Ordering::Acquire) == 0);
     }
 
     /// Tasks created and not complete.
@@ -1710,7 +1726,20 @@ pub unsafe fn fulfill(ev: usize) {
     debug_assert_eq!(prev & DETACH_FULFILLED, 0, "invariant: an event is taken once");
     // An undeferred task's creator waits for the flag itself and ends the task there.
     if t.counted && prev & DETACH_BODY_DONE != 0 {
+        // This thread may be no member of the task's team, which may then end its region,
+        // and be reused or freed, as soon as `finish` counts the task out; `finish` still
+        // wakes the team's sleepers after that. So we are counted in the team first, while
+        // it is surely alive and the task's (the task is counted: its region cannot end),
+        // and `join` waits for us to be out before the team is reused or freed.
+        let tasks = &t.team.get().tasks;
+        // Relaxed: `finish`'s decrement of the pending count (a release, followed only by
+        // read-modify-writes of it) comes after this in our order, and the join barrier
+        // completes only once a load (Acquire) finds that count zero, so `join`'s load of
+        // this counter sees this increment or a later change.
+        tasks.fulfilling.fetch_add(1, Ordering::Relaxed);
         finish(t);
+        // Release: our last access to the team (pairs with `wait_fulfillers`' Acquire).
+        tasks.fulfilling.fetch_sub(1, Ordering::Release);
     }
 }
 

@@ -479,8 +479,10 @@ unsafe impl Send for Team {}
 /// team has no task left (`TeamTasks::pending` is zero: the last arriver drains it), and its
 /// primary reuses or frees the team only after that barrier and after every member has left.
 /// A task reaches its team only until its completion has counted it out (`task::finish`), and
-/// the threads that complete tasks are the team's members (or a thread fulfilling a detached
-/// task's event, whose task is still counted in then).
+/// the threads that complete tasks are the team's members, or a thread fulfilling a detached
+/// task's event (`task::fulfill`), which may be no member: it counts itself in the team's
+/// `TeamTasks::fulfilling` while its task is still counted, out after its last access, and
+/// the primary waits for that count to be zero as for its members to leave.
 ///
 /// A nested team holds its primary's team the same way (`Team::ancestor`): the nested region
 /// runs inside its primary's share of the outer one, so the outer team outlives it.
@@ -1059,6 +1061,8 @@ pub fn join() {
     // off this processor until the end of the time slice (libgomp's for-15.c, 3 threads on 2
     // cores: 2.7 s, against libgomp's 0.02 s), so the wait gives way to it.
     sys::spin_then_yield(|| t.left.load(Ordering::Acquire) == members);
+    // And for the threads completing a task of the team from omp_fulfill_event.
+    t.tasks.wait_fulfillers();
     for s in t.members.iter().chain(t.own_slot.iter()) {
         s.claimed.store(false, Ordering::Release);
     }

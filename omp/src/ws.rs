@@ -121,6 +121,10 @@ pub struct WorkShare {
     turn: crossbeam_utils::CachePadded<AtomicU64>,
     turn_seq: AtomicU32,
     turn_sleepers: AtomicU32,
+    /// A kmp ordered loop: one of its ordered regions has called `__kmpc_ordered`, so its
+    /// chunks no longer wait for their turn before they are handed out
+    /// ([`next_chunk_and_bounds_held`]).
+    announced: AtomicBool,
     pub cancelled: AtomicBool,
     spec: UnsafeCell<Spec>,
     mem: UnsafeCell<Vec<u64>>,
@@ -144,6 +148,7 @@ impl WorkShare {
             turn: Default::default(),
             turn_seq: AtomicU32::new(0),
             turn_sleepers: AtomicU32::new(0),
+            announced: AtomicBool::new(false),
             cancelled: AtomicBool::new(false),
             spec: UnsafeCell::new(Spec::default()),
             mem: UnsafeCell::new(Vec::new()),
@@ -173,6 +178,7 @@ impl WorkShare {
         unsafe { *self.spec.get() = spec };
         self.next.store(0, Ordering::Relaxed);
         self.turn.store(0, Ordering::Relaxed);
+        self.announced.store(false, Ordering::Relaxed);
         self.cancelled.store(false, Ordering::Relaxed);
         // SAFETY: as above.
         unsafe { *self.doacross.get() = None };
@@ -363,10 +369,16 @@ fn finish_chunk(c: &mut Ctx) {
     let Some(w) = current(c) else { return };
     let (a, b) = c.chunk;
     wait_turn(w, a);
-    // SeqCst store, then SeqCst load of the sleeper count: a waiter announces itself
-    // (SeqCst) before re-checking `turn`, so either it sees the new turn or we see it and
-    // bump the futex word it sleeps on.
+    // SeqCst store, then SeqCst load of the sleeper count (`wake_turn_waiters`): a waiter
+    // announces itself (SeqCst) before re-checking `turn`, so either it sees the new turn or
+    // we see it and bump the futex word it sleeps on.
     w.turn.store(b, Ordering::SeqCst);
+    wake_turn_waiters(w);
+}
+
+/// Wake the threads sleeping in [`wait_turn_or`] after a change of what they wait for
+/// (`turn` or `announced`, stored SeqCst before this SeqCst load of the sleeper count).
+fn wake_turn_waiters(w: &WorkShare) {
     if w.turn_sleepers.load(Ordering::SeqCst) > 0 {
         w.turn_seq.fetch_add(1, Ordering::SeqCst);
         sys::futex_wake(&w.turn_seq, i32::MAX);
@@ -374,13 +386,20 @@ fn finish_chunk(c: &mut Ctx) {
 }
 
 fn wait_turn(w: &WorkShare, a: u64) {
+    wait_turn_or(w, a, || false)
+}
+
+/// Wait until the turn is `a` (the chunk starting at iteration `a` may run its ordered
+/// regions) or `also()` holds (checked after announcing a sleep: its setter wakes the
+/// sleepers as `wake_turn_waiters` does).
+fn wait_turn_or(w: &WorkShare, a: u64, also: impl Fn() -> bool) {
     loop {
         let seq = w.turn_seq.load(Ordering::SeqCst);
         // Acquire: the previous holder's ordered region happened before.
-        if w.turn.load(Ordering::Acquire) == a {
+        if w.turn.load(Ordering::Acquire) == a || also() {
             return;
         }
-        sys::wait_change(&w.turn_seq, seq, &w.turn_sleepers, || w.turn.load(Ordering::Acquire) == a);
+        sys::wait_change(&w.turn_seq, seq, &w.turn_sleepers, || w.turn.load(Ordering::Acquire) == a || also());
     }
 }
 
@@ -391,6 +410,23 @@ pub fn ordered_start() {
         && w.spec().ordered
         && c.ordered_pending
     {
+        wait_turn(w, c.chunk.0);
+    }
+}
+
+/// `__kmpc_ordered`: [`ordered_start`], after telling the loop that its ordered regions
+/// call in (the chunks of the other threads waiting in [`next_chunk_and_bounds_held`] go).
+pub fn kmp_ordered_start() {
+    let c = ctx();
+    if let Some(w) = current(c)
+        && w.spec().ordered
+        && c.ordered_pending
+    {
+        if !w.announced.load(Ordering::Relaxed) {
+            // SeqCst, then the sleeper count: as `finish_chunk`'s store of the turn.
+            w.announced.store(true, Ordering::SeqCst);
+            wake_turn_waiters(w);
+        }
         wait_turn(w, c.chunk.0);
     }
 }
@@ -406,6 +442,33 @@ pub fn next_chunk_and_bounds() -> (Option<(u64, u64)>, Option<LoopBounds>) {
     let c = ctx();
     let r = next_chunk_in(c);
     (r, current(c).map(|w| w.spec().bounds))
+}
+
+/// `__kmpc_dispatch_next`: [`next_chunk_and_bounds`]; in an ordered loop none of whose
+/// ordered regions has called `__kmpc_ordered` yet, a chunk is handed out only in its turn
+/// (once the chunks before it are done). clang 14 emits no call at all for `ordered threads
+/// simd` (only `__kmpc_dispatch_fini` after each iteration), so such a region is ordered
+/// only by its chunk waiting here: the iterations of an ordered loop that never announces
+/// an ordered region run one chunk after the other. As soon as one region calls in (in
+/// the first chunk's holder, which never waits here), the chunks go out at once again and
+/// the regions wait for their turn in `__kmpc_ordered` (`kmp_ordered_start`). libomp does
+/// not hold chunks: its `__kmpc_dispatch_fini` waits for an iteration's turn after its
+/// body, too late for a region in it, and ordered-5.c of GCC's testsuite fails now and then
+/// under it.
+pub fn next_chunk_and_bounds_held() -> (Option<(u64, u64)>, Option<LoopBounds>) {
+    let c = ctx();
+    let r = next_chunk_in(c);
+    let w = current(c);
+    if r.is_some()
+        && c.ordered_pending
+        && let Some(w) = w
+        // SeqCst: read again after announcing a sleep (`wait_turn_or`), against
+        // `kmp_ordered_start`'s store then load of the sleeper count.
+        && !w.announced.load(Ordering::SeqCst)
+    {
+        wait_turn_or(w, c.chunk.0, || w.announced.load(Ordering::SeqCst));
+    }
+    (r, w.map(|w| w.spec().bounds))
 }
 
 fn next_chunk_in(c: &mut Ctx) -> Option<(u64, u64)> {

@@ -249,7 +249,7 @@ macro_rules! kmp_loops {
         /// The out-pointers are valid for writes (`plast` may be null).
         #[unsafe(no_mangle)]
         pub unsafe extern "C" fn $next(_loc: Ident, _gtid: i32, plast: *mut i32, plower: *mut $t, pupper: *mut $t, pstride: *mut $st) -> i32 {
-            guard(stringify!($next), || match ws::next_chunk_and_bounds() {
+            guard(stringify!($next), || match ws::next_chunk_and_bounds_held() {
                 (Some((a, z)), Some(b)) => {
                     // SAFETY: the compiler passes its loop variables. The values are those
                     // of the loop's type, widened and truncated back (two's complement).
@@ -270,8 +270,11 @@ macro_rules! kmp_loops {
             })
         }
 
-        /// The end of one iteration of an ordered loop: the ordered turn passes on when the
-        /// thread asks for its next chunk (ws.rs, libgomp's scheme).
+        /// The end of one iteration of an ordered loop: nothing to do. The ordered turn is
+        /// a chunk's (ws.rs, libgomp's scheme): it passes on when the thread asks for its
+        /// next chunk, whether or not the chunk's iterations ran an ordered region, and a
+        /// chunk whose loop has not called `__kmpc_ordered` waits for it before it is handed
+        /// out (`ws::next_chunk_and_bounds_held`: clang 14's `ordered threads simd`).
         #[unsafe(no_mangle)]
         pub extern "C" fn $fini(_loc: Ident, _gtid: i32) {}
     )*};

@@ -198,7 +198,7 @@ pub unsafe extern "C" fn __kmpc_end_reduce(loc: Ident, gtid: i32, lck: *mut [i32
 #[unsafe(no_mangle)]
 pub extern "C" fn __kmpc_ordered(_loc: Ident, _gtid: i32) {
     let traced = crate::trace::start();
-    guard("__kmpc_ordered", ws::ordered_start);
+    guard("__kmpc_ordered", ws::kmp_ordered_start);
     crate::trace::enter(traced);
 }
 
