@@ -210,7 +210,7 @@ struct Link {
     /// under the lock knows its push will be seen by the completion).
     done: AtomicBool,
     /// Siblings created while it was incomplete that wait for it; taken by its completion.
-    succ: Mutex<smallvec::SmallVec<[Arc<TaskBox>; 4]>>,
+    succ: crate::lock::Locked<smallvec::SmallVec<[Arc<TaskBox>; 4]>>,
     /// Predecessors not yet complete, plus [`LINKING`] while its creator links it; the
     /// decrement that brings it to zero makes the task ready.
     waiting: AtomicUsize,
@@ -234,7 +234,7 @@ impl Link {
         if self.done() {
             return false;
         }
-        let mut succ = lock(&self.succ);
+        let mut succ = self.succ.lock();
         if self.done.load(Ordering::Relaxed) || succ.last().is_some_and(|l| Arc::ptr_eq(l, t)) {
             return false;
         }
@@ -246,7 +246,7 @@ impl Link {
     /// predecessor of.
     fn complete(&self) {
         let succ = {
-            let mut succ = lock(&self.succ);
+            let mut succ = self.succ.lock();
             self.done.store(true, Ordering::Release);
             std::mem::take(&mut *succ)
         };
@@ -1670,7 +1670,7 @@ fn make_task(
             // Field by field, not a new value dropped over the old: the data is copied into
             // the storage it has (its heap block kept if large enough), and the link's lock
             // and successor list are reused (empty: the completion took the list).
-            debug_assert!(lock(&b.link.succ).is_empty());
+            debug_assert!(b.link.succ.get_mut().is_empty());
             b.body = s.body;
             b.parent = parent;
             b.group = group;
