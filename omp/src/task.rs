@@ -278,15 +278,22 @@ fn access(e: &mut Entry, mode: AccessMode, t: Option<&Arc<TaskBox>>, pred: &mut 
         // and it grows only if that left it over half full (so each look is paid for by as
         // many new readers, however many stay in flight).
         if e.ins.len() == e.ins.capacity() {
-            let mut i = 0;
-            while i < e.ins.len() {
-                if e.ins[i].link.done() {
-                    recycle(e.ins.swap_remove(i));
-                } else {
-                    i += 1;
+            // The incomplete ones moved to the front of one slice, the rest cut off: each
+            // `SmallVec` length, index and removal tells its inline and heap cases apart.
+            let s = e.ins.as_mut_slice();
+            let mut keep = 0;
+            for i in 0..s.len() {
+                if !s[i].link.done() {
+                    s.swap(keep, i);
+                    keep += 1;
                 }
             }
-            if e.ins.len() > e.ins.capacity() / 2 {
+            if keep < s.len() {
+                for t in e.ins.drain(keep..) {
+                    recycle(t);
+                }
+            }
+            if keep > e.ins.capacity() / 2 {
                 e.ins.reserve(e.ins.capacity());
             }
         }
