@@ -1,9 +1,11 @@
-//! Mutexes for `critical`, `atomic` and the `omp_*_lock` API: a futex word (0 free,
-//! 1 held, 2 held with sleepers, as in Drepper's "Futexes are tricky"), spinning for the
-//! spin budget before sleeping. The `omp_*_lock` API's simple locks also record their
-//! owner ([`owned`]).
+//! Mutexes for `critical`, `atomic`, the `omp_*_lock` API and the runtime's own
+//! [`Locked`] values: a futex word (0 free, 1 held, 2 held with sleepers, as in Drepper's
+//! "Futexes are tricky"), spinning for the spin budget before sleeping. The `omp_*_lock`
+//! API's simple locks also record their owner ([`owned`]).
 
 use crate::sys::{futex_wait, futex_wake, spin_until};
+use std::cell::UnsafeCell;
+use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicU32, Ordering};
 
 #[inline]
@@ -36,6 +38,64 @@ fn lock_slow(w: &AtomicU32) {
         futex_wait(w, 2);
     }
     crate::sys::after_sleep(t0.elapsed());
+}
+
+/// A value behind a [`lock`] word, for the runtime's own short critical sections (a task's
+/// successor list): std's `Mutex` checks the panic count on each lock and unlock (its
+/// poisoning), which was a fifth of making a dependency edge (issue 34).
+#[derive(Default)]
+pub struct Locked<T> {
+    w: AtomicU32,
+    v: UnsafeCell<T>,
+}
+
+// SAFETY: the value is reached only through a `Guard`, which exists while its thread holds
+// the word (one holder at a time, Acquire/Release on the word order the accesses), or
+// through `&mut Locked`: as std's `Mutex`, shareable between threads when the value can be
+// sent between them.
+unsafe impl<T: Send> Sync for Locked<T> {}
+
+/// The held lock of a [`Locked`]: its value; released when dropped.
+pub struct Guard<'a, T> {
+    l: &'a Locked<T>,
+}
+
+impl<T> Locked<T> {
+    #[inline]
+    pub fn lock(&self) -> Guard<'_, T> {
+        lock(&self.w);
+        Guard { l: self }
+    }
+
+    #[inline]
+    pub fn get_mut(&mut self) -> &mut T {
+        self.v.get_mut()
+    }
+}
+
+impl<T> Deref for Guard<'_, T> {
+    type Target = T;
+    #[inline]
+    fn deref(&self) -> &T {
+        // SAFETY: this guard's thread holds the word (see `Locked`'s `Sync`).
+        unsafe { &*self.l.v.get() }
+    }
+}
+
+impl<T> DerefMut for Guard<'_, T> {
+    #[inline]
+    fn deref_mut(&mut self) -> &mut T {
+        // SAFETY: as `deref`; `&mut self` keeps this the only reference made through the
+        // guard.
+        unsafe { &mut *self.l.v.get() }
+    }
+}
+
+impl<T> Drop for Guard<'_, T> {
+    #[inline]
+    fn drop(&mut self) {
+        unlock(&self.l.w);
+    }
 }
 
 #[inline]

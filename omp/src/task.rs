@@ -177,10 +177,26 @@ impl Entry {
 
     /// Drop the entry's tasks (each box back to its thread's cache if this was its last
     /// reference: [`recycle`]).
+    #[inline]
     fn clear(&mut self) {
         if let Some(t) = self.out.take() {
             recycle(t);
         }
+        self.clear_ins();
+    }
+
+    /// Drop the readers ([`Entry::clear`]'s second half). The empty list, a writer's usual
+    /// case, is told without a `drain` (its setup and drop were most of a writer's 47
+    /// instructions of `clear`).
+    #[inline(always)]
+    fn clear_ins(&mut self) {
+        if !self.ins.is_empty() {
+            self.drain_ins();
+        }
+    }
+
+    #[inline(never)]
+    fn drain_ins(&mut self) {
         for t in self.ins.drain(..) {
             recycle(t);
         }
@@ -196,7 +212,7 @@ struct Link {
     /// under the lock knows its push will be seen by the completion).
     done: AtomicBool,
     /// Siblings created while it was incomplete that wait for it; taken by its completion.
-    succ: Mutex<smallvec::SmallVec<[Arc<TaskBox>; 4]>>,
+    succ: crate::lock::Locked<smallvec::SmallVec<[Arc<TaskBox>; 4]>>,
     /// Predecessors not yet complete, plus [`LINKING`] while its creator links it; the
     /// decrement that brings it to zero makes the task ready.
     waiting: AtomicUsize,
@@ -220,7 +236,7 @@ impl Link {
         if self.done() {
             return false;
         }
-        let mut succ = lock(&self.succ);
+        let mut succ = self.succ.lock();
         if self.done.load(Ordering::Relaxed) || succ.last().is_some_and(|l| Arc::ptr_eq(l, t)) {
             return false;
         }
@@ -232,7 +248,7 @@ impl Link {
     /// predecessor of.
     fn complete(&self) {
         let succ = {
-            let mut succ = lock(&self.succ);
+            let mut succ = self.succ.lock();
             self.done.store(true, Ordering::Release);
             std::mem::take(&mut *succ)
         };
@@ -264,15 +280,22 @@ fn access(e: &mut Entry, mode: AccessMode, t: Option<&Arc<TaskBox>>, pred: &mut 
         // and it grows only if that left it over half full (so each look is paid for by as
         // many new readers, however many stay in flight).
         if e.ins.len() == e.ins.capacity() {
-            let mut i = 0;
-            while i < e.ins.len() {
-                if e.ins[i].link.done() {
-                    recycle(e.ins.swap_remove(i));
-                } else {
-                    i += 1;
+            // The incomplete ones moved to the front of one slice, the rest cut off: each
+            // `SmallVec` length, index and removal tells its inline and heap cases apart.
+            let s = e.ins.as_mut_slice();
+            let mut keep = 0;
+            for i in 0..s.len() {
+                if !s[i].link.done() {
+                    s.swap(keep, i);
+                    keep += 1;
                 }
             }
-            if e.ins.len() > e.ins.capacity() / 2 {
+            if keep < s.len() {
+                for t in e.ins.drain(keep..) {
+                    recycle(t);
+                }
+            }
+            if keep > e.ins.capacity() / 2 {
                 e.ins.reserve(e.ins.capacity());
             }
         }
@@ -286,8 +309,11 @@ fn access(e: &mut Entry, mode: AccessMode, t: Option<&Arc<TaskBox>>, pred: &mut 
             e.ins.iter().for_each(&mut *pred);
         }
         if let Some(t) = t {
-            e.clear();
-            e.out = Some(t.clone());
+            // The new writer replaces the old one and the readers.
+            if let Some(w) = e.out.replace(t.clone()) {
+                recycle(w);
+            }
+            e.clear_ins();
         }
     }
 }
@@ -1264,17 +1290,53 @@ pub type Deps = smallvec::SmallVec<[(usize, AccessMode); 4]>;
 /// asked for (writers over mutexinoutset over readers).
 pub fn add_dep(out: &mut Deps, addr: usize, m: AccessMode) {
     if let Some(e) = out.iter_mut().find(|e| e.0 == addr) {
-        let rank = |m: AccessMode| match m {
-            AccessMode::R => 0,
-            AccessMode::Commute => 1,
-            _ => 2,
-        };
-        if rank(m) > rank(e.1) {
-            e.1 = m;
-        }
+        merge_mode(e, m);
     } else {
         out.push((addr, m));
     }
+}
+
+/// A repeated address keeps the strongest of its modes ([`add_dep`]).
+#[inline]
+fn merge_mode(e: &mut (usize, AccessMode), m: AccessMode) {
+    let rank = |m: AccessMode| match m {
+        AccessMode::R => 0,
+        AccessMode::Commute => 1,
+        _ => 2,
+    };
+    if rank(m) > rank(e.1) {
+        e.1 = m;
+    }
+}
+
+/// The depend items `items` as [`Deps`], as [`add_dep`] adds them one by one. Up to
+/// [`Deps`]' inline four addresses they are gathered in a plain array first: each
+/// `SmallVec` push and lookup tells its inline and heap cases apart, which was most of
+/// decoding a task's two items (GCC's array: 106 instructions of a task's 930, now 45;
+/// issue 34). (A builder with an `add` method, the array and an overflow `Deps` in one
+/// struct, came to 129: the per-item check of the overflow case and the moves.)
+#[inline]
+pub fn collect_deps(items: impl IntoIterator<Item = (usize, AccessMode)>) -> Deps {
+    let mut buf = [(0, AccessMode::R); 4];
+    let mut len = 0;
+    let mut items = items.into_iter();
+    while let Some((addr, m)) = items.next() {
+        if let Some(e) = buf[..len].iter_mut().find(|e| e.0 == addr) {
+            merge_mode(e, m);
+        } else if len < buf.len() {
+            buf[len] = (addr, m);
+            len += 1;
+        } else {
+            // A fifth address: the rest as before.
+            let mut out = Deps::from_buf(buf);
+            add_dep(&mut out, addr, m);
+            for (addr, m) in items {
+                add_dep(&mut out, addr, m);
+            }
+            return out;
+        }
+    }
+    Deps::from_buf_and_len(buf, len)
 }
 
 /// Record `t` (a new child of the calling thread's task) in the map for `deps` and make it
@@ -1501,12 +1563,19 @@ pub unsafe fn spawn(s: Spawn) {
             return;
         }
     }
-    defer(c, &s, final_, priority, detach, deps);
+    defer_inline(c, &s, final_, priority, detach, deps);
 }
 
 /// Queue a new task (once its predecessors are complete, if it has depend clauses).
+#[inline(never)]
 fn defer(c: CtxRef, s: &Spawn, final_: bool, priority: i32, detach: bool, deps: &[(usize, AccessMode)]) {
-    let t = new_task(c, s, final_, priority, detach, true, !deps.is_empty(), None);
+    defer_inline(c, s, final_, priority, detach, deps)
+}
+
+/// [`defer`], inline in [`spawn`]'s usual path (as [`make_task`] in it).
+#[inline(always)]
+fn defer_inline(c: CtxRef, s: &Spawn, final_: bool, priority: i32, detach: bool, deps: &[(usize, AccessMode)]) {
+    let t = make_task(c, s, final_, priority, detach, true, !deps.is_empty(), None);
     if deps.is_empty() {
         let (team, tid) = c.get(|cx| (cx.team(), cx.tid));
         team.tasks.push(tid, t);
@@ -1570,7 +1639,25 @@ fn keep_box(mut t: Arc<TaskBox>) {
 /// `deps`: it has depend clauses; `bounds`: a taskloop task's range, written over its
 /// copy's first two words.
 #[allow(clippy::too_many_arguments)]
+#[inline(never)]
 fn new_task(
+    c: CtxRef,
+    s: &Spawn,
+    final_: bool,
+    priority: i32,
+    detach: bool,
+    counted: bool,
+    deps: bool,
+    bounds: Option<(u64, u64)>,
+) -> Arc<TaskBox> {
+    make_task(c, s, final_, priority, detach, counted, deps, bounds)
+}
+
+/// [`new_task`], inline in [`defer`] (the deferred task's path: the call, its register
+/// saves and the arguments' passing were about 25 instructions of a task's, issue 34).
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn make_task(
     c: CtxRef,
     s: &Spawn,
     final_: bool,
@@ -1609,7 +1696,7 @@ fn new_task(
             // Field by field, not a new value dropped over the old: the data is copied into
             // the storage it has (its heap block kept if large enough), and the link's lock
             // and successor list are reused (empty: the completion took the list).
-            debug_assert!(lock(&b.link.succ).is_empty());
+            debug_assert!(b.link.succ.get_mut().is_empty());
             b.body = s.body;
             b.parent = parent;
             b.group = group;

@@ -6,7 +6,7 @@
 //! then `mutexinoutset`, then `in`, then `n - nout - nmutex - nin` depend objects
 //! (`omp_depend_t`: `{ address, kind }` with GOMP_DEPEND_* kinds, inoutset among them).
 
-use crate::task::{Deps, add_dep};
+use crate::task::{Deps, collect_deps};
 use std::ffi::c_void;
 use weft_core::AccessMode;
 
@@ -40,39 +40,34 @@ pub unsafe fn decode(depend: *mut *mut c_void) -> Deps {
         // SAFETY: indices within the counts the array itself gives.
         unsafe { *depend.add(i) as usize }
     };
-    let mut out = Deps::new();
     let n = at(0);
     if n != 0 {
         let nout = at(1);
-        for i in 0..n {
-            add_dep(&mut out, at(2 + i), if i < nout { AccessMode::RW } else { AccessMode::R });
-        }
-        return out;
+        return collect_deps((0..n).map(|i| (at(2 + i), if i < nout { AccessMode::RW } else { AccessMode::R })));
     }
     let (n, nout, nmutex, nin) = (at(1), at(2), at(3), at(4));
     let normal = nout + nmutex + nin;
-    for i in 0..n {
+    collect_deps((0..n).map(|i| {
         let p = at(5 + i);
         if i < nout {
-            add_dep(&mut out, p, AccessMode::RW);
+            (p, AccessMode::RW)
         } else if i < nout + nmutex {
-            add_dep(&mut out, p, AccessMode::Commute);
+            (p, AccessMode::Commute)
         } else if i < normal {
-            add_dep(&mut out, p, AccessMode::R);
+            (p, AccessMode::R)
         } else {
             let obj = p as *const usize;
             // SAFETY: an omp_depend_t the program initialized with a depobj construct.
             let (addr, kind) = unsafe { (*obj, *obj.add(1)) };
             match mode(kind) {
-                Some(m) => add_dep(&mut out, addr, m),
+                Some(m) => (addr, m),
                 None => {
                     eprintln!("weft-omp: unknown omp_depend_t dependence type {kind}; aborting");
                     std::process::abort();
                 }
             }
         }
-    }
-    out
+    }))
 }
 
 #[cfg(test)]
