@@ -10,6 +10,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 mod common;
+#[path = "common/omp_misuse.rs"]
+mod omp_misuse;
 #[path = "common/omp_trace.rs"]
 mod omp_trace;
 
@@ -183,10 +185,7 @@ fn fulfilling_an_event_twice_aborts_with_a_message() {
     };
     let exe = compile(&cc, "fulfill_twice");
     let out = run(&exe, &[], false);
-    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    assert!(stdout.contains("fulfilled once"), "the first fulfil did not complete the task:\n{stdout}\n{stderr}");
-    assert!(!out.status.success() && !stdout.contains("not reached"), "a second fulfil went on:\n{stdout}\n{stderr}");
-    assert!(stderr.contains("omp_fulfill_event") && stderr.contains("not an event waiting to be fulfilled"), "no message:\n{stderr}");
+    omp_misuse::assert_fulfilled_twice("gcc", &out);
 }
 
 /// Destroying a lock that is locked, and unsetting one that another thread holds: a line
@@ -194,12 +193,7 @@ fn fulfilling_an_event_twice_aborts_with_a_message() {
 #[test]
 fn lock_misuse_gets_a_message_and_leaves_the_lock_as_it_was() {
     if let Some(stderr) = check("lock_misuse", &[], false) {
-        for what in [
-            "omp_destroy_lock on a lock that is locked",
-            "omp_unset_lock on a lock that another thread holds",
-            "omp_destroy_nest_lock on a lock that is held",
-            "omp_unset_nest_lock on a lock the caller does not hold",
-        ] {
+        for what in omp_misuse::LOCK_MISUSE {
             assert!(stderr.contains(what), "no message `{what}`:\n{stderr}");
         }
         assert_eq!(stderr.lines().count(), 4, "one line per misuse:\n{stderr}");

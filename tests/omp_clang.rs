@@ -13,6 +13,8 @@ use std::process::Command;
 use std::sync::OnceLock;
 
 mod common;
+#[path = "common/omp_misuse.rs"]
+mod omp_misuse;
 #[path = "common/omp_trace.rs"]
 mod omp_trace;
 
@@ -242,13 +244,7 @@ fn task_reductions_older_layout() {
 #[test]
 fn fulfilling_an_event_twice_aborts_with_a_message() {
     for (how, out) in run_both("fulfill_twice", &[], &[]).unwrap_or_default() {
-        let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-        assert!(stdout.contains("fulfilled once"), "{how}: the first fulfil did not complete the task:\n{stdout}\n{stderr}");
-        assert!(!out.status.success() && !stdout.contains("not reached"), "{how}: a second fulfil went on:\n{stdout}\n{stderr}");
-        assert!(
-            stderr.contains("omp_fulfill_event") && stderr.contains("not an event waiting to be fulfilled"),
-            "{how}: no message:\n{stderr}"
-        );
+        omp_misuse::assert_fulfilled_twice(how, &out);
     }
 }
 
@@ -257,12 +253,7 @@ fn fulfilling_an_event_twice_aborts_with_a_message() {
 #[test]
 fn lock_misuse_gets_a_message_and_leaves_the_lock_as_it_was() {
     for stderr in check("lock_misuse", &[]).unwrap_or_default() {
-        for what in [
-            "omp_destroy_lock on a lock that is locked",
-            "omp_unset_lock on a lock that another thread holds",
-            "omp_destroy_nest_lock on a lock that is held",
-            "omp_unset_nest_lock on a lock the caller does not hold",
-        ] {
+        for what in omp_misuse::LOCK_MISUSE {
             assert!(stderr.contains(what), "no message `{what}`:\n{stderr}");
         }
     }
