@@ -390,10 +390,12 @@ fn end_task(node: Option<Arc<Node>>, deps: Option<Box<DepMap>>) {
 }
 
 /// An implicit task ends (after its region's last barrier, so the tasks it created are
-/// complete): its map and its child counter go to the thread's spares as an explicit
-/// task's do, for the next region's tasks.
-pub fn end_implicit(t: &mut Cur) {
-    end_task(t.node.take(), t.deps.take());
+/// complete, and its thread runs no more of them in this context): its map and its child
+/// counter go to the thread's spares as an explicit task's do, for the next region's tasks,
+/// and the task bodies its thread ran go to the statistics ([`count_task`]).
+pub fn end_implicit(cx: &mut Ctx) {
+    flush_counts(cx);
+    end_task(cx.task.node.take(), cx.task.deps.take());
 }
 
 #[inline(never)]
@@ -1057,19 +1059,36 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// Count a task body the calling thread is about to run, for the statistics (`WEFT_STATS`):
 /// on its core worker's line, or "other threads". Every explicit task counts where its body
 /// runs (once; not a cancelled one), whatever completes it (a detached task's completion
-/// may come from elsewhere). Tasks run
-/// before the runtime started (orphaned ones, in a program that has not forked yet) are not
-/// counted: there are no statistics yet.
+/// may come from elsewhere). Inside a region the count is kept in the context and added to
+/// the line when the thread's implicit task ends ([`end_implicit`]): a statistics line is
+/// an atomic shared with other threads ("other threads"), and a locked increment on every
+/// undeferred task was most of what such a task cost beyond libgomp's (recursive code
+/// with an `if` cutoff). Outside any region (a root context, which never ends) it is added
+/// at once. Tasks run before the runtime started (orphaned ones, in a program that has not
+/// forked yet) are not counted: there are no statistics yet.
 #[inline]
 fn count_task(c: CtxRef) {
     c.with(|cx| {
-        if cx.counter.is_none() {
-            cx.counter = team::started_runtime().map(|rt| rt.counter());
-        }
-        if let Some(k) = cx.counter {
-            k.task();
+        cx.tasks_run += 1;
+        if cx.team().level == 0 {
+            flush_counts(cx);
         }
     })
+}
+
+/// Add the task bodies counted in `cx` ([`count_task`]) to its thread's statistics line.
+#[inline(never)]
+fn flush_counts(cx: &mut Ctx) {
+    if cx.tasks_run == 0 {
+        return;
+    }
+    if cx.counter.is_none() {
+        cx.counter = team::started_runtime().map(|rt| rt.counter());
+    }
+    if let Some(k) = cx.counter {
+        k.tasks(cx.tasks_run);
+    }
+    cx.tasks_run = 0;
 }
 
 // ---------------------------------------------------------------------------------------
