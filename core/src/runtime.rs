@@ -92,6 +92,13 @@ impl Counter<'_> {
         self.0.tasks.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// `n` such tasks at once (a front end that counts its tasks on the thread and adds
+    /// them when it is done with them: one increment instead of one per task).
+    #[inline]
+    pub fn tasks(self, n: u64) {
+        self.0.tasks.fetch_add(n, Ordering::Relaxed);
+    }
+
     /// One unit of a job's kind of work beyond the jobs posted to the thread (those count
     /// themselves when they start): an OpenMP team member's share of a parallel region
     /// served by a docking job that already ran one, or one run by a thread that is not a

@@ -125,6 +125,9 @@ pub struct Ctx {
     /// Where this thread's task bodies count in the statistics (`WEFT_STATS`), looked up
     /// once (None until the runtime has started: a root context may come first).
     pub counter: Option<weft_core::Counter<'static>>,
+    /// Task bodies run in this context and not yet added to `counter` (task.rs
+    /// `count_task`: added when the context ends, or at once in a root context).
+    pub tasks_run: u64,
     /// The worksharing construct this thread is in, when tracing: its start and name
     /// (`ws::trace_begin`, `ws::trace_end`).
     pub ws_trace: Option<(std::time::Instant, &'static str)>,
@@ -146,6 +149,7 @@ impl Ctx {
             ordered_pending: false,
             task: task::Cur::implicit(group),
             counter: started_runtime().map(|rt| rt.counter()),
+            tasks_run: 0,
             ws_trace: None,
         }
     }
@@ -844,7 +848,7 @@ unsafe fn run_member(team: *const Team, tid: u32) {
     if let Some((rt, from)) = traced {
         rt.trace_span("omp parallel", from);
     }
-    task::end_implicit(&mut c.task);
+    task::end_implicit(&mut c);
     CUR.with(|x| x.set(prev));
     // Release: our last access to the team; the primary frees it after seeing all of them.
     t.left.fetch_add(1, Ordering::Release);
@@ -1075,7 +1079,7 @@ pub fn join() {
     t.group = None;
     // Every thread entered the same constructs as thread 0, unless the region was cancelled.
     t.dirty = if t.cancelled.load(Ordering::Relaxed) { RING } else { (c.ws_gen as usize).min(RING) };
-    task::end_implicit(&mut c.task);
+    task::end_implicit(c);
     // SAFETY: no member references the team any more.
     unsafe { *t.primary.get() = None };
     let old = TEAM_CACHE.with(|c| c.replace(team));
