@@ -174,37 +174,47 @@ pub extern "C" fn __kmpc_omp_task_alloc(
     })
 }
 
-/// The last task block freed on this thread, with its size, for the next one allocated: a
-/// deferred task's block is copied into the runtime's task and freed within the call that
-/// hands it over (`__kmpc_omp_task_with_deps`, `__kmpc_omp_task`), so a thread creating
-/// tasks in a loop takes back the block it just gave, instead of a `calloc` and a `free`
-/// per task (a third of the creating thread's instructions for a task with depend clauses).
-struct Block(std::cell::Cell<(*mut u8, usize)>);
+/// The task blocks last freed on this thread, with their sizes, for the next ones
+/// allocated, the last freed on top: a deferred task's block is copied into the runtime's
+/// task and freed within the call that hands it over (`__kmpc_omp_task_with_deps`,
+/// `__kmpc_omp_task`), so a thread creating tasks in a loop takes back the block it just
+/// gave, instead of a `calloc` and a `free` per task (a third of the creating thread's
+/// instructions for a task with depend clauses); an `if(0)` task's block lives while its
+/// routine runs, and the routine's own `if(0)` tasks (recursive code under a cutoff) take
+/// and give back theirs inside that, last in first out, so a few blocks serve a recursion
+/// as deep as the cache is long.
+struct Blocks(std::cell::RefCell<Vec<(*mut u8, usize)>>);
 
-impl Drop for Block {
+/// How many freed blocks a thread keeps ([`Blocks`]).
+const CACHED_BLOCKS: usize = 16;
+
+impl Drop for Blocks {
     fn drop(&mut self) {
-        // SAFETY: a block from calloc, owned by the cache.
-        unsafe { libc::free(self.0.get().0 as *mut c_void) };
+        for &(p, _) in self.0.get_mut().iter() {
+            // SAFETY: a block from calloc, owned by the cache.
+            unsafe { libc::free(p as *mut c_void) };
+        }
     }
 }
 
 thread_local! {
-    static BLOCK: Block = const { Block(std::cell::Cell::new((std::ptr::null_mut(), 0))) };
+    static BLOCKS: Blocks = const { Blocks(std::cell::RefCell::new(Vec::new())) };
 }
 
-/// A zeroed block of `size` bytes, 16-byte aligned: the thread's cached one if large
+/// A zeroed block of `size` bytes, 16-byte aligned: the thread's last freed one if large
 /// enough, else a new one (null if memory is out).
 fn take_block(size: usize) -> *mut u8 {
-    let cached = BLOCK.try_with(|b| b.0.replace((std::ptr::null_mut(), 0))).unwrap_or((std::ptr::null_mut(), 0));
-    match cached {
-        (p, cap) if !p.is_null() && cap >= size => {
+    match BLOCKS.try_with(|b| b.0.borrow_mut().pop()).ok().flatten() {
+        Some((p, cap)) if cap >= size => {
             // SAFETY: the cached block has `cap` bytes; zeroed as calloc's would be.
             unsafe { std::ptr::write_bytes(p, 0, size) };
             p
         }
-        (p, _) => {
-            // SAFETY: a block from calloc (or null), owned by the cache until now.
-            unsafe { libc::free(p as *mut c_void) };
+        small => {
+            if let Some((p, _)) = small {
+                // SAFETY: a block from calloc, owned by the cache until now.
+                unsafe { libc::free(p as *mut c_void) };
+            }
             // SAFETY: plain allocation; the caller checks for null.
             unsafe { libc::calloc(1, size) as *mut u8 }
         }
@@ -216,11 +226,22 @@ fn take_block(size: usize) -> *mut u8 {
 unsafe fn free(t: *mut KmpTask) {
     // SAFETY: per the contract: the header is in the block, and holds its size.
     let (p, size) = unsafe { (header(t) as *mut u8, (*header(t)).size) };
-    // Kept for the thread's next task (the one kept before is freed), or freed at once
-    // while the thread exits.
-    let old = BLOCK.try_with(|b| b.0.replace((p, size))).unwrap_or((p, 0));
-    // SAFETY: a block from calloc that nothing uses any more.
-    unsafe { libc::free(old.0 as *mut c_void) };
+    // Kept for the thread's next tasks while the cache has room, else (or while the
+    // thread exits) freed at once.
+    let kept = BLOCKS
+        .try_with(|b| {
+            let mut v = b.0.borrow_mut();
+            let room = v.len() < CACHED_BLOCKS;
+            if room {
+                v.push((p, size));
+            }
+            room
+        })
+        .unwrap_or(false);
+    if !kept {
+        // SAFETY: a block from calloc that nothing uses any more.
+        unsafe { libc::free(p as *mut c_void) };
+    }
 }
 
 /// # Safety
@@ -661,6 +682,39 @@ mod tests {
         assert_ne!(unsafe { header(t3) as *mut u8 }, block, "a block too small was reused");
         // SAFETY: as above.
         unsafe { free(t3) };
+    }
+
+    /// Blocks freed while others are live (an `if(0)` task's routine making `if(0)` tasks of
+    /// its own) all come back, the last freed first, up to the cache's length.
+    #[test]
+    fn nested_task_blocks_are_reused() {
+        unsafe extern "C" fn routine(_: i32, _: *mut KmpTask) -> i32 {
+            0
+        }
+        let alloc = || __kmpc_omp_task_alloc(std::ptr::null(), 0, 0, 64, 16, routine);
+        let block = |t: *mut KmpTask| {
+            // SAFETY: `t` came from __kmpc_omp_task_alloc.
+            unsafe { header(t) as usize }
+        };
+        // Deeper than one: `fib`'s tasks under its cutoff nest about 15 deep.
+        let depth = 8;
+        const { assert!(CACHED_BLOCKS >= 8) };
+        let outer: Vec<_> = (0..depth).map(|_| alloc()).collect();
+        let addrs: Vec<_> = outer.iter().map(|&t| block(t)).collect();
+        for &t in outer.iter().rev() {
+            // SAFETY: from __kmpc_omp_task_alloc, not used after.
+            unsafe { free(t) };
+        }
+        // All kept (not freed to malloc, which might hand the same addresses back).
+        let kept: Vec<_> = BLOCKS.with(|b| b.0.borrow().iter().rev().map(|&(p, _)| p as usize).collect());
+        assert_eq!(kept, addrs, "the thread did not keep every block of the nest");
+        let again: Vec<_> = (0..depth).map(|_| alloc()).collect();
+        let got: Vec<_> = again.iter().map(|&t| block(t)).collect();
+        assert_eq!(got, addrs, "the blocks of a nest were not all reused, innermost last");
+        for &t in again.iter().rev() {
+            // SAFETY: as above.
+            unsafe { free(t) };
+        }
     }
 
     #[test]
