@@ -44,6 +44,8 @@ static int reduce_method(int n, ident_t *loc) {
         }
 #pragma omp barrier
         CHECK(__atomic_load_n(&lck[0], __ATOMIC_RELAXED) == 0);
+        /* No thread takes the lock again before all have looked at it. */
+#pragma omp barrier
         int b = __kmpc_reduce(loc, 0, 1, 8, NULL, combine, lck);
         CHECK(b == m);
         __kmpc_end_reduce(loc, 0, lck);

@@ -58,6 +58,8 @@ struct Header {
 
 /// The block is a task whose routine is running (a spawned copy, or an `if(0)` task).
 const RUNNING: u32 = 1;
+/// The block is an `if(0)` task's and its [`If0Saved`] holds what its creator had.
+const SAVED: u32 = 4;
 /// Its untied routine returned at a scheduling point and asked to be continued: clang's
 /// untied task is a state machine over `part_id` that calls `__kmpc_omp_task` on itself and
 /// returns; the next call of the routine resumes after that point. We continue it at once,
@@ -66,6 +68,42 @@ const RUNNING: u32 = 1;
 const REQUEUED: u32 = 2;
 
 const HEAD: usize = std::mem::size_of::<Header>();
+
+/// What the creator of an `if(0)` task had, given back when it completes: its ICVs (an
+/// `if(0)` task has its own data environment, libgomp.c/icv-1.c), its identity (the `if(0)`
+/// task is a task of its own, which does not own its creator's nestable locks,
+/// libgomp.c/lock-2.c) and, when tracing, when the `if(0)` task began (for its trace slice).
+/// Kept in the task's own block, after the `size` bytes a deferred task's copy takes: the
+/// block lives from `__kmpc_omp_task_begin_if0` to `__kmpc_omp_task_complete_if0`, nested
+/// `if(0)` tasks each have theirs, and no per-thread stack is needed.
+#[derive(Clone, Copy)]
+struct If0Saved {
+    icv: crate::team::Icv,
+    id: usize,
+    traced: Option<std::time::Instant>,
+}
+
+/// Where a block of `size` bytes (its header's) keeps its [`If0Saved`]: 16-byte aligned,
+/// as the block is.
+const fn saved_at(size: usize) -> usize {
+    size.next_multiple_of(16)
+}
+
+/// The bytes a task block of `size` bytes (its header's) is allocated with.
+const fn block_cap(size: usize) -> usize {
+    saved_at(size) + std::mem::size_of::<If0Saved>()
+}
+
+/// # Safety
+/// `t` is a task from [`__kmpc_omp_task_alloc`] or a taskloop's copy of one (not a
+/// runtime task's copy, which has only `size` bytes).
+unsafe fn saved(t: *mut KmpTask) -> *mut If0Saved {
+    // SAFETY: per the contract, the block has `block_cap(size)` bytes, 16-byte aligned.
+    unsafe {
+        let h = header(t);
+        (h as *mut u8).add(saved_at((*h).size)) as *mut If0Saved
+    }
+}
 
 /// # Safety
 /// `t` is a task from [`__kmpc_omp_task_alloc`] (or a copy of its block).
@@ -157,12 +195,13 @@ pub extern "C" fn __kmpc_omp_task_alloc(
     guard("__kmpc_omp_task_alloc", || {
         let task_size = sizeof_task.max(std::mem::size_of::<KmpTask>()).next_multiple_of(16);
         let size = HEAD + task_size + sizeof_shareds;
-        let p = take_block(size);
+        let p = take_block(size, block_cap(size));
         if p.is_null() {
             eprintln!("weft-omp: cannot allocate a task of {size} bytes; aborting");
             std::process::abort();
         }
-        // SAFETY: `p` has room for the header, the task and the shareds, 16-byte aligned.
+        // SAFETY: `p` has room for the header, the task and the shareds (and the room of
+        // `saved`), 16-byte aligned.
         unsafe {
             (p as *mut Header).write(Header { size, flags, state: 0, event: 0, loc: loc as usize });
             let t = p.add(HEAD) as *mut KmpTask;
@@ -201,11 +240,11 @@ thread_local! {
     static BLOCKS: Blocks = const { Blocks(std::cell::RefCell::new(Vec::new())) };
 }
 
-/// A zeroed block of `size` bytes, 16-byte aligned: the thread's last freed one if large
-/// enough, else a new one (null if memory is out).
-fn take_block(size: usize) -> *mut u8 {
+/// A block of `cap` bytes, 16-byte aligned, its first `size` zeroed: the thread's last
+/// freed one if large enough, else a new one (null if memory is out).
+fn take_block(size: usize, cap: usize) -> *mut u8 {
     match BLOCKS.try_with(|b| b.0.borrow_mut().pop()).ok().flatten() {
-        Some((p, cap)) if cap >= size => {
+        Some((p, have)) if have >= cap => {
             // SAFETY: the cached block has `cap` bytes; zeroed as calloc's would be.
             unsafe { std::ptr::write_bytes(p, 0, size) };
             p
@@ -216,7 +255,7 @@ fn take_block(size: usize) -> *mut u8 {
                 unsafe { libc::free(p as *mut c_void) };
             }
             // SAFETY: plain allocation; the caller checks for null.
-            unsafe { libc::calloc(1, size) as *mut u8 }
+            unsafe { libc::calloc(1, cap) as *mut u8 }
         }
     }
 }
@@ -224,8 +263,9 @@ fn take_block(size: usize) -> *mut u8 {
 /// # Safety
 /// `t` is from [`__kmpc_omp_task_alloc`], filled in by the compiler, not used after.
 unsafe fn free(t: *mut KmpTask) {
-    // SAFETY: per the contract: the header is in the block, and holds its size.
-    let (p, size) = unsafe { (header(t) as *mut u8, (*header(t)).size) };
+    // SAFETY: per the contract: the header is in the block, and holds its size; the block
+    // has `block_cap(size)` bytes.
+    let (p, size) = unsafe { (header(t) as *mut u8, block_cap((*header(t)).size)) };
     // Kept for the thread's next tasks while the cache has room, else (or while the
     // thread exits) freed at once.
     let kept = BLOCKS
@@ -399,15 +439,6 @@ pub(crate) fn event_task(ev: usize) -> usize {
     h
 }
 
-thread_local! {
-    /// The ICVs and identities of the tasks that started `if(0)` tasks on this thread,
-    /// innermost last: an `if(0)` task has its own data environment (libgomp.c/icv-1.c) and
-    /// is a task of its own, which does not own its creator's nestable locks
-    /// (libgomp.c/lock-2.c).
-    /// With each, when tracing, when its `if(0)` task began (for its trace slice).
-    static IF0_ICVS: std::cell::RefCell<Vec<(crate::team::Icv, usize, Option<std::time::Instant>)>> = const { std::cell::RefCell::new(Vec::new()) };
-}
-
 /// An `if(0)` task: the compiler calls its routine itself next (see the module doc).
 ///
 /// # Safety
@@ -416,13 +447,15 @@ thread_local! {
 pub unsafe extern "C" fn __kmpc_omp_task_begin_if0(_loc: Ident, _gtid: i32, t: *mut KmpTask) {
     guard("__kmpc_omp_task_begin_if0", || {
         let c = crate::team::ctx();
-        IF0_ICVS.with(|s| s.borrow_mut().push((c.icv, c.task.id, crate::trace::start())));
+        // SAFETY: per the contract: the block has room for `saved`, which nothing else uses.
+        unsafe {
+            saved(t).write(If0Saved { icv: c.icv, id: c.task.id, traced: crate::trace::start() });
+            (*header(t)).state = RUNNING | SAVED;
+        }
         // The task block's address identifies the task while the compiler runs its routine
         // (the block lives until `__kmpc_omp_task_complete_if0`, which gives the creator
         // its identity back).
         c.task.id = t as usize;
-        // SAFETY: per the contract.
-        unsafe { (*header(t)).state = RUNNING };
     })
 }
 
@@ -432,15 +465,18 @@ pub unsafe extern "C" fn __kmpc_omp_task_begin_if0(_loc: Ident, _gtid: i32, t: *
 pub unsafe extern "C" fn __kmpc_omp_task_complete_if0(loc: Ident, gtid: i32, t: *mut KmpTask) {
     guard("__kmpc_omp_task_complete_if0", || {
         // SAFETY: per the contract; the compiler ran the routine once and no longer uses
-        // the task.
-        unsafe {
-            if (*header(t)).state & REQUEUED != 0 {
+        // the task. `saved` was written by the begin call that set SAVED.
+        let back = unsafe {
+            let state = (*header(t)).state;
+            let back = (state & SAVED != 0).then(|| saved(t).read());
+            if state & REQUEUED != 0 {
                 // An untied routine that stopped at a scheduling point: run the rest.
                 run_routine(t, gtid);
             }
-            free(t)
-        }
-        if let Some((icv, id, traced)) = IF0_ICVS.with(|s| s.borrow_mut().pop()) {
+            free(t);
+            back
+        };
+        if let Some(If0Saved { icv, id, traced }) = back {
             let c = crate::team::ctx();
             c.icv = icv;
             c.task.id = id;
@@ -559,11 +595,11 @@ unsafe fn taskloop(
                 _ => grain + u64::from(i < extras),
             };
             let hi = lo.wrapping_add((st as u64).wrapping_mul(count - 1));
-            // SAFETY: a copy of the pattern's block (the header's size), made as `copy`
+            // SAFETY: a copy of the pattern's block (`block_cap` of the header's size), made as `copy`
             // makes a task's; the bounds are u64 words inside the task at the pattern's
             // offsets; `dup` is the compiler's for this task type.
             unsafe {
-                let p = libc::malloc(size) as *mut u8;
+                let p = libc::malloc(block_cap(size)) as *mut u8;
                 if p.is_null() {
                     eprintln!("weft-omp: cannot allocate a taskloop task of {size} bytes; aborting");
                     std::process::abort();
