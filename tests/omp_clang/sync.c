@@ -62,10 +62,17 @@ int main(void) {
 #pragma omp parallel num_threads(4)
     {
         for (int r = 0; r < 50; r++) {
+            /* Atomic: a `single nowait` body may run while the next `single`'s does. */
 #pragma omp single
-            singles++;
+            {
+#pragma omp atomic
+                singles++;
+            }
 #pragma omp single nowait
-            singles++;
+            {
+#pragma omp atomic
+                singles++;
+            }
         }
 #pragma omp master
         masters++;
