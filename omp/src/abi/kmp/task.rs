@@ -19,6 +19,7 @@ use super::fork::gtid;
 use crate::abi::gomp::data::{Detach, TaskData};
 use crate::abi::guard;
 use crate::task::{self, Spawn};
+use std::cell::Cell;
 use std::ffi::{c_long, c_void};
 use weft_core::AccessMode;
 
@@ -222,14 +223,37 @@ pub extern "C" fn __kmpc_omp_task_alloc(
 /// routine runs, and the routine's own `if(0)` tasks (recursive code under a cutoff) take
 /// and give back theirs inside that, last in first out, so a few blocks serve a recursion
 /// as deep as the cache is long.
-struct Blocks(std::cell::RefCell<Vec<(*mut u8, usize)>>);
+/// A stack in cells (no borrow flag, no growth: this is on every task's path).
+struct Blocks {
+    /// How many of `slots` hold a block (the top is `slots[n - 1]`).
+    n: Cell<usize>,
+    /// (block, its capacity).
+    slots: [Cell<(*mut u8, usize)>; CACHED_BLOCKS],
+}
 
 /// How many freed blocks a thread keeps ([`Blocks`]).
 const CACHED_BLOCKS: usize = 16;
 
+impl Blocks {
+    fn pop(&self) -> Option<(*mut u8, usize)> {
+        let n = self.n.get().checked_sub(1)?;
+        self.n.set(n);
+        Some(self.slots[n].get())
+    }
+
+    /// Keeps the block if there is room; false if not.
+    fn push(&self, b: (*mut u8, usize)) -> bool {
+        let n = self.n.get();
+        let Some(slot) = self.slots.get(n) else { return false };
+        slot.set(b);
+        self.n.set(n + 1);
+        true
+    }
+}
+
 impl Drop for Blocks {
     fn drop(&mut self) {
-        for &(p, _) in self.0.get_mut().iter() {
+        while let Some((p, _)) = self.pop() {
             // SAFETY: a block from calloc, owned by the cache.
             unsafe { libc::free(p as *mut c_void) };
         }
@@ -237,13 +261,15 @@ impl Drop for Blocks {
 }
 
 thread_local! {
-    static BLOCKS: Blocks = const { Blocks(std::cell::RefCell::new(Vec::new())) };
+    static BLOCKS: Blocks = const {
+        Blocks { n: Cell::new(0), slots: [const { Cell::new((std::ptr::null_mut(), 0)) }; CACHED_BLOCKS] }
+    };
 }
 
 /// A block of `cap` bytes, 16-byte aligned, its first `size` zeroed: the thread's last
 /// freed one if large enough, else a new one (null if memory is out).
 fn take_block(size: usize, cap: usize) -> *mut u8 {
-    match BLOCKS.try_with(|b| b.0.borrow_mut().pop()).ok().flatten() {
+    match BLOCKS.try_with(Blocks::pop).ok().flatten() {
         Some((p, have)) if have >= cap => {
             // SAFETY: the cached block has `cap` bytes; zeroed as calloc's would be.
             unsafe { std::ptr::write_bytes(p, 0, size) };
@@ -268,16 +294,7 @@ unsafe fn free(t: *mut KmpTask) {
     let (p, size) = unsafe { (header(t) as *mut u8, block_cap((*header(t)).size)) };
     // Kept for the thread's next tasks while the cache has room, else (or while the
     // thread exits) freed at once.
-    let kept = BLOCKS
-        .try_with(|b| {
-            let mut v = b.0.borrow_mut();
-            let room = v.len() < CACHED_BLOCKS;
-            if room {
-                v.push((p, size));
-            }
-            room
-        })
-        .unwrap_or(false);
+    let kept = BLOCKS.try_with(|b| b.push((p, size))).unwrap_or(false);
     if !kept {
         // SAFETY: a block from calloc that nothing uses any more.
         unsafe { libc::free(p as *mut c_void) };
@@ -742,7 +759,7 @@ mod tests {
             unsafe { free(t) };
         }
         // All kept (not freed to malloc, which might hand the same addresses back).
-        let kept: Vec<_> = BLOCKS.with(|b| b.0.borrow().iter().rev().map(|&(p, _)| p as usize).collect());
+        let kept: Vec<_> = BLOCKS.with(|b| b.slots[..b.n.get()].iter().rev().map(|c| c.get().0 as usize).collect());
         assert_eq!(kept, addrs, "the thread did not keep every block of the nest");
         let again: Vec<_> = (0..depth).map(|_| alloc()).collect();
         let got: Vec<_> = again.iter().map(|&t| block(t)).collect();
