@@ -370,3 +370,54 @@ fn dmda_runs_tasks_where_their_data_is() {
         assert!(bytes < eager && bytes <= (n as u64 / 8) * (64 << 10), "{sched:?} moved {bytes} B, eager {eager} B");
     }
 }
+
+/// A CPU worker and a device of the same speed; the CPU worker holds one task of 300 µs
+/// (queued while it is held), the device nothing. A task reading a vector in host memory
+/// finishes first on the idle device by the models, but the CPU worker finishes it within
+/// the locality tolerance (3 task durations) without moving it: `dmda` and `dmdas` keep it
+/// at home. (They used to give it to the idle device whatever it moved: at 2048/256 and
+/// 4096/512, one CPU worker beside one PoCL device, that moved 10-50% more bytes than this,
+/// at no gain in GFLOP/s; bench/RESULTS.md, 2026-11-29, session 31.) Bytes, not times, are
+/// compared.
+#[test]
+fn dmda_passes_over_an_idle_device_to_keep_data_at_home() {
+    for sched in [PolicyKind::Dmda, PolicyKind::Dmdas] {
+        let rt = runtime(sched, 1.0);
+        let (name, fill) = (unique("idle-read"), unique("idle-filler"));
+        let read = Codelet::builder(&name)
+            .cpu_and_null(|ctx| {
+                assert_eq!(ctx.vector::<u32>(0)[0], 7);
+                work(200);
+                Ok(())
+            })
+            .model(PerfModel::new(&name))
+            .build();
+        let filler = Codelet::builder(&fill)
+            .cpu(|_| {
+                work(300);
+                Ok(())
+            })
+            .model(PerfModel::new(&fill))
+            .build();
+        // Calibration: both kinds of worker for the reader, the CPU worker for the filler.
+        for _ in 0..30 {
+            let v = rt.register_vector(vec![7u32; 16 << 10]).unwrap();
+            rt.submit(TaskBuilder::new(&read).access(&v, AccessMode::R)).unwrap();
+        }
+        for _ in 0..12 {
+            rt.submit(TaskBuilder::new(&filler)).unwrap();
+        }
+        rt.wait_for_all().unwrap();
+        let v = rt.register_vector(vec![7u32; 16 << 10]).unwrap();
+        let cpu = Gate::new("hold-cpu-idle", Arch::Cpu);
+        cpu.block(&rt);
+        let moved = || rt.bytes_moved(0, 1) + rt.bytes_moved(1, 0);
+        let before = moved();
+        rt.submit(TaskBuilder::new(&filler)).unwrap();
+        let t = rt.submit(TaskBuilder::new(&read).access(&v, AccessMode::R)).unwrap();
+        cpu.open();
+        t.wait().unwrap();
+        rt.wait_for_all().unwrap();
+        assert_eq!(moved() - before, 0, "{sched:?}: the idle device took the task and its vector");
+    }
+}
