@@ -421,3 +421,28 @@ fn dmda_passes_over_an_idle_device_to_keep_data_at_home() {
         assert_eq!(moved() - before, 0, "{sched:?}: the idle device took the task and its vector");
     }
 }
+
+/// A model's first task on each worker is a warm-up: measured (and reported by
+/// `WEFT_STATS`), not recorded, so a cold first run does not enter the model; the second and
+/// later runs are samples.
+#[test]
+fn a_models_first_task_on_a_worker_is_a_warm_up() {
+    let rt = Runtime::new(Config { ncpu: Some(1), sched: PolicyKind::Dm, stats: true, spin_us: 5, ..Config::default() }).unwrap();
+    let name = unique("warm-up");
+    let cl = codelet(&name, 20);
+    let m = rt.model(&cl).unwrap();
+    let samples = || m.entries().iter().filter(|e| e.arch == "cpu").map(|e| e.count).sum::<u64>();
+    rt.submit(TaskBuilder::new(&cl)).unwrap().wait().unwrap();
+    assert_eq!(samples(), 0, "the first task was recorded");
+    for n in 1..=10 {
+        rt.submit(TaskBuilder::new(&cl)).unwrap().wait().unwrap();
+        assert_eq!(samples(), n);
+    }
+    // Calibrated (10 samples, then frozen: `WEFT_CALIBRATE=0`) before the last task: it was
+    // predicted, and the warm-up was not.
+    rt.submit(TaskBuilder::new(&cl)).unwrap().wait().unwrap();
+    assert_eq!(samples(), 10);
+    let r = rt.stats_report();
+    let line = r.lines().find(|l| l.starts_with(&format!("model {name} on cpu"))).unwrap_or_else(|| panic!("{r}"));
+    assert!(line.contains("12 measured") && line.contains("; 1 predicted") && !line.contains("warm-ups left out"), "{line}");
+}
