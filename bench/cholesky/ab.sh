@@ -26,9 +26,15 @@
 #   POLICIES="eager dmda dmdas"
 #   ROUNDS=5             rounds; each runs base and new once per policy and size, the order
 #                        alternating between rounds (odd: base first)
-#   CALIBRATION=3        untimed dmdas runs per size and side first (WEFT_CALIBRATE=1), each
-#                        side in a WEFT_HOME of its own ($CARGO_TARGET_DIR/ab/home-{base,new},
-#                        models emptied first)
+#   CALIBRATION=3        untimed dmdas runs per size first (WEFT_CALIBRATE=1), models emptied
+#                        first; each side runs in a WEFT_HOME of its own
+#                        ($CARGO_TARGET_DIR/ab/home-{base,new})
+#   MODELS=shared        shared: the new build calibrates, and both sides run on copies of
+#                        its models (frozen: the rounds run WEFT_CALIBRATE=0), so that they
+#                        differ only by the builds; own: each side calibrates its own (for a
+#                        change to the models themselves; on a loaded machine two calibrations
+#                        differ by up to 2x in a kernel's CPU/device ratio, and so do the
+#                        placements and bytes)
 #   F32=1                single precision (the example's --f32)
 # shellcheck disable=SC2059 # one format, in a variable, for every line of the table
 set -euo pipefail
@@ -44,6 +50,8 @@ read -r -a SIZES <<< "${SIZES:-2048/256 4096/512}"
 read -r -a POLICIES <<< "${POLICIES:-eager dmda dmdas}"
 ROUNDS=${ROUNDS:-5}
 CALIBRATION=${CALIBRATION:-3}
+MODELS=${MODELS:-shared}
+case $MODELS in shared | own) ;; *) echo "MODELS must be shared or own, not '$MODELS'" >&2; exit 2 ;; esac
 case $ROUNDS in '' | *[!0-9]* | 0) echo "ROUNDS must be a positive number, not '$ROUNDS'" >&2; exit 2 ;; esac
 case $CALIBRATION in '' | *[!0-9]*) echo "CALIBRATION must be a number, not '$CALIBRATION'" >&2; exit 2 ;; esac
 precision=()
@@ -116,14 +124,19 @@ echo "machine : $(nproc) cores, $(sed -n 's/^model name[[:space:]]*: //p' /proc/
 echo "base    : $base_desc${BASE_ENV:+, with $BASE_ENV}"
 echo "new     : working tree at $new_commit${NEW_ENV:+, with $NEW_ENV}"
 echo "setup   : $SETUP"
-echo "rounds  : $ROUNDS interleaved, medians; $CALIBRATION calibration runs per size and side; load $(cut -d' ' -f1-3 /proc/loadavg) at $(date -u +%H:%M) UTC"
+echo "rounds  : $ROUNDS interleaved, medians; $CALIBRATION calibration runs per size, models $MODELS; load $(cut -d' ' -f1-3 /proc/loadavg) at $(date -u +%H:%M) UTC"
 echo
 
 # OpenCL programs are built on a device's first use, then cached under WEFT_HOME; the
 # model-driven policies' models are calibrated on warm runs (as policies.sh does).
-for s in 0 1; do
+for s in 1 0; do
     rm -rf "$ab/home-${sides[$s]}/models"
     run "$s" lws 512 128
+    if [[ $MODELS == shared && $s == 0 ]]; then
+        rm -rf "$ab/home-base/models"
+        cp -r "$ab/home-new/models" "$ab/home-base/models"
+        continue
+    fi
     for size in "${SIZES[@]}"; do
         for ((c = 0; c < CALIBRATION; c++)); do run "$s" dmdas "${size%/*}" "${size#*/}" WEFT_CALIBRATE=1; done
     done
