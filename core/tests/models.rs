@@ -376,7 +376,7 @@ fn dmda_runs_tasks_where_their_data_is() {
 /// finishes first on the idle device by the models, but the CPU worker finishes it within
 /// the locality tolerance (3 task durations) without moving it: `dmda` and `dmdas` keep it
 /// at home. (They used to give it to the idle device whatever it moved: at 2048/256 and
-/// 4096/512, one CPU worker beside one PoCL device, that moved 10-50% more bytes than this,
+/// 4096/512, one CPU worker beside one PoCL device, that moved 11-23% more bytes than this,
 /// at no gain in GFLOP/s; bench/RESULTS.md, 2026-11-29, session 31.) Bytes, not times, are
 /// compared.
 #[test]

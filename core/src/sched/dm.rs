@@ -115,7 +115,7 @@ impl Dm {
         // Within the tolerance the scores cannot tell the workers apart (the models err by
         // 5-30% a task, bench/RESULTS.md), but the bytes each would move are known: the
         // fewest win, even against a best worker with nothing queued or running (keeping
-        // the task there whatever it moved cost a PoCL device beside a CPU worker 10-50%
+        // the task there whatever it moved cost a PoCL device beside a CPU worker 11-23%
         // more bytes at no gain in speed: the device then ran its share of the trailing
         // updates on whichever tiles came, each bringing two to four).
         let tolerance = self.m.alpha * self.locality * best.predicted;
