@@ -32,6 +32,7 @@ precision=()
 [[ ${F32:-0} == 1 ]] && precision=(--f32)
 n=${SIZE%/*} tile=${SIZE#*/}
 
+BIN_GIVEN=${BIN:-}
 if [[ -z ${BIN:-} ]]; then
     echo "building examples/cholesky (release)..." >&2
     cargo build --release -q --example cholesky
@@ -46,7 +47,9 @@ envs=("WEFT_NCPU=2 WEFT_NOPENCL=0" "WEFT_NCPU=0 POCL_DEVICES=basic WEFT_NOPENCL=
 
 echo "== Prediction errors of the Cholesky tile kernels' models, $n/$tile ${precision[*]:-f64} =="
 echo "machine : $(nproc) cores, $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)"
-echo "commit  : $(git rev-parse --short HEAD 2> /dev/null || echo unknown); $CALIBRATION calibration runs, $ROUNDS counted; load $(cut -d' ' -f1-3 /proc/loadavg)"
+what="commit $(git rev-parse --short HEAD 2> /dev/null || echo unknown)"
+[[ -n ${BIN_GIVEN:-} ]] && what="binary $BIN"
+echo "build   : $what; $CALIBRATION calibration runs, $ROUNDS counted; load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
 printf '%-18s %-9s %-16s %-44s %9s %12s %12s %9s %12s\n' setup calibrate model arch predicted "mean error" "mean us" warm-ups "with them"
 for i in "${!names[@]}"; do
