@@ -120,6 +120,8 @@ pub struct Ctx {
     /// pass the ordered turn on.
     pub chunk: (u64, u64),
     pub ordered_pending: bool,
+    /// The doacross table of the loop this thread is in (ws.rs), taken from its slot once.
+    pub doacross: Option<Arc<crate::ws::Doacross>>,
     /// The task this thread runs: its implicit task, or an explicit one (task.rs).
     pub task: task::Cur,
     /// Where this thread's task bodies count in the statistics (`WEFT_STATS`), looked up
@@ -144,6 +146,7 @@ impl Ctx {
             static_trip: 0,
             chunk: (0, 0),
             ordered_pending: false,
+            doacross: None,
             task: task::Cur::implicit(group),
             counter: started_runtime().map(|rt| rt.counter()),
             ws_trace: None,

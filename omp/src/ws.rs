@@ -13,12 +13,18 @@
 //! get there when the slot is free for `g` (`free_for == g`, CAS to `g | INIT`) initializes
 //! it and publishes `ready = g`; the others wait for `ready == g`. The last thread to leave
 //! sets `free_for = g + RING`.
+//!
+//! A slot's data is shared without `unsafe`: the loop's parameters are Relaxed atomics
+//! ([`SpecCell`]: plain moves on x86-64, ordered by the Release store and Acquire loads of
+//! `ready`), and the rarer parts (scratch memory, doacross table, task reductions) sit
+//! behind a mutex that each thread takes once per construct (a doacross table is then
+//! cached in the thread's context, `Ctx::doacross`, for its per-iteration posts and waits).
 
 use crate::abi::gomp::reduction::Descriptor;
 use crate::sys::{self, spin_until};
 use crate::team::{Ctx, ctx};
-use std::cell::UnsafeCell;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 /// Worksharing constructs a team can have in flight (threads up to RING `nowait`
 /// constructs apart); a thread further ahead waits for the slot to be freed.
@@ -104,6 +110,65 @@ struct Spec {
     nthreads: u32,
 }
 
+/// A [`Spec`] shared by the team: written by the initializing thread before it publishes
+/// `ready` (Release), read by the others after they saw it (Acquire), so Relaxed suffices
+/// for each field; a slot is written again only once every thread has left it.
+#[derive(Default)]
+struct SpecCell {
+    start: AtomicU64,
+    end: AtomicU64,
+    incr: AtomicU64,
+    n: AtomicU64,
+    sched: AtomicI32,
+    chunk: AtomicU64,
+    ordered: AtomicBool,
+    nthreads: AtomicU32,
+}
+
+impl SpecCell {
+    #[inline]
+    fn get(&self) -> Spec {
+        let r = Ordering::Relaxed;
+        Spec {
+            bounds: self.bounds(),
+            sched: self.sched.load(r),
+            chunk: self.chunk.load(r),
+            ordered: self.ordered.load(r),
+            nthreads: self.nthreads.load(r),
+        }
+    }
+
+    #[inline]
+    fn bounds(&self) -> LoopBounds {
+        let r = Ordering::Relaxed;
+        LoopBounds { start: self.start.load(r), end: self.end.load(r), incr: self.incr.load(r), n: self.n.load(r) }
+    }
+
+    #[inline]
+    fn set(&self, s: Spec) {
+        let r = Ordering::Relaxed;
+        self.start.store(s.bounds.start, r);
+        self.end.store(s.bounds.end, r);
+        self.incr.store(s.bounds.incr, r);
+        self.n.store(s.bounds.n, r);
+        self.sched.store(s.sched, r);
+        self.chunk.store(s.chunk, r);
+        self.ordered.store(s.ordered, r);
+        self.nthreads.store(s.nthreads, r);
+    }
+}
+
+/// What a construct has besides its loop (set by the initializing thread before it
+/// publishes `ready`; each thread reads it once, after entering).
+#[derive(Default)]
+struct Extra {
+    /// Scratch memory (`GOMP_loop_start`'s `mem`), as u64 words.
+    mem: Vec<u64>,
+    doacross: Option<Arc<Doacross>>,
+    /// The task reductions of the thread that initialized the construct (their blocks).
+    task_red: Option<Descriptor>,
+}
+
 pub struct Doacross {
     /// Per iteration of the first dimension: 1 + the last posted flat index of the others.
     done: Vec<AtomicU64>,
@@ -126,16 +191,10 @@ pub struct WorkShare {
     /// ([`next_chunk_and_bounds_held`]).
     announced: AtomicBool,
     pub cancelled: AtomicBool,
-    spec: UnsafeCell<Spec>,
-    mem: UnsafeCell<Vec<u64>>,
-    doacross: UnsafeCell<Option<Doacross>>,
-    /// The task reductions of the thread that initialized the construct (their blocks).
-    task_red: UnsafeCell<Option<Descriptor>>,
+    spec: SpecCell,
+    /// Taken once per thread per construct, only by constructs that have these.
+    extra: Mutex<Extra>,
 }
-
-// SAFETY: the UnsafeCell fields are written only by the initializing thread before it
-// publishes `ready` (Release) and read by the others after seeing it (Acquire).
-unsafe impl Sync for WorkShare {}
 
 impl WorkShare {
     pub fn new(i: u64) -> WorkShare {
@@ -150,10 +209,8 @@ impl WorkShare {
             turn_sleepers: AtomicU32::new(0),
             announced: AtomicBool::new(false),
             cancelled: AtomicBool::new(false),
-            spec: UnsafeCell::new(Spec::default()),
-            mem: UnsafeCell::new(Vec::new()),
-            doacross: UnsafeCell::new(None),
-            task_red: UnsafeCell::new(None),
+            spec: SpecCell::default(),
+            extra: Mutex::new(Extra::default()),
         }
     }
 
@@ -168,20 +225,24 @@ impl WorkShare {
         self.preinit.load(Ordering::Relaxed)
     }
 
-    fn spec(&self) -> &Spec {
-        // SAFETY: published before `ready`; unchanged until the slot is freed.
-        unsafe { &*self.spec.get() }
+    /// The loop (published with `ready`; unchanged until the slot is freed).
+    #[inline]
+    fn spec(&self) -> Spec {
+        self.spec.get()
+    }
+
+    /// The construct's extras (a poisoned lock still holds them: no invariant spans a
+    /// panic there).
+    fn extra(&self) -> MutexGuard<'_, Extra> {
+        self.extra.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     fn init(&self, spec: Spec) {
-        // SAFETY: the initializing thread owns the slot until it publishes `ready`.
-        unsafe { *self.spec.get() = spec };
+        self.spec.set(spec);
         self.next.store(0, Ordering::Relaxed);
         self.turn.store(0, Ordering::Relaxed);
         self.announced.store(false, Ordering::Relaxed);
         self.cancelled.store(false, Ordering::Relaxed);
-        // SAFETY: as above.
-        unsafe { *self.doacross.get() = None };
         self.left.store(spec.nthreads, Ordering::Relaxed);
     }
 
@@ -207,6 +268,7 @@ fn enter(c: &mut Ctx, init: impl FnOnce(&WorkShare)) -> bool {
     let w = &c.team().ring[i];
     c.ws = Some(i);
     c.ws_cur_gen = g;
+    c.doacross = None;
     c.static_trip = 0;
     c.ordered_pending = false;
     loop {
@@ -288,6 +350,7 @@ pub fn leave(c: &mut Ctx) {
     let w = &c.team().ring[i];
     let g = c.ws_cur_gen;
     c.ws = None;
+    c.doacross = None;
     // AcqRel: the last leaver sees everyone's reads done before it frees the slot.
     if w.left.fetch_sub(1, Ordering::AcqRel) == 1 {
         w.ready.store(NONE, Ordering::Relaxed);
@@ -325,38 +388,35 @@ pub fn loop_start_full(
     }
     let c = ctx();
     let n = c.team().n;
+    let extras = counts.is_some() || mem_size.is_some() || reductions.is_some();
     let first = enter(c, |w| {
-        if let Some(r) = reductions {
-            r.alloc(n);
-            // SAFETY: the initializing thread owns the slot until it publishes `ready`.
-            unsafe { *w.task_red.get() = Some(r) };
-        }
         w.init(Spec { bounds, sched, chunk: chunk_of(sched, chunk), ordered, nthreads: n });
-        if let Some(counts) = counts {
-            // SAFETY: the initializing thread owns the slot until it publishes `ready`.
-            unsafe { *w.doacross.get() = Some(doacross_new(counts)) };
-        }
-        if let Some(size) = mem_size {
-            // SAFETY: as above.
-            let m = unsafe { &mut *w.mem.get() };
-            m.clear();
-            m.resize(size.div_ceil(8).max(1), 0);
+        if extras {
+            let mut x = w.extra();
+            x.task_red = reductions.inspect(|r| r.alloc(n));
+            x.doacross = counts.map(|counts| Arc::new(doacross_new(counts)));
+            if let Some(size) = mem_size {
+                x.mem.clear();
+                x.mem.resize(size.div_ceil(8).max(1), 0);
+            }
         }
     });
     trace_begin(c, "omp for");
-    if let Some(r) = reductions
-        && let Some(w) = current(c)
-    {
-        // SAFETY: published with `ready`, not written again until the slot is reused.
-        let first = unsafe { *w.task_red.get() };
-        // The first thread's descriptors: this thread's share their blocks.
-        crate::task::reduction_register_shared(r, first.expect("a worksharing construct's task reductions without blocks"));
+    let mut mem = std::ptr::null_mut();
+    if extras && let Some(w) = current(c) {
+        let mut x = w.extra();
+        if let Some(r) = reductions {
+            // The first thread's descriptors: this thread's share their blocks.
+            let first = x.task_red.expect("a worksharing construct's task reductions without blocks");
+            crate::task::reduction_register_shared(r, first);
+        }
+        c.doacross = x.doacross.clone();
+        if mem_size.is_some() {
+            // (The words stay put until the slot is reused: the team writes them through
+            // this pointer while no reference to them exists.)
+            mem = x.mem.as_mut_ptr() as *mut u8;
+        }
     }
-    let mem = match (mem_size, current(c)) {
-        // SAFETY: published with `ready`; not resized until the slot is reused.
-        (Some(_), Some(w)) => unsafe { (*w.mem.get()).as_mut_ptr() as *mut u8 },
-        _ => std::ptr::null_mut(),
-    };
     (first, mem)
 }
 
@@ -407,7 +467,7 @@ fn wait_turn_or(w: &WorkShare, a: u64, also: impl Fn() -> bool) {
 pub fn ordered_start() {
     let c = ctx();
     if let Some(w) = current(c)
-        && w.spec().ordered
+        && w.spec.ordered.load(Ordering::Relaxed)
         && c.ordered_pending
     {
         wait_turn(w, c.chunk.0);
@@ -419,7 +479,7 @@ pub fn ordered_start() {
 pub fn kmp_ordered_start() {
     let c = ctx();
     if let Some(w) = current(c)
-        && w.spec().ordered
+        && w.spec.ordered.load(Ordering::Relaxed)
         && c.ordered_pending
     {
         if !w.announced.load(Ordering::Relaxed) {
@@ -441,7 +501,7 @@ pub fn next_chunk() -> Option<(u64, u64)> {
 pub fn next_chunk_and_bounds() -> (Option<(u64, u64)>, Option<LoopBounds>) {
     let c = ctx();
     let r = next_chunk_in(c);
-    (r, current(c).map(|w| w.spec().bounds))
+    (r, current(c).map(|w| w.spec.bounds()))
 }
 
 /// `__kmpc_dispatch_next`: [`next_chunk_and_bounds`]; in an ordered loop none of whose
@@ -468,13 +528,13 @@ pub fn next_chunk_and_bounds_held() -> (Option<(u64, u64)>, Option<LoopBounds>) 
     {
         wait_turn_or(w, c.chunk.0, || w.announced.load(Ordering::SeqCst));
     }
-    (r, w.map(|w| w.spec().bounds))
+    (r, w.map(|w| w.spec.bounds()))
 }
 
 fn next_chunk_in(c: &mut Ctx) -> Option<(u64, u64)> {
     finish_chunk(c);
     let w = current(c)?;
-    let s = *w.spec();
+    let s = w.spec();
     let n = s.bounds.n;
     if w.cancelled.load(Ordering::Relaxed) || c.team().cancelled.load(Ordering::Relaxed) {
         return None;
@@ -602,11 +662,9 @@ pub fn doacross_new(counts: &[u64]) -> Doacross {
     Doacross { done: (0..n0).map(|_| AtomicU64::new(0)).collect(), strides, counts: counts.to_vec() }
 }
 
+/// The current loop's doacross table (cached in the context when the loop started).
 fn doacross<'a>() -> Option<&'a Doacross> {
-    let c = ctx();
-    let w = current(c)?;
-    // SAFETY: set by the initializer before it published `ready`.
-    unsafe { (*w.doacross.get()).as_ref() }
+    ctx().doacross.as_deref()
 }
 
 fn flat(d: &Doacross, v: &[u64]) -> Option<u64> {
