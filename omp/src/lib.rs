@@ -21,6 +21,7 @@
 pub mod abi;
 mod env;
 mod lock;
+mod outlined;
 mod places;
 mod sys;
 mod task;
