@@ -23,14 +23,14 @@
 //! after the spin, which fails if it was assigned meanwhile).
 //!
 //! # Lifetime
-//! A team is owned by its primary thread: an `Arc` on the thread's stack of regions
-//! ([`PRIMARY`], with the primary's context in the region, boxed so that it stays put),
-//! then kept for the thread's next region. Members reach it through a [`TeamRef`] (a
-//! plain shared reference, no count to bump per fork: the `Arc` is never cloned; unlike a
-//! `Box` it does not claim to be the only way to the team when it moves). A member's last
-//! access to the team is `left.fetch_add` after the join barrier; the primary waits for all
-//! of them before it changes the team again (`Arc::get_mut`: the only `&mut Team` besides
-//! the fork's set-up, before any member is told of the team).
+//! A team is owned by its primary thread, boxed in the thread's stack of regions
+//! ([`PRIMARY`], one entry per nesting depth, with the primary's context), and kept there
+//! for the thread's next region at that depth; a box is never moved (the stack's buffer
+//! may be, not what its boxes point to). Members reach the team through a [`TeamRef`] (a
+//! plain shared reference: no count to bump per fork). A member's last access to the team
+//! is `left.fetch_add` after the join barrier; the primary waits for all of them before it
+//! changes the team again: its only `&mut Team` are the fork's set-up, before any member
+//! is told of the team, and the join's, after they all left.
 
 use crate::abi::gomp::reduction::Descriptor;
 use crate::env::{self, SCHED_MONOTONIC};
@@ -40,9 +40,8 @@ use crate::task::{self, Group, TeamTasks};
 use crate::watch::{Site, State, Waits};
 use crate::ws::{RING, WorkShare};
 use crossbeam_utils::CachePadded;
-use std::cell::{Cell, RefCell};
+use std::cell::Cell;
 use std::ffi::c_void;
-use std::mem::ManuallyDrop;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use weft_core::Runtime;
@@ -173,28 +172,29 @@ impl Ctx {
 
 thread_local! {
     static CUR: Cell<*mut Ctx> = const { Cell::new(std::ptr::null_mut()) };
-    /// The regions this thread is the primary of, and the team kept for its next one
-    /// (left at thread exit, as contexts are: thread-exit destructors could still run
-    /// OpenMP code).
-    static PRIMARY: RefCell<ManuallyDrop<Primary>> = const { RefCell::new(ManuallyDrop::new(Primary { regions: Vec::new(), cache: None })) };
+    /// The regions this thread is the primary of: taken by `fork` and `join` while they
+    /// change them (made on first use and leaked, as contexts are: thread-exit destructors
+    /// could still run OpenMP code).
+    static PRIMARY: Cell<Option<&'static mut Primary>> = const { Cell::new(None) };
     /// The core worker a team of this primary thread takes last (`claim`), once decided.
     static PRIMARY_CPU_WORKER: Cell<Option<Option<usize>>> = const { Cell::new(None) };
 }
 
-/// A region the calling thread is the primary of (between `fork` and `join`): its team,
-/// the thread's context in it (boxed: `CUR` points into it while it is current) and the
-/// context to make current again at the join.
+/// A region the calling thread is the primary of (between `fork` and `join`), or was at
+/// this depth: its team, the thread's context in it (boxed: `CUR` points into it while it
+/// is current) and the context to make current again at the join.
 struct Region {
-    team: Arc<Team>,
+    team: Box<Team>,
     ctx: Box<Option<Ctx>>,
     parent: *mut Ctx,
 }
 
-/// A thread's regions as a primary, innermost last, and the team (with its context box)
-/// of the last one, for the next.
+/// A thread's regions as a primary by nesting depth: those below `depth` are running
+/// (innermost last), the others are kept for the next region at their depth (nothing is
+/// allocated, moved or freed per region).
 struct Primary {
     regions: Vec<Region>,
-    cache: Option<(Arc<Team>, Box<Option<Ctx>>)>,
+    depth: usize,
 }
 
 /// The calling thread's current context, as a handle: the one way the rest of the crate
@@ -900,6 +900,24 @@ pub fn fork_with(
     setup: Option<Setup>,
     reductions: Option<Descriptor>,
 ) -> u32 {
+    // (Nothing in `fork_in` forks or joins: the thread's regions stay borrowed until the
+    // team is set up and its members are told.)
+    let p = PRIMARY.take().unwrap_or_else(|| Box::leak(Box::new(Primary { regions: Vec::new(), depth: 0 })));
+    let n = fork_in(p, body, req, flags, if_clause, setup, reductions);
+    PRIMARY.set(Some(p));
+    n
+}
+
+#[allow(clippy::too_many_arguments)]
+fn fork_in(
+    p: &mut Primary,
+    body: Option<Outlined>,
+    req: u32,
+    flags: u32,
+    if_clause: bool,
+    setup: Option<Setup>,
+    reductions: Option<Descriptor>,
+) -> u32 {
     let parent = cur();
     let (n, bind, icv, pt, up) = parent.get(|pc| {
         let n = team_size(pc, req, if_clause);
@@ -913,49 +931,52 @@ pub fn fork_with(
         }
         (n, bind, icv, pc.team(), (pc.team_ref(), pc.tid))
     });
-    let (mut team, mut ctx) = PRIMARY.with(|p| p.borrow_mut().cache.take()).unwrap_or_else(|| (Arc::new(Team::unboxed(n)), Box::new(None)));
-    // The set-up, before any member sees the team.
-    let t = Arc::get_mut(&mut team).expect("invariant: a kept team is referenced by nobody");
-    t.reset(n, pt.level + 1, pt.active_level + u32::from(n > 1), Some(up), body, icv);
-    t.bind = bind;
-    match pt.places.get(up.1 as usize) {
-        Some(&a) => crate::places::assign(a, bind, n, &mut t.places),
-        None => t.places.clear(),
-    }
-    if let Some(s) = setup {
-        s(&t.ring[0], n);
-    }
-    if let Some(r) = reductions {
-        let g = task::new_group(None, false);
-        task::reduction_register_in(&g, r, n);
-        t.group = Some(g);
-    }
-    if n > 1 {
-        claim(t);
-    }
-    // The primary's share (thread 0's implicit task) counts as a job of the thread running
-    // it: the initial thread's on the statistics' "other threads" line.
-    if let Some(rt) = runtime() {
-        rt.count_job();
-        t.traced_from = rt.tracing().then(std::time::Instant::now);
-    }
-    let t: &Team = &team;
-    if n > 1 {
-        assign(t);
-    }
-    let mut c = Ctx::new(t, t.group.clone(), 0, icv);
-    if t.ring[0].preinit() {
-        c.ws_gen = 1;
-        c.ws = Some(0);
-        crate::ws::trace_begin(&mut c, "omp for");
-    }
-    *ctx = Some(c);
-    let ptr = PRIMARY.with(|p| {
-        let mut p = p.borrow_mut();
-        p.regions.push(Region { team, ctx, parent: parent.p.as_ptr() });
+    let ptr = {
+        let d = p.depth;
+        if d == p.regions.len() {
+            p.regions.push(Region { team: Team::new(n), ctx: Box::new(None), parent: std::ptr::null_mut() });
+        }
+        p.depth = d + 1;
+        let r = &mut p.regions[d];
+        r.parent = parent.p.as_ptr();
+        // The set-up, before any member sees the team.
+        let t = &mut *r.team;
+        t.reset(n, pt.level + 1, pt.active_level + u32::from(n > 1), Some(up), body, icv);
+        t.bind = bind;
+        match pt.places.get(up.1 as usize) {
+            Some(&a) => crate::places::assign(a, bind, n, &mut t.places),
+            None => t.places.clear(),
+        }
+        if let Some(s) = setup {
+            s(&t.ring[0], n);
+        }
+        if let Some(r) = reductions {
+            let g = task::new_group(None, false);
+            task::reduction_register_in(&g, r, n);
+            t.group = Some(g);
+        }
+        if n > 1 {
+            claim(t);
+        }
+        // The primary's share (thread 0's implicit task) counts as a job of the thread
+        // running it: the initial thread's on the statistics' "other threads" line.
+        if let Some(rt) = runtime() {
+            rt.count_job();
+            t.traced_from = rt.tracing().then(std::time::Instant::now);
+        }
+        let t: &Team = &r.team;
+        if n > 1 {
+            assign(t);
+        }
+        let mut c = Ctx::new(t, t.group.clone(), 0, icv);
+        if t.ring[0].preinit() {
+            c.ws_gen = 1;
+            c.ws = Some(0);
+            crate::ws::trace_begin(&mut c, "omp for");
+        }
         // (The context's box stays put until the join; `CUR` points into it meanwhile.)
-        p.regions.last_mut().and_then(|r| r.ctx.as_mut().as_mut()).map_or(std::ptr::null_mut(), |c| c as *mut Ctx)
-    });
+        r.ctx.insert(c) as *mut Ctx
+    };
     CUR.with(|x| x.set(ptr));
     n
 }
@@ -1049,18 +1070,12 @@ fn job_fn() -> weft_core::JobFn {
 /// End the region the calling thread is thread 0 of: the join barrier, then wait for every
 /// member to let go of the team.
 pub fn join() {
-    let current = CUR.with(|c| c.get());
-    let region = PRIMARY.with(|p| {
-        let mut p = p.borrow_mut();
-        let top = p.regions.last_mut()?;
-        let mine = top.ctx.as_mut().as_mut().is_some_and(|c| std::ptr::eq(c, current));
-        if mine { p.regions.pop() } else { None }
-    });
-    let Some(mut region) = region else {
+    let c = ctx();
+    let t = c.team();
+    if t.up.is_none() {
         eprintln!("weft-omp: GOMP_parallel_end called outside a parallel region; ignored");
         return;
-    };
-    let t: &Team = &region.team;
+    }
     t.end_barrier();
     // Release: a member still waiting at a barrier of this region after seeing this has
     // met a barrier nobody else will (watch.rs).
@@ -1085,18 +1100,28 @@ pub fn join() {
         sys::BUSY.fetch_sub(t.n as i64, Ordering::Relaxed);
     }
     let cancelled = t.cancelled.load(Ordering::Relaxed);
-    CUR.with(|x| x.set(region.parent));
-    let c = region.ctx.as_mut().as_mut().expect("invariant: a region's primary context lives until its join");
-    // No member references the team any more (nor does the primary's context, no longer
-    // current): the team is the primary's alone again.
-    let t = Arc::get_mut(&mut region.team).expect("invariant: no member references a joined team");
-    // Every task of the region is complete (the join barrier): the group's last users.
-    t.group = None;
-    // Every thread entered the same constructs as thread 0, unless the region was cancelled.
-    t.dirty = if cancelled { RING } else { (c.ws_gen as usize).min(RING) };
-    task::end_implicit(&mut c.task);
-    *region.ctx = None;
-    PRIMARY.with(|p| p.borrow_mut().cache = Some((region.team, region.ctx)));
+    let mine: *const Ctx = c;
+    {
+        let Some(p) = PRIMARY.take() else { return };
+        // (A team of a region that is not the root one is the primary's innermost.)
+        p.depth -= 1;
+        let d = p.depth;
+        let r = &mut p.regions[d];
+        debug_assert!(r.ctx.as_ref().as_ref().is_some_and(|r| std::ptr::eq(r, mine)), "invariant: the joining thread is the primary");
+        CUR.with(|x| x.set(r.parent));
+        // No member references the team any more: it is the primary's alone again.
+        let t = &mut *r.team;
+        // Every task of the region is complete (the join barrier): the group's last users.
+        t.group = None;
+        if let Some(c) = r.ctx.as_mut() {
+            // Every thread entered the same constructs as thread 0, unless the region was
+            // cancelled.
+            t.dirty = if cancelled { RING } else { (c.ws_gen as usize).min(RING) };
+            task::end_implicit(&mut c.task);
+        }
+        *r.ctx = None;
+        PRIMARY.set(Some(p));
+    }
 }
 
 /// The shared runtime the teams borrow workers from (None: it did not start).
