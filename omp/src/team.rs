@@ -1102,10 +1102,13 @@ pub fn join() {
     let cancelled = t.cancelled.load(Ordering::Relaxed);
     let mine: *const Ctx = c;
     {
-        let Some(p) = PRIMARY.take() else { return };
         // (A team of a region that is not the root one is the primary's innermost.)
-        p.depth -= 1;
-        let d = p.depth;
+        let Some(p) = PRIMARY.take() else { return };
+        let Some(d) = p.depth.checked_sub(1) else {
+            PRIMARY.set(Some(p));
+            return;
+        };
+        p.depth = d;
         let r = &mut p.regions[d];
         debug_assert!(r.ctx.as_ref().as_ref().is_some_and(|r| std::ptr::eq(r, mine)), "invariant: the joining thread is the primary");
         CUR.with(|x| x.set(r.parent));

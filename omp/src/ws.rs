@@ -746,6 +746,18 @@ mod tests {
         assert_eq!((b.n, b.value(3) as i64), (4, (i64::MIN as i128 + 3 * (1i128 << 62)) as i64));
     }
 
+    /// A slot's loop reads back as it was written (the fields are stored one by one).
+    #[test]
+    fn spec_cell_round_trips() {
+        let bounds = LoopBounds::ull(false, u64::MAX, 3, (-7i64) as u64);
+        let spec = Spec { bounds, sched: GUIDED, chunk: 1 << 40, ordered: true, nthreads: u32::MAX };
+        let cell = SpecCell::default();
+        cell.set(spec);
+        let got = cell.get();
+        assert_eq!((got.bounds, got.sched, got.chunk, got.ordered, got.nthreads), (bounds, GUIDED, 1 << 40, true, u32::MAX));
+        assert_eq!(cell.bounds(), bounds);
+    }
+
     #[test]
     fn static_blocks_cover_the_space_once() {
         for (n, nth) in [(0u64, 3u64), (2, 3), (10, 3), (9, 3), (100, 7)] {

@@ -557,4 +557,23 @@ mod tests {
         // SAFETY: as above.
         assert_eq!(unsafe { FINIS } - before, 3);
     }
+
+    /// `get_th_data` looks an item up in the named taskgroup's reduction, then in the
+    /// enclosing ones (each holds its parent).
+    #[test]
+    fn lookup_walks_enclosing_reductions() {
+        let (mut a, mut a_orig, mut b, mut b_orig) = (1u64, 10u64, 2u64, 20u64);
+        let item = |shar: *mut u64, orig: *mut u64| [shar as usize, orig as usize, 8, I_ORIG as usize, 0, COMB as usize, 0];
+        let (wa, wb) = (item(&raw mut a, &raw mut a_orig), item(&raw mut b, &raw mut b_orig));
+        // SAFETY: one item each, in clang's layout.
+        let (da, db) = unsafe { (items(1, wa.as_ptr() as *const TaskredInput), items(1, wb.as_ptr() as *const TaskredInput)) };
+        let outer = Arc::new(Taskred { copies: Arc::new(Copies::new(&da, 2, 1)), shars: shars(&da), parent: None });
+        let inner = Taskred { copies: Arc::new(Copies::new(&db, 2, 1)), shars: shars(&db), parent: Some(outer.clone()) };
+        let (pa, pb) = (inner.find((&raw mut a).cast(), 1), inner.find((&raw mut b).cast(), 1));
+        assert_eq!(pa, outer.copies.lookup(&outer.shars, outer.shars[0], 1), "the enclosing reduction's copy");
+        assert_eq!(pb, inner.copies.lookup(&inner.shars, inner.shars[0], 1), "the inner reduction's copy");
+        assert!(pa.is_some() && pb.is_some() && pa != pb);
+        assert_eq!(outer.find((&raw mut b).cast(), 1), None, "an inner item from the enclosing reduction");
+        assert_eq!(inner.find(std::ptr::without_provenance_mut(0x10), 0), None, "an unrelated address matched");
+    }
 }
