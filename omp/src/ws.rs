@@ -23,7 +23,7 @@
 use crate::abi::gomp::reduction::Descriptor;
 use crate::sys::{self, spin_until};
 use crate::team::{Ctx, ctx};
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// Worksharing constructs a team can have in flight (threads up to RING `nowait`
@@ -112,30 +112,54 @@ struct Spec {
 
 /// A [`Spec`] shared by the team: written by the initializing thread before it publishes
 /// `ready` (Release), read by the others after they saw it (Acquire), so Relaxed suffices
-/// for each field; a slot is written again only once every thread has left it.
+/// for each field; a slot is written again only once every thread has left it. The
+/// schedule, team size and ordered flag share one word ([`Mode`]): a chunk's hand-out
+/// reads that word, `n` and `chunk`, no more than it read of a plain copy.
 #[derive(Default)]
 struct SpecCell {
     start: AtomicU64,
     end: AtomicU64,
     incr: AtomicU64,
     n: AtomicU64,
-    sched: AtomicI32,
     chunk: AtomicU64,
-    ordered: AtomicBool,
-    nthreads: AtomicU32,
+    /// The schedule (low 32 bits), the team size (bits 32 to 62) and the ordered flag.
+    mode: AtomicU64,
+}
+
+/// A loop's schedule, team size and ordered flag, as [`SpecCell`] packs them.
+#[derive(Clone, Copy)]
+struct Mode {
+    sched: i32,
+    nthreads: u32,
+    ordered: bool,
+}
+
+const ORDERED: u64 = 1 << 63;
+
+impl Mode {
+    #[inline]
+    fn pack(self) -> u64 {
+        // (A team has at most a few thousand threads.)
+        debug_assert!(self.nthreads < 1 << 31);
+        self.sched as u32 as u64 | (self.nthreads as u64) << 32 | if self.ordered { ORDERED } else { 0 }
+    }
+
+    #[inline]
+    fn unpack(m: u64) -> Mode {
+        Mode { sched: m as u32 as i32, nthreads: ((m & !ORDERED) >> 32) as u32, ordered: m & ORDERED != 0 }
+    }
 }
 
 impl SpecCell {
     #[inline]
+    fn mode(&self) -> Mode {
+        Mode::unpack(self.mode.load(Ordering::Relaxed))
+    }
+
+    #[cfg(test)]
     fn get(&self) -> Spec {
-        let r = Ordering::Relaxed;
-        Spec {
-            bounds: self.bounds(),
-            sched: self.sched.load(r),
-            chunk: self.chunk.load(r),
-            ordered: self.ordered.load(r),
-            nthreads: self.nthreads.load(r),
-        }
+        let m = self.mode();
+        Spec { bounds: self.bounds(), sched: m.sched, chunk: self.chunk.load(Ordering::Relaxed), ordered: m.ordered, nthreads: m.nthreads }
     }
 
     #[inline]
@@ -151,10 +175,8 @@ impl SpecCell {
         self.end.store(s.bounds.end, r);
         self.incr.store(s.bounds.incr, r);
         self.n.store(s.bounds.n, r);
-        self.sched.store(s.sched, r);
         self.chunk.store(s.chunk, r);
-        self.ordered.store(s.ordered, r);
-        self.nthreads.store(s.nthreads, r);
+        self.mode.store(Mode { sched: s.sched, nthreads: s.nthreads, ordered: s.ordered }.pack(), r);
     }
 }
 
@@ -223,12 +245,6 @@ impl WorkShare {
 
     pub fn preinit(&self) -> bool {
         self.preinit.load(Ordering::Relaxed)
-    }
-
-    /// The loop (published with `ready`; unchanged until the slot is freed).
-    #[inline]
-    fn spec(&self) -> Spec {
-        self.spec.get()
     }
 
     /// The construct's extras (a poisoned lock still holds them: no invariant spans a
@@ -466,9 +482,9 @@ fn wait_turn_or(w: &WorkShare, a: u64, also: impl Fn() -> bool) {
 /// GOMP_ordered_start: wait for this thread's turn.
 pub fn ordered_start() {
     let c = ctx();
-    if let Some(w) = current(c)
-        && w.spec.ordered.load(Ordering::Relaxed)
-        && c.ordered_pending
+    // (A chunk is pending only in an ordered loop: `next_chunk_in`.)
+    if c.ordered_pending
+        && let Some(w) = current(c)
     {
         wait_turn(w, c.chunk.0);
     }
@@ -478,9 +494,9 @@ pub fn ordered_start() {
 /// call in (the chunks of the other threads waiting in [`next_chunk_and_bounds_held`] go).
 pub fn kmp_ordered_start() {
     let c = ctx();
-    if let Some(w) = current(c)
-        && w.spec.ordered.load(Ordering::Relaxed)
-        && c.ordered_pending
+    // (A chunk is pending only in an ordered loop: `next_chunk_in`.)
+    if c.ordered_pending
+        && let Some(w) = current(c)
     {
         if !w.announced.load(Ordering::Relaxed) {
             // SeqCst, then the sleeper count: as `finish_chunk`'s store of the turn.
@@ -534,8 +550,10 @@ pub fn next_chunk_and_bounds_held() -> (Option<(u64, u64)>, Option<LoopBounds>) 
 fn next_chunk_in(c: &mut Ctx) -> Option<(u64, u64)> {
     finish_chunk(c);
     let w = current(c)?;
-    let s = w.spec();
-    let n = s.bounds.n;
+    // (The loop was published with `ready`; it is unchanged until the slot is freed.)
+    let s = w.spec.mode();
+    let n = w.spec.n.load(Ordering::Relaxed);
+    let chunk = w.spec.chunk.load(Ordering::Relaxed);
     if w.cancelled.load(Ordering::Relaxed) || c.team().cancelled.load(Ordering::Relaxed) {
         return None;
     }
@@ -543,7 +561,7 @@ fn next_chunk_in(c: &mut Ctx) -> Option<(u64, u64)> {
         STATIC => {
             let nth = s.nthreads as u64;
             let tid = c.tid as u64;
-            if s.chunk == 0 {
+            if chunk == 0 {
                 if c.static_trip > 0 {
                     return None;
                 }
@@ -555,12 +573,12 @@ fn next_chunk_in(c: &mut Ctx) -> Option<(u64, u64)> {
                 (a, b)
             } else {
                 let k = c.static_trip as u128 * nth as u128 + tid as u128;
-                let a = k * s.chunk as u128;
+                let a = k * chunk as u128;
                 if a >= n as u128 {
                     return None;
                 }
                 c.static_trip += 1;
-                (a as u64, (a + s.chunk as u128).min(n as u128) as u64)
+                (a as u64, (a + chunk as u128).min(n as u128) as u64)
             }
         }
         GUIDED => {
@@ -571,7 +589,7 @@ fn next_chunk_in(c: &mut Ctx) -> Option<(u64, u64)> {
                     return None;
                 }
                 let rem = n - a;
-                let q = rem.div_ceil(nth).max(s.chunk).min(rem);
+                let q = rem.div_ceil(nth).max(chunk).min(rem);
                 match w.next.compare_exchange_weak(a, a + q, Ordering::Relaxed, Ordering::Relaxed) {
                     Ok(_) => break (a, a + q),
                     Err(x) => a = x,
@@ -581,19 +599,19 @@ fn next_chunk_in(c: &mut Ctx) -> Option<(u64, u64)> {
         _ => {
             // Dynamic. Relaxed: the counter only partitions iterations; the construct's
             // data is published through `ready`.
-            if s.chunk <= 1 << 32 && n < 1 << 62 {
-                let a = w.next.fetch_add(s.chunk, Ordering::Relaxed);
+            if chunk <= 1 << 32 && n < 1 << 62 {
+                let a = w.next.fetch_add(chunk, Ordering::Relaxed);
                 if a >= n {
                     return None;
                 }
-                (a, (a + s.chunk).min(n))
+                (a, (a + chunk).min(n))
             } else {
                 let mut a = w.next.load(Ordering::Relaxed);
                 loop {
                     if a >= n {
                         return None;
                     }
-                    let b = a.saturating_add(s.chunk).min(n);
+                    let b = a.saturating_add(chunk).min(n);
                     match w.next.compare_exchange_weak(a, b, Ordering::Relaxed, Ordering::Relaxed) {
                         Ok(_) => break (a, b),
                         Err(x) => a = x,
@@ -750,11 +768,14 @@ mod tests {
     #[test]
     fn spec_cell_round_trips() {
         let bounds = LoopBounds::ull(false, u64::MAX, 3, (-7i64) as u64);
-        let spec = Spec { bounds, sched: GUIDED, chunk: 1 << 40, ordered: true, nthreads: u32::MAX };
+        let spec = Spec { bounds, sched: GUIDED, chunk: 1 << 40, ordered: true, nthreads: (1 << 31) - 1 };
         let cell = SpecCell::default();
         cell.set(spec);
         let got = cell.get();
-        assert_eq!((got.bounds, got.sched, got.chunk, got.ordered, got.nthreads), (bounds, GUIDED, 1 << 40, true, u32::MAX));
+        assert_eq!((got.bounds, got.sched, got.chunk, got.ordered, got.nthreads), (bounds, GUIDED, 1 << 40, true, (1 << 31) - 1));
+        cell.set(Spec { ordered: false, sched: -1, nthreads: 0, ..spec });
+        let got = cell.get();
+        assert_eq!((got.sched, got.ordered, got.nthreads), (-1, false, 0));
         assert_eq!(cell.bounds(), bounds);
     }
 
