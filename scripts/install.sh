@@ -6,7 +6,9 @@
 # etc/OpenCL/vendors/weft.icd, and bin/weft (the command that reads traces, performance
 # models and the machine: docs/cli.md); where MPI is installed (mpicc), also weft-mpi's
 # libweft_mpi.so, include/weft_mpi.h and weft-mpi.pc (docs/mpi.md). Builds in release mode
-# first (honours CARGO_TARGET_DIR).
+# first (honours CARGO_TARGET_DIR). The installed files carry symbols but no debug
+# information (the release build keeps it for profilers: about 13 times the size);
+# WEFT_INSTALL_DEBUG=1 installs them as built.
 #
 #   scripts/install.sh /opt/weft
 #   OCL_ICD_VENDORS=/opt/weft/etc/OpenCL/vendors clinfo      # any OpenCL program, on Weft
@@ -22,11 +24,16 @@ PREFIX="$(cd "$PREFIX" && pwd)"
 TARGET="${CARGO_TARGET_DIR:-target}"
 cargo build -q --release -p weft -p weft-icd-shim -p weft-cli
 LIB="$PREFIX/lib"
+# install FILE DEST, then drop the debug sections unless WEFT_INSTALL_DEBUG=1.
+put() {
+    install -m 755 "$1" "$2"
+    [ "${WEFT_INSTALL_DEBUG:-0}" = 1 ] || strip --strip-debug "$2"
+}
 mkdir -p "$LIB/pkgconfig" "$PREFIX/include" "$PREFIX/etc/OpenCL/vendors" "$PREFIX/bin"
-install -m 755 "$TARGET/release/libweft.so" "$LIB/libweft.so"
-install -m 755 "$TARGET/release/libweft_icd.so" "$LIB/libweft_icd.so"
+put "$TARGET/release/libweft.so" "$LIB/libweft.so"
+put "$TARGET/release/libweft_icd.so" "$LIB/libweft_icd.so"
 ln -sfn libweft.so "$LIB/libweft_omp.so"
-install -m 755 "$TARGET/release/weft" "$PREFIX/bin/weft"
+put "$TARGET/release/weft" "$PREFIX/bin/weft"
 install -m 644 include/weft.h "$PREFIX/include/weft.h"
 install -D -m 644 include/CL/cl_weft.h "$PREFIX/include/CL/cl_weft.h"
 VERSION="$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n1)"
@@ -45,7 +52,7 @@ echo "$LIB/libweft_icd.so" > "$PREFIX/etc/OpenCL/vendors/weft.icd"
 # weft-mpi: its own library (core's C API plus weft_mpi_*), so that nothing else needs MPI.
 if command -v mpicc >/dev/null; then
     cargo build -q --release -p weft-mpi
-    install -m 755 "$TARGET/release/libweft_mpi.so" "$LIB/libweft_mpi.so"
+    put "$TARGET/release/libweft_mpi.so" "$LIB/libweft_mpi.so"
     install -m 644 include/weft_mpi.h "$PREFIX/include/weft_mpi.h"
     cat > "$LIB/pkgconfig/weft-mpi.pc" <<PC
 prefix=$PREFIX

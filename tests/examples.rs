@@ -17,7 +17,7 @@ mod cholesky;
 #[path = "../examples/sgemm.rs"]
 mod sgemm;
 
-use std::sync::Once;
+use std::sync::{Once, OnceLock};
 use weft::{Arch, Config, Runtime};
 
 type Example = fn(&Runtime, usize, usize) -> Result<(), Box<dyn std::error::Error>>;
@@ -42,14 +42,25 @@ fn runtime(ncpu: usize, nopencl: usize) -> Runtime {
     Runtime::new(Config { ncpu: Some(ncpu), nopencl: Some(nopencl), nnull: 0, opencl_on_cpus: true, ..base }).expect("runtime")
 }
 
+/// Whether Weft finds an OpenCL device here (asked once, of a runtime with one CPU worker,
+/// so that the answer does not depend on the runtime a test asks for).
+fn opencl_found() -> bool {
+    static FOUND: OnceLock<bool> = OnceLock::new();
+    *FOUND.get_or_init(|| runtime(1, 2).workers().iter().any(|w| w.arch == Arch::OpenCl))
+}
+
 /// Run `example` at each `(n, tile)` on a fresh runtime of `ncpu` CPU workers and up to
-/// `nopencl` OpenCL devices (none found: skipped).
+/// `nopencl` OpenCL devices (none found here: skipped). Every runtime asked for devices
+/// must have one: a runtime that finds none while another found some is a failure.
 fn check(name: &str, example: Example, sizes: &[(usize, usize)], ncpu: usize, nopencl: usize) {
+    if nopencl > 0 && !opencl_found() {
+        eprintln!("{name}: no OpenCL device found; OpenCL run skipped");
+        return;
+    }
     for &(n, tile) in sizes {
         let rt = runtime(ncpu, nopencl);
-        if nopencl > 0 && !rt.workers().iter().any(|w| w.arch == Arch::OpenCl) {
-            eprintln!("{name}: no OpenCL device found; OpenCL run skipped");
-            return;
+        if nopencl > 0 {
+            assert!(rt.workers().iter().any(|w| w.arch == Arch::OpenCl), "{name}: this runtime found no OpenCL device");
         }
         if let Err(e) = example(&rt, n, tile) {
             panic!("{name} n = {n}, tile = {tile}, {ncpu} CPU workers, {nopencl} OpenCL devices: {e}");

@@ -32,21 +32,62 @@ out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 export SPARSELU_REF_DIR=$out # its sequential reference, computed once per size
 
+clang=${CLANG:-0}
+cc=(gcc -O3 -fopenmp)
+[ "$clang" = 1 ] && cc=(clang-14 -O3 -fopenmp)
 progs=${PROGS:-tasks_million fib cholesky sparselu wavefront taskloop deptree}
 for spec in $progs; do
     p=${spec%%:*}
-    [ -x "$out/$p" ] || gcc -O3 -fopenmp -o "$out/$p" "$src/$p.c" -lm
+    [ -x "$out/$p" ] || "${cc[@]}" -o "$out/$p" "$src/$p.c" -lm
 done
 
 # shellcheck source=bench/omp_tasks/runtimes.sh
 source "$src/runtimes.sh"
+if [ "$clang" = 1 ]; then
+    # The programs load libomp.so.5 themselves (DT_NEEDED): no libgomp column. libomp's
+    # column finds LLVM's library in a directory of its own; Weft's directories hold
+    # libweft.so under the same name, so the dynamic linker never maps LLVM's.
+    [[ " $runtimes " == *" libomp "* ]] || { echo "CLANG=1 needs libomp.so.5 (LIBOMP)" >&2; exit 2; }
+    runtimes=${runtimes#libgomp }
+    mkdir -p "$out/libomp"
+    ln -s "$(realpath "$libomp")" "$out/libomp/libomp.so.5"
+    for d in "$out/weft" "$out/base"; do
+        [ -e "$d/libgomp.so.1" ] && ln -s "$(readlink "$d/libgomp.so.1")" "$d/libomp.so.5"
+    done
+    # Which file each column's dynamic linker resolves libomp.so.5 to, checked once: a
+    # Weft column that loaded LLVM's libomp would compare libomp with itself.
+    first=${progs%% *}
+    first=${first%%:*}
+    for r in $runtimes; do
+        deps=$(LD_LIBRARY_PATH=$out/$r ldd "$out/$first" | awk '$2 == "=>" {print $1, $3}')
+        resolved=$(awk '$1 == "libomp.so.5" {print $2}' <<<"$deps")
+        case $r in
+            libomp) want=$(realpath "$libomp") ;;
+            weft | base) want=$(realpath "$(readlink "$out/$r/libomp.so.5")") ;;
+        esac
+        [ -n "$resolved" ] && [ "$(realpath "$resolved")" = "$want" ] ||
+            { echo "$r: libomp.so.5 resolves to '$resolved', not $want" >&2; exit 1; }
+        if [ "$r" != libomp ]; then
+            while read -r _ path; do
+                [ "$(realpath "$path")" != "$(realpath "$libomp")" ] ||
+                    { echo "$r: LLVM's libomp is loaded as well ($path)" >&2; exit 1; }
+            done <<<"$deps"
+        fi
+    done
+fi
 
 run() { # runtime program:arg:... -> seconds (fails loudly on a wrong result)
     local line args
     IFS=: read -ra args <<<"$2"
     case $1 in
         libgomp) line=$("$out/${args[0]}" "${args[@]:1}") ;;
-        libomp) line=$(LD_PRELOAD=$libomp "$out/${args[0]}" "${args[@]:1}") ;;
+        libomp)
+            if [ "$clang" = 1 ]; then
+                line=$(LD_LIBRARY_PATH=$out/libomp${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} "$out/${args[0]}" "${args[@]:1}")
+            else
+                line=$(LD_PRELOAD=$libomp "$out/${args[0]}" "${args[@]:1}")
+            fi
+            ;;
         weft) line=$(LD_LIBRARY_PATH=$out/weft${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} "$out/${args[0]}" "${args[@]:1}") ;;
         # shellcheck disable=SC2086 # BASE_ENV: VAR=value words
         base) line=$(env ${BASE_ENV:-} LD_LIBRARY_PATH=$out/base${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} "$out/${args[0]}" "${args[@]:1}") ;;
@@ -61,7 +102,10 @@ median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
 printf '%-14s' program
 for r in $runtimes; do printf ' | %-10s' "$r (s)"; done
-[[ $runtimes == *weft* ]] && printf ' | %-14s | %-14s' "weft/libgomp" "weft/libomp"
+if [[ $runtimes == *weft* ]]; then
+    [[ " $runtimes " == *" libgomp "* ]] && printf ' | %-14s' "weft/libgomp"
+    printf ' | %-14s' "weft/libomp"
+fi
 # weft/base only with both columns (base is WEFT_BASE; weft may be missing).
 ab=$([[ " $runtimes " == *" weft "* && " $runtimes " == *" base "* ]] && echo 1 || true)
 [ -n "$ab" ] && printf ' | %-10s' "weft/base"
@@ -90,15 +134,15 @@ for p in $progs; do
     printf '%-14s' "$p"
     for r in $runtimes; do printf ' | %-10s' "${med[$r]}"; done
     if [[ $runtimes == *weft* ]]; then
-        awk -v w="${med[weft]}" -v g="${med[libgomp]}" -v o="${med[libomp]:-0}" \
-            'BEGIN { printf " | %-14.3f | %-14s", w / g, (o > 0 ? sprintf("%.3f", w / o) : "-") }'
+        [[ " $runtimes " == *" libgomp "* ]] && awk -v w="${med[weft]}" -v g="${med[libgomp]}" 'BEGIN { printf " | %-14.3f", w / g }'
+        awk -v w="${med[weft]}" -v o="${med[libomp]:-0}" 'BEGIN { printf " | %-14s", (o > 0 ? sprintf("%.3f", w / o) : "-") }'
     fi
     if [ -n "$ab" ]; then
         awk -v w="${med[weft]}" -v b="${med[base]}" 'BEGIN { printf " | %-10.3f", w / b }'
     fi
     echo
     [ -n "$paired" ] && [ "$rounds" -gt 1 ] && printf '%-14s | %s\n' "  per round" "$(awk '{for (i = 1; i < NF; i += 2) printf "%s%s %.3f", (i > 1 ? ", " : ""), $i, $(i + 1)}' <<<"$paired")"
-    if [ -s "$out/outside-libgomp" ]; then
+    if [ -s "$out/outside-${runtimes%% *}" ]; then
         outside_shown=1
         printf '%-14s' "  outside (ms)"
         for r in $runtimes; do printf ' | %-10s' "$(median <"$out/outside-$r")"; done
@@ -113,4 +157,4 @@ if [ -n "${outside_shown:-}" ]; then
     echo " creating, scheduling and waiting for tasks cost; steadier than the wall time when all"
     echo " runtimes keep every core busy)"
 fi
-echo "(OMP_NUM_THREADS=$OMP_NUM_THREADS, medians of $rounds interleaved rounds; load average: $(cut -d' ' -f1-3 /proc/loadavg))"
+echo "($([ "$clang" = 1 ] && echo "clang-14" || echo "gcc")-built, OMP_NUM_THREADS=$OMP_NUM_THREADS, medians of $rounds interleaved rounds; load average: $(cut -d' ' -f1-3 /proc/loadavg))"

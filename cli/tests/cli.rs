@@ -262,6 +262,21 @@ fn machine_shows_workers_nodes_and_the_cached_bus_model() {
     std::fs::remove_dir_all(&home).unwrap();
 }
 
+/// A vendor that does not load is named with the reason, so that a user who expected a
+/// device sees why there is none.
+#[test]
+fn machine_says_why_a_vendor_was_left_out() {
+    let dir = temp_dir("machine-vendors");
+    std::fs::write(dir.join("gone.icd"), "libnosuchvendor.so\n").unwrap();
+    // (`weft` here sets WEFT_NOPENCL=0 and WEFT_NCUDA=0 unless told otherwise.)
+    let env = [("WEFT_OCL_VENDORS", dir.to_str().unwrap()), ("WEFT_NCPU", "1"), ("WEFT_NOPENCL", "1")];
+    let out = ok(&["machine"], &env);
+    let section = out.split("\nleft out:\n").nth(1).unwrap_or_else(|| panic!("no 'left out' section: {out}"));
+    assert!(section.lines().any(|l| l.trim_start().starts_with("OpenCL: ") && l.contains("libnosuchvendor.so")), "{out}");
+    assert!(!section.contains("CUDA:"), "WEFT_NCUDA=0 asks for no CUDA notes: {out}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 #[test]
 fn every_subcommand_has_help() {
     for args in [

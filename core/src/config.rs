@@ -107,7 +107,7 @@ impl Default for Config {
             bus_calibrate: false,
             sched_alpha: 1.0,
             sched_beta: 1.0,
-            sched_locality: 2.0,
+            sched_locality: 3.0,
             opencl_on_cpus: false,
             null_slowdown: 1.0,
             null_mem_limit: None,

@@ -291,6 +291,30 @@ fn a_cpu_tasks_inputs_come_home_while_it_waits() {
     }
 }
 
+/// Runs tasks of `cl` (each reading a vector of its own when `with_vector`) until its model
+/// is calibrated on each of `archs` (10 samples: the forced calibration runs go to whichever
+/// kind lacks them, so how many each kind gets from one burst varies).
+fn calibrate(rt: &Runtime, cl: &Arc<Codelet>, archs: &[&str], with_vector: bool) {
+    let m = rt.model(cl).unwrap();
+    let calibrated = |arch: &str| m.entries().iter().any(|e| e.arch == arch && e.count >= 10);
+    for _ in 0..20 {
+        if archs.iter().all(|a| calibrated(a)) {
+            return;
+        }
+        for _ in 0..10 {
+            let mut t = TaskBuilder::new(cl);
+            let v;
+            if with_vector {
+                v = rt.register_vector(vec![7u32; 16 << 10]).unwrap();
+                t = t.access(&v, AccessMode::R);
+            }
+            rt.submit(t).unwrap();
+        }
+        rt.wait_for_all().unwrap();
+    }
+    panic!("{} not calibrated on {archs:?}", m.name());
+}
+
 /// Bytes moved between host memory and the device by `n` tasks that each read their own
 /// 64 KiB vector, every other one valid only on the device (written there first), placed
 /// in that alternating order while both workers are held, the CPU worker's queue already
@@ -319,16 +343,10 @@ fn mixed_bytes(rt: &Runtime, n: usize) -> u64 {
         })
         .build();
     let vector = || rt.register_vector(vec![7u32; 16 << 10]).unwrap();
-    // Calibration: 10 runs on each kind of worker, and some more (the filler's with the
-    // CPU worker free for them: a calibration run goes to the least loaded worker).
-    for _ in 0..30 {
-        let v = vector();
-        rt.submit(TaskBuilder::new(&read).access(&v, AccessMode::R)).unwrap();
-    }
-    rt.wait_for_all().unwrap();
-    for _ in 0..12 {
-        rt.submit(TaskBuilder::new(&filler)).unwrap();
-    }
+    // Calibration: 10 runs on each kind of worker (the filler's with the CPU worker free
+    // for them: a calibration run goes to the least loaded worker).
+    calibrate(rt, &read, &["cpu", "null"], true);
+    calibrate(rt, &filler, &["cpu"], false);
     let vs: Vec<DataHandle> = (0..n)
         .map(|i| {
             let v = vector();
@@ -369,4 +387,74 @@ fn dmda_runs_tasks_where_their_data_is() {
         // Before the tolerance: 63 of the 64 vectors moved.
         assert!(bytes < eager && bytes <= (n as u64 / 8) * (64 << 10), "{sched:?} moved {bytes} B, eager {eager} B");
     }
+}
+
+/// A CPU worker and a device of the same speed; the CPU worker holds one task of 300 µs
+/// (queued while it is held), the device nothing. A task reading a vector in host memory
+/// finishes first on the idle device by the models, but the CPU worker finishes it within
+/// the locality tolerance (3 task durations) without moving it: `dmda` and `dmdas` keep it
+/// at home. (They used to give it to the idle device whatever it moved: at 2048/256 and
+/// 4096/512, one CPU worker beside one PoCL device, that moved 11-23% more bytes than this,
+/// at no gain in GFLOP/s; bench/RESULTS.md, 2026-11-29, session 31.) Bytes, not times, are
+/// compared.
+#[test]
+fn dmda_passes_over_an_idle_device_to_keep_data_at_home() {
+    for sched in [PolicyKind::Dmda, PolicyKind::Dmdas] {
+        let rt = runtime(sched, 1.0);
+        let (name, fill) = (unique("idle-read"), unique("idle-filler"));
+        let read = Codelet::builder(&name)
+            .cpu_and_null(|ctx| {
+                assert_eq!(ctx.vector::<u32>(0)[0], 7);
+                work(200);
+                Ok(())
+            })
+            .model(PerfModel::new(&name))
+            .build();
+        let filler = Codelet::builder(&fill)
+            .cpu(|_| {
+                work(300);
+                Ok(())
+            })
+            .model(PerfModel::new(&fill))
+            .build();
+        // Calibration: both kinds of worker for the reader, the CPU worker for the filler.
+        calibrate(&rt, &read, &["cpu", "null"], true);
+        calibrate(&rt, &filler, &["cpu"], false);
+        let v = rt.register_vector(vec![7u32; 16 << 10]).unwrap();
+        let cpu = Gate::new("hold-cpu-idle", Arch::Cpu);
+        cpu.block(&rt);
+        let moved = || rt.bytes_moved(0, 1) + rt.bytes_moved(1, 0);
+        let before = moved();
+        rt.submit(TaskBuilder::new(&filler)).unwrap();
+        let t = rt.submit(TaskBuilder::new(&read).access(&v, AccessMode::R)).unwrap();
+        cpu.open();
+        t.wait().unwrap();
+        rt.wait_for_all().unwrap();
+        assert_eq!(moved() - before, 0, "{sched:?}: the idle device took the task and its vector");
+    }
+}
+
+/// A model's first task on each worker is a warm-up: measured (and reported by
+/// `WEFT_STATS`), not recorded, so a cold first run does not enter the model; the second and
+/// later runs are samples.
+#[test]
+fn a_models_first_task_on_a_worker_is_a_warm_up() {
+    let rt = Runtime::new(Config { ncpu: Some(1), sched: PolicyKind::Dm, stats: true, spin_us: 5, ..Config::default() }).unwrap();
+    let name = unique("warm-up");
+    let cl = codelet(&name, 20);
+    let m = rt.model(&cl).unwrap();
+    let samples = || m.entries().iter().filter(|e| e.arch == "cpu").map(|e| e.count).sum::<u64>();
+    rt.submit(TaskBuilder::new(&cl)).unwrap().wait().unwrap();
+    assert_eq!(samples(), 0, "the first task was recorded");
+    for n in 1..=10 {
+        rt.submit(TaskBuilder::new(&cl)).unwrap().wait().unwrap();
+        assert_eq!(samples(), n);
+    }
+    // Calibrated (10 samples, then frozen: `WEFT_CALIBRATE=0`) before the last task: it was
+    // predicted, and the warm-up was not.
+    rt.submit(TaskBuilder::new(&cl)).unwrap().wait().unwrap();
+    assert_eq!(samples(), 10);
+    let r = rt.stats_report();
+    let line = r.lines().find(|l| l.starts_with(&format!("model {name} on cpu"))).unwrap_or_else(|| panic!("{r}"));
+    assert!(line.contains("12 measured") && line.contains("; 1 predicted") && !line.contains("warm-ups left out"), "{line}");
 }

@@ -390,10 +390,12 @@ fn end_task(node: Option<Arc<Node>>, deps: Option<Box<DepMap>>) {
 }
 
 /// An implicit task ends (after its region's last barrier, so the tasks it created are
-/// complete): its map and its child counter go to the thread's spares as an explicit
-/// task's do, for the next region's tasks.
-pub fn end_implicit(t: &mut Cur) {
-    end_task(t.node.take(), t.deps.take());
+/// complete, and its thread runs no more of them in this context): its map and its child
+/// counter go to the thread's spares as an explicit task's do, for the next region's tasks,
+/// and the task bodies its thread ran go to the statistics ([`count_task`]).
+pub fn end_implicit(cx: &mut Ctx) {
+    flush_counts(cx);
+    end_task(cx.task.node.take(), cx.task.deps.take());
 }
 
 #[inline(never)]
@@ -1057,19 +1059,36 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// Count a task body the calling thread is about to run, for the statistics (`WEFT_STATS`):
 /// on its core worker's line, or "other threads". Every explicit task counts where its body
 /// runs (once; not a cancelled one), whatever completes it (a detached task's completion
-/// may come from elsewhere). Tasks run
-/// before the runtime started (orphaned ones, in a program that has not forked yet) are not
-/// counted: there are no statistics yet.
+/// may come from elsewhere). Inside a region the count is kept in the context and added to
+/// the line when the thread's implicit task ends ([`end_implicit`]): a statistics line is
+/// an atomic shared with other threads ("other threads"), and a locked increment on every
+/// undeferred task was most of what such a task cost beyond libgomp's (recursive code
+/// with an `if` cutoff). Outside any region (a root context, which never ends) it is added
+/// at once. Tasks run before the runtime started (orphaned ones, in a program that has not
+/// forked yet) are not counted: there are no statistics yet.
 #[inline]
 fn count_task(c: CtxRef) {
     c.with(|cx| {
-        if cx.counter.is_none() {
-            cx.counter = team::started_runtime().map(|rt| rt.counter());
-        }
-        if let Some(k) = cx.counter {
-            k.task();
+        cx.tasks_run += 1;
+        if cx.team().level == 0 {
+            flush_counts(cx);
         }
     })
+}
+
+/// Add the task bodies counted in `cx` ([`count_task`]) to its thread's statistics line.
+#[inline(never)]
+fn flush_counts(cx: &mut Ctx) {
+    if cx.tasks_run == 0 {
+        return;
+    }
+    if cx.counter.is_none() {
+        cx.counter = team::started_runtime().map(|rt| rt.counter());
+    }
+    if let Some(k) = cx.counter {
+        k.tasks(cx.tasks_run);
+    }
+    cx.tasks_run = 0;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -1182,27 +1201,52 @@ fn run_inline_as(c: CtxRef, body: Body, data: *mut c_void, final_: bool, depend:
     end_task(ended.0, ended.1);
 }
 
-/// GOMP_task's common case with nothing but the body to handle (no dependencies, copy
-/// function or detach): run the body now if the task is not to be deferred (if(0), final,
-/// an orphaned task, the throttle or the children's size: [`choose`]); false if it is to be
-/// deferred.
+/// What GOMP_task does with a task that has nothing but its body to handle (no
+/// dependencies, copy function or detach): [`undeferred`]'s answer.
+pub enum Now {
+    /// Run the body now, on the caller's data, as this thread's task (if(0), final, an
+    /// orphaned task, the throttle or the children's size: [`choose`]); with its `final`.
+    Run(CtxRef, bool),
+    /// As `Run`, timed into the creator's [`Sizes`].
+    Probe(CtxRef, bool),
+    /// Defer it (the general path).
+    Defer,
+}
+
+/// Whether GOMP_task's common case runs its task at once ([`Now`]). The caller runs the body
+/// ([`run_now`]): deciding before the call, the entry point's general path needs none of its
+/// arguments kept across a body's call.
 #[inline]
-pub fn try_run_now(body: Body, data: *mut c_void, if_clause: bool, final_flag: bool) -> bool {
+pub fn undeferred(if_clause: bool, final_flag: bool) -> Now {
     let c = cur();
     let (team, final_, may) = c.get(|cx| {
         let team = cx.team();
         (team, final_flag || cx.task.final_, deferrable(cx, team, if_clause))
     });
     if !may {
-        run_inline(c, body, data, final_);
-        return true;
+        return Now::Run(c, final_);
     }
     match choose(c, team) {
-        Choice::Defer => return false,
-        Choice::Run => run_inline(c, body, data, final_),
-        Choice::Probe => timed(c, || run_inline(c, body, data, final_)),
+        Choice::Defer => Now::Defer,
+        Choice::Run => Now::Run(c, final_),
+        Choice::Probe => Now::Probe(c, final_),
     }
-    true
+}
+
+/// Run `body` on `data` as [`undeferred`] said (not `Defer`).
+#[inline]
+pub fn run_now(now: Now, body: Body, data: *mut c_void) {
+    match now {
+        Now::Run(c, final_) => run_inline(c, body, data, final_),
+        Now::Probe(c, final_) => probe_inline(c, body, data, final_),
+        Now::Defer => debug_assert!(false, "invariant: a task to defer is not run now"),
+    }
+}
+
+/// [`run_inline`], timed.
+#[inline(never)]
+fn probe_inline(c: CtxRef, body: Body, data: *mut c_void, final_: bool) {
+    timed(c, || run_inline(c, body, data, final_))
 }
 
 /// Whether the calling thread defers a child it may defer (no if(0), final or depend
@@ -1468,7 +1512,7 @@ fn deferrable(c: &Ctx, team: &Team, if_clause: bool) -> bool {
 }
 
 /// Whether a new task of the calling thread runs at once (undeferred or included).
-fn run_now(c: &Ctx, team: &Team, s: &Spawn, extra: usize) -> bool {
+fn runs_now(c: &Ctx, team: &Team, s: &Spawn, extra: usize) -> bool {
     !deferrable(c, team, s.if_clause) || throttled(c, team, s, extra)
 }
 
@@ -1553,7 +1597,7 @@ pub unsafe fn spawn(s: Spawn) {
             // is nothing to wait for.)
             match c.team().level {
                 0 => {}
-                _ if deferrable => match wait_for_preds_or(c, deps, || c.get(|cx| !run_now(cx, cx.team(), &s, 0))) {
+                _ if deferrable => match wait_for_preds_or(c, deps, || c.get(|cx| !runs_now(cx, cx.team(), &s, 0))) {
                     Waited::Done => {}
                     Waited::Room => return defer(c, &s, final_, priority, detach, deps),
                 },
@@ -1836,13 +1880,24 @@ pub unsafe fn fulfill(ev: usize) {
 // ---------------------------------------------------------------------------------------
 // Waiting.
 
-/// GOMP_taskwait: the calling task's children are complete.
+/// GOMP_taskwait: the calling task's children are complete. Inline in the ABI's entry
+/// points for the usual case of no child pending (a task that never deferred one has no
+/// counter), which takes no reference to the counter and sets up no wait.
+#[inline]
 pub fn taskwait() {
     let c = cur();
+    // Acquire: pairs with each child's release of its count (`finish`): what the children
+    // wrote is visible once the count is seen at zero, here as after a wait.
+    if c.get(|cx| cx.task.node.as_ref().is_some_and(|n| n.children.load(Ordering::Acquire) > 0)) {
+        taskwait_children(c);
+    }
+}
+
+/// [`taskwait`] with children pending.
+#[inline(never)]
+fn taskwait_children(c: CtxRef) {
     let node = c.get(|cx| cx.task.node.clone());
-    if let Some(n) = node
-        && n.children.load(Ordering::Acquire) > 0
-    {
+    if let Some(n) = node {
         wait_until(c, Scope::Children(Arc::as_ptr(&n)), || n.children.load(Ordering::Acquire) == 0);
     }
 }

@@ -132,6 +132,9 @@ pub struct Ctx {
     /// Where this thread's task bodies count in the statistics (`WEFT_STATS`), looked up
     /// once (None until the runtime has started: a root context may come first).
     pub counter: Option<weft_core::Counter<'static>>,
+    /// Task bodies run in this context and not yet added to `counter` (task.rs
+    /// `count_task`: added when the context ends, or at once in a root context).
+    pub tasks_run: u64,
     /// The worksharing construct this thread is in, when tracing: its start and name
     /// (`ws::trace_begin`, `ws::trace_end`).
     pub ws_trace: Option<(std::time::Instant, &'static str)>,
@@ -154,6 +157,7 @@ impl Ctx {
             doacross: None,
             task: task::Cur::implicit(group),
             counter: started_runtime().map(|rt| rt.counter()),
+            tasks_run: 0,
             ws_trace: None,
         }
     }
@@ -848,7 +852,7 @@ fn run_member(team: TeamRef, tid: u32) {
     if let Some((rt, from)) = traced {
         rt.trace_span("omp parallel", from);
     }
-    task::end_implicit(&mut c.task);
+    task::end_implicit(&mut c);
     CUR.with(|x| x.set(prev));
     // Release: our last access to the team; the primary frees it after seeing all of them.
     t.left.fetch_add(1, Ordering::Release);
@@ -1120,7 +1124,7 @@ pub fn join() {
             // Every thread entered the same constructs as thread 0, unless the region was
             // cancelled.
             t.dirty = if cancelled { RING } else { (c.ws_gen as usize).min(RING) };
-            task::end_implicit(&mut c.task);
+            task::end_implicit(c);
         }
         *r.ctx = None;
         PRIMARY.set(Some(p));

@@ -79,6 +79,21 @@ int main(void) {
         CHECK(omp_get_max_threads() == 3);
     }
     CHECK(omp_get_max_threads() == 4);
+    /* Nested if(0) tasks: each gives its creator's ICVs back when it completes. */
+#pragma omp task if (0)
+    {
+        omp_set_num_threads(5);
+#pragma omp task if (0)
+        {
+            CHECK(omp_get_max_threads() == 5);
+            omp_set_num_threads(6);
+#pragma omp task if (0)
+            omp_set_num_threads(7);
+            CHECK(omp_get_max_threads() == 6);
+        }
+        CHECK(omp_get_max_threads() == 5);
+    }
+    CHECK(omp_get_max_threads() == 4);
     printf("detach OK\n");
     return 0;
 }

@@ -1,10 +1,59 @@
 /* Synchronization from clang: single (nowait, copyprivate), master, masked, critical
- * (unnamed, named, with a hint), barrier, reductions of several kinds, atomic, flush, and
- * simple and nestable locks, LLVM's 8-byte omp_nest_lock_t with a canary after it (Weft
- * must write no more than 8 bytes into it). */
+ * (unnamed, named, with a hint), barrier, reductions of several kinds (and the method the
+ * runtime picks for them: libomp's atomic one in teams of up to 4 when the compiler
+ * generated it, else the critical one), atomic, flush, and simple and nestable locks,
+ * LLVM's 8-byte omp_nest_lock_t with a canary after it (Weft must write no more than 8
+ * bytes into it). */
 #define _GNU_SOURCE
 #include <omp.h>
 #include "served.h"
+
+/* libomp's ident_t and the reduction entry points, called directly below. */
+typedef struct {
+    int reserved_1, flags, reserved_2, reserved_3;
+    const char *psource;
+} ident_t;
+int __kmpc_reduce_nowait(ident_t *, int, int, size_t, void *, void (*)(void *, void *), int *);
+void __kmpc_end_reduce_nowait(ident_t *, int, int *);
+int __kmpc_reduce(ident_t *, int, int, size_t, void *, void (*)(void *, void *), int *);
+void __kmpc_end_reduce(ident_t *, int, int *);
+/* KMP_IDENT_KMPC, and KMP_IDENT_ATOMIC_REDUCE: the compiler generated the atomic method. */
+static ident_t with_atomic = {0, 0x2 | 0x10, 0, 0, ";sync.c;main;1;1;;"};
+static ident_t without_atomic = {0, 0x2, 0, 0, ";sync.c;main;1;1;;"};
+static void combine(void *a, void *b) { (void)a, (void)b; }
+
+/* In a team of `n`: the method each thread gets for `loc`, all alike (the lock word must
+ * be held exactly under the critical method), and whether the blocking form's end, its
+ * barrier included, leaves the lock free. Returns the method. */
+static int reduce_method(int n, ident_t *loc) {
+    static int lck[8];
+    int method = -1, differ = 0;
+#pragma omp parallel num_threads(n)
+    {
+        CHECK(omp_get_num_threads() == n);
+        int m = __kmpc_reduce_nowait(loc, 0, 1, 8, NULL, combine, lck);
+        CHECK(m == 1 || m == 2);
+        if (m == 1) {
+            CHECK(__atomic_load_n(&lck[0], __ATOMIC_RELAXED) != 0);
+            __kmpc_end_reduce_nowait(loc, 0, lck);
+        }
+#pragma omp critical
+        {
+            if (method != -1 && method != m) differ = 1;
+            method = m;
+        }
+#pragma omp barrier
+        CHECK(__atomic_load_n(&lck[0], __ATOMIC_RELAXED) == 0);
+        /* No thread takes the lock again before all have looked at it. */
+#pragma omp barrier
+        int b = __kmpc_reduce(loc, 0, 1, 8, NULL, combine, lck);
+        CHECK(b == m);
+        __kmpc_end_reduce(loc, 0, lck);
+        CHECK(__atomic_load_n(&lck[0], __ATOMIC_RELAXED) == 0);
+    }
+    CHECK(!differ);
+    return method;
+}
 
 int main(void) {
     served_by_weft();
@@ -13,10 +62,17 @@ int main(void) {
 #pragma omp parallel num_threads(4)
     {
         for (int r = 0; r < 50; r++) {
+            /* Atomic: a `single nowait` body may run while the next `single`'s does. */
 #pragma omp single
-            singles++;
+            {
+#pragma omp atomic
+                singles++;
+            }
 #pragma omp single nowait
-            singles++;
+            {
+#pragma omp atomic
+                singles++;
+            }
         }
 #pragma omp master
         masters++;
@@ -109,6 +165,20 @@ int main(void) {
     }
     omp_destroy_lock(&simple);
     CHECK(counted == 300);
+    /* The methods: atomic in teams of 2 and 4 when generated, critical otherwise. */
+    CHECK(reduce_method(2, &with_atomic) == 2);
+    CHECK(reduce_method(4, &with_atomic) == 2);
+    CHECK(reduce_method(2, &without_atomic) == 1);
+    CHECK(reduce_method(6, &with_atomic) == 1);
+    /* Clang's code for both methods, blocking and not, in a team past the cutoff. */
+    long big = 0, bigfor = 0;
+#pragma omp parallel num_threads(6) reduction(+ : big)
+    {
+        big += omp_get_thread_num() + 1;
+#pragma omp for reduction(+ : bigfor)
+        for (int i = 1; i <= 100; i++) bigfor += i;
+    }
+    CHECK(big == 21 && bigfor == 5050);
     printf("sync OK\n");
     return 0;
 }

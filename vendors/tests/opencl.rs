@@ -32,6 +32,7 @@ fn main() {
     let tests: Vec<(&str, TestFn)> = vec![
         ("discovery_finds_two_devices", discovery_finds_two_devices),
         ("empty_vendor_dir_means_no_devices", empty_vendor_dir_means_no_devices),
+        ("concurrent_first_discoveries_all_find_the_devices", concurrent_first_discoveries_all_find_the_devices),
         ("alloc_is_zeroed_and_round_trips", alloc_is_zeroed_and_round_trips),
         ("rect_copies", rect_copies),
         ("vector_add_kernel", vector_add_kernel),
@@ -55,6 +56,23 @@ fn child(role: &str) {
             for s in d.skipped {
                 println!("skipped: {s}");
             }
+        }
+        "concurrent-discover" => {
+            // Every thread's discovery is the process's first use of the vendors.
+            let n = 8;
+            let start = std::sync::Barrier::new(n);
+            let counts: Vec<usize> = std::thread::scope(|s| {
+                let hs: Vec<_> = (0..n)
+                    .map(|_| {
+                        s.spawn(|| {
+                            start.wait();
+                            opencl::discover().devices.len()
+                        })
+                    })
+                    .collect();
+                hs.into_iter().map(|h| h.join().expect("discovery thread")).collect()
+            });
+            println!("counts: {counts:?}");
         }
         "thread-nice" => {
             let d = opencl::discover();
@@ -166,6 +184,24 @@ fn empty_vendor_dir_means_no_devices() -> Result<(), Failed> {
     std::fs::remove_dir_all(&dir)?;
     assert!(out.status.success(), "child failed: {text}\n{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(text.trim(), "devices: 0");
+    Ok(())
+}
+
+/// Runtimes created at once (tests, an application's threads) discover at once: each must
+/// find every device. PoCL initialises its devices in the first `clGetDeviceIDs` and tells
+/// a concurrent caller there are none (see `opencl::loader`'s doc); each child process
+/// here starts eight first discoveries together.
+fn concurrent_first_discoveries_all_find_the_devices() -> Result<(), Failed> {
+    let Some(devs) = need_devices(1) else { return Ok(()) };
+    let expected = devs.len();
+    let exe = std::env::current_exe()?;
+    for round in 0..5 {
+        let out = Command::new(&exe).env(CHILD, "concurrent-discover").env("POCL_DEVICES", "basic basic").output()?;
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "child failed: {text}\n{}", String::from_utf8_lossy(&out.stderr));
+        let want = format!("counts: {:?}", vec![expected; 8]);
+        assert_eq!(text.trim(), want, "round {round}: a concurrent discovery missed devices");
+    }
     Ok(())
 }
 

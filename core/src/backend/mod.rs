@@ -55,6 +55,25 @@ backends! {
     "cuda" => cuda,
 }
 
+/// Why each backend that `config` lets look for devices left out a vendor, platform or
+/// device (a library that did not open, a platform that lists none, no CUDA driver), one
+/// line each, prefixed by the backend's name: what `weft machine` shows under "left out".
+/// Looks again (vendors already opened are reused).
+pub fn devices_left_out(config: &Config) -> Vec<String> {
+    #[allow(unused_mut)] // without any device backend
+    let mut notes: Vec<String> = Vec::new();
+    #[cfg(feature = "opencl")]
+    if config.nopencl != Some(0) {
+        notes.extend(weft_vendors::opencl::discover().skipped.into_iter().map(|s| format!("OpenCL: {s}")));
+    }
+    #[cfg(feature = "cuda")]
+    if config.ncuda != Some(0) {
+        notes.extend(weft_vendors::cuda::discover().skipped.into_iter().map(|s| format!("CUDA: {s}")));
+    }
+    let _ = config;
+    notes
+}
+
 /// What a backend launches: a codelet task on buffers acquired on the device's node.
 pub(crate) struct DeviceLaunch<'a> {
     /// The driver worker.

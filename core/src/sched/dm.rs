@@ -13,13 +13,14 @@
 //! machine whose copies are memcpy (a PoCL device) is a small fraction of a task, so the
 //! transfer term hardly ever changes a placement, and `dmda` moved more bytes than `eager`
 //! on one CPU worker beside one PoCL device (bench/RESULTS.md, 2026-11-28). So every worker
-//! whose score is within `WEFT_SCHED_LOCALITY` (default 2) times the task's predicted
+//! whose score is within `WEFT_SCHED_LOCALITY` (default 3) times the task's predicted
 //! duration on the best one counts as equally good (the models' own error is 5-30% of a
 //! task, and a worker's queue drifts by more), and among them the task goes where it moves
 //! the fewest bytes (`perf::bytes_to_move`: inputs missing there, plus what it writes away
 //! from host memory, which must come back). The tolerance scales with the task's duration
 //! on the best worker: giving it to another for its data delays it, by the models, by at
-//! most that much; and a best worker with nothing queued or running keeps the task.
+//! most that much. An idle best worker is no exception: it gets the next task that moves
+//! fewer bytes there, or that no other worker finishes within the tolerance.
 //!
 //! A worker's expected end is `max(busy_until, now) + queued`: `queued` sums the
 //! predictions of its queued tasks; `busy_until` is pushed forward by each task it takes
@@ -113,9 +114,11 @@ impl Dm {
         let best = *choices.iter().min_by(by_score).expect("invariant: submission checked that some worker can run the task");
         // Within the tolerance the scores cannot tell the workers apart (the models err by
         // 5-30% a task, bench/RESULTS.md), but the bytes each would move are known: the
-        // fewest win. Except against a best worker with nothing queued or running: it would
-        // start the task now, and passing it over would delay the task and leave it idle.
-        let tolerance = if best.ntasks == 0 { 0.0 } else { self.m.alpha * self.locality * best.predicted };
+        // fewest win, even against a best worker with nothing queued or running (keeping
+        // the task there whatever it moved cost a PoCL device beside a CPU worker 11-23%
+        // more bytes at no gain in speed: the device then ran its share of the trailing
+        // updates on whichever tiles came, each bringing two to four).
+        let tolerance = self.m.alpha * self.locality * best.predicted;
         let pick = choices
             .iter()
             .filter(|c| c.score <= best.score + tolerance)

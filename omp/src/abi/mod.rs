@@ -22,9 +22,16 @@ pub mod task;
 pub(crate) fn guard<R>(what: &str, f: impl FnOnce() -> R) -> R {
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
         Ok(r) => r,
-        Err(_) => {
-            eprintln!("weft-omp: internal error in {what}; aborting");
-            std::process::abort()
-        }
+        Err(_) => internal_error(what),
     }
+}
+
+/// [`guard`]'s panic path, out of line: formatted in the entry point, the message made the
+/// entry store `what` on its stack (the formatter takes it by reference) on every call, and
+/// kept small entries such as GOMP_taskwait from inlining `guard`.
+#[cold]
+#[inline(never)]
+fn internal_error(what: &str) -> ! {
+    eprintln!("weft-omp: internal error in {what}; aborting");
+    std::process::abort()
 }

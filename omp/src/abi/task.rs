@@ -29,27 +29,52 @@ pub unsafe extern "C" fn GOMP_task(
             // No dependencies, copy function or detach: if the task is to run at once (if(0),
             // final, the throttle), run the body on the caller's data without assembling the
             // general case's arguments.
-            if task::try_run_now(f, data, if_clause, flags & gflags::FINAL != 0) {
-                return;
+            match task::undeferred(if_clause, flags & gflags::FINAL != 0) {
+                task::Now::Defer => {}
+                now => return task::run_now(now, f, data),
             }
         }
-        // GCC passes a depend array exactly with the DEPEND flag.
-        let flags = gflags::task(if depend.is_null() { flags & !gflags::DEPEND } else { flags });
-        let deps = if flags.depend {
-            // SAFETY: the compiler's depend array.
-            unsafe { super::gomp::depend::decode(depend) }
-        } else {
-            task::Deps::new()
-        };
-        // SAFETY: GCC's data block, copy function, size and alignment.
-        let data = unsafe { TaskData::new(data, cpyfn, arg_size, arg_align) };
-        // SAFETY: GCC's event handle variable (or null), whose firstprivate copy starts the
-        // data.
-        let detach = unsafe { Detach::gomp(detach, &data) };
-        let s = Spawn { body: f, data, if_clause, flags, deps, priority, detach };
         // SAFETY: the compiler's arguments.
-        unsafe { task::spawn(s) }
+        unsafe { gomp_task_spawn(f, data, cpyfn, arg_size, arg_align, if_clause, flags, depend, priority, detach) }
     })
+}
+
+/// GOMP_task's general case: its arguments decoded into a [`Spawn`]. Inline: called out of
+/// line, passing the ten arguments again cost a task with depend clauses about 40
+/// instructions, more than the undeferred path saves by it.
+///
+/// # Safety
+/// GOMP_task's arguments, as GCC passes them.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn gomp_task_spawn(
+    f: Body,
+    data: *mut c_void,
+    cpyfn: Option<CpyFn>,
+    arg_size: c_long,
+    arg_align: c_long,
+    if_clause: bool,
+    flags: c_uint,
+    depend: *mut *mut c_void,
+    priority: c_int,
+    detach: *mut c_void,
+) {
+    // GCC passes a depend array exactly with the DEPEND flag.
+    let flags = gflags::task(if depend.is_null() { flags & !gflags::DEPEND } else { flags });
+    let deps = if flags.depend {
+        // SAFETY: the compiler's depend array.
+        unsafe { super::gomp::depend::decode(depend) }
+    } else {
+        task::Deps::new()
+    };
+    // SAFETY: GCC's data block, copy function, size and alignment.
+    let data = unsafe { TaskData::new(data, cpyfn, arg_size, arg_align) };
+    // SAFETY: GCC's event handle variable (or null), whose firstprivate copy starts the
+    // data.
+    let detach = unsafe { Detach::gomp(detach, &data) };
+    let s = Spawn { body: f, data, if_clause, flags, deps, priority, detach };
+    // SAFETY: the compiler's arguments.
+    unsafe { task::spawn(s) }
 }
 
 #[unsafe(no_mangle)]

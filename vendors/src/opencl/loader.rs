@@ -13,13 +13,22 @@
 //!   kept in one process-wide table keyed by the name in the `.icd` file, so a second
 //!   discovery reuses them. A library that failed is tried again next time.
 //!
+//! * Each platform's devices are listed once, while the library is opened under the
+//!   table's lock, and kept: root devices do not change while the library stays loaded,
+//!   and PoCL (3.1, as its current source still does) initialises its devices in the
+//!   first `clGetDeviceIDs` behind an `init_in_progress` flag it reads without its lock:
+//!   a second thread listing meanwhile gets `CL_SUCCESS` from that initialisation with
+//!   no device counted yet, so `CL_DEVICE_NOT_FOUND`, and a runtime created then had no
+//!   OpenCL device. An empty list is asked again a few times (an application thread may
+//!   be initialising the vendor through its own loader) and is not kept.
+//!
 //! Sources, as in ocl-icd: `OCL_ICD_VENDORS` names a directory of `.icd` files, one
 //! `.icd` file, or a library; unset, `/etc/OpenCL/vendors`. Each `.icd` file holds one
 //! line: the library's name (searched by `dlopen`) or path.
 
 use super::OpenClError;
 use super::result::{self as r, ClError, WEFT_BAD_VENDOR};
-use super::safe::Platform;
+use super::safe::{DeviceId, Platform};
 use super::sys::*;
 use std::collections::HashMap;
 use std::ffi::c_void;
@@ -29,11 +38,12 @@ use std::sync::{Arc, Mutex, OnceLock};
 /// Default vendor directory (ocl-icd's).
 pub const DEFAULT_VENDORS_DIR: &str = "/etc/OpenCL/vendors";
 
-/// One opened vendor library and its platforms.
+/// One opened vendor library, its platforms and each platform's devices (`CL_DEVICE_TYPE_ALL`,
+/// listed when the library was opened).
 pub struct Vendor {
     /// The library name as the `.icd` file gave it.
     pub library: String,
-    pub platforms: Vec<Platform>,
+    pub platforms: Vec<(Platform, r::ClResult<Vec<DeviceId>>)>,
     _lib: libloading::Library,
 }
 
@@ -163,9 +173,33 @@ pub fn load(library: &str) -> Result<Arc<Vendor>, OpenClError> {
             return Err(err("platform without cl_khr_icd".into()));
         }
     }
+    let platforms: Vec<_> = platforms.into_iter().map(|p| (p, list_devices(p))).collect();
     let v = Arc::new(Vendor { library: library.to_owned(), platforms, _lib: lib });
-    vendors.insert(library.to_owned(), v.clone());
+    // Kept only with a device on every platform that answered: an empty list may be the
+    // vendor's initialisation race (module doc), so the next discovery asks again.
+    if v.platforms.iter().all(|(_, d)| d.as_ref().map_or(true, |d| !d.is_empty())) {
+        vendors.insert(library.to_owned(), v.clone());
+    }
     Ok(v)
+}
+
+/// Tries and pause of [`list_devices`] while a platform reports no device.
+const EMPTY_TRIES: u32 = 3;
+const EMPTY_PAUSE: std::time::Duration = std::time::Duration::from_millis(20);
+
+/// A platform's devices; an empty list is asked again ([`EMPTY_TRIES`] in all), since a
+/// vendor initialising on another thread may report none for the moment (module doc).
+fn list_devices(p: Platform) -> r::ClResult<Vec<DeviceId>> {
+    let mut tries = 1;
+    loop {
+        match p.devices() {
+            Ok(d) if d.is_empty() && tries < EMPTY_TRIES => {
+                tries += 1;
+                std::thread::sleep(EMPTY_PAUSE);
+            }
+            other => return other,
+        }
+    }
 }
 
 #[cfg(test)]

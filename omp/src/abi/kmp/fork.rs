@@ -45,7 +45,8 @@ pub(crate) fn gtid() -> i32 {
 /// One region's microtask and its arguments, shared by the team's threads.
 struct Call {
     f: Microtask,
-    /// At least 4 entries (padded with nulls: [`invoke`] loads 4 into registers).
+    /// At least 4 entries (padded with nulls: [`invoke`] loads 4 into registers); 8 or
+    /// `argc`, whichever is more.
     argv: SmallVec<[*mut c_void; 8]>,
     argc: usize,
 }
@@ -68,15 +69,16 @@ unsafe extern "C" fn body(data: *mut c_void) {
 /// arguments (`argc - 3` of them when `argc > 3`).
 unsafe fn gather(argc: i32, f: Microtask, regs: *const *mut c_void, stack: *const *mut c_void) -> Call {
     let argc = argc.max(0) as usize;
-    let mut argv: SmallVec<[*mut c_void; 8]> = (0..argc)
-        .map(|i| {
-            // SAFETY: per the contract: argument i is in the spilled registers or on the
-            // caller's stack (the System V layout of a variadic call's integer arguments).
-            unsafe { if i < 3 { *regs.add(i) } else { *stack.add(i - 3) } }
-        })
-        .collect();
-    while argv.len() < 4 {
-        argv.push(std::ptr::null_mut());
+    // Nulls in place (no pushes one by one: this is on every region's path), then the
+    // arguments over them.
+    let mut argv: SmallVec<[*mut c_void; 8]> = SmallVec::from_buf([std::ptr::null_mut(); 8]);
+    if argc > argv.len() {
+        argv.resize(argc, std::ptr::null_mut());
+    }
+    for (i, a) in argv.iter_mut().take(argc).enumerate() {
+        // SAFETY: per the contract: argument i is in the spilled registers or on the
+        // caller's stack (the System V layout of a variadic call's integer arguments).
+        *a = unsafe { if i < 3 { *regs.add(i) } else { *stack.add(i - 3) } };
     }
     Call { f, argv, argc }
 }

@@ -4,10 +4,13 @@
 //!
 //! A `kmp_critical_name` is 32 zeroed bytes the compiler emits per name (unnamed
 //! `critical` too); its first 4 bytes are the lock word, as for GOMP's named sections. A
-//! reduction always takes libomp's "critical" method (1): each thread combines its
-//! partial results into the shared ones under the lock the compiler passes, then calls
-//! `__kmpc_end_reduce*`; method 2 (atomic) and the tree method (0 in all threads but one)
-//! are valid choices we do not make.
+//! reduction takes libomp's "atomic" method (2) where libomp takes it: the compiler
+//! generated it (the `ident_t` flag `KMP_IDENT_ATOMIC_REDUCE`) and the team has at most 4
+//! threads; each thread then combines its partial results into the shared ones with atomic
+//! updates (or its own `critical` where a type has none), with no lock of ours. Otherwise
+//! the "critical" method (1): each thread combines under the lock the compiler passes, then
+//! calls `__kmpc_end_reduce*`. The tree method (0 in all threads but one) is a valid choice
+//! we do not make.
 
 use super::Ident;
 use crate::abi::guard;
@@ -140,14 +143,37 @@ pub unsafe extern "C" fn __kmpc_end_critical(_loc: Ident, _gtid: i32, crit: *mut
 }
 
 /// libomp's "critical" reduction method: the compiler then combines under `lck` and calls
-/// `__kmpc_end_reduce_nowait`.
+/// `__kmpc_end_reduce_nowait` (`__kmpc_end_reduce`).
 const CRITICAL_REDUCE: i32 = 1;
+/// libomp's "atomic" method: the compiler combines with atomic updates, then calls
+/// `__kmpc_end_reduce` in the blocking form and nothing in the `nowait` one.
+const ATOMIC_REDUCE: i32 = 2;
+/// `ident_t` flag: the compiler generated the atomic method's code (libomp's
+/// `KMP_IDENT_ATOMIC_REDUCE`; clang sets it on every reduction's `ident_t`).
+const IDENT_ATOMIC_REDUCE: i32 = 0x10;
+/// The largest team that takes the atomic method (libomp's `teamsize_cutoff` on x86-64):
+/// atomic updates of the shared variables beat a lock handed from thread to thread, but
+/// an array reduction is an atomic update per element, and with more threads contending
+/// for the same lines the lock's one pass per thread wins.
+const ATOMIC_REDUCE_MAX_TEAM: u32 = 4;
+
+thread_local! {
+    /// Whether this thread's current blocking reduction holds its lock (the critical
+    /// method): `__kmpc_end_reduce` releases it, and is called after the atomic method too.
+    static REDUCE_LOCKED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// The method for a reduction at `loc` in a team of `n` threads.
+fn reduce_method(loc: Ident, n: u32) -> i32 {
+    if super::ident_flags(loc) & IDENT_ATOMIC_REDUCE != 0 && n <= ATOMIC_REDUCE_MAX_TEAM { ATOMIC_REDUCE } else { CRITICAL_REDUCE }
+}
 
 /// # Safety
-/// `lck` is the compiler's `kmp_critical_name` for the reduction.
+/// `lck` is the compiler's `kmp_critical_name` for the reduction; `loc` null or the
+/// compiler's `ident_t`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn __kmpc_reduce_nowait(
-    _loc: Ident,
+    loc: Ident,
     _gtid: i32,
     _nvars: i32,
     _size: usize,
@@ -155,11 +181,16 @@ pub unsafe extern "C" fn __kmpc_reduce_nowait(
     _func: Option<unsafe extern "C" fn(*mut c_void, *mut c_void)>,
     lck: *mut [i32; 8],
 ) -> i32 {
-    // SAFETY: per the contract.
-    lock::lock(unsafe { word(lck) });
-    CRITICAL_REDUCE
+    let method = guard("__kmpc_reduce_nowait", || reduce_method(loc, ctx().team().n));
+    if method == CRITICAL_REDUCE {
+        // SAFETY: per the contract.
+        lock::lock(unsafe { word(lck) });
+    }
+    method
 }
 
+/// Only after the critical method (the compiler calls nothing after the atomic one).
+///
 /// # Safety
 /// As [`__kmpc_reduce_nowait`], held by the calling thread.
 #[unsafe(no_mangle)]
@@ -168,7 +199,8 @@ pub unsafe extern "C" fn __kmpc_end_reduce_nowait(_loc: Ident, _gtid: i32, lck: 
     lock::unlock(unsafe { word(lck) })
 }
 
-/// The blocking form: as `nowait`, and `__kmpc_end_reduce` ends with the barrier.
+/// The blocking form: as `nowait`, and `__kmpc_end_reduce` (after either method) ends
+/// with the barrier.
 ///
 /// # Safety
 /// As [`__kmpc_reduce_nowait`].
@@ -183,15 +215,19 @@ pub unsafe extern "C" fn __kmpc_reduce(
     lck: *mut [i32; 8],
 ) -> i32 {
     // SAFETY: the same contract.
-    unsafe { __kmpc_reduce_nowait(loc, gtid, nvars, size, data, func, lck) }
+    let method = unsafe { __kmpc_reduce_nowait(loc, gtid, nvars, size, data, func, lck) };
+    REDUCE_LOCKED.with(|l| l.set(method == CRITICAL_REDUCE));
+    method
 }
 
 /// # Safety
-/// As [`__kmpc_end_reduce_nowait`].
+/// `lck` as [`__kmpc_reduce`]'s, which the calling thread called last.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn __kmpc_end_reduce(loc: Ident, gtid: i32, lck: *mut [i32; 8]) {
-    // SAFETY: the same contract.
-    unsafe { __kmpc_end_reduce_nowait(loc, gtid, lck) };
+    if REDUCE_LOCKED.with(|l| l.replace(false)) {
+        // SAFETY: the same contract; the critical method took the lock.
+        unsafe { __kmpc_end_reduce_nowait(loc, gtid, lck) };
+    }
     guard("__kmpc_end_reduce", || ctx().team().barrier())
 }
 

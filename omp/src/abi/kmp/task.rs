@@ -19,6 +19,7 @@ use super::fork::gtid;
 use crate::abi::gomp::data::{Detach, TaskData};
 use crate::abi::guard;
 use crate::task::{self, Spawn};
+use std::cell::Cell;
 use std::ffi::{c_long, c_void};
 use weft_core::AccessMode;
 
@@ -58,6 +59,8 @@ struct Header {
 
 /// The block is a task whose routine is running (a spawned copy, or an `if(0)` task).
 const RUNNING: u32 = 1;
+/// The block is an `if(0)` task's and its [`If0Saved`] holds what its creator had.
+const SAVED: u32 = 4;
 /// Its untied routine returned at a scheduling point and asked to be continued: clang's
 /// untied task is a state machine over `part_id` that calls `__kmpc_omp_task` on itself and
 /// returns; the next call of the routine resumes after that point. We continue it at once,
@@ -66,6 +69,47 @@ const RUNNING: u32 = 1;
 const REQUEUED: u32 = 2;
 
 const HEAD: usize = std::mem::size_of::<Header>();
+
+/// What the creator of an `if(0)` task had, given back when it completes: its ICVs (an
+/// `if(0)` task has its own data environment, libgomp.c/icv-1.c), its identity (the `if(0)`
+/// task is a task of its own, which does not own its creator's nestable locks,
+/// libgomp.c/lock-2.c) and, when tracing, when the `if(0)` task began (for its trace slice).
+/// Kept in the task's own block, after the `size` bytes a deferred task's copy takes: the
+/// block lives from `__kmpc_omp_task_begin_if0` to `__kmpc_omp_task_complete_if0`, nested
+/// `if(0)` tasks each have theirs, and no per-thread stack is needed.
+#[derive(Clone, Copy)]
+struct If0Saved {
+    icv: crate::team::Icv,
+    id: usize,
+    traced: Option<std::time::Instant>,
+}
+
+/// Where a block of `size` bytes (its header's) keeps its [`If0Saved`]: 16-byte aligned,
+/// as the block is.
+const fn saved_at(size: usize) -> usize {
+    size.next_multiple_of(16)
+}
+
+/// The bytes a task block of `size` bytes (its header's) is allocated with: rounded up to
+/// a power of two, at least 256, so that the task types of one program mostly share a
+/// size and a cached block fits the next task whatever its type (recursive code with
+/// depend clauses alternates types of different sizes: `deptree` took a new block for a
+/// third of its tasks, the cached one being too small).
+const fn block_cap(size: usize) -> usize {
+    let need = saved_at(size) + std::mem::size_of::<If0Saved>();
+    if need < 256 { 256 } else { need.next_power_of_two() }
+}
+
+/// # Safety
+/// `t` is a task from [`__kmpc_omp_task_alloc`] or a taskloop's copy of one (not a
+/// runtime task's copy, which has only `size` bytes).
+unsafe fn saved(t: *mut KmpTask) -> *mut If0Saved {
+    // SAFETY: per the contract, the block has `block_cap(size)` bytes, 16-byte aligned.
+    unsafe {
+        let h = header(t);
+        (h as *mut u8).add(saved_at((*h).size)) as *mut If0Saved
+    }
+}
 
 /// # Safety
 /// `t` is a task from [`__kmpc_omp_task_alloc`] (or a copy of its block).
@@ -157,12 +201,13 @@ pub extern "C" fn __kmpc_omp_task_alloc(
     guard("__kmpc_omp_task_alloc", || {
         let task_size = sizeof_task.max(std::mem::size_of::<KmpTask>()).next_multiple_of(16);
         let size = HEAD + task_size + sizeof_shareds;
-        let p = take_block(size);
+        let p = take_block(size, block_cap(size));
         if p.is_null() {
             eprintln!("weft-omp: cannot allocate a task of {size} bytes; aborting");
             std::process::abort();
         }
-        // SAFETY: `p` has room for the header, the task and the shareds, 16-byte aligned.
+        // SAFETY: `p` has room for the header, the task and the shareds (and the room of
+        // `saved`), 16-byte aligned.
         unsafe {
             (p as *mut Header).write(Header { size, flags, state: 0, event: 0, loc: loc as usize });
             let t = p.add(HEAD) as *mut KmpTask;
@@ -174,39 +219,74 @@ pub extern "C" fn __kmpc_omp_task_alloc(
     })
 }
 
-/// The last task block freed on this thread, with its size, for the next one allocated: a
-/// deferred task's block is copied into the runtime's task and freed within the call that
-/// hands it over (`__kmpc_omp_task_with_deps`, `__kmpc_omp_task`), so a thread creating
-/// tasks in a loop takes back the block it just gave, instead of a `calloc` and a `free`
-/// per task (a third of the creating thread's instructions for a task with depend clauses).
-struct Block(std::cell::Cell<(*mut u8, usize)>);
+/// The task blocks last freed on this thread, with their sizes, for the next ones
+/// allocated, the last freed on top: a deferred task's block is copied into the runtime's
+/// task and freed within the call that hands it over (`__kmpc_omp_task_with_deps`,
+/// `__kmpc_omp_task`), so a thread creating tasks in a loop takes back the block it just
+/// gave, instead of a `calloc` and a `free` per task (a third of the creating thread's
+/// instructions for a task with depend clauses); an `if(0)` task's block lives while its
+/// routine runs, and the routine's own `if(0)` tasks (recursive code under a cutoff) take
+/// and give back theirs inside that, last in first out, so a few blocks serve a recursion
+/// as deep as the cache is long.
+/// A stack in cells (no borrow flag, no growth: this is on every task's path).
+struct Blocks {
+    /// How many of `slots` hold a block (the top is `slots[n - 1]`).
+    n: Cell<usize>,
+    /// (block, its capacity).
+    slots: [Cell<(*mut u8, usize)>; CACHED_BLOCKS],
+}
 
-impl Drop for Block {
+/// How many freed blocks a thread keeps ([`Blocks`]).
+const CACHED_BLOCKS: usize = 16;
+
+impl Blocks {
+    fn pop(&self) -> Option<(*mut u8, usize)> {
+        let n = self.n.get().checked_sub(1)?;
+        self.n.set(n);
+        Some(self.slots[n].get())
+    }
+
+    /// Keeps the block if there is room; false if not.
+    fn push(&self, b: (*mut u8, usize)) -> bool {
+        let n = self.n.get();
+        let Some(slot) = self.slots.get(n) else { return false };
+        slot.set(b);
+        self.n.set(n + 1);
+        true
+    }
+}
+
+impl Drop for Blocks {
     fn drop(&mut self) {
-        // SAFETY: a block from calloc, owned by the cache.
-        unsafe { libc::free(self.0.get().0 as *mut c_void) };
+        while let Some((p, _)) = self.pop() {
+            // SAFETY: a block from calloc, owned by the cache.
+            unsafe { libc::free(p as *mut c_void) };
+        }
     }
 }
 
 thread_local! {
-    static BLOCK: Block = const { Block(std::cell::Cell::new((std::ptr::null_mut(), 0))) };
+    static BLOCKS: Blocks = const {
+        Blocks { n: Cell::new(0), slots: [const { Cell::new((std::ptr::null_mut(), 0)) }; CACHED_BLOCKS] }
+    };
 }
 
-/// A zeroed block of `size` bytes, 16-byte aligned: the thread's cached one if large
-/// enough, else a new one (null if memory is out).
-fn take_block(size: usize) -> *mut u8 {
-    let cached = BLOCK.try_with(|b| b.0.replace((std::ptr::null_mut(), 0))).unwrap_or((std::ptr::null_mut(), 0));
-    match cached {
-        (p, cap) if !p.is_null() && cap >= size => {
+/// A block of `cap` bytes, 16-byte aligned, its first `size` zeroed: the thread's last
+/// freed one if large enough, else a new one (null if memory is out).
+fn take_block(size: usize, cap: usize) -> *mut u8 {
+    match BLOCKS.try_with(Blocks::pop).ok().flatten() {
+        Some((p, have)) if have >= cap => {
             // SAFETY: the cached block has `cap` bytes; zeroed as calloc's would be.
             unsafe { std::ptr::write_bytes(p, 0, size) };
             p
         }
-        (p, _) => {
-            // SAFETY: a block from calloc (or null), owned by the cache until now.
-            unsafe { libc::free(p as *mut c_void) };
+        small => {
+            if let Some((p, _)) = small {
+                // SAFETY: a block from calloc, owned by the cache until now.
+                unsafe { libc::free(p as *mut c_void) };
+            }
             // SAFETY: plain allocation; the caller checks for null.
-            unsafe { libc::calloc(1, size) as *mut u8 }
+            unsafe { libc::calloc(1, cap) as *mut u8 }
         }
     }
 }
@@ -214,13 +294,16 @@ fn take_block(size: usize) -> *mut u8 {
 /// # Safety
 /// `t` is from [`__kmpc_omp_task_alloc`], filled in by the compiler, not used after.
 unsafe fn free(t: *mut KmpTask) {
-    // SAFETY: per the contract: the header is in the block, and holds its size.
-    let (p, size) = unsafe { (header(t) as *mut u8, (*header(t)).size) };
-    // Kept for the thread's next task (the one kept before is freed), or freed at once
-    // while the thread exits.
-    let old = BLOCK.try_with(|b| b.0.replace((p, size))).unwrap_or((p, 0));
-    // SAFETY: a block from calloc that nothing uses any more.
-    unsafe { libc::free(old.0 as *mut c_void) };
+    // SAFETY: per the contract: the header is in the block, and holds its size; the block
+    // has `block_cap(size)` bytes.
+    let (p, size) = unsafe { (header(t) as *mut u8, block_cap((*header(t)).size)) };
+    // Kept for the thread's next tasks while the cache has room, else (or while the
+    // thread exits) freed at once.
+    let kept = BLOCKS.try_with(|b| b.push((p, size))).unwrap_or(false);
+    if !kept {
+        // SAFETY: a block from calloc that nothing uses any more.
+        unsafe { libc::free(p as *mut c_void) };
+    }
 }
 
 /// # Safety
@@ -378,15 +461,6 @@ pub(crate) fn event_task(ev: usize) -> usize {
     h
 }
 
-thread_local! {
-    /// The ICVs and identities of the tasks that started `if(0)` tasks on this thread,
-    /// innermost last: an `if(0)` task has its own data environment (libgomp.c/icv-1.c) and
-    /// is a task of its own, which does not own its creator's nestable locks
-    /// (libgomp.c/lock-2.c).
-    /// With each, when tracing, when its `if(0)` task began (for its trace slice).
-    static IF0_ICVS: std::cell::RefCell<Vec<(crate::team::Icv, usize, Option<std::time::Instant>)>> = const { std::cell::RefCell::new(Vec::new()) };
-}
-
 /// An `if(0)` task: the compiler calls its routine itself next (see the module doc).
 ///
 /// # Safety
@@ -395,13 +469,15 @@ thread_local! {
 pub unsafe extern "C" fn __kmpc_omp_task_begin_if0(_loc: Ident, _gtid: i32, t: *mut KmpTask) {
     guard("__kmpc_omp_task_begin_if0", || {
         let c = crate::team::ctx();
-        IF0_ICVS.with(|s| s.borrow_mut().push((c.icv, c.task.id, crate::trace::start())));
+        // SAFETY: per the contract: the block has room for `saved`, which nothing else uses.
+        unsafe {
+            saved(t).write(If0Saved { icv: c.icv, id: c.task.id, traced: crate::trace::start() });
+            (*header(t)).state = RUNNING | SAVED;
+        }
         // The task block's address identifies the task while the compiler runs its routine
         // (the block lives until `__kmpc_omp_task_complete_if0`, which gives the creator
         // its identity back).
         c.task.id = t as usize;
-        // SAFETY: per the contract.
-        unsafe { (*header(t)).state = RUNNING };
     })
 }
 
@@ -411,15 +487,18 @@ pub unsafe extern "C" fn __kmpc_omp_task_begin_if0(_loc: Ident, _gtid: i32, t: *
 pub unsafe extern "C" fn __kmpc_omp_task_complete_if0(loc: Ident, gtid: i32, t: *mut KmpTask) {
     guard("__kmpc_omp_task_complete_if0", || {
         // SAFETY: per the contract; the compiler ran the routine once and no longer uses
-        // the task.
-        unsafe {
-            if (*header(t)).state & REQUEUED != 0 {
+        // the task. `saved` was written by the begin call that set SAVED.
+        let back = unsafe {
+            let state = (*header(t)).state;
+            let back = (state & SAVED != 0).then(|| saved(t).read());
+            if state & REQUEUED != 0 {
                 // An untied routine that stopped at a scheduling point: run the rest.
                 run_routine(t, gtid);
             }
-            free(t)
-        }
-        if let Some((icv, id, traced)) = IF0_ICVS.with(|s| s.borrow_mut().pop()) {
+            free(t);
+            back
+        };
+        if let Some(If0Saved { icv, id, traced }) = back {
             let c = crate::team::ctx();
             c.icv = icv;
             c.task.id = id;
@@ -538,11 +617,11 @@ unsafe fn taskloop(
                 _ => grain + u64::from(i < extras),
             };
             let hi = lo.wrapping_add((st as u64).wrapping_mul(count - 1));
-            // SAFETY: a copy of the pattern's block (the header's size), made as `copy`
+            // SAFETY: a copy of the pattern's block (`block_cap` of the header's size), made as `copy`
             // makes a task's; the bounds are u64 words inside the task at the pattern's
             // offsets; `dup` is the compiler's for this task type.
             unsafe {
-                let p = libc::malloc(size) as *mut u8;
+                let p = libc::malloc(block_cap(size)) as *mut u8;
                 if p.is_null() {
                     eprintln!("weft-omp: cannot allocate a taskloop task of {size} bytes; aborting");
                     std::process::abort();
@@ -661,6 +740,60 @@ mod tests {
         assert_ne!(unsafe { header(t3) as *mut u8 }, block, "a block too small was reused");
         // SAFETY: as above.
         unsafe { free(t3) };
+    }
+
+    /// Blocks freed while others are live (an `if(0)` task's routine making `if(0)` tasks of
+    /// its own) all come back, the last freed first, up to the cache's length.
+    #[test]
+    fn nested_task_blocks_are_reused() {
+        unsafe extern "C" fn routine(_: i32, _: *mut KmpTask) -> i32 {
+            0
+        }
+        let alloc = || __kmpc_omp_task_alloc(std::ptr::null(), 0, 0, 64, 16, routine);
+        let block = |t: *mut KmpTask| {
+            // SAFETY: `t` came from __kmpc_omp_task_alloc.
+            unsafe { header(t) as usize }
+        };
+        // Deeper than one: `fib`'s tasks under its cutoff nest about 15 deep.
+        let depth = 8;
+        const { assert!(CACHED_BLOCKS >= 8) };
+        let outer: Vec<_> = (0..depth).map(|_| alloc()).collect();
+        let addrs: Vec<_> = outer.iter().map(|&t| block(t)).collect();
+        for &t in outer.iter().rev() {
+            // SAFETY: from __kmpc_omp_task_alloc, not used after.
+            unsafe { free(t) };
+        }
+        // All kept (not freed to malloc, which might hand the same addresses back).
+        let kept: Vec<_> = BLOCKS.with(|b| b.slots[..b.n.get()].iter().rev().map(|c| c.get().0 as usize).collect());
+        assert_eq!(kept, addrs, "the thread did not keep every block of the nest");
+        let again: Vec<_> = (0..depth).map(|_| alloc()).collect();
+        let got: Vec<_> = again.iter().map(|&t| block(t)).collect();
+        assert_eq!(got, addrs, "the blocks of a nest were not all reused, innermost last");
+        for &t in again.iter().rev() {
+            // SAFETY: as above.
+            unsafe { free(t) };
+        }
+    }
+
+    /// A block freed by a task of one type serves the next task of a somewhat larger type
+    /// (recursive code with depend clauses alternates them).
+    #[test]
+    fn a_block_serves_tasks_of_other_sizes() {
+        unsafe extern "C" fn routine(_: i32, _: *mut KmpTask) -> i32 {
+            0
+        }
+        let small = __kmpc_omp_task_alloc(std::ptr::null(), 0, 0, 48, 8, routine);
+        // SAFETY: from __kmpc_omp_task_alloc.
+        let block = unsafe { header(small) as usize };
+        // SAFETY: as above, not used after.
+        unsafe { free(small) };
+        // 16 bytes more of shareds: a block of exactly the small task's size could not
+        // hold it, nor could malloc hand that block back for it.
+        let larger = __kmpc_omp_task_alloc(std::ptr::null(), 0, 0, 48, 24, routine);
+        // SAFETY: from __kmpc_omp_task_alloc.
+        assert_eq!(unsafe { header(larger) as usize }, block, "the larger task did not reuse the block");
+        // SAFETY: as above.
+        unsafe { free(larger) };
     }
 
     #[test]
