@@ -1,6 +1,6 @@
 //! Waiting: futexes and the spin-then-sleep policy (`OMP_WAIT_POLICY`, `GOMP_SPINCOUNT`).
 //!
-//! **Owns**: the raw futex calls (the only `unsafe` here) and how long a waiter spins before
+//! **Owns**: the raw futex calls and `sched_getcpu` (the only `unsafe` here) and how long a waiter spins before
 //! it sleeps. A waiter spins while its condition is false, for at most the spin budget. While
 //! more OpenMP threads are busy than there are processors, it yields its processor between
 //! looks instead (spinning would only take the time of the thread it waits for, which may be
@@ -32,6 +32,12 @@ pub fn futex_wake(a: &AtomicU32, n: i32) {
     unsafe {
         libc::syscall(libc::SYS_futex, a.as_ptr(), libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG, n);
     }
+}
+
+/// The CPU the calling thread runs on (None: unknown).
+pub fn current_cpu() -> Option<usize> {
+    // SAFETY: sched_getcpu takes no arguments; -1 is an error.
+    usize::try_from(unsafe { libc::sched_getcpu() }).ok()
 }
 
 /// Spin budget in nanoseconds (u64::MAX: never sleep; 0: sleep at once). Set once from the

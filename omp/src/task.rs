@@ -2291,7 +2291,9 @@ mod tests {
             RAN = [0; 8];
             (*std::ptr::addr_of_mut!(ORDER)).clear();
         }
-        crate::team::parallel(graph_body, std::ptr::null_mut(), 1, 0, None);
+        // SAFETY: `graph_body` ignores its data.
+        let body = unsafe { crate::outlined::Outlined::new(graph_body, std::ptr::null_mut()) };
+        crate::team::parallel(body, 1, 0, None);
         // SAFETY: the region's tasks are complete.
         let (ran, order) = unsafe { (RAN, (*std::ptr::addr_of!(ORDER)).clone()) };
         assert_eq!(&ran[..6], &[1; 6], "each task runs once (order {order:?})");

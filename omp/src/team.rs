@@ -23,18 +23,24 @@
 //! after the spin, which fails if it was assigned meanwhile).
 //!
 //! # Lifetime
-//! A team is owned by its primary thread (boxed, cached per thread for the next region). A
-//! member's last access to the team is `left.fetch_add` after the join barrier; the primary
-//! waits for all of them before it reuses or frees the team.
+//! A team is owned by its primary thread, boxed in the thread's stack of regions
+//! ([`PRIMARY`], one entry per nesting depth, with the primary's context), and kept there
+//! for the thread's next region at that depth; a box is never moved (the stack's buffer
+//! may be, not what its boxes point to). Members reach the team through a [`TeamRef`] (a
+//! plain shared reference: no count to bump per fork). A member's last access to the team
+//! is `left.fetch_add` after the join barrier; the primary waits for all of them before it
+//! changes the team again: its only `&mut Team` are the fork's set-up, before any member
+//! is told of the team, and the join's, after they all left.
 
 use crate::abi::gomp::reduction::Descriptor;
 use crate::env::{self, SCHED_MONOTONIC};
+use crate::outlined::Outlined;
 use crate::sys::{self, futex_wake, spin_until};
 use crate::task::{self, Group, TeamTasks};
 use crate::watch::{Site, State, Waits};
 use crate::ws::{RING, WorkShare};
 use crossbeam_utils::CachePadded;
-use std::cell::{Cell, UnsafeCell};
+use std::cell::Cell;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -43,8 +49,7 @@ use weft_core::Runtime;
 /// Initializes worksharing slot 0 of a new team of the given size (combined constructs).
 pub type Setup<'a> = &'a dyn Fn(&WorkShare, u32);
 
-/// A compiler-outlined region body.
-pub type Body = unsafe extern "C" fn(*mut c_void);
+pub use crate::outlined::Body;
 
 /// The per-task ICVs (OpenMP 5.1 §2.4): copied from the parent at each fork.
 #[derive(Clone, Copy)]
@@ -120,6 +125,8 @@ pub struct Ctx {
     /// pass the ordered turn on.
     pub chunk: (u64, u64),
     pub ordered_pending: bool,
+    /// The doacross table of the loop this thread is in (ws.rs), taken from its slot once.
+    pub doacross: Option<Arc<crate::ws::Doacross>>,
     /// The task this thread runs: its implicit task, or an explicit one (task.rs).
     pub task: task::Cur,
     /// Where this thread's task bodies count in the statistics (`WEFT_STATS`), looked up
@@ -147,6 +154,7 @@ impl Ctx {
             static_trip: 0,
             chunk: (0, 0),
             ordered_pending: false,
+            doacross: None,
             task: task::Cur::implicit(group),
             counter: started_runtime().map(|rt| rt.counter()),
             tasks_run: 0,
@@ -168,9 +176,29 @@ impl Ctx {
 
 thread_local! {
     static CUR: Cell<*mut Ctx> = const { Cell::new(std::ptr::null_mut()) };
-    static TEAM_CACHE: Cell<*mut Team> = const { Cell::new(std::ptr::null_mut()) };
-    /// The core worker a team of this primary thread takes last (`recruit`), once decided.
+    /// The regions this thread is the primary of: taken by `fork` and `join` while they
+    /// change them (made on first use and leaked, as contexts are: thread-exit destructors
+    /// could still run OpenMP code).
+    static PRIMARY: Cell<Option<&'static mut Primary>> = const { Cell::new(None) };
+    /// The core worker a team of this primary thread takes last (`claim`), once decided.
     static PRIMARY_CPU_WORKER: Cell<Option<Option<usize>>> = const { Cell::new(None) };
+}
+
+/// A region the calling thread is the primary of (between `fork` and `join`), or was at
+/// this depth: its team, the thread's context in it (boxed: `CUR` points into it while it
+/// is current) and the context to make current again at the join.
+struct Region {
+    team: Box<Team>,
+    ctx: Box<Option<Ctx>>,
+    parent: *mut Ctx,
+}
+
+/// A thread's regions as a primary by nesting depth: those below `depth` are running
+/// (innermost last), the others are kept for the next region at their depth (nothing is
+/// allocated, moved or freed per region).
+struct Primary {
+    regions: Vec<Region>,
+    depth: usize,
 }
 
 /// The calling thread's current context, as a handle: the one way the rest of the crate
@@ -288,7 +316,7 @@ fn root_ctx() -> CtxRef {
     // Leaked on purpose, with its context: the initial thread's context lives as long as the
     // thread may call into OpenMP (thread-exit destructors could still run OpenMP code).
     let team: &'static mut Team = Box::leak(Team::new(1));
-    team.reset(1, 0, 0, std::ptr::null(), None, None, std::ptr::null_mut(), icv);
+    team.reset(1, 0, 0, None, None, icv);
     team.places = crate::places::root();
     let c = Box::into_raw(Box::new(Ctx::new(team, None, 0, icv)));
     CUR.with(|x| x.set(c));
@@ -430,14 +458,10 @@ pub struct Team {
     pub n: u32,
     pub level: u32,
     pub active_level: u32,
-    /// The encountering thread's context (made current again at `join`); null for a root
-    /// team.
-    pub parent: *const Ctx,
     /// The encountering thread's team and thread number (ancestor queries); none for a
     /// root team.
     up: Option<(TeamRef, u32)>,
-    body: Option<Body>,
-    data: *mut c_void,
+    body: Option<Outlined>,
     pub child_icv: Icv,
     pub bar: Barrier,
     /// The barrier used by cancellable barriers (a cancelled region abandons it).
@@ -457,7 +481,6 @@ pub struct Team {
     own_slot: Option<&'static Slot>,
     /// How many ring slots the last region may have used (all of them for a new team).
     dirty: usize,
-    primary: UnsafeCell<Option<Ctx>>,
     /// When the primary forked it, if the runtime records a trace (`WEFT_TRACE`): the
     /// primary's share of the region is a span from then to the join.
     traced_from: Option<std::time::Instant>,
@@ -467,13 +490,6 @@ pub struct Team {
     /// place list).
     pub places: Vec<crate::places::Assign>,
 }
-
-// SAFETY: the raw pointers are the region's shared data (the C program's) and contexts whose
-// lifetimes the fork/join protocol bounds; the interior-mutable fields are atomics or written
-// by the primary thread only while no member runs.
-unsafe impl Sync for Team {}
-// SAFETY: as above.
-unsafe impl Send for Team {}
 
 /// A task's team, as its task holds it (task.rs): a shared reference whose lifetime the
 /// fork/join protocol bounds, not the borrow checker.
@@ -487,6 +503,10 @@ unsafe impl Send for Team {}
 /// task's event (`task::fulfill`), which may be no member: it counts itself in the team's
 /// `TeamTasks::fulfilling` while its task is still counted, out after its last access, and
 /// the primary waits for that count to be zero as for its members to leave.
+///
+/// A member reaches its team the same way, from its slot (`run_member`): the primary's
+/// `join` waits for every member to count itself out (`left`) before it changes or drops
+/// the team.
 ///
 /// A nested team holds its primary's team the same way (`Team::ancestor`): the nested region
 /// runs inside its primary's share of the outer one, so the outer team outlives it.
@@ -515,14 +535,16 @@ impl TeamRef {
 
 impl Team {
     fn new(n: u32) -> Box<Team> {
-        Box::new(Team {
+        Box::new(Team::unboxed(n))
+    }
+
+    fn unboxed(n: u32) -> Team {
+        Team {
             n,
             level: 0,
             active_level: 0,
-            parent: std::ptr::null(),
             up: None,
             body: None,
-            data: std::ptr::null_mut(),
             child_icv: Icv::initial(),
             bar: Barrier::new(),
             cbar: Barrier::new(),
@@ -537,32 +559,18 @@ impl Team {
             members: Vec::new(),
             own_slot: None,
             dirty: RING,
-            primary: UnsafeCell::new(None),
             traced_from: None,
             bind: 0,
             places: Vec::new(),
-        })
+        }
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn reset(
-        &mut self,
-        n: u32,
-        level: u32,
-        active_level: u32,
-        parent: *const Ctx,
-        up: Option<(TeamRef, u32)>,
-        body: Option<Body>,
-        data: *mut c_void,
-        icv: Icv,
-    ) {
+    fn reset(&mut self, n: u32, level: u32, active_level: u32, up: Option<(TeamRef, u32)>, body: Option<Outlined>, icv: Icv) {
         self.n = n;
         self.level = level;
         self.active_level = active_level;
-        self.parent = parent;
         self.up = up;
         self.body = body;
-        self.data = data;
         self.child_icv = icv;
         self.bar.n.store(n, Ordering::Relaxed);
         self.bar.arrived.store(0, Ordering::Relaxed);
@@ -799,7 +807,7 @@ fn dock(s: &'static Slot, mut counted: bool) {
                 Err(_) => continue,
             }
         }
-        let team = s.team.load(Ordering::Relaxed);
+        let team = std::ptr::NonNull::new(s.team.load(Ordering::Relaxed)).map(TeamRef);
         let tid = s.tid.load(Ordering::Relaxed);
         s.state.store(RUNNING, Ordering::Relaxed);
         if !std::mem::take(&mut counted)
@@ -807,9 +815,9 @@ fn dock(s: &'static Slot, mut counted: bool) {
         {
             rt.count_job();
         }
-        // SAFETY: the primary keeps the team alive until we increment `left` (run_member's
-        // last access).
-        unsafe { run_member(team, tid) };
+        // (The primary keeps the team alive until we increment `left`, run_member's last
+        // access: `TeamRef`.)
+        run_member(team.expect("invariant: an assigned slot has a team"), tid);
         // Fails when the primary has already reassigned us (then the state is ASSIGNED).
         let _ = s.state.compare_exchange(RUNNING, DOCKED, Ordering::AcqRel, Ordering::Acquire);
     }
@@ -821,17 +829,14 @@ fn dock_job(i: usize) {
     crate::places::leave();
 }
 
-/// Run one member's share of a region.
-///
-/// # Safety
-/// `team` is alive until this function increments its `left` counter.
-unsafe fn run_member(team: *const Team, tid: u32) {
-    // SAFETY: per the contract.
-    let t = unsafe { &*team };
+/// Run one member's share of a region (`team` is alive until this function increments its
+/// `left` counter: [`TeamRef`]).
+fn run_member(team: TeamRef, tid: u32) {
+    let t = team.get();
     let prev = CUR.with(|c| c.get());
     // The share starts before the combined construct's slice inside it.
     let traced = runtime().filter(|rt| rt.tracing()).map(|rt| (rt, std::time::Instant::now()));
-    let mut c = Ctx::new(team, t.group.clone(), tid, t.child_icv);
+    let mut c = Ctx::new(t, t.group.clone(), tid, t.child_icv);
     if t.ring[0].preinit() {
         c.ws_gen = 1;
         c.ws = Some(0);
@@ -841,8 +846,7 @@ unsafe fn run_member(team: *const Team, tid: u32) {
     CUR.with(|x| x.set(&mut c));
     crate::places::enter_member(t.places.get(tid as usize), sys::oversubscribed());
     if let Some(body) = t.body {
-        // SAFETY: the compiler-outlined body with its data, as GOMP_parallel received them.
-        unsafe { body(t.data) };
+        body.call();
     }
     t.end_barrier();
     if let Some((rt, from)) = traced {
@@ -885,17 +889,33 @@ fn team_size(parent: &Ctx, req: u32, if_clause: bool) -> u32 {
 
 /// Start a region: build the team, recruit its members and make the calling thread its
 /// thread 0. `setup` initializes worksharing slot 0 for the combined constructs.
-pub fn fork(body: Option<Body>, data: *mut c_void, req: u32, flags: u32, if_clause: bool, setup: Option<Setup>) {
-    fork_with(body, data, req, flags, if_clause, setup, None);
+pub fn fork(body: Option<Outlined>, req: u32, flags: u32, if_clause: bool, setup: Option<Setup>) {
+    fork_with(body, req, flags, if_clause, setup, None);
 }
 
 /// [`fork`], with the task reductions of a `parallel reduction(task, …)` (if any):
 /// their blocks are allocated for the team's size and its implicit tasks start in a
 /// taskgroup holding them. Returns the team's size.
-#[allow(clippy::too_many_arguments)]
 pub fn fork_with(
-    body: Option<Body>,
-    data: *mut c_void,
+    body: Option<Outlined>,
+    req: u32,
+    flags: u32,
+    if_clause: bool,
+    setup: Option<Setup>,
+    reductions: Option<Descriptor>,
+) -> u32 {
+    // (Nothing in `fork_in` forks or joins: the thread's regions stay borrowed until the
+    // team is set up and its members are told.)
+    let p = PRIMARY.take().unwrap_or_else(|| Box::leak(Box::new(Primary { regions: Vec::new(), depth: 0 })));
+    let n = fork_in(p, body, req, flags, if_clause, setup, reductions);
+    PRIMARY.set(Some(p));
+    n
+}
+
+#[allow(clippy::too_many_arguments)]
+fn fork_in(
+    p: &mut Primary,
+    body: Option<Outlined>,
     req: u32,
     flags: u32,
     if_clause: bool,
@@ -903,58 +923,64 @@ pub fn fork_with(
     reductions: Option<Descriptor>,
 ) -> u32 {
     let parent = cur();
-    // SAFETY: the calling thread's context, alive ([`CtxRef`]); the team keeps this pointer
-    // as its parent, for ancestor queries and `join`, while the context is not current.
-    let pc = unsafe { &*parent.p.as_ptr() };
-    let parent = parent.p.as_ptr() as *const Ctx;
-    let n = team_size(pc, req, if_clause);
-    // As libgomp: a proc_bind clause counts only where bind-var is not false; the child's
-    // bind-var is the next OMP_PROC_BIND list entry, or else the team's policy.
-    let clause = (flags & 7) as u8;
-    let bind = if pc.icv.bind != env::BIND_FALSE && clause != env::BIND_FALSE { clause } else { pc.icv.bind };
-    let mut icv = pc.icv.child();
-    if icv.bind_idx == pc.icv.bind_idx {
-        icv.bind = bind;
-    }
-    let pt = pc.team();
-    let cached = TEAM_CACHE.with(|c| c.replace(std::ptr::null_mut()));
-    let team = if cached.is_null() { Box::into_raw(Team::new(n)) } else { cached };
-    // SAFETY: a team from the cache or new: no other thread references it.
-    let t = unsafe { &mut *team };
-    let up = Some((pc.team_ref(), pc.tid));
-    t.reset(n, pt.level + 1, pt.active_level + u32::from(n > 1), parent, up, body, data, icv);
-    t.bind = bind;
-    match pt.places.get(pc.tid as usize) {
-        Some(&a) => crate::places::assign(a, bind, n, &mut t.places),
-        None => t.places.clear(),
-    }
-    if let Some(s) = setup {
-        s(&t.ring[0], n);
-    }
-    if let Some(r) = reductions {
-        let g = task::new_group(None, false);
-        task::reduction_register_in(&g, r, n);
-        t.group = Some(g);
-    }
-    if n > 1 {
-        recruit(t);
-    }
-    // The primary's share (thread 0's implicit task) counts as a job of the thread running
-    // it: the initial thread's on the statistics' "other threads" line.
-    if let Some(rt) = runtime() {
-        rt.count_job();
-        t.traced_from = rt.tracing().then(std::time::Instant::now);
-    }
-    let mut c = Ctx::new(team, t.group.clone(), 0, icv);
-    if t.ring[0].preinit() {
-        c.ws_gen = 1;
-        c.ws = Some(0);
-        crate::ws::trace_begin(&mut c, "omp for");
-    }
-    // SAFETY: the primary's context lives in its team until join.
-    let pcx = unsafe { &mut *t.primary.get() };
-    *pcx = Some(c);
-    let ptr = pcx.as_mut().map(|c| c as *mut Ctx).unwrap_or(std::ptr::null_mut());
+    let (n, bind, icv, pt, up) = parent.get(|pc| {
+        let n = team_size(pc, req, if_clause);
+        // As libgomp: a proc_bind clause counts only where bind-var is not false; the
+        // child's bind-var is the next OMP_PROC_BIND list entry, or else the team's policy.
+        let clause = (flags & 7) as u8;
+        let bind = if pc.icv.bind != env::BIND_FALSE && clause != env::BIND_FALSE { clause } else { pc.icv.bind };
+        let mut icv = pc.icv.child();
+        if icv.bind_idx == pc.icv.bind_idx {
+            icv.bind = bind;
+        }
+        (n, bind, icv, pc.team(), (pc.team_ref(), pc.tid))
+    });
+    let ptr = {
+        let d = p.depth;
+        if d == p.regions.len() {
+            p.regions.push(Region { team: Team::new(n), ctx: Box::new(None), parent: std::ptr::null_mut() });
+        }
+        p.depth = d + 1;
+        let r = &mut p.regions[d];
+        r.parent = parent.p.as_ptr();
+        // The set-up, before any member sees the team.
+        let t = &mut *r.team;
+        t.reset(n, pt.level + 1, pt.active_level + u32::from(n > 1), Some(up), body, icv);
+        t.bind = bind;
+        match pt.places.get(up.1 as usize) {
+            Some(&a) => crate::places::assign(a, bind, n, &mut t.places),
+            None => t.places.clear(),
+        }
+        if let Some(s) = setup {
+            s(&t.ring[0], n);
+        }
+        if let Some(r) = reductions {
+            let g = task::new_group(None, false);
+            task::reduction_register_in(&g, r, n);
+            t.group = Some(g);
+        }
+        if n > 1 {
+            claim(t);
+        }
+        // The primary's share (thread 0's implicit task) counts as a job of the thread
+        // running it: the initial thread's on the statistics' "other threads" line.
+        if let Some(rt) = runtime() {
+            rt.count_job();
+            t.traced_from = rt.tracing().then(std::time::Instant::now);
+        }
+        let t: &Team = &r.team;
+        if n > 1 {
+            assign(t);
+        }
+        let mut c = Ctx::new(t, t.group.clone(), 0, icv);
+        if t.ring[0].preinit() {
+            c.ws_gen = 1;
+            c.ws = Some(0);
+            crate::ws::trace_begin(&mut c, "omp for");
+        }
+        // (The context's box stays put until the join; `CUR` points into it meanwhile.)
+        r.ctx.insert(c) as *mut Ctx
+    };
     CUR.with(|x| x.set(ptr));
     n
 }
@@ -962,12 +988,12 @@ pub fn fork_with(
 /// The CPU worker bound to the CPU the calling thread runs on (when workers are bound).
 fn worker_on_my_cpu(p: &Pool) -> Option<usize> {
     let rt = p.rt.as_ref().filter(|rt| rt.config().bind)?;
-    // SAFETY: sched_getcpu takes no arguments; -1 is an error.
-    let cpu = usize::try_from(unsafe { libc::sched_getcpu() }).ok()?;
+    let cpu = sys::current_cpu()?;
     rt.workers().iter().find(|w| w.arch == weft_core::Arch::Cpu && w.pu == Some(cpu)).map(|w| w.id)
 }
 
-fn recruit(t: &mut Team) {
+/// Claim the members of a new team (before any of them sees it: [`assign`]).
+fn claim(t: &mut Team) {
     let p = pool();
     let need = (t.n - 1) as usize;
     let me_worker = p.rt.as_ref().and_then(|rt| rt.current_worker());
@@ -1014,7 +1040,12 @@ fn recruit(t: &mut Team) {
         t.members.push(spawn_slot());
     }
     sys::BUSY.fetch_add(t.n as i64, Ordering::Relaxed);
-    let team: *mut Team = t;
+}
+
+/// Give the claimed members their assignment in `t` (which they reach as a [`TeamRef`]).
+fn assign(t: &Team) {
+    let p = pool();
+    let team = t as *const Team as *mut Team;
     for (k, s) in t.members.iter().enumerate() {
         s.team.store(team, Ordering::Relaxed);
         s.tid.store(k as u32 + 1, Ordering::Relaxed);
@@ -1044,10 +1075,8 @@ fn job_fn() -> weft_core::JobFn {
 /// member to let go of the team.
 pub fn join() {
     let c = ctx();
-    let team = c.team as *mut Team;
-    // SAFETY: the primary owns its team.
-    let t = unsafe { &mut *team };
-    if t.parent.is_null() {
+    let t = c.team();
+    if t.up.is_none() {
         eprintln!("weft-omp: GOMP_parallel_end called outside a parallel region; ignored");
         return;
     }
@@ -1055,7 +1084,7 @@ pub fn join() {
     // Release: a member still waiting at a barrier of this region after seeing this has
     // met a barrier nobody else will (watch.rs).
     t.waits.primary_done.store(true, Ordering::Release);
-    if let (Some(from), Some(rt)) = (t.traced_from.take(), runtime()) {
+    if let (Some(from), Some(rt)) = (t.traced_from, runtime()) {
         rt.trace_span("omp parallel", from);
     }
     let members = t.members.len() as u32;
@@ -1074,18 +1103,31 @@ pub fn join() {
         pool().extra.fetch_sub(members, Ordering::Relaxed);
         sys::BUSY.fetch_sub(t.n as i64, Ordering::Relaxed);
     }
-    CUR.with(|x| x.set(t.parent as *mut Ctx));
-    // Every task of the region is complete (the join barrier): the group's last users.
-    t.group = None;
-    // Every thread entered the same constructs as thread 0, unless the region was cancelled.
-    t.dirty = if t.cancelled.load(Ordering::Relaxed) { RING } else { (c.ws_gen as usize).min(RING) };
-    task::end_implicit(c);
-    // SAFETY: no member references the team any more.
-    unsafe { *t.primary.get() = None };
-    let old = TEAM_CACHE.with(|c| c.replace(team));
-    if !old.is_null() {
-        // SAFETY: a cached team is referenced by nobody.
-        drop(unsafe { Box::from_raw(old) });
+    let cancelled = t.cancelled.load(Ordering::Relaxed);
+    let mine: *const Ctx = c;
+    {
+        // (A team of a region that is not the root one is the primary's innermost.)
+        let Some(p) = PRIMARY.take() else { return };
+        let Some(d) = p.depth.checked_sub(1) else {
+            PRIMARY.set(Some(p));
+            return;
+        };
+        p.depth = d;
+        let r = &mut p.regions[d];
+        debug_assert!(r.ctx.as_ref().as_ref().is_some_and(|r| std::ptr::eq(r, mine)), "invariant: the joining thread is the primary");
+        CUR.with(|x| x.set(r.parent));
+        // No member references the team any more: it is the primary's alone again.
+        let t = &mut *r.team;
+        // Every task of the region is complete (the join barrier): the group's last users.
+        t.group = None;
+        if let Some(c) = r.ctx.as_mut() {
+            // Every thread entered the same constructs as thread 0, unless the region was
+            // cancelled.
+            t.dirty = if cancelled { RING } else { (c.ws_gen as usize).min(RING) };
+            task::end_implicit(c);
+        }
+        *r.ctx = None;
+        PRIMARY.set(Some(p));
     }
 }
 
@@ -1100,10 +1142,9 @@ pub fn started_runtime() -> Option<&'static Arc<Runtime>> {
 }
 
 /// A whole region: fork, run thread 0's share, join.
-pub fn parallel(body: Body, data: *mut c_void, req: u32, flags: u32, setup: Option<Setup>) {
-    fork(Some(body), data, req, flags, true, setup);
-    // SAFETY: the compiler-outlined body with its data.
-    unsafe { body(data) };
+pub fn parallel(body: Outlined, req: u32, flags: u32, setup: Option<Setup>) {
+    fork(Some(body), req, flags, true, setup);
+    body.call();
     join();
 }
 

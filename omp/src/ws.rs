@@ -13,12 +13,18 @@
 //! get there when the slot is free for `g` (`free_for == g`, CAS to `g | INIT`) initializes
 //! it and publishes `ready = g`; the others wait for `ready == g`. The last thread to leave
 //! sets `free_for = g + RING`.
+//!
+//! A slot's data is shared without `unsafe`: the loop's parameters are Relaxed atomics
+//! ([`SpecCell`]: plain moves on x86-64, ordered by the Release store and Acquire loads of
+//! `ready`), and the rarer parts (scratch memory, doacross table, task reductions) sit
+//! behind a mutex that each thread takes once per construct (a doacross table is then
+//! cached in the thread's context, `Ctx::doacross`, for its per-iteration posts and waits).
 
 use crate::abi::gomp::reduction::Descriptor;
 use crate::sys::{self, spin_until};
 use crate::team::{Ctx, ctx};
-use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 /// Worksharing constructs a team can have in flight (threads up to RING `nowait`
 /// constructs apart); a thread further ahead waits for the slot to be freed.
@@ -104,6 +110,87 @@ struct Spec {
     nthreads: u32,
 }
 
+/// A [`Spec`] shared by the team: written by the initializing thread before it publishes
+/// `ready` (Release), read by the others after they saw it (Acquire), so Relaxed suffices
+/// for each field; a slot is written again only once every thread has left it. The
+/// schedule, team size and ordered flag share one word ([`Mode`]): a chunk's hand-out
+/// reads that word, `n` and `chunk`, no more than it read of a plain copy.
+#[derive(Default)]
+struct SpecCell {
+    start: AtomicU64,
+    end: AtomicU64,
+    incr: AtomicU64,
+    n: AtomicU64,
+    chunk: AtomicU64,
+    /// The schedule (low 32 bits), the team size (bits 32 to 62) and the ordered flag.
+    mode: AtomicU64,
+}
+
+/// A loop's schedule, team size and ordered flag, as [`SpecCell`] packs them.
+#[derive(Clone, Copy)]
+struct Mode {
+    sched: i32,
+    nthreads: u32,
+    ordered: bool,
+}
+
+const ORDERED: u64 = 1 << 63;
+
+impl Mode {
+    #[inline]
+    fn pack(self) -> u64 {
+        // (A team has at most a few thousand threads.)
+        debug_assert!(self.nthreads < 1 << 31);
+        self.sched as u32 as u64 | (self.nthreads as u64) << 32 | if self.ordered { ORDERED } else { 0 }
+    }
+
+    #[inline]
+    fn unpack(m: u64) -> Mode {
+        Mode { sched: m as u32 as i32, nthreads: ((m & !ORDERED) >> 32) as u32, ordered: m & ORDERED != 0 }
+    }
+}
+
+impl SpecCell {
+    #[inline]
+    fn mode(&self) -> Mode {
+        Mode::unpack(self.mode.load(Ordering::Relaxed))
+    }
+
+    #[cfg(test)]
+    fn get(&self) -> Spec {
+        let m = self.mode();
+        Spec { bounds: self.bounds(), sched: m.sched, chunk: self.chunk.load(Ordering::Relaxed), ordered: m.ordered, nthreads: m.nthreads }
+    }
+
+    #[inline]
+    fn bounds(&self) -> LoopBounds {
+        let r = Ordering::Relaxed;
+        LoopBounds { start: self.start.load(r), end: self.end.load(r), incr: self.incr.load(r), n: self.n.load(r) }
+    }
+
+    #[inline]
+    fn set(&self, s: Spec) {
+        let r = Ordering::Relaxed;
+        self.start.store(s.bounds.start, r);
+        self.end.store(s.bounds.end, r);
+        self.incr.store(s.bounds.incr, r);
+        self.n.store(s.bounds.n, r);
+        self.chunk.store(s.chunk, r);
+        self.mode.store(Mode { sched: s.sched, nthreads: s.nthreads, ordered: s.ordered }.pack(), r);
+    }
+}
+
+/// What a construct has besides its loop (set by the initializing thread before it
+/// publishes `ready`; each thread reads it once, after entering).
+#[derive(Default)]
+struct Extra {
+    /// Scratch memory (`GOMP_loop_start`'s `mem`), as u64 words.
+    mem: Vec<u64>,
+    doacross: Option<Arc<Doacross>>,
+    /// The task reductions of the thread that initialized the construct (their blocks).
+    task_red: Option<Descriptor>,
+}
+
 pub struct Doacross {
     /// Per iteration of the first dimension: 1 + the last posted flat index of the others.
     done: Vec<AtomicU64>,
@@ -126,16 +213,10 @@ pub struct WorkShare {
     /// ([`next_chunk_and_bounds_held`]).
     announced: AtomicBool,
     pub cancelled: AtomicBool,
-    spec: UnsafeCell<Spec>,
-    mem: UnsafeCell<Vec<u64>>,
-    doacross: UnsafeCell<Option<Doacross>>,
-    /// The task reductions of the thread that initialized the construct (their blocks).
-    task_red: UnsafeCell<Option<Descriptor>>,
+    spec: SpecCell,
+    /// Taken once per thread per construct, only by constructs that have these.
+    extra: Mutex<Extra>,
 }
-
-// SAFETY: the UnsafeCell fields are written only by the initializing thread before it
-// publishes `ready` (Release) and read by the others after seeing it (Acquire).
-unsafe impl Sync for WorkShare {}
 
 impl WorkShare {
     pub fn new(i: u64) -> WorkShare {
@@ -150,10 +231,8 @@ impl WorkShare {
             turn_sleepers: AtomicU32::new(0),
             announced: AtomicBool::new(false),
             cancelled: AtomicBool::new(false),
-            spec: UnsafeCell::new(Spec::default()),
-            mem: UnsafeCell::new(Vec::new()),
-            doacross: UnsafeCell::new(None),
-            task_red: UnsafeCell::new(None),
+            spec: SpecCell::default(),
+            extra: Mutex::new(Extra::default()),
         }
     }
 
@@ -168,20 +247,18 @@ impl WorkShare {
         self.preinit.load(Ordering::Relaxed)
     }
 
-    fn spec(&self) -> &Spec {
-        // SAFETY: published before `ready`; unchanged until the slot is freed.
-        unsafe { &*self.spec.get() }
+    /// The construct's extras (a poisoned lock still holds them: no invariant spans a
+    /// panic there).
+    fn extra(&self) -> MutexGuard<'_, Extra> {
+        self.extra.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     fn init(&self, spec: Spec) {
-        // SAFETY: the initializing thread owns the slot until it publishes `ready`.
-        unsafe { *self.spec.get() = spec };
+        self.spec.set(spec);
         self.next.store(0, Ordering::Relaxed);
         self.turn.store(0, Ordering::Relaxed);
         self.announced.store(false, Ordering::Relaxed);
         self.cancelled.store(false, Ordering::Relaxed);
-        // SAFETY: as above.
-        unsafe { *self.doacross.get() = None };
         self.left.store(spec.nthreads, Ordering::Relaxed);
     }
 
@@ -207,6 +284,7 @@ fn enter(c: &mut Ctx, init: impl FnOnce(&WorkShare)) -> bool {
     let w = &c.team().ring[i];
     c.ws = Some(i);
     c.ws_cur_gen = g;
+    c.doacross = None;
     c.static_trip = 0;
     c.ordered_pending = false;
     loop {
@@ -288,6 +366,7 @@ pub fn leave(c: &mut Ctx) {
     let w = &c.team().ring[i];
     let g = c.ws_cur_gen;
     c.ws = None;
+    c.doacross = None;
     // AcqRel: the last leaver sees everyone's reads done before it frees the slot.
     if w.left.fetch_sub(1, Ordering::AcqRel) == 1 {
         w.ready.store(NONE, Ordering::Relaxed);
@@ -325,38 +404,35 @@ pub fn loop_start_full(
     }
     let c = ctx();
     let n = c.team().n;
+    let extras = counts.is_some() || mem_size.is_some() || reductions.is_some();
     let first = enter(c, |w| {
-        if let Some(r) = reductions {
-            r.alloc(n);
-            // SAFETY: the initializing thread owns the slot until it publishes `ready`.
-            unsafe { *w.task_red.get() = Some(r) };
-        }
         w.init(Spec { bounds, sched, chunk: chunk_of(sched, chunk), ordered, nthreads: n });
-        if let Some(counts) = counts {
-            // SAFETY: the initializing thread owns the slot until it publishes `ready`.
-            unsafe { *w.doacross.get() = Some(doacross_new(counts)) };
-        }
-        if let Some(size) = mem_size {
-            // SAFETY: as above.
-            let m = unsafe { &mut *w.mem.get() };
-            m.clear();
-            m.resize(size.div_ceil(8).max(1), 0);
+        if extras {
+            let mut x = w.extra();
+            x.task_red = reductions.inspect(|r| r.alloc(n));
+            x.doacross = counts.map(|counts| Arc::new(doacross_new(counts)));
+            if let Some(size) = mem_size {
+                x.mem.clear();
+                x.mem.resize(size.div_ceil(8).max(1), 0);
+            }
         }
     });
     trace_begin(c, "omp for");
-    if let Some(r) = reductions
-        && let Some(w) = current(c)
-    {
-        // SAFETY: published with `ready`, not written again until the slot is reused.
-        let first = unsafe { *w.task_red.get() };
-        // The first thread's descriptors: this thread's share their blocks.
-        crate::task::reduction_register_shared(r, first.expect("a worksharing construct's task reductions without blocks"));
+    let mut mem = std::ptr::null_mut();
+    if extras && let Some(w) = current(c) {
+        let mut x = w.extra();
+        if let Some(r) = reductions {
+            // The first thread's descriptors: this thread's share their blocks.
+            let first = x.task_red.expect("a worksharing construct's task reductions without blocks");
+            crate::task::reduction_register_shared(r, first);
+        }
+        c.doacross = x.doacross.clone();
+        if mem_size.is_some() {
+            // (The words stay put until the slot is reused: the team writes them through
+            // this pointer while no reference to them exists.)
+            mem = x.mem.as_mut_ptr() as *mut u8;
+        }
     }
-    let mem = match (mem_size, current(c)) {
-        // SAFETY: published with `ready`; not resized until the slot is reused.
-        (Some(_), Some(w)) => unsafe { (*w.mem.get()).as_mut_ptr() as *mut u8 },
-        _ => std::ptr::null_mut(),
-    };
     (first, mem)
 }
 
@@ -406,9 +482,9 @@ fn wait_turn_or(w: &WorkShare, a: u64, also: impl Fn() -> bool) {
 /// GOMP_ordered_start: wait for this thread's turn.
 pub fn ordered_start() {
     let c = ctx();
-    if let Some(w) = current(c)
-        && w.spec().ordered
-        && c.ordered_pending
+    // (A chunk is pending only in an ordered loop: `next_chunk_in`.)
+    if c.ordered_pending
+        && let Some(w) = current(c)
     {
         wait_turn(w, c.chunk.0);
     }
@@ -418,9 +494,9 @@ pub fn ordered_start() {
 /// call in (the chunks of the other threads waiting in [`next_chunk_and_bounds_held`] go).
 pub fn kmp_ordered_start() {
     let c = ctx();
-    if let Some(w) = current(c)
-        && w.spec().ordered
-        && c.ordered_pending
+    // (A chunk is pending only in an ordered loop: `next_chunk_in`.)
+    if c.ordered_pending
+        && let Some(w) = current(c)
     {
         if !w.announced.load(Ordering::Relaxed) {
             // SeqCst, then the sleeper count: as `finish_chunk`'s store of the turn.
@@ -441,7 +517,7 @@ pub fn next_chunk() -> Option<(u64, u64)> {
 pub fn next_chunk_and_bounds() -> (Option<(u64, u64)>, Option<LoopBounds>) {
     let c = ctx();
     let r = next_chunk_in(c);
-    (r, current(c).map(|w| w.spec().bounds))
+    (r, current(c).map(|w| w.spec.bounds()))
 }
 
 /// `__kmpc_dispatch_next`: [`next_chunk_and_bounds`]; in an ordered loop none of whose
@@ -468,14 +544,16 @@ pub fn next_chunk_and_bounds_held() -> (Option<(u64, u64)>, Option<LoopBounds>) 
     {
         wait_turn_or(w, c.chunk.0, || w.announced.load(Ordering::SeqCst));
     }
-    (r, w.map(|w| w.spec().bounds))
+    (r, w.map(|w| w.spec.bounds()))
 }
 
 fn next_chunk_in(c: &mut Ctx) -> Option<(u64, u64)> {
     finish_chunk(c);
     let w = current(c)?;
-    let s = *w.spec();
-    let n = s.bounds.n;
+    // (The loop was published with `ready`; it is unchanged until the slot is freed.)
+    let s = w.spec.mode();
+    let n = w.spec.n.load(Ordering::Relaxed);
+    let chunk = w.spec.chunk.load(Ordering::Relaxed);
     if w.cancelled.load(Ordering::Relaxed) || c.team().cancelled.load(Ordering::Relaxed) {
         return None;
     }
@@ -483,7 +561,7 @@ fn next_chunk_in(c: &mut Ctx) -> Option<(u64, u64)> {
         STATIC => {
             let nth = s.nthreads as u64;
             let tid = c.tid as u64;
-            if s.chunk == 0 {
+            if chunk == 0 {
                 if c.static_trip > 0 {
                     return None;
                 }
@@ -495,12 +573,12 @@ fn next_chunk_in(c: &mut Ctx) -> Option<(u64, u64)> {
                 (a, b)
             } else {
                 let k = c.static_trip as u128 * nth as u128 + tid as u128;
-                let a = k * s.chunk as u128;
+                let a = k * chunk as u128;
                 if a >= n as u128 {
                     return None;
                 }
                 c.static_trip += 1;
-                (a as u64, (a + s.chunk as u128).min(n as u128) as u64)
+                (a as u64, (a + chunk as u128).min(n as u128) as u64)
             }
         }
         GUIDED => {
@@ -511,7 +589,7 @@ fn next_chunk_in(c: &mut Ctx) -> Option<(u64, u64)> {
                     return None;
                 }
                 let rem = n - a;
-                let q = rem.div_ceil(nth).max(s.chunk).min(rem);
+                let q = rem.div_ceil(nth).max(chunk).min(rem);
                 match w.next.compare_exchange_weak(a, a + q, Ordering::Relaxed, Ordering::Relaxed) {
                     Ok(_) => break (a, a + q),
                     Err(x) => a = x,
@@ -521,19 +599,19 @@ fn next_chunk_in(c: &mut Ctx) -> Option<(u64, u64)> {
         _ => {
             // Dynamic. Relaxed: the counter only partitions iterations; the construct's
             // data is published through `ready`.
-            if s.chunk <= 1 << 32 && n < 1 << 62 {
-                let a = w.next.fetch_add(s.chunk, Ordering::Relaxed);
+            if chunk <= 1 << 32 && n < 1 << 62 {
+                let a = w.next.fetch_add(chunk, Ordering::Relaxed);
                 if a >= n {
                     return None;
                 }
-                (a, (a + s.chunk).min(n))
+                (a, (a + chunk).min(n))
             } else {
                 let mut a = w.next.load(Ordering::Relaxed);
                 loop {
                     if a >= n {
                         return None;
                     }
-                    let b = a.saturating_add(s.chunk).min(n);
+                    let b = a.saturating_add(chunk).min(n);
                     match w.next.compare_exchange_weak(a, b, Ordering::Relaxed, Ordering::Relaxed) {
                         Ok(_) => break (a, b),
                         Err(x) => a = x,
@@ -602,11 +680,9 @@ pub fn doacross_new(counts: &[u64]) -> Doacross {
     Doacross { done: (0..n0).map(|_| AtomicU64::new(0)).collect(), strides, counts: counts.to_vec() }
 }
 
+/// The current loop's doacross table (cached in the context when the loop started).
 fn doacross<'a>() -> Option<&'a Doacross> {
-    let c = ctx();
-    let w = current(c)?;
-    // SAFETY: set by the initializer before it published `ready`.
-    unsafe { (*w.doacross.get()).as_ref() }
+    ctx().doacross.as_deref()
 }
 
 fn flat(d: &Doacross, v: &[u64]) -> Option<u64> {
@@ -686,6 +762,21 @@ mod tests {
         assert_eq!((b.n, b.value(b.n - 1)), (u64::MAX, u64::MAX));
         let b = LoopBounds::inclusive(i64::MIN as i128, i64::MAX as i128, 1 << 62);
         assert_eq!((b.n, b.value(3) as i64), (4, (i64::MIN as i128 + 3 * (1i128 << 62)) as i64));
+    }
+
+    /// A slot's loop reads back as it was written (the fields are stored one by one).
+    #[test]
+    fn spec_cell_round_trips() {
+        let bounds = LoopBounds::ull(false, u64::MAX, 3, (-7i64) as u64);
+        let spec = Spec { bounds, sched: GUIDED, chunk: 1 << 40, ordered: true, nthreads: (1 << 31) - 1 };
+        let cell = SpecCell::default();
+        cell.set(spec);
+        let got = cell.get();
+        assert_eq!((got.bounds, got.sched, got.chunk, got.ordered, got.nthreads), (bounds, GUIDED, 1 << 40, true, (1 << 31) - 1));
+        cell.set(Spec { ordered: false, sched: -1, nthreads: 0, ..spec });
+        let got = cell.get();
+        assert_eq!((got.sched, got.ordered, got.nthreads), (-1, false, 0));
+        assert_eq!(cell.bounds(), bounds);
     }
 
     #[test]

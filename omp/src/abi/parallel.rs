@@ -3,6 +3,7 @@
 
 use super::guard;
 use crate::env::{SCHED_MONOTONIC, env};
+use crate::outlined::Outlined;
 use crate::team::{self, Body, ctx};
 use crate::ws::{self, DYNAMIC, GUIDED, LoopBounds, STATIC};
 use std::ffi::{c_int, c_long, c_uint, c_void};
@@ -10,13 +11,17 @@ use std::sync::atomic::Ordering;
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn GOMP_parallel(f: Body, data: *mut c_void, num_threads: c_uint, flags: c_uint) {
-    guard("GOMP_parallel", || team::parallel(f, data, num_threads, flags, None))
+    // SAFETY: the compiler-outlined body with its data, for this region.
+    let body = unsafe { Outlined::new(f, data) };
+    guard("GOMP_parallel", || team::parallel(body, num_threads, flags, None))
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn GOMP_parallel_start(f: Body, data: *mut c_void, num_threads: c_uint) {
     // The caller runs thread 0's share itself, then calls GOMP_parallel_end.
-    guard("GOMP_parallel_start", || team::fork(Some(f), data, num_threads, 0, true, None))
+    // SAFETY: the compiler-outlined body with its data, for this region.
+    let body = unsafe { Outlined::new(f, data) };
+    guard("GOMP_parallel_start", || team::fork(Some(body), num_threads, 0, true, None))
 }
 
 #[unsafe(no_mangle)]
@@ -34,20 +39,29 @@ fn runtime_sched() -> (i32, u64) {
 }
 
 #[allow(clippy::too_many_arguments)]
-fn parallel_loop(f: Body, data: *mut c_void, nthreads: c_uint, b: LoopBounds, sched: i32, chunk: u64, flags: c_uint, split: bool) {
+fn parallel_loop(body: Outlined, nthreads: c_uint, b: LoopBounds, sched: i32, chunk: u64, flags: c_uint, split: bool) {
     let setup = move |w: &ws::WorkShare, n: u32| w.setup_first(b, sched, chunk, n);
     if split {
-        team::fork(Some(f), data, nthreads, flags, true, Some(&setup));
+        team::fork(Some(body), nthreads, flags, true, Some(&setup));
     } else {
-        team::parallel(f, data, nthreads, flags, Some(&setup));
+        team::parallel(body, nthreads, flags, Some(&setup));
     }
+}
+
+/// [`Outlined::new`] for the combined constructs' entry points.
+///
+/// # Safety
+/// As [`Outlined::new`]: the body and data a GOMP entry point received, for its region.
+unsafe fn outlined(f: Body, data: *mut c_void) -> Outlined {
+    // SAFETY: the compiler-outlined body with its data, for this region.
+    unsafe { Outlined::new(f, data) }
 }
 
 macro_rules! parallel_loop {
     ($($name:ident => $sched:expr),* $(,)?) => {$(
         #[unsafe(no_mangle)]
         pub unsafe extern "C" fn $name(f: Body, data: *mut c_void, nthreads: c_uint, start: c_long, end: c_long, incr: c_long, chunk: c_long, flags: c_uint) {
-            guard(stringify!($name), || parallel_loop(f, data, nthreads, LoopBounds::long(start, end, incr), $sched, chunk.max(0) as u64, flags, false))
+            guard(stringify!($name), || parallel_loop(unsafe { outlined(f, data) }, nthreads, LoopBounds::long(start, end, incr), $sched, chunk.max(0) as u64, flags, false))
         }
     )*};
 }
@@ -65,7 +79,7 @@ macro_rules! parallel_loop_runtime {
         pub unsafe extern "C" fn $name(f: Body, data: *mut c_void, nthreads: c_uint, start: c_long, end: c_long, incr: c_long, flags: c_uint) {
             guard(stringify!($name), || {
                 let (k, c) = runtime_sched();
-                parallel_loop(f, data, nthreads, LoopBounds::long(start, end, incr), k, c, flags, false)
+                parallel_loop(unsafe { outlined(f, data) }, nthreads, LoopBounds::long(start, end, incr), k, c, flags, false)
             })
         }
     )*};
@@ -80,7 +94,7 @@ macro_rules! parallel_loop_start {
     ($($name:ident => $sched:expr),* $(,)?) => {$(
         #[unsafe(no_mangle)]
         pub unsafe extern "C" fn $name(f: Body, data: *mut c_void, nthreads: c_uint, start: c_long, end: c_long, incr: c_long, chunk: c_long) {
-            guard(stringify!($name), || parallel_loop(f, data, nthreads, LoopBounds::long(start, end, incr), $sched, chunk.max(0) as u64, 0, true))
+            guard(stringify!($name), || parallel_loop(unsafe { outlined(f, data) }, nthreads, LoopBounds::long(start, end, incr), $sched, chunk.max(0) as u64, 0, true))
         }
     )*};
 }
@@ -101,19 +115,21 @@ pub unsafe extern "C" fn GOMP_parallel_loop_runtime_start(
 ) {
     guard("GOMP_parallel_loop_runtime_start", || {
         let (k, c) = runtime_sched();
-        parallel_loop(f, data, nthreads, LoopBounds::long(start, end, incr), k, c, 0, true)
+        parallel_loop(unsafe { outlined(f, data) }, nthreads, LoopBounds::long(start, end, incr), k, c, 0, true)
     })
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn GOMP_parallel_sections(f: Body, data: *mut c_void, nthreads: c_uint, count: c_uint, flags: c_uint) {
-    guard("GOMP_parallel_sections", || parallel_loop(f, data, nthreads, LoopBounds::long(1, count as i64 + 1, 1), DYNAMIC, 1, flags, false))
+    guard("GOMP_parallel_sections", || {
+        parallel_loop(unsafe { outlined(f, data) }, nthreads, LoopBounds::long(1, count as i64 + 1, 1), DYNAMIC, 1, flags, false)
+    })
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn GOMP_parallel_sections_start(f: Body, data: *mut c_void, nthreads: c_uint, count: c_uint) {
     guard("GOMP_parallel_sections_start", || {
-        parallel_loop(f, data, nthreads, LoopBounds::long(1, count as i64 + 1, 1), DYNAMIC, 1, 0, true)
+        parallel_loop(unsafe { outlined(f, data) }, nthreads, LoopBounds::long(1, count as i64 + 1, 1), DYNAMIC, 1, 0, true)
     })
 }
 

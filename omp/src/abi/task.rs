@@ -5,6 +5,7 @@ use super::gomp::data::{CpyFn, Detach, TaskData};
 use super::gomp::flags as gflags;
 use super::gomp::reduction::{Descriptor, Registration};
 use super::guard;
+use crate::outlined::Outlined;
 use crate::task::{self, Spawn};
 use crate::team::{self, Body};
 use std::ffi::{c_int, c_long, c_uint, c_ulong, c_void};
@@ -257,9 +258,10 @@ pub unsafe extern "C" fn GOMP_parallel_reductions(f: Body, data: *mut c_void, nu
     guard("GOMP_parallel_reductions", || {
         // SAFETY: the region's data starts with the reduction descriptors' address.
         let red = unsafe { Descriptor::from_parallel_data(data) };
-        let n = team::fork_with(Some(f), data, num_threads, flags, true, None, red);
-        // SAFETY: the compiler-outlined body with its data.
-        unsafe { f(data) };
+        // SAFETY: the compiler-outlined body with its data, for this region.
+        let body = unsafe { Outlined::new(f, data) };
+        let n = team::fork_with(Some(body), num_threads, flags, true, None, red);
+        body.call();
         team::join();
         n
     })

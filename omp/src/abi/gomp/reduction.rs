@@ -49,6 +49,11 @@ type Map = HashMap<usize, Item, BuildAddrHasher>;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Descriptor(NonNull<usize>);
 
+// SAFETY: the invariant above holds across threads (the constructs' protocols say which
+// thread writes which words when); a team's threads share the chain of the thread that
+// allocated the blocks (ws.rs keeps it in a worksharing slot for them).
+unsafe impl Send for Descriptor {}
+
 /// One reduction of a descriptor: its three words.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Item(NonNull<usize>);

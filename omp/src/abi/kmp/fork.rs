@@ -10,6 +10,7 @@
 
 use super::Ident;
 use crate::abi::guard;
+use crate::outlined::Outlined;
 use crate::team::{self, ctx};
 use smallvec::SmallVec;
 use std::cell::Cell;
@@ -91,7 +92,9 @@ unsafe extern "C" fn fork_call_va(_loc: Ident, argc: i32, f: Microtask, regs: *c
     let call = unsafe { gather(argc, f, regs, stack) };
     guard("__kmpc_fork_call", || {
         let (n, bind) = PUSHED.with(|p| p.replace((0, 0)));
-        team::parallel(body, &call as *const Call as *mut c_void, n, bind, None)
+        // SAFETY: `body` runs a `Call`; this one lives until the region joins, below.
+        let body = unsafe { Outlined::new(body, &call as *const Call as *mut c_void) };
+        team::parallel(body, n, bind, None)
     })
 }
 
@@ -230,7 +233,7 @@ pub extern "C" fn __kmpc_push_proc_bind(_loc: Ident, _gtid: i32, kind: i32) {
 pub extern "C" fn __kmpc_serialized_parallel(_loc: Ident, _gtid: i32) {
     guard("__kmpc_serialized_parallel", || {
         PUSHED.with(|p| p.set((0, 0)));
-        team::fork(None, std::ptr::null_mut(), 1, 0, false, None)
+        team::fork(None, 1, 0, false, None)
     })
 }
 

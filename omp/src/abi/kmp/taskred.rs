@@ -226,13 +226,28 @@ impl Copies {
 pub struct Taskred {
     copies: Arc<Copies>,
     shars: Vec<usize>,
-    /// The enclosing taskgroup's reduction on this thread (null: none).
-    parent: *const Taskred,
+    /// The enclosing taskgroup's reduction on this thread.
+    parent: Option<Arc<Taskred>>,
+}
+
+impl Taskred {
+    /// The copy of `data` for thread `tid` in this reduction or an enclosing one.
+    fn find(&self, data: *mut c_void, tid: usize) -> Option<*mut c_void> {
+        let mut r = Some(self);
+        while let Some(t) = r {
+            if let Some(p) = t.copies.lookup(&t.shars, data as usize, tid) {
+                return Some(p);
+            }
+            r = t.parent.as_deref();
+        }
+        None
+    }
 }
 
 thread_local! {
     /// The calling thread's open kmp taskgroups, innermost last, with their reductions.
-    static GROUPS: RefCell<Vec<Option<Box<Taskred>>>> = const { RefCell::new(Vec::new()) };
+    /// (Shared: an inner taskgroup's reduction holds its enclosing one, `Taskred::parent`.)
+    static GROUPS: RefCell<Vec<Option<Arc<Taskred>>>> = const { RefCell::new(Vec::new()) };
 }
 
 fn shars(descs: &[ItemDesc]) -> Vec<usize> {
@@ -243,9 +258,9 @@ fn shars(descs: &[ItemDesc]) -> Vec<usize> {
 fn attach(copies: Arc<Copies>, shars: Vec<usize>) -> *mut c_void {
     GROUPS.with(|g| {
         let mut g = g.borrow_mut();
-        let parent = g.iter().rev().find_map(|t| t.as_deref()).map_or(std::ptr::null(), |t| t as *const Taskred);
-        let red = Box::new(Taskred { copies, shars, parent });
-        let h = &*red as *const Taskred as *mut c_void;
+        let parent = g.iter().rev().find_map(|t| t.clone());
+        let red = Arc::new(Taskred { copies, shars, parent });
+        let h = Arc::as_ptr(&red) as *mut c_void;
         match g.last_mut() {
             Some(top) => *top = Some(red),
             // Outside any taskgroup (not valid OpenMP): kept until the thread's next end.
@@ -318,17 +333,15 @@ pub unsafe extern "C" fn __kmpc_task_reduction_get_th_data(_gtid: i32, tg: *mut 
             return data;
         }
         let tid = c.tid as usize;
-        let mut t = tg as *const Taskred;
-        if t.is_null() {
-            t = GROUPS.with(|g| g.borrow().iter().rev().find_map(|t| t.as_deref()).map_or(std::ptr::null(), |t| t as *const Taskred));
-        }
-        while !t.is_null() {
-            // SAFETY: per the contract; enclosing taskgroups end after the inner ones.
-            let r = unsafe { &*t };
-            if let Some(p) = r.copies.lookup(&r.shars, data as usize, tid) {
-                return p;
-            }
-            t = r.parent;
+        let found = if tg.is_null() {
+            GROUPS.with(|g| g.borrow().iter().rev().find_map(|t| t.as_deref()).and_then(|t| t.find(data, tid)))
+        } else {
+            // SAFETY: per the contract, a live taskgroup's `Taskred` (an `Arc`'s, which its
+            // thread's GROUPS holds until the taskgroup ends).
+            unsafe { &*(tg as *const Taskred) }.find(data, tid)
+        };
+        if let Some(p) = found {
+            return p;
         }
         eprintln!("weft-omp: __kmpc_task_reduction_get_th_data: {data:?} is not a task reduction item; using it as is");
         data
@@ -543,5 +556,24 @@ mod tests {
         assert_eq!(a, 1 + 110 + 111 + 112);
         // SAFETY: as above.
         assert_eq!(unsafe { FINIS } - before, 3);
+    }
+
+    /// `get_th_data` looks an item up in the named taskgroup's reduction, then in the
+    /// enclosing ones (each holds its parent).
+    #[test]
+    fn lookup_walks_enclosing_reductions() {
+        let (mut a, mut a_orig, mut b, mut b_orig) = (1u64, 10u64, 2u64, 20u64);
+        let item = |shar: *mut u64, orig: *mut u64| [shar as usize, orig as usize, 8, I_ORIG as usize, 0, COMB as usize, 0];
+        let (wa, wb) = (item(&raw mut a, &raw mut a_orig), item(&raw mut b, &raw mut b_orig));
+        // SAFETY: one item each, in clang's layout.
+        let (da, db) = unsafe { (items(1, wa.as_ptr() as *const TaskredInput), items(1, wb.as_ptr() as *const TaskredInput)) };
+        let outer = Arc::new(Taskred { copies: Arc::new(Copies::new(&da, 2, 1)), shars: shars(&da), parent: None });
+        let inner = Taskred { copies: Arc::new(Copies::new(&db, 2, 1)), shars: shars(&db), parent: Some(outer.clone()) };
+        let (pa, pb) = (inner.find((&raw mut a).cast(), 1), inner.find((&raw mut b).cast(), 1));
+        assert_eq!(pa, outer.copies.lookup(&outer.shars, outer.shars[0], 1), "the enclosing reduction's copy");
+        assert_eq!(pb, inner.copies.lookup(&inner.shars, inner.shars[0], 1), "the inner reduction's copy");
+        assert!(pa.is_some() && pb.is_some() && pa != pb);
+        assert_eq!(outer.find((&raw mut b).cast(), 1), None, "an inner item from the enclosing reduction");
+        assert_eq!(inner.find(std::ptr::without_provenance_mut(0x10), 0), None, "an unrelated address matched");
     }
 }
