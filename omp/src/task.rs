@@ -1501,6 +1501,10 @@ pub struct Spawn {
     pub priority: i32,
     /// Where the task's event handle goes (a detach clause).
     pub detach: Option<Detach>,
+    /// The creator already chose to defer it ([`undeferred`] said [`Now::Defer`]): [`spawn`]
+    /// does not ask [`choose`] again (a second answer could differ, and each question
+    /// advances the creator's probe count).
+    pub deferred: bool,
 }
 
 /// Whether the runtime, not the program, decides if a new task of the calling thread runs
@@ -1555,7 +1559,9 @@ pub unsafe fn spawn(s: Spawn) {
         }
         let team = cx.team();
         let deferrable = deferrable(cx, team, s.if_clause);
-        let choice = if deferrable && deps.is_empty() && !detach {
+        let choice = if deferrable && s.deferred {
+            Choice::Defer
+        } else if deferrable && deps.is_empty() && !detach {
             choose_in(cx, team)
         } else if !deferrable || throttled(cx, team, &s, 0) {
             Choice::Run
@@ -2215,6 +2221,49 @@ mod tests {
         assert_eq!(spares(), (SPARE_OBJECTS, SPARE_OBJECTS));
     }
 
+    unsafe extern "C" fn nothing(_: *mut c_void) {}
+
+    static ASKED: AtomicU32 = AtomicU32::new(0);
+
+    /// Ten children GOMP_task may defer, from thread 0 of a team of two: how often it asked
+    /// for their fate ([`Sizes::choose`]).
+    unsafe extern "C" fn ten_children(_: *mut c_void) {
+        if cur().get(|cx| cx.tid) != 0 {
+            return;
+        }
+        let n0 = cur().get(|cx| cx.task.tiny.n);
+        for _ in 0..10 {
+            // SAFETY: a body that ignores its data (none: size 0); no copy function, depend
+            // clause or event.
+            unsafe {
+                crate::abi::task::GOMP_task(
+                    nothing,
+                    std::ptr::null_mut(),
+                    None,
+                    0,
+                    1,
+                    true,
+                    0,
+                    std::ptr::null_mut(),
+                    0,
+                    std::ptr::null_mut(),
+                )
+            };
+        }
+        ASKED.store(cur().get(|cx| cx.task.tiny.n) - n0, Ordering::Relaxed);
+        taskwait();
+    }
+
+    /// A child is asked its fate once, whether GOMP_task's path for tasks without depend
+    /// clauses or the general one defers it.
+    #[test]
+    fn each_child_is_asked_its_fate_once() {
+        // SAFETY: `ten_children` ignores its data.
+        let body = unsafe { crate::outlined::Outlined::new(ten_children, std::ptr::null_mut()) };
+        crate::team::parallel(body, 2, 0, None);
+        assert_eq!(ASKED.load(Ordering::Relaxed), 10);
+    }
+
     static mut RAN: [u32; 8] = [0; 8];
     static mut ORDER: Vec<usize> = Vec::new();
 
@@ -2245,6 +2294,7 @@ mod tests {
             deps: d,
             priority: 0,
             detach: None,
+            deferred: false,
         };
         // SAFETY: a task as GCC makes it, its data copied at creation.
         unsafe { spawn(s) };

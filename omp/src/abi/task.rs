@@ -25,17 +25,19 @@ pub unsafe extern "C" fn GOMP_task(
     detach: *mut c_void,
 ) {
     guard("GOMP_task", || {
+        // Whether `undeferred` below already chose to defer the task.
+        let mut deferred = false;
         if flags & (gflags::DEPEND | gflags::DETACH) == 0 && cpyfn.is_none() && !crate::env::env().cancellation {
             // No dependencies, copy function or detach: if the task is to run at once (if(0),
             // final, the throttle), run the body on the caller's data without assembling the
             // general case's arguments.
             match task::undeferred(if_clause, flags & gflags::FINAL != 0) {
-                task::Now::Defer => {}
+                task::Now::Defer => deferred = true,
                 now => return task::run_now(now, f, data),
             }
         }
         // SAFETY: the compiler's arguments.
-        unsafe { gomp_task_spawn(f, data, cpyfn, arg_size, arg_align, if_clause, flags, depend, priority, detach) }
+        unsafe { gomp_task_spawn(f, data, cpyfn, arg_size, arg_align, if_clause, flags, depend, priority, detach, deferred) }
     })
 }
 
@@ -58,6 +60,7 @@ unsafe fn gomp_task_spawn(
     depend: *mut *mut c_void,
     priority: c_int,
     detach: *mut c_void,
+    deferred: bool,
 ) {
     // GCC passes a depend array exactly with the DEPEND flag.
     let flags = gflags::task(if depend.is_null() { flags & !gflags::DEPEND } else { flags });
@@ -72,7 +75,7 @@ unsafe fn gomp_task_spawn(
     // SAFETY: GCC's event handle variable (or null), whose firstprivate copy starts the
     // data.
     let detach = unsafe { Detach::gomp(detach, &data) };
-    let s = Spawn { body: f, data, if_clause, flags, deps, priority, detach };
+    let s = Spawn { body: f, data, if_clause, flags, deps, priority, detach, deferred };
     // SAFETY: the compiler's arguments.
     unsafe { task::spawn(s) }
 }
@@ -124,7 +127,7 @@ unsafe fn spawn_args(
 ) -> Spawn {
     // SAFETY: per the contract.
     let data = unsafe { TaskData::taskloop(data, cpyfn, arg_size, arg_align) };
-    Spawn { body: f, data, if_clause: true, flags, deps: task::Deps::new(), priority, detach: None }
+    Spawn { body: f, data, if_clause: true, flags, deps: task::Deps::new(), priority, detach: None, deferred: false }
 }
 
 #[unsafe(no_mangle)]

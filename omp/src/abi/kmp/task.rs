@@ -131,7 +131,7 @@ fn spawn_of(t: *mut KmpTask, depend: bool, deps: task::Deps) -> Spawn {
     // SAFETY: the block's event cell (or none), writable while the task is created; task::spawn
     // writes the task's event handle into it.
     let detach = unsafe { Detach::cell(h.event as *mut usize) };
-    Spawn { body, data, if_clause: true, flags, deps, priority, detach }
+    Spawn { body, data, if_clause: true, flags, deps, priority, detach, deferred: false }
 }
 
 /// Copy a task block (`src`: its header) to `dst`, moving the shareds pointer along.
