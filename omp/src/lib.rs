@@ -16,8 +16,9 @@
 //! what `WEFT_TRACE` records of tasks and constructs; `watch.rs` what a barrier waiter says
 //! when the team's threads met different barriers. Outside `abi/`, a thread's context
 //! and a task's (or member's) team are reached through the handles `team::CtxRef` and
-//! `team::TeamRef`, whose lifetime argument is made once, in team.rs; a region's body is
-//! an `outlined::Outlined`, made by the ABI layer once; teams are owned by their primary
+//! `team::TeamRef`, whose lifetime argument is made once, in team.rs; a region's body (and
+//! a task body its creator runs at once) is an `outlined::Outlined`, made by the ABI layer
+//! once; teams are owned by their primary
 //! thread (team.rs), worksharing slots share their state as atomics and a mutex (ws.rs);
 //! taskgroups and child counters are shared (`Arc`).
 

@@ -1,10 +1,11 @@
 //! Compiler-outlined code as the core holds it: a C function and the data the compiler
 //! passes it, checked once where the ABI layer receives them ([`Outlined::new`]) and
 //! called safely from then on ([`Outlined::call`]): a region's body, which every thread of
-//! its team runs.
+//! its team runs; and a task's body that its creating thread runs once, at once, on the
+//! compiler's data or on its own copy of it ([`OutlinedTask`]).
 //!
-//! This module's `unsafe` is the one call of such a body: [`Outlined`]'s invariant,
-//! made by the caller of [`Outlined::new`], is what makes it sound.
+//! This module's `unsafe` is the call of such a body: each type's invariant, made by the
+//! caller of its `new`, is what makes it sound.
 
 use std::ffi::c_void;
 
@@ -47,6 +48,37 @@ impl Outlined {
     }
 }
 
+/// A task's body with its data, run once by the thread that received them, before the entry
+/// point returns (a task its creator runs at once, on the compiler's data or on a copy).
+///
+/// # Invariant
+/// `f(data)` may be called once, on the thread that made the value, before the entry point
+/// that received `f` returns. Neither `Copy` nor `Send` (it holds a raw pointer):
+/// [`OutlinedTask::call`] consumes it.
+#[derive(Debug)]
+pub struct OutlinedTask {
+    f: Body,
+    data: *mut c_void,
+}
+
+impl OutlinedTask {
+    /// # Safety
+    /// `f` is the compiler's body for `data` (the entry point's data block, or a copy made
+    /// as the compiler's copy function says), and calling it once now is what the program
+    /// asked for.
+    #[inline]
+    pub unsafe fn new(f: Body, data: *mut c_void) -> OutlinedTask {
+        OutlinedTask { f, data }
+    }
+
+    /// Run the body, once.
+    #[inline]
+    pub fn call(self) {
+        // SAFETY: the type's invariant; `self` is consumed.
+        unsafe { (self.f)(self.data) }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -67,5 +99,14 @@ mod tests {
             s.spawn(|| o.call());
         });
         assert_eq!(n.load(Ordering::Relaxed), 2);
+    }
+
+    #[test]
+    fn a_task_body_runs_once_on_its_data() {
+        let n = AtomicU32::new(0);
+        // SAFETY: `bump` on `n`, called once below.
+        let t = unsafe { OutlinedTask::new(bump, &n as *const AtomicU32 as *mut c_void) };
+        t.call();
+        assert_eq!(n.load(Ordering::Relaxed), 1);
     }
 }

@@ -45,6 +45,7 @@
 use crate::abi::gomp::data::{Detach, Storage, TaskData};
 use crate::abi::gomp::reduction::{self, Descriptor};
 use crate::env::env;
+use crate::outlined::OutlinedTask;
 use crate::sys;
 use crate::team::{self, Body, Ctx, CtxRef, Icv, Team, TeamRef, cur};
 use crossbeam_deque::{Injector, Steal, Stealer, Worker};
@@ -1169,13 +1170,13 @@ fn execute(c: CtxRef, t: Arc<TaskBox>) {
 /// Run an undeferred task's body on `data` as the calling thread's current task: no task
 /// object, only the context's task fields and ICVs swapped around the call.
 #[inline]
-fn run_inline(c: CtxRef, body: Body, data: *mut c_void, final_: bool) {
-    run_inline_as(c, body, data, final_, false)
+fn run_inline(c: CtxRef, body: OutlinedTask, final_: bool) {
+    run_inline_as(c, body, final_, false)
 }
 
 /// [`run_inline`]; `depend`: the task had depend clauses (for its trace slice).
 #[inline]
-fn run_inline_as(c: CtxRef, body: Body, data: *mut c_void, final_: bool, depend: bool) {
+fn run_inline_as(c: CtxRef, body: OutlinedTask, final_: bool, depend: bool) {
     let frame = 0u8;
     // Only the fields a task changes are swapped (its group is its creator's).
     let (id, fin, node, deps, icv) = c.with(|cx| {
@@ -1188,8 +1189,7 @@ fn run_inline_as(c: CtxRef, body: Body, data: *mut c_void, final_: bool, depend:
     });
     count_task(c);
     let traced = crate::trace::start();
-    // SAFETY: the compiler-outlined task body with its data, as the ABI layer received them.
-    unsafe { body(data) };
+    body.call();
     crate::trace::task_end(traced, depend, None);
     let ended = c.with(|cx| {
         cx.icv = icv;
@@ -1233,20 +1233,20 @@ pub fn undeferred(if_clause: bool, final_flag: bool) -> Now {
     }
 }
 
-/// Run `body` on `data` as [`undeferred`] said (not `Defer`).
+/// Run `body` as [`undeferred`] said (not `Defer`).
 #[inline]
-pub fn run_now(now: Now, body: Body, data: *mut c_void) {
+pub fn run_now(now: Now, body: OutlinedTask) {
     match now {
-        Now::Run(c, final_) => run_inline(c, body, data, final_),
-        Now::Probe(c, final_) => probe_inline(c, body, data, final_),
+        Now::Run(c, final_) => run_inline(c, body, final_),
+        Now::Probe(c, final_) => probe_inline(c, body, final_),
         Now::Defer => debug_assert!(false, "invariant: a task to defer is not run now"),
     }
 }
 
 /// [`run_inline`], timed.
 #[inline(never)]
-fn probe_inline(c: CtxRef, body: Body, data: *mut c_void, final_: bool) {
-    timed(c, || run_inline(c, body, data, final_))
+fn probe_inline(c: CtxRef, body: OutlinedTask, final_: bool) {
+    timed(c, || run_inline(c, body, final_))
 }
 
 /// Whether the calling thread defers a child it may defer (no if(0), final or depend
@@ -1816,7 +1816,8 @@ fn run_undeferred(c: CtxRef, s: &Spawn, final_: bool, priority: i32, detach: boo
         // Firstprivate copies with constructors: a private copy, as for a deferred task.
         run_on_copy(c, s, &mut Storage::new(), final_, None);
     } else {
-        run_inline_as(c, s.body, s.data.src(), final_, s.flags.depend);
+        // SAFETY: `spawn`'s contract: the body is the compiler's for its data.
+        run_inline_as(c, unsafe { OutlinedTask::new(s.body, s.data.src()) }, final_, s.flags.depend);
     }
 }
 
@@ -1825,7 +1826,9 @@ fn run_undeferred(c: CtxRef, s: &Spawn, final_: bool, priority: i32, detach: boo
 /// `bounds` written over the copy's first two words (a taskloop task's range).
 fn run_on_copy(c: CtxRef, s: &Spawn, own: &mut Storage, final_: bool, bounds: Option<(u64, u64)>) {
     own.fill_mut(&s.data, bounds);
-    run_inline_as(c, s.body, own.ptr(), final_, s.flags.depend);
+    // SAFETY: `spawn`'s (or `taskloop`'s) contract: the body is the compiler's for a copy
+    // of its data, which `own` now holds.
+    run_inline_as(c, unsafe { OutlinedTask::new(s.body, own.ptr()) }, final_, s.flags.depend);
 }
 
 /// The event handles given to the program and not fulfilled yet (detach clauses are rare:
@@ -2091,7 +2094,8 @@ pub unsafe fn taskloop(
         if now && !sp.data.has_cpyfn() {
             // All undeferred: the compiler's data itself, bounds written in (as libgomp does).
             sp.data.set_bounds_in_place((a, b));
-            run_inline(c, sp.body, sp.data.src(), final_);
+            // SAFETY: `taskloop`'s contract: the body is the compiler's for its data.
+            run_inline(c, unsafe { OutlinedTask::new(sp.body, sp.data.src()) }, final_);
         } else if now || team.tasks.own_len(tid) >= slots {
             // A copy function must make a private copy, and so must a task run here between
             // deferred ones.

@@ -5,7 +5,7 @@ use super::gomp::data::{CpyFn, Detach, TaskData};
 use super::gomp::flags as gflags;
 use super::gomp::reduction::{Descriptor, Registration};
 use super::guard;
-use crate::outlined::Outlined;
+use crate::outlined::{Outlined, OutlinedTask};
 use crate::task::{self, Spawn};
 use crate::team::{self, Body};
 use std::ffi::{c_int, c_long, c_uint, c_ulong, c_void};
@@ -33,7 +33,9 @@ pub unsafe extern "C" fn GOMP_task(
             // general case's arguments.
             match task::undeferred(if_clause, flags & gflags::FINAL != 0) {
                 task::Now::Defer => deferred = true,
-                now => return task::run_now(now, f, data),
+                // SAFETY: GOMP_task's contract: `f` is the compiler's body for `data`,
+                // run here once, before GOMP_task returns.
+                now => return task::run_now(now, unsafe { OutlinedTask::new(f, data) }),
             }
         }
         // SAFETY: the compiler's arguments.
