@@ -1069,12 +1069,17 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// forked yet) are not counted: there are no statistics yet.
 #[inline]
 fn count_task(c: CtxRef) {
-    c.with(|cx| {
-        cx.tasks_run += 1;
-        if cx.team().level == 0 {
-            flush_counts(cx);
-        }
-    })
+    c.with(count_task_in)
+}
+
+/// [`count_task`] on the lent context (also for the bodies the compiler runs itself: kmp's
+/// `if(0)` tasks).
+#[inline]
+pub fn count_task_in(cx: &mut Ctx) {
+    cx.tasks_run += 1;
+    if cx.team().level == 0 {
+        flush_counts(cx);
+    }
 }
 
 /// Add the task bodies counted in `cx` ([`count_task`]) to its thread's statistics line.

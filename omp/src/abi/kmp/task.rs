@@ -478,6 +478,8 @@ pub unsafe extern "C" fn __kmpc_omp_task_begin_if0(_loc: Ident, _gtid: i32, t: *
         // (the block lives until `__kmpc_omp_task_complete_if0`, which gives the creator
         // its identity back).
         c.task.id = t as usize;
+        // The compiler runs the body itself, next: counted here, as GOMP's run at once.
+        task::count_task_in(c);
     })
 }
 
