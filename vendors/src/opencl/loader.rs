@@ -13,14 +13,15 @@
 //!   kept in one process-wide table keyed by the name in the `.icd` file, so a second
 //!   discovery reuses them. A library that failed is tried again next time.
 //!
-//! * Each platform's devices are listed once, while the library is opened under the
-//!   table's lock, and kept: root devices do not change while the library stays loaded,
-//!   and PoCL (3.1, as its current source still does) initialises its devices in the
-//!   first `clGetDeviceIDs` behind an `init_in_progress` flag it reads without its lock:
-//!   a second thread listing meanwhile gets `CL_SUCCESS` from that initialisation with
-//!   no device counted yet, so `CL_DEVICE_NOT_FOUND`, and a runtime created then had no
-//!   OpenCL device. An empty list is asked again a few times (an application thread may
-//!   be initialising the vendor through its own loader) and is not kept.
+//! * A vendor's platforms are asked for their devices one thread at a time (the vendor's
+//!   own lock, [`Vendor::platform_devices`]), and a list with a device is kept: root
+//!   devices do not change while the library stays loaded, and PoCL (3.1, as its current
+//!   source still does) initialises its devices in the first `clGetDeviceIDs` behind an
+//!   `init_in_progress` flag it reads without its lock: a second thread listing meanwhile
+//!   gets `CL_SUCCESS` from that initialisation with no device counted yet, so
+//!   `CL_DEVICE_NOT_FOUND`, and a runtime created then had no OpenCL device. An empty
+//!   list is asked again a few times (an application thread may be initialising the
+//!   vendor through its own loader) and is not kept: the next discovery asks again.
 //!
 //! Sources, as in ocl-icd: `OCL_ICD_VENDORS` names a directory of `.icd` files, one
 //! `.icd` file, or a library; unset, `/etc/OpenCL/vendors`. Each `.icd` file holds one
@@ -38,13 +39,35 @@ use std::sync::{Arc, Mutex, OnceLock};
 /// Default vendor directory (ocl-icd's).
 pub const DEFAULT_VENDORS_DIR: &str = "/etc/OpenCL/vendors";
 
-/// One opened vendor library, its platforms and each platform's devices (`CL_DEVICE_TYPE_ALL`,
-/// listed when the library was opened).
+/// One opened vendor library and its platforms.
 pub struct Vendor {
     /// The library name as the `.icd` file gave it.
     pub library: String,
-    pub platforms: Vec<(Platform, r::ClResult<Vec<DeviceId>>)>,
+    pub platforms: Vec<Platform>,
+    /// Each platform's devices, once a listing found one (module doc); held while listing.
+    devices: Mutex<Vec<Option<Vec<DeviceId>>>>,
     _lib: libloading::Library,
+}
+
+impl Vendor {
+    /// Each platform with its devices (`CL_DEVICE_TYPE_ALL`): the kept list, else a new
+    /// listing, made while no other thread lists this vendor's devices (module doc).
+    pub fn platform_devices(&self) -> Vec<(Platform, r::ClResult<Vec<DeviceId>>)> {
+        let mut kept = self.devices.lock().unwrap_or_else(|e| e.into_inner());
+        let listed = self.platforms.iter().zip(kept.iter_mut()).map(|(&p, slot)| {
+            let devices = match slot {
+                Some(d) => Ok(d.clone()),
+                None => list_devices(p),
+            };
+            if let Ok(d) = &devices
+                && !d.is_empty()
+            {
+                *slot = Some(d.clone());
+            }
+            (p, devices)
+        });
+        listed.collect()
+    }
 }
 
 impl std::fmt::Debug for Vendor {
@@ -173,13 +196,9 @@ pub fn load(library: &str) -> Result<Arc<Vendor>, OpenClError> {
             return Err(err("platform without cl_khr_icd".into()));
         }
     }
-    let platforms: Vec<_> = platforms.into_iter().map(|p| (p, list_devices(p))).collect();
-    let v = Arc::new(Vendor { library: library.to_owned(), platforms, _lib: lib });
-    // Kept only with a device on every platform that answered: an empty list may be the
-    // vendor's initialisation race (module doc), so the next discovery asks again.
-    if v.platforms.iter().all(|(_, d)| d.as_ref().map_or(true, |d| !d.is_empty())) {
-        vendors.insert(library.to_owned(), v.clone());
-    }
+    let devices = Mutex::new(vec![None; platforms.len()]);
+    let v = Arc::new(Vendor { library: library.to_owned(), platforms, devices, _lib: lib });
+    vendors.insert(library.to_owned(), v.clone());
     Ok(v)
 }
 

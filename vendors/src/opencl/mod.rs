@@ -102,7 +102,7 @@ pub fn discover() -> Discovery {
     d.skipped.extend(notes);
     // Every vendor loaded, and its devices listed, on one niced thread; opened here.
     let loaded = on_niced_thread(|| {
-        let list = |v: std::sync::Arc<loader::Vendor>| v.platforms.clone();
+        let list = |v: std::sync::Arc<loader::Vendor>| v.platform_devices();
         libraries.into_iter().map(|lib| (loader::load(&lib).map(list), lib)).collect::<Vec<_>>()
     });
     for (platforms, lib) in loaded {
