@@ -15,6 +15,8 @@ use std::sync::OnceLock;
 mod common;
 #[path = "common/omp_misuse.rs"]
 mod omp_misuse;
+#[path = "common/omp_stats.rs"]
+mod omp_stats;
 #[path = "common/omp_trace.rs"]
 mod omp_trace;
 
@@ -143,19 +145,7 @@ fn run_both(name: &str, args: &[&str], env: &[(&str, &str)]) -> Option<Vec<(&'st
 fn stats_count_team_shares_and_tasks_where_they_ran() {
     let Some(stderrs) = check("stats", &[("OMP_NUM_THREADS", "4"), ("WEFT_STATS", "1")]) else { return };
     for stderr in stderrs {
-        let field = |l: &str, name: &str| -> u64 {
-            let f: Vec<&str> = l.split_whitespace().collect();
-            let at = f.iter().position(|&w| w == name).unwrap_or_else(|| panic!("no {name} in {l:?}:\n{stderr}"));
-            f[at + 1].parse().unwrap_or_else(|_| panic!("bad {name} in {l:?}:\n{stderr}"))
-        };
-        let sum = |prefix: &str, name: &str| -> u64 { stderr.lines().filter(|l| l.starts_with(prefix)).map(|l| field(l, name)).sum() };
-        // "ran: worker jobs A other jobs B worker tasks C other tasks D", as the program counted.
-        let ran = stderr.lines().find(|l| l.starts_with("ran:")).unwrap_or_else(|| panic!("no counts printed:\n{stderr}"));
-        let want: Vec<u64> = ran.split_whitespace().filter_map(|w| w.parse().ok()).collect();
-        let seen = vec![sum("worker ", "jobs"), sum("other threads", "jobs"), sum("worker ", "tasks"), sum("other threads", "tasks")];
-        assert_eq!(want.len(), 4, "{ran}");
-        assert_eq!(want[2] + want[3], 64, "{stderr}");
-        assert_eq!(seen, want, "statistics (worker jobs, other jobs, worker tasks, other tasks) against what ran:\n{stderr}");
+        omp_stats::assert_counts_as_the_program(&stderr);
     }
 }
 
