@@ -315,12 +315,12 @@ fn calibrate(rt: &Runtime, cl: &Arc<Codelet>, archs: &[&str], with_vector: bool)
     panic!("{} not calibrated on {archs:?}", m.name());
 }
 
-/// Bytes moved between host memory and the device by `n` tasks that each read their own
-/// 64 KiB vector, every other one valid only on the device (written there first), placed
-/// in that alternating order while both workers are held, the CPU worker's queue already
-/// holding one task half as long again as theirs; each model is calibrated first.
-fn mixed_bytes(rt: &Runtime, n: usize) -> u64 {
-    let (name, fill) = (unique("mixed"), unique("filler"));
+/// Two calibrated codelets with models named after `tag`: a reader of a vector of 7s (200
+/// µs of work, on the CPU worker or the device) and a filler (300 µs, CPU only). Calibration:
+/// 10 runs on each kind of worker (the filler's with the CPU worker free for them: a
+/// calibration run goes to the least loaded worker).
+fn reader_and_filler(rt: &Runtime, tag: &str) -> (Arc<Codelet>, Arc<Codelet>) {
+    let (name, fill) = (unique(&format!("{tag}-read")), unique(&format!("{tag}-filler")));
     let read = Codelet::builder(&name)
         .cpu_and_null(|ctx| {
             assert_eq!(ctx.vector::<u32>(0)[0], 7);
@@ -336,6 +336,17 @@ fn mixed_bytes(rt: &Runtime, n: usize) -> u64 {
         })
         .model(PerfModel::new(&fill))
         .build();
+    calibrate(rt, &read, &["cpu", "null"], true);
+    calibrate(rt, &filler, &["cpu"], false);
+    (read, filler)
+}
+
+/// Bytes moved between host memory and the device by `n` tasks that each read their own
+/// 64 KiB vector, every other one valid only on the device (written there first), placed
+/// in that alternating order while both workers are held, the CPU worker's queue already
+/// holding one task half as long again as theirs; each model is calibrated first.
+fn mixed_bytes(rt: &Runtime, n: usize) -> u64 {
+    let (read, filler) = reader_and_filler(rt, "mixed");
     let produce = Codelet::builder("produce-on-device")
         .null(|ctx| {
             ctx.vector_mut::<u32>(0).fill(7);
@@ -343,10 +354,6 @@ fn mixed_bytes(rt: &Runtime, n: usize) -> u64 {
         })
         .build();
     let vector = || rt.register_vector(vec![7u32; 16 << 10]).unwrap();
-    // Calibration: 10 runs on each kind of worker (the filler's with the CPU worker free
-    // for them: a calibration run goes to the least loaded worker).
-    calibrate(rt, &read, &["cpu", "null"], true);
-    calibrate(rt, &filler, &["cpu"], false);
     let vs: Vec<DataHandle> = (0..n)
         .map(|i| {
             let v = vector();
@@ -401,25 +408,7 @@ fn dmda_runs_tasks_where_their_data_is() {
 fn dmda_passes_over_an_idle_device_to_keep_data_at_home() {
     for sched in [PolicyKind::Dmda, PolicyKind::Dmdas] {
         let rt = runtime(sched, 1.0);
-        let (name, fill) = (unique("idle-read"), unique("idle-filler"));
-        let read = Codelet::builder(&name)
-            .cpu_and_null(|ctx| {
-                assert_eq!(ctx.vector::<u32>(0)[0], 7);
-                work(200);
-                Ok(())
-            })
-            .model(PerfModel::new(&name))
-            .build();
-        let filler = Codelet::builder(&fill)
-            .cpu(|_| {
-                work(300);
-                Ok(())
-            })
-            .model(PerfModel::new(&fill))
-            .build();
-        // Calibration: both kinds of worker for the reader, the CPU worker for the filler.
-        calibrate(&rt, &read, &["cpu", "null"], true);
-        calibrate(&rt, &filler, &["cpu"], false);
+        let (read, filler) = reader_and_filler(&rt, "idle");
         let v = rt.register_vector(vec![7u32; 16 << 10]).unwrap();
         let cpu = Gate::new("hold-cpu-idle", Arch::Cpu);
         cpu.block(&rt);
