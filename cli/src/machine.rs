@@ -15,7 +15,6 @@ pub fn show() -> Result<String, String> {
     config.trace = None;
     config.stats = false;
     let home = config.home.clone();
-    let rt_config = config.clone();
     let topo = Topology::detect();
     let rt = Runtime::new(config).map_err(|e| format!("cannot start a runtime: {e}"))?;
     let mut o = String::new();
@@ -65,7 +64,7 @@ pub fn show() -> Result<String, String> {
             if w.shares_cores { "  (computes on the CPU workers' cores: takes only tasks without a CPU implementation)" } else { "" };
         let _ = writeln!(o, "  {:>3} {:<10} {:<7} {:>4} {:>10}  {}{note}", w.id, w.name, w.arch.name(), w.node, at, w.perf_arch);
     }
-    let left_out = weft_core::devices_left_out(&rt_config);
+    let left_out = rt.devices_left_out();
     if !left_out.is_empty() {
         let _ = writeln!(o, "\nleft out:");
         for note in left_out {

@@ -36,7 +36,6 @@ pub mod topology;
 pub(crate) mod trace;
 pub mod worker;
 
-pub use backend::devices_left_out;
 pub use config::Config;
 pub use data::{AcquireGuard, DataHandle, Filter, PendingAcquire, ReplicaState, Shape, Strides, View};
 pub use error::{Error, Result};

@@ -163,6 +163,8 @@ pub(crate) struct RuntimeInner {
     pub topology: Topology,
     pub nodes: Arc<[Arc<MemoryNode>]>,
     pub null_devices: Vec<Arc<NullDevice>>,
+    /// Why discovery left out a vendor, platform or device ([`Runtime::devices_left_out`]).
+    pub left_out: Vec<String>,
     pub workers: Vec<WorkerInfo>,
     pub present_archs: u8,
     pub policy: Box<dyn Policy>,
@@ -229,7 +231,7 @@ impl Runtime {
             placement: Some(std::sync::Arc::new(topology.clone())),
         });
         // Every device of every backend, each to be driven by a worker of its own.
-        let devices = crate::backend::discover(&config);
+        let (devices, left_out) = crate::backend::discover(&config);
         // Devices that compute on the CPU workers' cores (PoCL's) take no core from them.
         let nshared = devices.iter().filter(|d| d.on_cpus()).count();
         let ndrivers = config.nnull + devices.len() - nshared;
@@ -385,6 +387,7 @@ impl Runtime {
             topology,
             nodes: nodes.into(),
             null_devices,
+            left_out,
             workers,
             present_archs,
             policy,
@@ -437,6 +440,15 @@ impl Runtime {
     /// Memory nodes: 0 is host RAM, then one per device.
     pub fn memory_nodes(&self) -> &[Arc<MemoryNode>] {
         &self.inner.nodes
+    }
+
+    /// Why this runtime's device discovery left out a vendor, platform or device (a
+    /// library that did not open, a platform that lists none, no CUDA driver), a line each,
+    /// prefixed by the backend's name; only backends the configuration let look for
+    /// devices (not `WEFT_NOPENCL=0`, `WEFT_NCUDA=0`). What `weft machine` shows under
+    /// "left out".
+    pub fn devices_left_out(&self) -> &[String] {
+        &self.inner.left_out
     }
 
     /// Tasks each worker has run so far.

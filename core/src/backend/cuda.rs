@@ -37,10 +37,14 @@ pub(crate) struct CudaBackend {
 }
 
 /// The GPUs the runtime drives (`Config::ncuda` of them at most).
-pub(crate) fn devices(config: &Config) -> Vec<Box<dyn KernelBackend>> {
+pub(crate) fn devices(config: &Config, left_out: &mut Vec<String>) -> Vec<Box<dyn KernelBackend>> {
     let found = match config.ncuda {
         Some(0) => Vec::new(),
-        n => weft_vendors::cuda::devices().into_iter().take(n.unwrap_or(usize::MAX)).collect(),
+        n => {
+            let d = weft_vendors::cuda::discover();
+            left_out.extend(d.skipped.into_iter().map(|s| format!("CUDA: {s}")));
+            d.devices.into_iter().take(n.unwrap_or(usize::MAX)).collect()
+        }
     };
     let modules = Arc::new(KernelCache::new());
     found

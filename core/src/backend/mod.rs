@@ -39,13 +39,18 @@ macro_rules! backends {
         $(#[cfg(feature = $feature)] pub(crate) mod $module;)*
 
         /// Every device of every backend compiled in (each backend's `devices`), as driver
-        /// objects, in backend order.
-        pub(crate) fn discover(config: &Config) -> Vec<Box<dyn KernelBackend>> {
+        /// objects, in backend order; and why each backend left out a vendor, platform or
+        /// device (a line each, prefixed by the backend's name: [`Runtime::devices_left_out`]).
+        ///
+        /// [`Runtime::devices_left_out`]: crate::Runtime::devices_left_out
+        pub(crate) fn discover(config: &Config) -> (Vec<Box<dyn KernelBackend>>, Vec<String>) {
             #[allow(unused_mut)] // without any device backend
             let mut all: Vec<Box<dyn KernelBackend>> = Vec::new();
-            $(#[cfg(feature = $feature)] all.extend($module::devices(config));)*
+            #[allow(unused_mut)]
+            let mut left_out: Vec<String> = Vec::new();
+            $(#[cfg(feature = $feature)] all.extend($module::devices(config, &mut left_out));)*
             let _ = config;
-            all
+            (all, left_out)
         }
     };
 }
@@ -53,25 +58,6 @@ macro_rules! backends {
 backends! {
     "opencl" => opencl,
     "cuda" => cuda,
-}
-
-/// Why each backend that `config` lets look for devices left out a vendor, platform or
-/// device (a library that did not open, a platform that lists none, no CUDA driver), one
-/// line each, prefixed by the backend's name: what `weft machine` shows under "left out".
-/// Looks again (vendors already opened are reused).
-pub fn devices_left_out(config: &Config) -> Vec<String> {
-    #[allow(unused_mut)] // without any device backend
-    let mut notes: Vec<String> = Vec::new();
-    #[cfg(feature = "opencl")]
-    if config.nopencl != Some(0) {
-        notes.extend(weft_vendors::opencl::discover().skipped.into_iter().map(|s| format!("OpenCL: {s}")));
-    }
-    #[cfg(feature = "cuda")]
-    if config.ncuda != Some(0) {
-        notes.extend(weft_vendors::cuda::discover().skipped.into_iter().map(|s| format!("CUDA: {s}")));
-    }
-    let _ = config;
-    notes
 }
 
 /// What a backend launches: a codelet task on buffers acquired on the device's node.

@@ -31,10 +31,14 @@ pub(crate) struct OpenClBackend {
 }
 
 /// The OpenCL devices the runtime drives (`Config::nopencl` of them at most).
-pub(crate) fn devices(config: &Config) -> Vec<Box<dyn KernelBackend>> {
+pub(crate) fn devices(config: &Config, left_out: &mut Vec<String>) -> Vec<Box<dyn KernelBackend>> {
     let found = match config.nopencl {
         Some(0) => Vec::new(),
-        n => weft_vendors::opencl::devices().into_iter().take(n.unwrap_or(usize::MAX)).collect(),
+        n => {
+            let d = weft_vendors::opencl::discover();
+            left_out.extend(d.skipped.into_iter().map(|s| format!("OpenCL: {s}")));
+            d.devices.into_iter().take(n.unwrap_or(usize::MAX)).collect()
+        }
     };
     let programs = Arc::new(ProgramCache::new(config.kernel_cache.clone()));
     found
