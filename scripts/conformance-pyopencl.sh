@@ -65,7 +65,7 @@ cd "$work/pyopencl-$version/test"
 # PYOPENCL_TEST picks the platform by name; an empty PYOPENCL_CACHE_FAILURE_FATAL keeps
 # pyopencl 2026.1.4 from turning a binary-cache miss into a KeyError (opencl-facts.md).
 set +e
-OCL_ICD_VENDORS=$vendors PYOPENCL_TEST=$platform PYOPENCL_CACHE_FAILURE_FATAL= \
+OCL_ICD_VENDORS=$vendors PYOPENCL_TEST=$platform PYOPENCL_CACHE_FAILURE_FATAL="" \
     XDG_CACHE_HOME=$work/cache "$work/venv/bin/pytest" -q -p no:cacheprovider -rfE "${@:-.}" 2>&1 | tee "$log"
 set -e
 summary=$(grep -E '[0-9]+ (passed|failed|error)' "$log" | tail -n 1)

@@ -124,7 +124,7 @@ run_pyopencl() {
                 weft) export OCL_ICD_VENDORS=$D/vendors/weft WEFT_OCL_VENDORS=$D/vendors/nv PYOPENCL_TEST=Weft:all ;;
                 nvidia) export OCL_ICD_VENDORS=$D/vendors/nv PYOPENCL_TEST=NVIDIA ;;
             esac
-            PYTHONPATH=/tmp/weft-site PYOPENCL_CACHE_FAILURE_FATAL= XDG_CACHE_HOME=/tmp/weft-xdg-$mode \
+            PYTHONPATH=/tmp/weft-site PYOPENCL_CACHE_FAILURE_FATAL="" XDG_CACHE_HOME=/tmp/weft-xdg-$mode \
                 timeout 300 python3 -m pytest -q -p no:cacheprovider -n 16 --timeout 120 -rfE . >"$OUT/pyopencl-$mode.log" 2>&1
         )
         echo "pyopencl on $mode: $(grep -E '^(FAILED|ERROR)' "$OUT/pyopencl-$mode.log" | sed 's/\[.*//' | tr '\n' ' ')"

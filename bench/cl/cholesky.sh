@@ -63,7 +63,7 @@ field() { sed -n "s/.* $1=\([^ ]*\).*/\1/p"; }
 median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
 loads=""
-for r in $(seq "$rounds"); do
+for _ in $(seq "$rounds"); do
     loads="$loads $(cut -d' ' -f1 /proc/loadavg)"
     for x in $runs; do
         case $x in weft:unified) dev=0 ;; *) dev=1 ;; esac

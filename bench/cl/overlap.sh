@@ -56,7 +56,7 @@ field() { sed -n "s/.* $1=\([^ ]*\).*/\1/p"; }
 median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
 # Rounds interleave the runs, so a noisy stretch of the machine hits them all.
-for r in $(seq "$rounds"); do
+for _ in $(seq "$rounds"); do
     for x in $runs; do run "${x%%:*}" "${x#*:}" >>"$out/${x/:/.}.txt"; done
 done
 printf '%-14s %9s %8s  %s\n' run seconds speedup checks

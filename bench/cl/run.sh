@@ -55,7 +55,7 @@ median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
 declare -A val check
 # Rounds interleave the columns, so a noisy stretch of the machine hits them all.
-for r in $(seq "$rounds"); do
+for _ in $(seq "$rounds"); do
     for c in $columns; do run "$c" >>"$out/$c.txt"; done
 done
 for c in $columns; do

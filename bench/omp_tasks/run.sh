@@ -89,8 +89,10 @@ run() { # runtime program:arg:... -> seconds (fails loudly on a wrong result)
             fi
             ;;
         weft) line=$(LD_LIBRARY_PATH=$out/weft${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} "$out/${args[0]}" "${args[@]:1}") ;;
-        # shellcheck disable=SC2086 # BASE_ENV: VAR=value words
-        base) line=$(env ${BASE_ENV:-} LD_LIBRARY_PATH=$out/base${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} "$out/${args[0]}" "${args[@]:1}") ;;
+        base)
+            # shellcheck disable=SC2086 # BASE_ENV: VAR=value words
+            line=$(env ${BASE_ENV:-} LD_LIBRARY_PATH=$out/base${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} "$out/${args[0]}" "${args[@]:1}")
+            ;;
     esac
     case $line in *check=ok*) ;; *) echo "$1 $2: wrong result: $line" >&2; return 1 ;; esac
     # Cholesky and SparseLU also report the threads' time outside their kernels.

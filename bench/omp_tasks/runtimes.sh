@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2154 # root and out: set by the sourcing script
 # Sourced by run.sh and spawn_cost.sh (with $root and $out set): the runtimes to compare.
 # Sets `runtimes` (libgomp, then libomp and weft when present), `libomp` (the LLVM library
 # to LD_PRELOAD) and links Weft's library as $out/weft/libgomp.so.1 (run a program with

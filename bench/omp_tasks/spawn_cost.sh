@@ -49,7 +49,7 @@ if [ "$clang" = 1 ]; then
     done
 fi
 
-for i in $(seq "$rounds"); do
+for _ in $(seq "$rounds"); do
     for r in $runtimes; do
         case $r in
             libgomp) pre=$out/spawn_cost.so lib= ;;
