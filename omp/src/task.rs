@@ -39,9 +39,11 @@
 //! `fulfilling` until its last access, which the team's primary waits for). The calling thread's context comes
 //! as a [`CtxRef`], lent for one step at a time (team.rs argues that too). A task's data,
 //! its copy and its detach event handle are read and written in abi/gomp/data.rs
-//! ([`TaskData`], [`Storage`], [`Detach`]); the unsafe code left here calls task bodies. A
-//! thread's own deque is its context's ([`OwnDeque`], lent by the team for the thread's
-//! share): only that thread can reach it.
+//! ([`TaskData`], [`Storage`], [`Detach`]); a task body is called through
+//! [`OutlinedTask`]; the unsafe code left here makes those values (each argues why the body
+//! goes with that data and runs once there), fills a new box's copy and takes back an
+//! event's reference. A thread's own deque is its context's ([`OwnDeque`], lent by the team
+//! for the thread's share): only that thread can reach it.
 
 use crate::abi::gomp::data::{Detach, Storage, TaskData};
 use crate::abi::gomp::reduction::{self, Descriptor};
@@ -856,6 +858,7 @@ impl TeamTasks {
     /// Thread `tid`'s own end of its deque, for its context in the team while its share
     /// runs (`Ctx::new`). Each end is lent once until it is given back: a second lend is a
     /// broken invariant and panics.
+    #[inline]
     pub fn lend(&self, tid: u32) -> OwnDeque {
         let w = self.owners.get(tid as usize).and_then(|o| lock(o).take());
         let w = w.expect("invariant: a thread of the team borrows its deque once per share");
@@ -1213,7 +1216,7 @@ fn execute(c: CtxRef, t: Arc<TaskBox>) {
     let skip = (env().cancellation && team.cancelled.load(Ordering::Acquire))
         || t.group.as_ref().is_some_and(|g| g.cancelled.load(Ordering::Acquire));
     if !skip {
-        run_body(c, &t, t.data());
+        run_body(c, &t);
     }
     body_done(t);
 }
@@ -1326,15 +1329,23 @@ fn timed(c: CtxRef, run: impl FnOnce()) {
     c.with(|cx| cx.task.tiny.record(ns));
 }
 
-/// Run `t`'s body as the calling thread's current task.
-fn run_body(c: CtxRef, t: &TaskBox, data: *mut c_void) {
+/// Run `t`'s body on its own copy of its data, as the calling thread's current task: the
+/// task's one run (`execute`, on a task taken from a queue, or `run_undeferred`, on a box
+/// it made and queued nowhere).
+fn run_body(c: CtxRef, t: &TaskBox) {
+    // SAFETY: `t.body` is the compiler's body for copies of the data it came with (`spawn`'s
+    // or `taskloop`'s contract; `make_task` records it and fills `t.store` with such a copy,
+    // together, before anyone else can reach the box), and this is its one call on that
+    // copy: a box is queued at most once per fill (pushed by its creator, or by `ready`
+    // once its last predecessor completes; taken from a queue by one thread, and those put
+    // back are moved, not copied), and its callers run it once.
+    let body = unsafe { OutlinedTask::new(t.body, t.data()) };
     let mine =
         Cur { id: t as *const TaskBox as usize, node: None, group: t.group.clone(), final_: t.final_, deps: None, tiny: Sizes::new() };
     let (saved, icv) = c.with(|cx| (std::mem::replace(&mut cx.task, mine), std::mem::replace(&mut cx.icv, t.icv)));
     count_task(c);
     let traced = crate::trace::start();
-    // SAFETY: the compiler-outlined task body with its data.
-    unsafe { (t.body)(data) };
+    body.call();
     // (OpenMP dependencies are siblings' links, not core tasks: no core task to name.)
     crate::trace::task_end(traced, t.linked, None);
     let ended = c.with(|cx| {
@@ -1859,7 +1870,7 @@ fn run_undeferred(c: CtxRef, s: &Spawn, final_: bool, priority: i32, detach: boo
     if detach {
         // The event needs an object that outlives the body: a task box, run here.
         let t = new_task(c, s, final_, priority, true, false, false, None);
-        run_body(c, &t, t.data());
+        run_body(c, &t);
         let done = t.clone();
         if t.detach.fetch_or(DETACH_BODY_DONE, Ordering::AcqRel) & DETACH_FULFILLED == 0 {
             wait_until(c, Scope::children(c), || done.detach.load(Ordering::Acquire) & DETACH_FULFILLED != 0);

@@ -146,6 +146,7 @@ pub struct Ctx {
 impl Ctx {
     /// A context in `team` (whose implicit tasks start in `group`), holding the thread's
     /// deque in it until [`Ctx::end`].
+    #[inline]
     fn new(team: &Team, group: Option<Arc<Group>>, tid: u32, icv: Icv) -> Ctx {
         Ctx {
             team,
