@@ -1,8 +1,9 @@
 //! Compiler-outlined code as the core holds it: a C function and the data the compiler
 //! passes it, checked once where the ABI layer receives them ([`Outlined::new`]) and
 //! called safely from then on ([`Outlined::call`]): a region's body, which every thread of
-//! its team runs; and a task's body that its creating thread runs once, at once, on the
-//! compiler's data or on its own copy of it ([`OutlinedTask`]).
+//! its team runs; and a task's body run once, on the compiler's data or on a copy of it
+//! ([`OutlinedTask`]): by its creating thread at once, or by the thread that takes the
+//! deferred task, on the task's own copy.
 //!
 //! This module's `unsafe` is the call of such a body: each type's invariant, made by the
 //! caller of its `new`, is what makes it sound.
@@ -48,12 +49,14 @@ impl Outlined {
     }
 }
 
-/// A task's body with its data, run once by the thread that received them, before the entry
-/// point returns (a task its creator runs at once, on the compiler's data or on a copy).
+/// A task's body with its data, run once by the thread that made the value: a task its
+/// creator runs at once, on the compiler's data or on a copy, before the entry point
+/// returns; or a deferred task, on its own copy, by the thread that took it (task.rs
+/// `run_body`).
 ///
 /// # Invariant
-/// `f(data)` may be called once, on the thread that made the value, before the entry point
-/// that received `f` returns. Neither `Copy` nor `Send` (it holds a raw pointer):
+/// `f(data)` may be called once, on the thread that made the value, now (`data` is alive
+/// until the call returns). Neither `Copy` nor `Send` (it holds a raw pointer):
 /// [`OutlinedTask::call`] consumes it.
 #[derive(Debug)]
 pub struct OutlinedTask {
@@ -64,8 +67,9 @@ pub struct OutlinedTask {
 impl OutlinedTask {
     /// # Safety
     /// `f` is the compiler's body for `data` (the entry point's data block, or a copy made
-    /// as the compiler's copy function says), and calling it once now is what the program
-    /// asked for.
+    /// as the compiler's copy function says, such as a deferred task's own), calling it
+    /// once now is what the program asked for, and `data` stays alive until the call
+    /// returns.
     #[inline]
     pub unsafe fn new(f: Body, data: *mut c_void) -> OutlinedTask {
         OutlinedTask { f, data }

@@ -39,8 +39,11 @@
 //! `fulfilling` until its last access, which the team's primary waits for). The calling thread's context comes
 //! as a [`CtxRef`], lent for one step at a time (team.rs argues that too). A task's data,
 //! its copy and its detach event handle are read and written in abi/gomp/data.rs
-//! ([`TaskData`], [`Storage`], [`Detach`]); the unsafe code left here calls task bodies and
-//! uses a thread's own deque.
+//! ([`TaskData`], [`Storage`], [`Detach`]); a task body is called through
+//! [`OutlinedTask`]; the unsafe code left here makes those values (each argues why the body
+//! goes with that data and runs once there), fills a new box's copy and takes back an
+//! event's reference. A thread's own deque is its context's ([`OwnDeque`], lent by the team
+//! for the thread's share): only that thread can reach it.
 
 use crate::abi::gomp::data::{Detach, Storage, TaskData};
 use crate::abi::gomp::reduction::{self, Descriptor};
@@ -51,7 +54,6 @@ use crate::team::{self, Body, Ctx, CtxRef, Icv, Team, TeamRef, cur};
 use crossbeam_deque::{Injector, Steal, Stealer, Worker};
 use crossbeam_queue::ArrayQueue;
 use crossbeam_utils::CachePadded;
-use std::cell::UnsafeCell;
 use std::collections::{HashMap, HashSet};
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
@@ -607,25 +609,33 @@ impl TaskBox {
         // taking and putting back every task ahead of it.
         // Measured (deptree, Cholesky, SparseLU; commits ab4c4a1, 319fcd1, 8771db3):
         // bench/RESULTS.md, "Figures behind code comments".
-        if let Some(c) = team::cur_if_any() {
-            let (mine, tid) = c.get(|cx| (self.team.is(cx.team()), cx.tid));
-            let release = RELEASING.with(|r| r.get());
-            let keep = mine
-                && match release {
+        // (A task of another team, one this thread is not in now, goes to that team's queue:
+        // the thread's own deques are its contexts', one per team it is in.)
+        let queued = match team::cur_if_any() {
+            Some(c) => c.get(|cx| {
+                if !self.team.is(cx.team()) {
+                    return Err(self);
+                }
+                let release = RELEASING.with(|r| r.get());
+                let keep = match release {
                     Release::None => true,
-                    Release::First => team.tasks.own_len(tid) == 0 || WAITING.with(|w| w.get().keeps(&self)),
+                    Release::First => cx.deque.len() == 0 || WAITING.with(|w| w.get().keeps(&self)),
                     Release::Later => false,
                 };
-            if keep {
+                if !keep {
+                    return Err(self);
+                }
                 if release == Release::First {
                     RELEASING.with(|r| r.set(Release::Later));
                 }
-                team.tasks.push(tid, self);
-                team.nudge();
-                return;
-            }
+                team.tasks.push(&cx.deque, self);
+                Ok(())
+            }),
+            None => Err(self),
+        };
+        if let Err(t) = queued {
+            team.tasks.push_ready(t);
         }
-        team.tasks.push_ready(self);
         team.nudge();
     }
 }
@@ -681,9 +691,29 @@ impl TaskBox {
     }
 }
 
-struct Deque {
-    w: UnsafeCell<Worker<Arc<TaskBox>>>,
-    s: Stealer<Arc<TaskBox>>,
+/// A thread's own end of its deque in one team: pushes and LIFO pops, only by the thread
+/// whose context ([`Ctx::deque`]) holds it. The team keeps the deque's `Stealer`, through
+/// which its other threads take the oldest tasks, and the end itself between regions: it
+/// lends it to thread `tid` when the thread's share starts ([`TeamTasks::lend`], in
+/// `Ctx::new`) and has it back when the share ends ([`TeamTasks::give_back`]). A `Worker`
+/// is not `Sync`: no other thread can reach it while a context holds it, and a thread's
+/// deques in an outer team and in a team nested in it are two ends in two contexts, so
+/// the inner team's threads (which steal only through the inner team's stealers) never
+/// take the outer team's tasks.
+pub struct OwnDeque {
+    w: Worker<Arc<TaskBox>>,
+    /// The `TeamTasks` it belongs to (its address: a team is boxed and never moves) and
+    /// its thread number there, checked when it goes back.
+    home: usize,
+    tid: u32,
+}
+
+impl OwnDeque {
+    /// Tasks queued on it (the owner's view: no fence, unlike a stealer's).
+    #[inline]
+    fn len(&self) -> usize {
+        self.w.len()
+    }
 }
 
 /// Tasks with a priority: a FIFO queue per level, highest level first, and no lock. A lock
@@ -782,14 +812,19 @@ pub struct TeamTasks {
     /// Tasks released by core once their dependencies were met (from any thread).
     ready: Injector<Arc<TaskBox>>,
     prio: std::sync::OnceLock<PrioQueues>,
-    deques: Vec<Deque>,
+    /// Each thread's deque, by thread number, as the other threads steal from it.
+    stealers: Vec<Stealer<Arc<TaskBox>>>,
+    /// Each deque's owner end while no thread holds it ([`OwnDeque`]): all of them between
+    /// regions, none of the first `n` during one. Touched twice per thread and region.
+    owners: Vec<Mutex<Option<Worker<Arc<TaskBox>>>>>,
 }
 
-// SAFETY: thread `tid` of the team is the only one to use `deques[tid].w` (pushes and
-// LIFO pops); the others only steal through `s`.
-unsafe impl Sync for TeamTasks {}
-// SAFETY: as above; moving the team moves no thread's use of it.
-unsafe impl Send for TeamTasks {}
+// Shared by the team's threads, `Send` and `Sync` by its fields' types alone (no `unsafe
+// impl`: the owner ends of the deques are in the threads' contexts, or in a `Mutex`).
+const _: fn() = || {
+    fn shared<T: Send + Sync>() {}
+    shared::<TeamTasks>();
+};
 
 impl TeamTasks {
     pub fn new() -> TeamTasks {
@@ -802,17 +837,40 @@ impl TeamTasks {
             fulfilling: AtomicUsize::new(0),
             ready: Injector::new(),
             prio: std::sync::OnceLock::new(),
-            deques: Vec::new(),
+            stealers: Vec::new(),
+            owners: Vec::new(),
         }
     }
 
-    /// Room for `n` threads (only while no thread uses the team).
+    /// Room for `n` threads (only while no thread uses the team: every deque is home).
     pub fn reset(&mut self, n: u32) {
-        while self.deques.len() < n as usize {
+        debug_assert!(
+            self.owners.iter_mut().all(|o| o.get_mut().unwrap_or_else(|e| e.into_inner()).is_some()),
+            "invariant: every deque is back between regions"
+        );
+        while self.stealers.len() < n as usize {
             let w = Worker::new_lifo();
-            let s = w.stealer();
-            self.deques.push(Deque { w: UnsafeCell::new(w), s });
+            self.stealers.push(w.stealer());
+            self.owners.push(Mutex::new(Some(w)));
         }
+    }
+
+    /// Thread `tid`'s own end of its deque, for its context in the team while its share
+    /// runs (`Ctx::new`). Each end is lent once until it is given back: a second lend is a
+    /// broken invariant and panics.
+    #[inline]
+    pub fn lend(&self, tid: u32) -> OwnDeque {
+        let w = self.owners.get(tid as usize).and_then(|o| lock(o).take());
+        let w = w.expect("invariant: a thread of the team borrows its deque once per share");
+        OwnDeque { w, home: self as *const TeamTasks as usize, tid }
+    }
+
+    /// Take back a deque lent by [`lend`](Self::lend) (the share that held it has ended:
+    /// its tasks are all complete, so it is empty).
+    pub fn give_back(&self, d: OwnDeque) {
+        assert_eq!(d.home, self as *const TeamTasks as usize, "invariant: a deque goes back to the team that lent it");
+        debug_assert!(d.w.is_empty(), "invariant: a share ends with its deque empty");
+        *lock(&self.owners[d.tid as usize]) = Some(d.w);
     }
 
     /// Wake the threads sleeping in `wait_until` (a task was queued or finished).
@@ -857,7 +915,7 @@ impl TeamTasks {
     /// Whether some task is queued and not taken (a hint for waiting threads; no shared
     /// counter is kept, so creating and taking tasks touch only their deques).
     pub fn queued(&self) -> bool {
-        self.prio.get().is_some_and(PrioQueues::queued) || !self.ready.is_empty() || self.deques.iter().any(|d| !d.s.is_empty())
+        self.prio.get().is_some_and(PrioQueues::queued) || !self.ready.is_empty() || self.stealers.iter().any(|s| !s.is_empty())
     }
 
     /// [`queued`](Self::queued) for a spinning waiter: looks at the queues only every 16th
@@ -871,18 +929,12 @@ impl TeamTasks {
         }
     }
 
-    /// Tasks queued on the calling thread `tid`'s own deque (the owner's view: no fence,
-    /// unlike a stealer's).
-    fn own_len(&self, tid: u32) -> usize {
-        // SAFETY: thread `tid` owns its deque.
-        self.deques.get(tid as usize).map_or(0, |d| unsafe { (*d.w.get()).len() })
-    }
-
-    /// Queue `t` on thread `tid`'s own deque (the caller is that thread).
-    fn push(&self, tid: u32, t: Arc<TaskBox>) {
+    /// Queue `t` on the calling thread's own deque `own` (in this team: its context's).
+    #[inline]
+    fn push(&self, own: &OwnDeque, t: Arc<TaskBox>) {
+        debug_assert_eq!(own.home, self as *const TeamTasks as usize);
         if let Some(t) = self.push_prio(t) {
-            // SAFETY: thread `tid` owns its deque (see the Sync impl).
-            unsafe { (*self.deques[tid as usize].w.get()).push(t) };
+            own.w.push(t);
         }
     }
 
@@ -902,19 +954,20 @@ impl TeamTasks {
         None
     }
 
-    fn pop(&self, tid: u32) -> Option<Arc<TaskBox>> {
+    /// A task for the calling thread, whose own deque (in this team) is `own`: one with a
+    /// priority, else its own newest, else the team's queue's oldest, else another
+    /// thread's oldest.
+    fn pop(&self, own: &OwnDeque) -> Option<Arc<TaskBox>> {
+        debug_assert_eq!(own.home, self as *const TeamTasks as usize);
         if let Some(q) = self.prio.get()
             && let Some(t) = q.take(|_| true)
         {
             return Some(t);
         }
-        let me = tid as usize;
-        if let Some(d) = self.deques.get(me) {
-            // SAFETY: thread `tid` owns its deque.
-            if let Some(t) = unsafe { (*d.w.get()).pop() } {
-                return Some(t);
-            }
+        if let Some(t) = own.w.pop() {
+            return Some(t);
         }
+        let me = own.tid as usize;
         loop {
             let mut retry = false;
             match self.ready.steal() {
@@ -922,9 +975,9 @@ impl TeamTasks {
                 Steal::Retry => retry = true,
                 Steal::Empty => {}
             }
-            let n = self.deques.len();
+            let n = self.stealers.len();
             for k in 1..n {
-                match self.deques[(me + k) % n].s.steal() {
+                match self.stealers[(me + k) % n].steal() {
                     Steal::Success(t) => return Some(t),
                     Steal::Retry => retry = true,
                     Steal::Empty => {}
@@ -941,36 +994,33 @@ impl TeamTasks {
     /// [`pop`](Self::pop) for a thread whose current task is suspended in a wait: only a
     /// task that `scope` admits (the tied-task scheduling constraint). The others stay
     /// queued: the own deque keeps its order, stolen ones go to the team's queue.
-    fn pop_in(&self, tid: u32, scope: Scope) -> Option<Arc<TaskBox>> {
+    fn pop_in(&self, own: &OwnDeque, scope: Scope) -> Option<Arc<TaskBox>> {
         if let Scope::Any = scope {
-            return self.pop(tid);
+            return self.pop(own);
         }
+        debug_assert_eq!(own.home, self as *const TeamTasks as usize);
         if let Some(q) = self.prio.get()
             && let Some(t) = q.take(|t| scope.admits(t))
         {
             return Some(t);
         }
-        if let Some(d) = self.deques.get(tid as usize) {
-            // SAFETY: thread `tid` owns its deque.
-            let w = unsafe { &*d.w.get() };
-            // The waiting task's children are usually the newest, on top.
-            let mut others: smallvec::SmallVec<[Arc<TaskBox>; 8]> = smallvec::SmallVec::new();
-            let mut found = None;
-            while let Some(t) = w.pop() {
-                if scope.admits(&t) {
-                    found = Some(t);
-                    break;
-                }
-                others.push(t);
+        // The waiting task's children are usually the newest, on top.
+        let mut others: smallvec::SmallVec<[Arc<TaskBox>; 8]> = smallvec::SmallVec::new();
+        let mut found = None;
+        while let Some(t) = own.w.pop() {
+            if scope.admits(&t) {
+                found = Some(t);
+                break;
             }
-            for t in others.into_iter().rev() {
-                w.push(t);
-            }
-            if found.is_some() {
-                return found;
-            }
+            others.push(t);
         }
-        let mut tries = self.ready.len() + self.deques.len();
+        for t in others.into_iter().rev() {
+            own.w.push(t);
+        }
+        if found.is_some() {
+            return found;
+        }
+        let mut tries = self.ready.len() + self.stealers.len();
         while tries > 0 {
             tries -= 1;
             match self.ready.steal() {
@@ -980,9 +1030,9 @@ impl TeamTasks {
                 Steal::Empty => break,
             }
         }
-        let n = self.deques.len();
+        let n = self.stealers.len();
         for k in 1..n {
-            if let Steal::Success(t) = self.deques[(tid as usize + k) % n].s.steal() {
+            if let Steal::Success(t) = self.stealers[(own.tid as usize + k) % n].steal() {
                 if scope.admits(&t) {
                     return Some(t);
                 }
@@ -1106,8 +1156,7 @@ pub fn run_one(c: CtxRef) -> bool {
 }
 
 fn run_one_in(c: CtxRef, scope: Scope) -> bool {
-    let (team, tid) = c.get(|cx| (cx.team(), cx.tid));
-    match team.tasks.pop_in(tid, scope) {
+    match c.get(|cx| cx.team().tasks.pop_in(&cx.deque, scope)) {
         Some(t) => {
             execute(c, t);
             true
@@ -1167,7 +1216,7 @@ fn execute(c: CtxRef, t: Arc<TaskBox>) {
     let skip = (env().cancellation && team.cancelled.load(Ordering::Acquire))
         || t.group.as_ref().is_some_and(|g| g.cancelled.load(Ordering::Acquire));
     if !skip {
-        run_body(c, &t, t.data());
+        run_body(c, &t);
     }
     body_done(t);
 }
@@ -1264,7 +1313,7 @@ fn choose(c: CtxRef, team: &Team) -> Choice {
 /// [`choose`] on the lent context.
 #[inline]
 fn choose_in(cx: &mut Ctx, team: &Team) -> Choice {
-    let (queued, bound) = (team.tasks.own_len(cx.tid), THROTTLE * team.n as usize);
+    let (queued, bound) = (cx.deque.len(), THROTTLE * team.n as usize);
     if team.n == 1 {
         // No other thread to take a child: sizes would change nothing but cost the probes.
         return if queued <= bound { Choice::Defer } else { Choice::Run };
@@ -1280,15 +1329,23 @@ fn timed(c: CtxRef, run: impl FnOnce()) {
     c.with(|cx| cx.task.tiny.record(ns));
 }
 
-/// Run `t`'s body as the calling thread's current task.
-fn run_body(c: CtxRef, t: &TaskBox, data: *mut c_void) {
+/// Run `t`'s body on its own copy of its data, as the calling thread's current task: the
+/// task's one run (`execute`, on a task taken from a queue, or `run_undeferred`, on a box
+/// it made and queued nowhere).
+fn run_body(c: CtxRef, t: &TaskBox) {
+    // SAFETY: `t.body` is the compiler's body for copies of the data it came with (`spawn`'s
+    // or `taskloop`'s contract; `make_task` records it and fills `t.store` with such a copy,
+    // together, before anyone else can reach the box), and this is its one call on that
+    // copy: a box is queued at most once per fill (pushed by its creator, or by `ready`
+    // once its last predecessor completes; taken from a queue by one thread, and those put
+    // back are moved, not copied), and its callers run it once.
+    let body = unsafe { OutlinedTask::new(t.body, t.data()) };
     let mine =
         Cur { id: t as *const TaskBox as usize, node: None, group: t.group.clone(), final_: t.final_, deps: None, tiny: Sizes::new() };
     let (saved, icv) = c.with(|cx| (std::mem::replace(&mut cx.task, mine), std::mem::replace(&mut cx.icv, t.icv)));
     count_task(c);
     let traced = crate::trace::start();
-    // SAFETY: the compiler-outlined task body with its data.
-    unsafe { (t.body)(data) };
+    body.call();
     // (OpenMP dependencies are siblings' links, not core tasks: no core task to name.)
     crate::trace::task_end(traced, t.linked, None);
     let ended = c.with(|cx| {
@@ -1528,7 +1585,7 @@ fn runs_now(c: &Ctx, team: &Team, s: &Spawn, extra: usize) -> bool {
 /// Whether a throttle holds a deferrable new task of the calling thread.
 #[inline]
 fn throttled(c: &Ctx, team: &Team, s: &Spawn, extra: usize) -> bool {
-    team.tasks.own_len(c.tid) + extra > THROTTLE * team.n as usize || (s.flags.depend && team.tasks.over_depend_throttle(team.n))
+    c.deque.len() + extra > THROTTLE * team.n as usize || (s.flags.depend && team.tasks.over_depend_throttle(team.n))
 }
 
 /// Whether new tasks are not to be created: the region or the taskgroup was cancelled.
@@ -1632,8 +1689,11 @@ fn defer(c: CtxRef, s: &Spawn, final_: bool, priority: i32, detach: bool, deps: 
 fn defer_inline(c: CtxRef, s: &Spawn, final_: bool, priority: i32, detach: bool, deps: &[(usize, AccessMode)]) {
     let t = make_task(c, s, final_, priority, detach, true, !deps.is_empty(), None);
     if deps.is_empty() {
-        let (team, tid) = c.get(|cx| (cx.team(), cx.tid));
-        team.tasks.push(tid, t);
+        let team = c.get(|cx| {
+            let team = cx.team();
+            team.tasks.push(&cx.deque, t);
+            team
+        });
         team.nudge();
         return;
     }
@@ -1810,7 +1870,7 @@ fn run_undeferred(c: CtxRef, s: &Spawn, final_: bool, priority: i32, detach: boo
     if detach {
         // The event needs an object that outlives the body: a task box, run here.
         let t = new_task(c, s, final_, priority, true, false, false, None);
-        run_body(c, &t, t.data());
+        run_body(c, &t);
         let done = t.clone();
         if t.detach.fetch_or(DETACH_BODY_DONE, Ordering::AcqRel) & DETACH_FULFILLED == 0 {
             wait_until(c, Scope::children(c), || done.detach.load(Ordering::Acquire) & DETACH_FULFILLED != 0);
@@ -2079,7 +2139,7 @@ pub unsafe fn taskloop(
         }
     }
     let sp = Spawn { flags: TaskFlags { depend: false, ..flags }, deps: Deps::new(), detach: None, ..s };
-    let (final_, now, tid) = c.get(|cx| (cx.task.final_ || flags.final_, !deferrable(cx, team, lf.if_), cx.tid));
+    let (final_, now) = c.get(|cx| (cx.task.final_ || flags.final_, !deferrable(cx, team, lf.if_)));
     let priority = if flags.priority { sp.priority.clamp(0, env().max_task_priority) } else { 0 };
     // All at once when none may be deferred (if(0), final, outside a region). Otherwise each
     // task on its own, as for GOMP_task: deferred while the creator's deque has room, else
@@ -2101,13 +2161,13 @@ pub unsafe fn taskloop(
             sp.data.set_bounds_in_place((a, b));
             // SAFETY: `taskloop`'s contract: the body is the compiler's for its data.
             run_inline(c, unsafe { OutlinedTask::new(sp.body, sp.data.src()) }, final_);
-        } else if now || team.tasks.own_len(tid) >= slots {
+        } else if now || c.get(|cx| cx.deque.len()) >= slots {
             // A copy function must make a private copy, and so must a task run here between
             // deferred ones.
             run_on_copy(c, &sp, &mut own, final_, Some((a, b)));
         } else {
             let t = new_task(c, &sp, final_, priority, false, true, false, Some((a, b)));
-            team.tasks.push(tid, t);
+            c.get(|cx| team.tasks.push(&cx.deque, t));
             team.nudge();
         }
     }
@@ -2271,6 +2331,93 @@ mod tests {
         let body = unsafe { crate::outlined::Outlined::new(ten_children, std::ptr::null_mut()) };
         crate::team::parallel(body, 2, 0, None);
         assert_eq!(ASKED.load(Ordering::Relaxed), 10);
+    }
+
+    /// A deque is lent to one context at a time, and goes back only to the team that lent
+    /// it.
+    #[test]
+    fn a_deque_is_lent_once_and_goes_back_home() {
+        let (mut a, mut b) = (TeamTasks::new(), TeamTasks::new());
+        a.reset(2);
+        b.reset(2);
+        let d = a.lend(1);
+        assert_eq!(d.tid, 1);
+        let again = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| a.lend(1)));
+        assert!(again.is_err(), "a deque was lent twice");
+        let d = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| b.give_back(d))) {
+            Ok(()) => panic!("a deque went back to another team"),
+            // (The deque went down with the refused call: lend a fresh pair.)
+            Err(_) => {
+                let mut c = TeamTasks::new();
+                c.reset(1);
+                c.lend(0)
+            }
+        };
+        drop(d);
+        let d0 = a.lend(0);
+        a.give_back(d0);
+        let d0 = a.lend(0);
+        assert_eq!(d0.home, &a as *const TeamTasks as usize);
+        a.give_back(d0);
+    }
+
+    static OUTER_RAN: AtomicU32 = AtomicU32::new(0);
+    static INNER_SAW: AtomicU32 = AtomicU32::new(0);
+    static INNER_THREADS: AtomicU32 = AtomicU32::new(0);
+
+    unsafe extern "C" fn outer_task(_: *mut c_void) {
+        OUTER_RAN.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Each thread of the inner team: none of its team's queues holds the outer team's task,
+    /// and it finds nothing to run.
+    unsafe extern "C" fn inner_body(_: *mut c_void) {
+        let c = cur();
+        INNER_THREADS.fetch_add(1, Ordering::Relaxed);
+        if c.team().tasks.queued() || run_one(c) {
+            INNER_SAW.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Thread 0 of a team of one: a deferred task on its deque, then a nested team of two
+    /// while the task is still queued.
+    unsafe extern "C" fn outer_body(_: *mut c_void) {
+        // SAFETY: a body that ignores its data (none: size 0); no copy function, depend
+        // clause or event.
+        unsafe {
+            crate::abi::task::GOMP_task(
+                outer_task,
+                std::ptr::null_mut(),
+                None,
+                0,
+                1,
+                true,
+                0,
+                std::ptr::null_mut(),
+                0,
+                std::ptr::null_mut(),
+            )
+        };
+        assert_eq!(cur().get(|cx| cx.deque.len()), 1, "the task was not deferred");
+        // SAFETY: `inner_body` ignores its data.
+        let body = unsafe { crate::outlined::Outlined::new(inner_body, std::ptr::null_mut()) };
+        crate::team::parallel(body, 2, 0, None);
+        assert_eq!(cur().get(|cx| cx.team().n), 1);
+        assert_eq!(OUTER_RAN.load(Ordering::Relaxed), 0, "the inner team ran the outer team's task");
+        taskwait();
+    }
+
+    /// A thread's deque in a team and its deque in a team nested in it are apart: the inner
+    /// team's threads (the nested region's primary included) neither see nor run a task
+    /// queued in the outer team, which its own thread runs after the nested region.
+    #[test]
+    fn an_inner_team_does_not_take_the_outer_teams_tasks() {
+        // SAFETY: `outer_body` ignores its data.
+        let body = unsafe { crate::outlined::Outlined::new(outer_body, std::ptr::null_mut()) };
+        crate::team::parallel(body, 1, 0, None);
+        assert_eq!(INNER_THREADS.load(Ordering::Relaxed), 2, "the nested team is not of two threads");
+        assert_eq!(INNER_SAW.load(Ordering::Relaxed), 0, "an inner thread saw the outer team's task");
+        assert_eq!(OUTER_RAN.load(Ordering::Relaxed), 1);
     }
 
     static mut RAN: [u32; 8] = [0; 8];

@@ -129,6 +129,9 @@ pub struct Ctx {
     pub doacross: Option<Arc<crate::ws::Doacross>>,
     /// The task this thread runs: its implicit task, or an explicit one (task.rs).
     pub task: task::Cur,
+    /// This thread's own end of its deque in `team`, lent by the team for the length of the
+    /// context (task.rs, [`task::OwnDeque`]): given back when the share ends.
+    pub deque: task::OwnDeque,
     /// Where this thread's task bodies count in the statistics (`WEFT_STATS`), looked up
     /// once (None until the runtime has started: a root context may come first).
     pub counter: Option<weft_core::Counter<'static>>,
@@ -141,10 +144,13 @@ pub struct Ctx {
 }
 
 impl Ctx {
-    /// A context in `team` (whose implicit tasks start in `group`).
-    fn new(team: *const Team, group: Option<Arc<Group>>, tid: u32, icv: Icv) -> Ctx {
+    /// A context in `team` (whose implicit tasks start in `group`), holding the thread's
+    /// deque in it until [`Ctx::end`].
+    #[inline]
+    fn new(team: &Team, group: Option<Arc<Group>>, tid: u32, icv: Icv) -> Ctx {
         Ctx {
             team,
+            deque: team.tasks.lend(tid),
             tid,
             icv,
             ws_gen: 0,
@@ -160,6 +166,14 @@ impl Ctx {
             tasks_run: 0,
             ws_trace: None,
         }
+    }
+
+    /// The end of a member's or primary's share in `team` (the context's: checked): its
+    /// implicit task ends (task.rs) and its deque goes back to the team, before the thread's
+    /// last access to the team.
+    fn end(mut self, team: &Team) {
+        task::end_implicit(&mut self);
+        team.tasks.give_back(self.deque);
     }
 
     /// The team, as a task created here holds it.
@@ -852,8 +866,8 @@ fn run_member(team: TeamRef, tid: u32) {
     if let Some((rt, from)) = traced {
         rt.trace_span("omp parallel", from);
     }
-    task::end_implicit(&mut c);
     CUR.with(|x| x.set(prev));
+    c.end(t);
     // Release: our last access to the team; the primary frees it after seeing all of them.
     t.left.fetch_add(1, Ordering::Release);
 }
@@ -1120,13 +1134,12 @@ pub fn join() {
         let t = &mut *r.team;
         // Every task of the region is complete (the join barrier): the group's last users.
         t.group = None;
-        if let Some(c) = r.ctx.as_mut() {
+        if let Some(c) = r.ctx.take() {
             // Every thread entered the same constructs as thread 0, unless the region was
             // cancelled.
             t.dirty = if cancelled { RING } else { (c.ws_gen as usize).min(RING) };
-            task::end_implicit(c);
+            c.end(t);
         }
-        *r.ctx = None;
         PRIMARY.set(Some(p));
     }
 }
