@@ -141,8 +141,9 @@ pub struct Ctx {
 }
 
 impl Ctx {
-    /// A context in `team` (whose implicit tasks start in `group`).
-    fn new(team: *const Team, group: Option<Arc<Group>>, tid: u32, icv: Icv) -> Ctx {
+    /// A context in `team` (whose implicit tasks start in `group`), counting in `counter`
+    /// (the calling thread's, if known: looked up otherwise).
+    fn new(team: *const Team, group: Option<Arc<Group>>, tid: u32, icv: Icv, counter: Option<weft_core::Counter<'static>>) -> Ctx {
         Ctx {
             team,
             tid,
@@ -156,10 +157,33 @@ impl Ctx {
             ordered_pending: false,
             doacross: None,
             task: task::Cur::implicit(group),
-            counter: started_runtime().map(|rt| rt.counter()),
+            counter: counter.or_else(|| started_runtime().map(|rt| rt.counter())),
             tasks_run: 0,
             ws_trace: None,
         }
+    }
+
+    /// Make this context (of a region that ended: `join`) what [`Ctx::new`] would make, in
+    /// place, keeping its counter (the same thread's): a primary's context is renewed at
+    /// each fork rather than built and moved into its box.
+    fn renew(&mut self, team: *const Team, group: Option<Arc<Group>>, tid: u32, icv: &Icv) {
+        debug_assert!(self.tasks_run == 0 && self.task.group.is_none(), "invariant: the context's region ended");
+        self.team = team;
+        self.tid = tid;
+        self.icv = *icv;
+        self.ws_gen = 0;
+        self.single_count = 0;
+        self.ws = None;
+        self.ws_cur_gen = 0;
+        self.static_trip = 0;
+        self.chunk = (0, 0);
+        self.ordered_pending = false;
+        self.doacross = None;
+        self.task = task::Cur::implicit(group);
+        if self.counter.is_none() {
+            self.counter = started_runtime().map(|rt| rt.counter());
+        }
+        self.ws_trace = None;
     }
 
     /// The team, as a task created here holds it.
@@ -186,7 +210,8 @@ thread_local! {
 
 /// A region the calling thread is the primary of (between `fork` and `join`), or was at
 /// this depth: its team, the thread's context in it (boxed: `CUR` points into it while it
-/// is current) and the context to make current again at the join.
+/// is current; None until the first region at this depth, renewed at each later fork) and
+/// the context to make current again at the join.
 struct Region {
     team: Box<Team>,
     ctx: Box<Option<Ctx>>,
@@ -199,6 +224,8 @@ struct Region {
 struct Primary {
     regions: Vec<Region>,
     depth: usize,
+    /// The core worker the thread is, if any (a thread's stays the same).
+    worker: Option<usize>,
 }
 
 /// The calling thread's current context, as a handle: the one way the rest of the crate
@@ -316,9 +343,9 @@ fn root_ctx() -> CtxRef {
     // Leaked on purpose, with its context: the initial thread's context lives as long as the
     // thread may call into OpenMP (thread-exit destructors could still run OpenMP code).
     let team: &'static mut Team = Box::leak(Team::new(1));
-    team.reset(1, 0, 0, None, None, icv);
+    team.reset(1, 0, 0, None, None, &icv);
     team.places = crate::places::root();
-    let c = Box::into_raw(Box::new(Ctx::new(team, None, 0, icv)));
+    let c = Box::into_raw(Box::new(Ctx::new(team, None, 0, icv, None)));
     CUR.with(|x| x.set(c));
     CtxRef::cur_if_any().expect("invariant: the root context was just made current")
 }
@@ -422,13 +449,13 @@ impl Barrier {
     #[cold]
     fn tick(&self, team: &Team, g: u32, site: Site, asleep: &Cell<Option<std::time::Instant>>) {
         let tid = my_tid();
-        let since = match asleep.get() {
-            Some(t) => t,
+        // (Nothing slept yet at the first call: no clock read for the time slept.)
+        let slept = match asleep.get() {
+            Some(t) => t.elapsed(),
             None => {
                 team.waits.set(tid, site);
-                let t = std::time::Instant::now();
-                asleep.set(Some(t));
-                t
+                asleep.set(Some(std::time::Instant::now()));
+                std::time::Duration::ZERO
             }
         };
         // Acquire on `left`, then the generation: a member counts itself out after it saw
@@ -439,7 +466,7 @@ impl Barrier {
         if self.generation.load(Ordering::Acquire) != g || team.cancelled.load(Ordering::Acquire) {
             return;
         }
-        team.waits.tick(tid, team.n, site, since.elapsed(), left || primary_done, &|t| team.member_state(t));
+        team.waits.tick(tid, team.n, site, slept, left || primary_done, &|t| team.member_state(t));
     }
 
     /// Release every waiter (after a cancellation, which the caller has set): the
@@ -565,13 +592,13 @@ impl Team {
         }
     }
 
-    fn reset(&mut self, n: u32, level: u32, active_level: u32, up: Option<(TeamRef, u32)>, body: Option<Outlined>, icv: Icv) {
+    fn reset(&mut self, n: u32, level: u32, active_level: u32, up: Option<(TeamRef, u32)>, body: Option<Outlined>, icv: &Icv) {
         self.n = n;
         self.level = level;
         self.active_level = active_level;
         self.up = up;
         self.body = body;
-        self.child_icv = icv;
+        self.child_icv = *icv;
         self.bar.n.store(n, Ordering::Relaxed);
         self.bar.arrived.store(0, Ordering::Relaxed);
         self.cbar.n.store(n, Ordering::Relaxed);
@@ -587,7 +614,7 @@ impl Team {
             w.reset(i as u64);
         }
         self.dirty = 0;
-        self.members.clear();
+        // (`members` keeps the last region's, unclaimed, for `claim` to try first.)
         self.own_slot = None;
         self.bind = icv.bind;
     }
@@ -796,6 +823,8 @@ fn spawn_slot() -> &'static Slot {
 /// Each share run counts as a job in the statistics (`WEFT_STATS`), except the first one when
 /// `counted` (a core worker's docking job: core counted it when it started the job).
 fn dock(s: &'static Slot, mut counted: bool) {
+    // (The thread's statistics line, looked up once: the same for each share it runs.)
+    let mut counter = None;
     loop {
         // Acquire: pairs with the primary's swap to ASSIGNED after writing the assignment.
         if s.state.load(Ordering::Acquire) != ASSIGNED {
@@ -810,14 +839,17 @@ fn dock(s: &'static Slot, mut counted: bool) {
         let team = std::ptr::NonNull::new(s.team.load(Ordering::Relaxed)).map(TeamRef);
         let tid = s.tid.load(Ordering::Relaxed);
         s.state.store(RUNNING, Ordering::Relaxed);
+        if counter.is_none() {
+            counter = started_runtime().map(|rt| rt.counter());
+        }
         if !std::mem::take(&mut counted)
-            && let Some(rt) = runtime()
+            && let Some(k) = counter
         {
-            rt.count_job();
+            k.job();
         }
         // (The primary keeps the team alive until we increment `left`, run_member's last
         // access: `TeamRef`.)
-        run_member(team.expect("invariant: an assigned slot has a team"), tid);
+        run_member(team.expect("invariant: an assigned slot has a team"), tid, counter);
         // Fails when the primary has already reassigned us (then the state is ASSIGNED).
         let _ = s.state.compare_exchange(RUNNING, DOCKED, Ordering::AcqRel, Ordering::Acquire);
     }
@@ -831,12 +863,12 @@ fn dock_job(i: usize) {
 
 /// Run one member's share of a region (`team` is alive until this function increments its
 /// `left` counter: [`TeamRef`]).
-fn run_member(team: TeamRef, tid: u32) {
+fn run_member(team: TeamRef, tid: u32, counter: Option<weft_core::Counter<'static>>) {
     let t = team.get();
     let prev = CUR.with(|c| c.get());
     // The share starts before the combined construct's slice inside it.
     let traced = runtime().filter(|rt| rt.tracing()).map(|rt| (rt, std::time::Instant::now()));
-    let mut c = Ctx::new(t, t.group.clone(), tid, t.child_icv);
+    let mut c = Ctx::new(t, t.group.clone(), tid, t.child_icv, counter);
     if t.ring[0].preinit() {
         c.ws_gen = 1;
         c.ws = Some(0);
@@ -906,7 +938,10 @@ pub fn fork_with(
 ) -> u32 {
     // (Nothing in `fork_in` forks or joins: the thread's regions stay borrowed until the
     // team is set up and its members are told.)
-    let p = PRIMARY.take().unwrap_or_else(|| Box::leak(Box::new(Primary { regions: Vec::new(), depth: 0 })));
+    let p = PRIMARY.take().unwrap_or_else(|| {
+        let worker = runtime().and_then(|rt| rt.current_worker());
+        Box::leak(Box::new(Primary { regions: Vec::new(), depth: 0, worker }))
+    });
     let n = fork_in(p, body, req, flags, if_clause, setup, reductions);
     PRIMARY.set(Some(p));
     n
@@ -945,7 +980,7 @@ fn fork_in(
         r.parent = parent.p.as_ptr();
         // The set-up, before any member sees the team.
         let t = &mut *r.team;
-        t.reset(n, pt.level + 1, pt.active_level + u32::from(n > 1), Some(up), body, icv);
+        t.reset(n, pt.level + 1, pt.active_level + u32::from(n > 1), Some(up), body, &icv);
         t.bind = bind;
         match pt.places.get(up.1 as usize) {
             Some(&a) => crate::places::assign(a, bind, n, &mut t.places),
@@ -960,26 +995,36 @@ fn fork_in(
             t.group = Some(g);
         }
         if n > 1 {
-            claim(t);
+            claim(t, p.worker);
+        } else {
+            t.members.clear();
         }
-        // The primary's share (thread 0's implicit task) counts as a job of the thread
-        // running it: the initial thread's on the statistics' "other threads" line.
         if let Some(rt) = runtime() {
-            rt.count_job();
             t.traced_from = rt.tracing().then(std::time::Instant::now);
         }
         let t: &Team = &r.team;
         if n > 1 {
             assign(t);
         }
-        let mut c = Ctx::new(t, t.group.clone(), 0, icv);
+        let c = match r.ctx.as_mut() {
+            Some(c) => {
+                c.renew(t, t.group.clone(), 0, &icv);
+                c
+            }
+            None => r.ctx.insert(Ctx::new(t, t.group.clone(), 0, icv, None)),
+        };
+        // The primary's share (thread 0's implicit task) counts as a job of the thread
+        // running it: the initial thread's on the statistics' "other threads" line.
+        if let Some(k) = c.counter {
+            k.job();
+        }
         if t.ring[0].preinit() {
             c.ws_gen = 1;
             c.ws = Some(0);
-            crate::ws::trace_begin(&mut c, "omp for");
+            crate::ws::trace_begin(c, "omp for");
         }
         // (The context's box stays put until the join; `CUR` points into it meanwhile.)
-        r.ctx.insert(c) as *mut Ctx
+        c as *mut Ctx
     };
     CUR.with(|x| x.set(ptr));
     n
@@ -992,11 +1037,20 @@ fn worker_on_my_cpu(p: &Pool) -> Option<usize> {
     rt.workers().iter().find(|w| w.arch == weft_core::Arch::Cpu && w.pu == Some(cpu)).map(|w| w.id)
 }
 
-/// Claim the members of a new team (before any of them sees it: [`assign`]).
-fn claim(t: &mut Team) {
-    let p = pool();
+/// Claim the members of a new team (before any of them sees it: [`assign`]); `me_worker`:
+/// the core worker the calling thread is, if any. `t.members` holds the previous region's
+/// members (none claimed).
+fn claim(t: &mut Team, me_worker: Option<usize>) {
     let need = (t.n - 1) as usize;
-    let me_worker = p.rt.as_ref().and_then(|rt| rt.current_worker());
+    // The previous region's members again, in the same order, when they are as many and
+    // all free (the common case: a loop of regions of one size), without the search below:
+    // the same thread numbers then go to the same threads, as the search itself ensures.
+    if me_worker.is_none() && t.members.len() == need && claim_all(&t.members) {
+        sys::BUSY.fetch_add(t.n as i64, Ordering::Relaxed);
+        return;
+    }
+    t.members.clear();
+    let p = pool();
     // A core worker forking outside any team holds its own slot, so that no team posts it
     // a job it could only run after this region.
     if let Some(w) = me_worker {
@@ -1066,6 +1120,19 @@ fn assign(t: &Team) {
     }
 }
 
+/// Claim every slot of `slots`, or none (releasing those it took): whether it did.
+fn claim_all(slots: &[&'static Slot]) -> bool {
+    for (k, s) in slots.iter().enumerate() {
+        if s.claimed.load(Ordering::Relaxed) || s.claimed.compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed).is_err() {
+            for s in &slots[..k] {
+                s.claimed.store(false, Ordering::Release);
+            }
+            return false;
+        }
+    }
+    true
+}
+
 fn job_fn() -> weft_core::JobFn {
     static F: OnceLock<weft_core::JobFn> = OnceLock::new();
     F.get_or_init(|| Arc::new(dock_job)).clone()
@@ -1125,8 +1192,11 @@ pub fn join() {
             // cancelled.
             t.dirty = if cancelled { RING } else { (c.ws_gen as usize).min(RING) };
             task::end_implicit(c);
+            // What the context holds of the region goes now, not at the next fork (which
+            // renews the rest).
+            c.task.group = None;
+            c.doacross = None;
         }
-        *r.ctx = None;
         PRIMARY.set(Some(p));
     }
 }
