@@ -13,14 +13,17 @@
 //! demand and kept (with `OMP_STACKSIZE` above the workers' stack size, only these).
 //! A slot belongs to at most one team at a time (`claimed`, set and cleared
 //! by the team's primary thread). After a region a member waits "docked" for its next
-//! assignment, spinning for the spin budget (sys.rs); then a core worker's job returns (the
-//! worker goes back to Weft's tasks) and an OS thread sleeps on its slot's futex.
+//! assignment, spinning for the spin budget (sys.rs); then a core worker sleeps on its
+//! slot's futex for at most [`LINGER`] and its job returns (the worker goes back to Weft's
+//! tasks), and an OS thread sleeps on its slot's futex.
 //!
 //! Slot states: DETACHED (no job running / OS thread asleep) → ASSIGNED (the primary wrote
 //! the assignment, then swapped the state; if it was DETACHED it posts a job or wakes the
-//! thread) → RUNNING (the member took the assignment) → DOCKED (the member finished; CAS
-//! from RUNNING, which fails if it was already reassigned) → DETACHED (CAS from DOCKED
-//! after the spin, which fails if it was assigned meanwhile).
+//! thread; if it was SLEEPING it wakes the thread) → RUNNING (the member took the
+//! assignment) → DOCKED (the member finished; CAS from RUNNING, which fails if it was
+//! already reassigned) → SLEEPING (a core worker's, CAS from DOCKED after the spin) →
+//! DOCKED (CAS from SLEEPING after the sleep) → DETACHED (CAS from DOCKED); each CAS fails
+//! if the slot was assigned meanwhile.
 //!
 //! # Lifetime
 //! A team is owned by its primary thread, boxed in the thread's stack of regions
@@ -693,6 +696,14 @@ const DETACHED: u32 = 0;
 const DOCKED: u32 = 1;
 const ASSIGNED: u32 = 2;
 const RUNNING: u32 = 3;
+const SLEEPING: u32 = 4;
+
+/// How long a docked core worker sleeps on its slot, after its spin, before its job returns
+/// to core: short, as Weft's tasks for that worker wait meanwhile, but long enough to catch
+/// the next region of a program that forks in a loop, which then costs a futex wake-up
+/// rather than a job posted to core and core's idle loop on the worker (under
+/// `OMP_WAIT_POLICY=passive` too: a sleep does not take the processor).
+const LINGER: std::time::Duration = std::time::Duration::from_millis(1);
 
 pub struct Slot {
     state: CachePadded<AtomicU32>,
@@ -828,7 +839,7 @@ fn dock(s: &'static Slot, mut counted: bool) {
     loop {
         // Acquire: pairs with the primary's swap to ASSIGNED after writing the assignment.
         if s.state.load(Ordering::Acquire) != ASSIGNED {
-            if spin_until(|| s.state.load(Ordering::Acquire) == ASSIGNED) {
+            if spin_until(|| s.state.load(Ordering::Acquire) == ASSIGNED) || (s.worker.is_some() && linger(s)) {
                 continue;
             }
             match s.state.compare_exchange(DOCKED, DETACHED, Ordering::AcqRel, Ordering::Acquire) {
@@ -853,6 +864,17 @@ fn dock(s: &'static Slot, mut counted: bool) {
         // Fails when the primary has already reassigned us (then the state is ASSIGNED).
         let _ = s.state.compare_exchange(RUNNING, DOCKED, Ordering::AcqRel, Ordering::Acquire);
     }
+}
+
+/// Sleep on a docked slot for at most [`LINGER`]: whether it was assigned meanwhile (else it
+/// is DOCKED again).
+fn linger(s: &Slot) -> bool {
+    if s.state.compare_exchange(DOCKED, SLEEPING, Ordering::AcqRel, Ordering::Acquire).is_err() {
+        return true;
+    }
+    // (An early return, spurious or a signal's, only ends the linger early.)
+    sys::futex_wait_timeout(&s.state, SLEEPING, LINGER);
+    s.state.compare_exchange(SLEEPING, DOCKED, Ordering::AcqRel, Ordering::Acquire).is_err()
 }
 
 fn dock_job(i: usize) {
@@ -1105,7 +1127,9 @@ fn assign(t: &Team) {
         s.tid.store(k as u32 + 1, Ordering::Relaxed);
         // AcqRel: publishes the assignment (and the team's reset) to the member.
         let prev = s.state.swap(ASSIGNED, Ordering::AcqRel);
-        if prev == DETACHED {
+        if prev == SLEEPING {
+            futex_wake(&s.state, 1);
+        } else if prev == DETACHED {
             match (s.worker, p.rt.as_ref()) {
                 (Some(w), Some(rt)) => {
                     let f: weft_core::JobFn = job_fn();
