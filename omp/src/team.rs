@@ -415,7 +415,7 @@ impl Barrier {
         // Only a waiter about to sleep gets to `tick`: the diagnostics (watch.rs).
         // Under OMP_WAIT_POLICY=active a waiter never sleeps: it ticks every 2^20 looks of
         // its spin instead (a few milliseconds).
-        let asleep = Cell::new(None::<std::time::Instant>);
+        let asleep = Cell::new(None::<Option<std::time::Instant>>);
         let tick = || self.tick(team, g, site, &asleep);
         let active = sys::SPIN_NS.load(Ordering::Relaxed) == u64::MAX;
         let looks = Cell::new(0u32);
@@ -448,16 +448,21 @@ impl Barrier {
     }
 
     /// Diagnostics of a waiter about to sleep, and after each timed-out sleep, at this
-    /// barrier's generation `g` (watch.rs); `asleep`: since when it has slept here.
+    /// barrier's generation `g` (watch.rs); `asleep`: whether it has slept here, and since
+    /// when it counts the time slept: from the end of its first sleep (the clock is not read
+    /// before it, which most sleeps end without), so the time reported leaves that one out.
     #[cold]
-    fn tick(&self, team: &Team, g: u32, site: Site, asleep: &Cell<Option<std::time::Instant>>) {
+    fn tick(&self, team: &Team, g: u32, site: Site, asleep: &Cell<Option<Option<std::time::Instant>>>) {
         let tid = my_tid();
-        // (Nothing slept yet at the first call: no clock read for the time slept.)
         let slept = match asleep.get() {
-            Some(t) => t.elapsed(),
+            Some(Some(t)) => t.elapsed(),
+            Some(None) => {
+                asleep.set(Some(Some(std::time::Instant::now())));
+                std::time::Duration::ZERO
+            }
             None => {
                 team.waits.set(tid, site);
-                asleep.set(Some(std::time::Instant::now()));
+                asleep.set(Some(None));
                 std::time::Duration::ZERO
             }
         };
