@@ -473,6 +473,16 @@ impl Cur {
     pub fn implicit(group: Option<Arc<Group>>) -> Cur {
         Cur { id: 0, node: None, group, final_: false, deps: None, tiny: Sizes::new() }
     }
+
+    /// Make an implicit task that ended ([`end_implicit`]: it holds no node nor map) what
+    /// [`Cur::implicit`] makes, in place (a primary's context, renewed at each fork).
+    pub fn renew_implicit(&mut self, group: Option<Arc<Group>>) {
+        debug_assert!(self.node.is_none() && self.deps.is_none(), "invariant: the implicit task ended");
+        self.id = 0;
+        self.group = group;
+        self.final_ = false;
+        self.tiny = Sizes::new();
+    }
 }
 
 /// The measured size of the children a task creates: some of the children that could be

@@ -182,7 +182,7 @@ impl Ctx {
         self.chunk = (0, 0);
         self.ordered_pending = false;
         self.doacross = None;
-        self.task = task::Cur::implicit(group);
+        self.task.renew_implicit(group);
         if self.counter.is_none() {
             self.counter = started_runtime().map(|rt| rt.counter());
         }
