@@ -870,6 +870,16 @@ impl TeamTasks {
         self.prio.get().is_some_and(PrioQueues::queued) || !self.ready.is_empty() || self.deques.iter().any(|d| !d.s.is_empty())
     }
 
+    /// [`queued`](Self::queued) for a thread about to sleep until a task is queued, which
+    /// wakes it after the push (`Team::nudge`): a queued task is counted in `pending` from
+    /// before its push, so with none pending the queues are not looked at. (SeqCst: the
+    /// sleeper raised its sleeper count, SeqCst, before this; a creator's increment comes
+    /// before the SeqCst fence after which it reads that count (`notify`): either the creator
+    /// sees the sleeper and wakes it, or this load sees the increment.)
+    pub fn queued_for_sleeper(&self) -> bool {
+        self.pending.load(Ordering::SeqCst) > 0 && self.queued()
+    }
+
     /// [`queued`](Self::queued) for a spinning waiter: looks at the queues only every 16th
     /// call. Each look pulls the creators' deque ends into this core's cache, and a creator
     /// that finds them gone on every task it makes runs at half speed.

@@ -430,7 +430,7 @@ impl Barrier {
             let stop = || cancel.is_some_and(|c| c.load(Ordering::Acquire));
             let busy = team.tasks.pending() > 0;
             let poll = team.tasks.poller();
-            let (spin, exact) = (|| stop() || poll() || (active && spun_long()), || stop() || team.tasks.queued());
+            let (spin, exact) = (|| stop() || poll() || (active && spun_long()), || stop() || team.tasks.queued_for_sleeper());
             sys::wait_change_with(&self.generation, g, &self.sleepers, &spin, &exact, busy, Some(&tick));
             if self.generation.load(Ordering::Acquire) != g {
                 break stop();
