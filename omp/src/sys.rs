@@ -99,7 +99,7 @@ fn adapt(success: bool) {
 /// that feeds itself.
 pub fn after_sleep(slept: std::time::Duration) {
     let max = SPIN_NS.load(Ordering::Relaxed);
-    if max == u64::MAX || max == 0 {
+    if !adapts(max) {
         return;
     }
     ADAPT.with(|a| {
@@ -108,6 +108,27 @@ pub fn after_sleep(slept: std::time::Duration) {
             a.set(max);
         }
     });
+}
+
+/// Whether a spin budget of `max` adapts ([`after_sleep`] uses how long a sleep took): not
+/// under either wait policy, which never spins or never stops.
+#[inline]
+fn adapts(max: u64) -> bool {
+    max != u64::MAX && max != 0
+}
+
+/// When a sleep starts, if [`after_sleep`] will need to know how long it took.
+#[inline]
+pub fn sleep_start() -> Option<Instant> {
+    adapts(SPIN_NS.load(Ordering::Relaxed)).then(Instant::now)
+}
+
+/// [`after_sleep`] for a sleep that [`sleep_start`] timed.
+#[inline]
+pub fn sleep_end(t0: Option<Instant>) {
+    if let Some(t0) = t0 {
+        after_sleep(t0.elapsed());
+    }
 }
 
 /// Spin until `done()` holds or the spin budget is spent; returns `done()`'s last value.
@@ -254,7 +275,7 @@ pub fn wait_change_with(
     }
     // SeqCst on the sleeper count and the word: the waker changes the word then reads the
     // count; we raise the count then read the word. One of us sees the other.
-    let t0 = Instant::now();
+    let t0 = sleep_start();
     sleepers.fetch_add(1, Ordering::SeqCst);
     let mut slice = std::time::Duration::from_millis(1);
     while word.load(Ordering::SeqCst) == old && !extra() {
@@ -273,5 +294,5 @@ pub fn wait_change_with(
         }
     }
     sleepers.fetch_sub(1, Ordering::SeqCst);
-    after_sleep(t0.elapsed());
+    sleep_end(t0);
 }

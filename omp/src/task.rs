@@ -475,6 +475,16 @@ impl Cur {
     pub fn implicit(group: Option<Arc<Group>>) -> Cur {
         Cur { id: 0, node: None, group, final_: false, deps: None, tiny: Sizes::new() }
     }
+
+    /// Make an implicit task that ended ([`end_implicit`]: it holds no node nor map) what
+    /// [`Cur::implicit`] makes, in place (a primary's context, renewed at each fork).
+    pub fn renew_implicit(&mut self, group: Option<Arc<Group>>) {
+        debug_assert!(self.node.is_none() && self.deps.is_none(), "invariant: the implicit task ended");
+        self.id = 0;
+        self.group = group;
+        self.final_ = false;
+        self.tiny = Sizes::new();
+    }
 }
 
 /// The measured size of the children a task creates: some of the children that could be
@@ -711,8 +721,13 @@ pub struct OwnDeque {
 impl OwnDeque {
     /// Tasks queued on it (the owner's view: no fence, unlike a stealer's).
     #[inline]
-    fn len(&self) -> usize {
+    pub fn len(&self) -> usize {
         self.w.len()
+    }
+
+    /// Whether this is thread `tid`'s deque of `tasks`.
+    pub fn is_of(&self, tasks: &TeamTasks, tid: u32) -> bool {
+        self.home == tasks as *const TeamTasks as usize && self.tid == tid
     }
 }
 
@@ -842,11 +857,13 @@ impl TeamTasks {
         }
     }
 
-    /// Room for `n` threads (only while no thread uses the team: every deque is home).
+    /// Room for `n` threads (only while no thread uses the team: every member's deque is
+    /// home; thread 0's may stay lent to the primary's context, renewed from one region to
+    /// the next in the same team: team.rs `Ctx::renew`).
     pub fn reset(&mut self, n: u32) {
         debug_assert!(
-            self.owners.iter_mut().all(|o| o.get_mut().unwrap_or_else(|e| e.into_inner()).is_some()),
-            "invariant: every deque is back between regions"
+            self.owners.iter_mut().skip(1).all(|o| o.get_mut().unwrap_or_else(|e| e.into_inner()).is_some()),
+            "invariant: every member's deque is back between regions"
         );
         while self.stealers.len() < n as usize {
             let w = Worker::new_lifo();
@@ -916,6 +933,16 @@ impl TeamTasks {
     /// counter is kept, so creating and taking tasks touch only their deques).
     pub fn queued(&self) -> bool {
         self.prio.get().is_some_and(PrioQueues::queued) || !self.ready.is_empty() || self.stealers.iter().any(|s| !s.is_empty())
+    }
+
+    /// [`queued`](Self::queued) for a thread about to sleep until a task is queued, which
+    /// wakes it after the push (`Team::nudge`): a queued task is counted in `pending` from
+    /// before its push, so with none pending the queues are not looked at. (SeqCst: the
+    /// sleeper raised its sleeper count, SeqCst, before this; a creator's increment comes
+    /// before the SeqCst fence after which it reads that count (`notify`): either the creator
+    /// sees the sleeper and wakes it, or this load sees the increment.)
+    pub fn queued_for_sleeper(&self) -> bool {
+        self.pending.load(Ordering::SeqCst) > 0 && self.queued()
     }
 
     /// [`queued`](Self::queued) for a spinning waiter: looks at the queues only every 16th

@@ -13,14 +13,17 @@
 //! demand and kept (with `OMP_STACKSIZE` above the workers' stack size, only these).
 //! A slot belongs to at most one team at a time (`claimed`, set and cleared
 //! by the team's primary thread). After a region a member waits "docked" for its next
-//! assignment, spinning for the spin budget (sys.rs); then a core worker's job returns (the
-//! worker goes back to Weft's tasks) and an OS thread sleeps on its slot's futex.
+//! assignment, spinning for the spin budget (sys.rs); then a core worker sleeps on its
+//! slot's futex for at most [`LINGER`] and its job returns (the worker goes back to Weft's
+//! tasks), and an OS thread sleeps on its slot's futex.
 //!
 //! Slot states: DETACHED (no job running / OS thread asleep) → ASSIGNED (the primary wrote
 //! the assignment, then swapped the state; if it was DETACHED it posts a job or wakes the
-//! thread) → RUNNING (the member took the assignment) → DOCKED (the member finished; CAS
-//! from RUNNING, which fails if it was already reassigned) → DETACHED (CAS from DOCKED
-//! after the spin, which fails if it was assigned meanwhile).
+//! thread; if it was SLEEPING it wakes the thread) → RUNNING (the member took the
+//! assignment) → DOCKED (the member finished; CAS from RUNNING, which fails if it was
+//! already reassigned) → SLEEPING (a core worker's, CAS from DOCKED after the spin) →
+//! DOCKED (CAS from SLEEPING after the sleep) → DETACHED (CAS from DOCKED); each CAS fails
+//! if the slot was assigned meanwhile.
 //!
 //! # Lifetime
 //! A team is owned by its primary thread, boxed in the thread's stack of regions
@@ -145,9 +148,10 @@ pub struct Ctx {
 
 impl Ctx {
     /// A context in `team` (whose implicit tasks start in `group`), holding the thread's
-    /// deque in it until [`Ctx::end`].
+    /// deque in it until [`Ctx::end`], counting in `counter` (the calling thread's, if known:
+    /// looked up otherwise).
     #[inline]
-    fn new(team: &Team, group: Option<Arc<Group>>, tid: u32, icv: Icv) -> Ctx {
+    fn new(team: &Team, group: Option<Arc<Group>>, tid: u32, icv: Icv, counter: Option<weft_core::Counter<'static>>) -> Ctx {
         Ctx {
             team,
             deque: team.tasks.lend(tid),
@@ -162,18 +166,44 @@ impl Ctx {
             ordered_pending: false,
             doacross: None,
             task: task::Cur::implicit(group),
-            counter: started_runtime().map(|rt| rt.counter()),
+            counter: counter.or_else(|| started_runtime().map(|rt| rt.counter())),
             tasks_run: 0,
             ws_trace: None,
         }
     }
 
-    /// The end of a member's or primary's share in `team` (the context's: checked): its
-    /// implicit task ends (task.rs) and its deque goes back to the team, before the thread's
-    /// last access to the team.
+    /// The end of a member's share in `team` (the context's: checked): its implicit task
+    /// ends (task.rs) and its deque goes back to the team, before the thread's last access
+    /// to the team. (A primary's context stays in its region record: [`Ctx::renew`].)
     fn end(mut self, team: &Team) {
         task::end_implicit(&mut self);
         team.tasks.give_back(self.deque);
+    }
+
+    /// Make this context (of a region that ended: `join`) what [`Ctx::new`] would make, in
+    /// place, keeping its counter (the same thread's) and its deque: a primary's context is
+    /// renewed at each fork rather than built and moved into its box, and the team at its
+    /// depth is the same box each time, so thread 0's deque stays lent to it (empty between
+    /// regions) rather than going back and out again.
+    fn renew(&mut self, team: &Team, group: Option<Arc<Group>>, tid: u32, icv: &Icv) {
+        debug_assert!(self.tasks_run == 0 && self.task.group.is_none(), "invariant: the context's region ended");
+        debug_assert!(self.deque.is_of(&team.tasks, tid), "invariant: a renewed context keeps its team's deque");
+        self.team = team;
+        self.tid = tid;
+        self.icv = *icv;
+        self.ws_gen = 0;
+        self.single_count = 0;
+        self.ws = None;
+        self.ws_cur_gen = 0;
+        self.static_trip = 0;
+        self.chunk = (0, 0);
+        self.ordered_pending = false;
+        self.doacross = None;
+        self.task.renew_implicit(group);
+        if self.counter.is_none() {
+            self.counter = started_runtime().map(|rt| rt.counter());
+        }
+        self.ws_trace = None;
     }
 
     /// The team, as a task created here holds it.
@@ -200,7 +230,8 @@ thread_local! {
 
 /// A region the calling thread is the primary of (between `fork` and `join`), or was at
 /// this depth: its team, the thread's context in it (boxed: `CUR` points into it while it
-/// is current) and the context to make current again at the join.
+/// is current; None until the first region at this depth, renewed at each later fork) and
+/// the context to make current again at the join.
 struct Region {
     team: Box<Team>,
     ctx: Box<Option<Ctx>>,
@@ -213,6 +244,8 @@ struct Region {
 struct Primary {
     regions: Vec<Region>,
     depth: usize,
+    /// The core worker the thread is, if any (a thread's stays the same).
+    worker: Option<usize>,
 }
 
 /// The calling thread's current context, as a handle: the one way the rest of the crate
@@ -330,9 +363,9 @@ fn root_ctx() -> CtxRef {
     // Leaked on purpose, with its context: the initial thread's context lives as long as the
     // thread may call into OpenMP (thread-exit destructors could still run OpenMP code).
     let team: &'static mut Team = Box::leak(Team::new(1));
-    team.reset(1, 0, 0, None, None, icv);
+    team.reset(1, 0, 0, None, None, &icv);
     team.places = crate::places::root();
-    let c = Box::into_raw(Box::new(Ctx::new(team, None, 0, icv)));
+    let c = Box::into_raw(Box::new(Ctx::new(team, None, 0, icv, None)));
     CUR.with(|x| x.set(c));
     CtxRef::cur_if_any().expect("invariant: the root context was just made current")
 }
@@ -399,7 +432,7 @@ impl Barrier {
         // Only a waiter about to sleep gets to `tick`: the diagnostics (watch.rs).
         // Under OMP_WAIT_POLICY=active a waiter never sleeps: it ticks every 2^20 looks of
         // its spin instead (a few milliseconds).
-        let asleep = Cell::new(None::<std::time::Instant>);
+        let asleep = Cell::new(None::<Option<std::time::Instant>>);
         let tick = || self.tick(team, g, site, &asleep);
         let active = sys::SPIN_NS.load(Ordering::Relaxed) == u64::MAX;
         let looks = Cell::new(0u32);
@@ -414,7 +447,7 @@ impl Barrier {
             let stop = || cancel.is_some_and(|c| c.load(Ordering::Acquire));
             let busy = team.tasks.pending() > 0;
             let poll = team.tasks.poller();
-            let (spin, exact) = (|| stop() || poll() || (active && spun_long()), || stop() || team.tasks.queued());
+            let (spin, exact) = (|| stop() || poll() || (active && spun_long()), || stop() || team.tasks.queued_for_sleeper());
             sys::wait_change_with(&self.generation, g, &self.sleepers, &spin, &exact, busy, Some(&tick));
             if self.generation.load(Ordering::Acquire) != g {
                 break stop();
@@ -432,17 +465,22 @@ impl Barrier {
     }
 
     /// Diagnostics of a waiter about to sleep, and after each timed-out sleep, at this
-    /// barrier's generation `g` (watch.rs); `asleep`: since when it has slept here.
+    /// barrier's generation `g` (watch.rs); `asleep`: whether it has slept here, and since
+    /// when it counts the time slept: from the end of its first sleep (the clock is not read
+    /// before it, which most sleeps end without), so the time reported leaves that one out.
     #[cold]
-    fn tick(&self, team: &Team, g: u32, site: Site, asleep: &Cell<Option<std::time::Instant>>) {
+    fn tick(&self, team: &Team, g: u32, site: Site, asleep: &Cell<Option<Option<std::time::Instant>>>) {
         let tid = my_tid();
-        let since = match asleep.get() {
-            Some(t) => t,
+        let slept = match asleep.get() {
+            Some(Some(t)) => t.elapsed(),
+            Some(None) => {
+                asleep.set(Some(Some(std::time::Instant::now())));
+                std::time::Duration::ZERO
+            }
             None => {
                 team.waits.set(tid, site);
-                let t = std::time::Instant::now();
-                asleep.set(Some(t));
-                t
+                asleep.set(Some(None));
+                std::time::Duration::ZERO
             }
         };
         // Acquire on `left`, then the generation: a member counts itself out after it saw
@@ -453,7 +491,7 @@ impl Barrier {
         if self.generation.load(Ordering::Acquire) != g || team.cancelled.load(Ordering::Acquire) {
             return;
         }
-        team.waits.tick(tid, team.n, site, since.elapsed(), left || primary_done, &|t| team.member_state(t));
+        team.waits.tick(tid, team.n, site, slept, left || primary_done, &|t| team.member_state(t));
     }
 
     /// Release every waiter (after a cancellation, which the caller has set): the
@@ -579,13 +617,13 @@ impl Team {
         }
     }
 
-    fn reset(&mut self, n: u32, level: u32, active_level: u32, up: Option<(TeamRef, u32)>, body: Option<Outlined>, icv: Icv) {
+    fn reset(&mut self, n: u32, level: u32, active_level: u32, up: Option<(TeamRef, u32)>, body: Option<Outlined>, icv: &Icv) {
         self.n = n;
         self.level = level;
         self.active_level = active_level;
         self.up = up;
         self.body = body;
-        self.child_icv = icv;
+        self.child_icv = *icv;
         self.bar.n.store(n, Ordering::Relaxed);
         self.bar.arrived.store(0, Ordering::Relaxed);
         self.cbar.n.store(n, Ordering::Relaxed);
@@ -601,7 +639,7 @@ impl Team {
             w.reset(i as u64);
         }
         self.dirty = 0;
-        self.members.clear();
+        // (`members` keeps the last region's, unclaimed, for `claim` to try first.)
         self.own_slot = None;
         self.bind = icv.bind;
     }
@@ -680,6 +718,14 @@ const DETACHED: u32 = 0;
 const DOCKED: u32 = 1;
 const ASSIGNED: u32 = 2;
 const RUNNING: u32 = 3;
+const SLEEPING: u32 = 4;
+
+/// How long a docked core worker sleeps on its slot, after its spin, before its job returns
+/// to core: short, as Weft's tasks for that worker wait meanwhile, but long enough to catch
+/// the next region of a program that forks in a loop, which then costs a futex wake-up
+/// rather than a job posted to core and core's idle loop on the worker (under
+/// `OMP_WAIT_POLICY=passive` too: a sleep does not take the processor).
+const LINGER: std::time::Duration = std::time::Duration::from_millis(1);
 
 pub struct Slot {
     state: CachePadded<AtomicU32>,
@@ -810,10 +856,12 @@ fn spawn_slot() -> &'static Slot {
 /// Each share run counts as a job in the statistics (`WEFT_STATS`), except the first one when
 /// `counted` (a core worker's docking job: core counted it when it started the job).
 fn dock(s: &'static Slot, mut counted: bool) {
+    // (The thread's statistics line, looked up once: the same for each share it runs.)
+    let mut counter = None;
     loop {
         // Acquire: pairs with the primary's swap to ASSIGNED after writing the assignment.
         if s.state.load(Ordering::Acquire) != ASSIGNED {
-            if spin_until(|| s.state.load(Ordering::Acquire) == ASSIGNED) {
+            if spin_until(|| s.state.load(Ordering::Acquire) == ASSIGNED) || (s.worker.is_some() && linger(s)) {
                 continue;
             }
             match s.state.compare_exchange(DOCKED, DETACHED, Ordering::AcqRel, Ordering::Acquire) {
@@ -824,17 +872,31 @@ fn dock(s: &'static Slot, mut counted: bool) {
         let team = std::ptr::NonNull::new(s.team.load(Ordering::Relaxed)).map(TeamRef);
         let tid = s.tid.load(Ordering::Relaxed);
         s.state.store(RUNNING, Ordering::Relaxed);
+        if counter.is_none() {
+            counter = started_runtime().map(|rt| rt.counter());
+        }
         if !std::mem::take(&mut counted)
-            && let Some(rt) = runtime()
+            && let Some(k) = counter
         {
-            rt.count_job();
+            k.job();
         }
         // (The primary keeps the team alive until we increment `left`, run_member's last
         // access: `TeamRef`.)
-        run_member(team.expect("invariant: an assigned slot has a team"), tid);
+        run_member(team.expect("invariant: an assigned slot has a team"), tid, counter);
         // Fails when the primary has already reassigned us (then the state is ASSIGNED).
         let _ = s.state.compare_exchange(RUNNING, DOCKED, Ordering::AcqRel, Ordering::Acquire);
     }
+}
+
+/// Sleep on a docked slot for at most [`LINGER`]: whether it was assigned meanwhile (else it
+/// is DOCKED again).
+fn linger(s: &Slot) -> bool {
+    if s.state.compare_exchange(DOCKED, SLEEPING, Ordering::AcqRel, Ordering::Acquire).is_err() {
+        return true;
+    }
+    // (An early return, spurious or a signal's, only ends the linger early.)
+    sys::futex_wait_timeout(&s.state, SLEEPING, LINGER);
+    s.state.compare_exchange(SLEEPING, DOCKED, Ordering::AcqRel, Ordering::Acquire).is_err()
 }
 
 fn dock_job(i: usize) {
@@ -845,12 +907,12 @@ fn dock_job(i: usize) {
 
 /// Run one member's share of a region (`team` is alive until this function increments its
 /// `left` counter: [`TeamRef`]).
-fn run_member(team: TeamRef, tid: u32) {
+fn run_member(team: TeamRef, tid: u32, counter: Option<weft_core::Counter<'static>>) {
     let t = team.get();
     let prev = CUR.with(|c| c.get());
     // The share starts before the combined construct's slice inside it.
     let traced = runtime().filter(|rt| rt.tracing()).map(|rt| (rt, std::time::Instant::now()));
-    let mut c = Ctx::new(t, t.group.clone(), tid, t.child_icv);
+    let mut c = Ctx::new(t, t.group.clone(), tid, t.child_icv, counter);
     if t.ring[0].preinit() {
         c.ws_gen = 1;
         c.ws = Some(0);
@@ -920,7 +982,10 @@ pub fn fork_with(
 ) -> u32 {
     // (Nothing in `fork_in` forks or joins: the thread's regions stay borrowed until the
     // team is set up and its members are told.)
-    let p = PRIMARY.take().unwrap_or_else(|| Box::leak(Box::new(Primary { regions: Vec::new(), depth: 0 })));
+    let p = PRIMARY.take().unwrap_or_else(|| {
+        let worker = runtime().and_then(|rt| rt.current_worker());
+        Box::leak(Box::new(Primary { regions: Vec::new(), depth: 0, worker }))
+    });
     let n = fork_in(p, body, req, flags, if_clause, setup, reductions);
     PRIMARY.set(Some(p));
     n
@@ -959,7 +1024,7 @@ fn fork_in(
         r.parent = parent.p.as_ptr();
         // The set-up, before any member sees the team.
         let t = &mut *r.team;
-        t.reset(n, pt.level + 1, pt.active_level + u32::from(n > 1), Some(up), body, icv);
+        t.reset(n, pt.level + 1, pt.active_level + u32::from(n > 1), Some(up), body, &icv);
         t.bind = bind;
         match pt.places.get(up.1 as usize) {
             Some(&a) => crate::places::assign(a, bind, n, &mut t.places),
@@ -974,26 +1039,36 @@ fn fork_in(
             t.group = Some(g);
         }
         if n > 1 {
-            claim(t);
+            claim(t, p.worker);
+        } else {
+            t.members.clear();
         }
-        // The primary's share (thread 0's implicit task) counts as a job of the thread
-        // running it: the initial thread's on the statistics' "other threads" line.
         if let Some(rt) = runtime() {
-            rt.count_job();
             t.traced_from = rt.tracing().then(std::time::Instant::now);
         }
         let t: &Team = &r.team;
         if n > 1 {
             assign(t);
         }
-        let mut c = Ctx::new(t, t.group.clone(), 0, icv);
+        let c = match r.ctx.as_mut() {
+            Some(c) => {
+                c.renew(t, t.group.clone(), 0, &icv);
+                c
+            }
+            None => r.ctx.insert(Ctx::new(t, t.group.clone(), 0, icv, None)),
+        };
+        // The primary's share (thread 0's implicit task) counts as a job of the thread
+        // running it: the initial thread's on the statistics' "other threads" line.
+        if let Some(k) = c.counter {
+            k.job();
+        }
         if t.ring[0].preinit() {
             c.ws_gen = 1;
             c.ws = Some(0);
-            crate::ws::trace_begin(&mut c, "omp for");
+            crate::ws::trace_begin(c, "omp for");
         }
         // (The context's box stays put until the join; `CUR` points into it meanwhile.)
-        r.ctx.insert(c) as *mut Ctx
+        c as *mut Ctx
     };
     CUR.with(|x| x.set(ptr));
     n
@@ -1006,11 +1081,20 @@ fn worker_on_my_cpu(p: &Pool) -> Option<usize> {
     rt.workers().iter().find(|w| w.arch == weft_core::Arch::Cpu && w.pu == Some(cpu)).map(|w| w.id)
 }
 
-/// Claim the members of a new team (before any of them sees it: [`assign`]).
-fn claim(t: &mut Team) {
-    let p = pool();
+/// Claim the members of a new team (before any of them sees it: [`assign`]); `me_worker`:
+/// the core worker the calling thread is, if any. `t.members` holds the previous region's
+/// members (none claimed).
+fn claim(t: &mut Team, me_worker: Option<usize>) {
     let need = (t.n - 1) as usize;
-    let me_worker = p.rt.as_ref().and_then(|rt| rt.current_worker());
+    // The previous region's members again, in the same order, when they are as many and
+    // all free (the common case: a loop of regions of one size), without the search below:
+    // the same thread numbers then go to the same threads, as the search itself ensures.
+    if me_worker.is_none() && t.members.len() == need && claim_all(&t.members) {
+        sys::BUSY.fetch_add(t.n as i64, Ordering::Relaxed);
+        return;
+    }
+    t.members.clear();
+    let p = pool();
     // A core worker forking outside any team holds its own slot, so that no team posts it
     // a job it could only run after this region.
     if let Some(w) = me_worker {
@@ -1065,7 +1149,9 @@ fn assign(t: &Team) {
         s.tid.store(k as u32 + 1, Ordering::Relaxed);
         // AcqRel: publishes the assignment (and the team's reset) to the member.
         let prev = s.state.swap(ASSIGNED, Ordering::AcqRel);
-        if prev == DETACHED {
+        if prev == SLEEPING {
+            futex_wake(&s.state, 1);
+        } else if prev == DETACHED {
             match (s.worker, p.rt.as_ref()) {
                 (Some(w), Some(rt)) => {
                     let f: weft_core::JobFn = job_fn();
@@ -1078,6 +1164,19 @@ fn assign(t: &Team) {
             }
         }
     }
+}
+
+/// Claim every slot of `slots`, or none (releasing those it took): whether it did.
+fn claim_all(slots: &[&'static Slot]) -> bool {
+    for (k, s) in slots.iter().enumerate() {
+        if s.claimed.load(Ordering::Relaxed) || s.claimed.compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed).is_err() {
+            for s in &slots[..k] {
+                s.claimed.store(false, Ordering::Release);
+            }
+            return false;
+        }
+    }
+    true
 }
 
 fn job_fn() -> weft_core::JobFn {
@@ -1134,11 +1233,16 @@ pub fn join() {
         let t = &mut *r.team;
         // Every task of the region is complete (the join barrier): the group's last users.
         t.group = None;
-        if let Some(c) = r.ctx.take() {
+        if let Some(c) = r.ctx.as_mut() {
             // Every thread entered the same constructs as thread 0, unless the region was
             // cancelled.
             t.dirty = if cancelled { RING } else { (c.ws_gen as usize).min(RING) };
-            c.end(t);
+            task::end_implicit(c);
+            debug_assert!(c.deque.len() == 0, "invariant: a share ends with its deque empty");
+            // What the context holds of the region goes now, not at the next fork (which
+            // renews the rest; its deque, empty now, stays with it for this team's next region).
+            c.task.group = None;
+            c.doacross = None;
         }
         PRIMARY.set(Some(p));
     }

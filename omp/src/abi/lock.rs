@@ -65,16 +65,26 @@ pub unsafe extern "C" fn omp_destroy_lock(l: *mut u32) {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn omp_set_lock(l: *mut u32) {
     // SAFETY: the program passes an initialized lock.
-    owned::lock(unsafe { word(l) }, owned::me())
+    owned::lock(unsafe { word(l) })
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn omp_unset_lock(l: *mut u32) {
-    // "A program that accesses a lock that is not in the locked state or that is not owned
-    // by the task that contains the call through either routine is non-conforming": say
-    // so, and leave the lock as it is.
-    // SAFETY: as above.
-    match owned::unlock(unsafe { word(l) }, owned::me()) {
+    // SAFETY: the program passes an initialized lock.
+    let w = unsafe { word(l) };
+    if !owned::unlock_fast(w) {
+        unset_slow(w);
+    }
+}
+
+/// `omp_unset_lock` with sleepers to wake, or misused. "A program that accesses a lock
+/// that is not in the locked state or that is not owned by the task that contains the call
+/// through either routine is non-conforming": say so, and leave the lock as it is.
+/// (`extern "C"`: it cannot unwind, so `omp_unset_lock` needs no landing pad and ends in a
+/// tail call.)
+#[cold]
+extern "C" fn unset_slow(w: &AtomicU32) {
+    match owned::unlock(w) {
         Ok(()) => {}
         Err(Misuse::NotLocked) => eprintln!("weft-omp: omp_unset_lock on a lock that is not locked; ignored"),
         Err(Misuse::NotOwner) => {
@@ -86,7 +96,7 @@ pub unsafe extern "C" fn omp_unset_lock(l: *mut u32) {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn omp_test_lock(l: *mut u32) -> c_int {
     // SAFETY: as above.
-    owned::try_lock(unsafe { word(l) }, owned::me()) as c_int
+    owned::try_lock(unsafe { word(l) }) as c_int
 }
 
 /// The lock behind a program's `omp_nest_lock_t`, allocated by `omp_init_nest_lock`.
