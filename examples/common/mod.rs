@@ -539,12 +539,13 @@ pub mod openblas {
         }
 
         /// Order of `L` up to which [`trsm`] calls the library's solve; above it, it halves `L`.
-        const TRSM_BLOCK: usize = 128;
+        const TRSM_BLOCK: usize = 64;
 
         /// `B = B·L⁻ᵀ`, `L` lower triangular. Halved while `L` is larger than
         /// [`TRSM_BLOCK`] (`X₁ = B₁·L₁₁⁻ᵀ`, `B₂ −= X₁·L₂₁ᵀ`, `X₂ = B₂·L₂₂⁻ᵀ`), so that most of
         /// its flops run in GEMM: single-threaded, OpenBLAS's `dtrsm` on a 512 tile reaches
-        /// about two thirds of its `dgemm`'s rate.
+        /// about two thirds of its `dgemm`'s rate, halved down to 64 about 0.85 (down to 128,
+        /// 0.8). faer's solve gains nothing from the same halving (it blocks its own).
         pub fn trsm<T: crate::common::Real>(l: MatRef<'_, T>, b: MatMut<'_, T>) {
             let n = l.nrows();
             if n <= TRSM_BLOCK {
