@@ -54,6 +54,7 @@ use crate::team::{self, Body, Ctx, CtxRef, Icv, Team, TeamRef, cur};
 use crossbeam_deque::{Injector, Steal, Stealer, Worker};
 use crossbeam_queue::ArrayQueue;
 use crossbeam_utils::CachePadded;
+use crossbeam_utils::atomic::AtomicCell;
 use std::collections::{HashMap, HashSet};
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
@@ -711,12 +712,16 @@ impl TaskBox {
 /// the inner team's threads (which steal only through the inner team's stealers) never
 /// take the outer team's tasks.
 pub struct OwnDeque {
-    w: Worker<Arc<TaskBox>>,
+    w: OwnerEnd,
     /// The `TeamTasks` it belongs to (its address: a team is boxed and never moves) and
     /// its thread number there, checked when it goes back.
     home: usize,
     tid: u32,
 }
+
+/// A deque's owner end, boxed so that the team's cell holding it between shares is one
+/// pointer.
+type OwnerEnd = Box<Worker<Arc<TaskBox>>>;
 
 impl OwnDeque {
     /// Tasks queued on it (the owner's view: no fence, unlike a stealer's).
@@ -831,11 +836,16 @@ pub struct TeamTasks {
     stealers: Vec<Stealer<Arc<TaskBox>>>,
     /// Each deque's owner end while no thread holds it ([`OwnDeque`]): all of them between
     /// regions, none of the first `n` during one. Touched twice per thread and region.
-    owners: Vec<Mutex<Option<Worker<Arc<TaskBox>>>>>,
+    /// (Lent and given back by every member in every region: one atomic exchange each way,
+    /// no lock.)
+    owners: Vec<AtomicCell<Option<OwnerEnd>>>,
 }
 
+// The owner ends' cells are one pointer each, exchanged by one atomic instruction (no lock).
+const _: () = assert!(AtomicCell::<Option<OwnerEnd>>::is_lock_free());
+
 // Shared by the team's threads, `Send` and `Sync` by its fields' types alone (no `unsafe
-// impl`: the owner ends of the deques are in the threads' contexts, or in a `Mutex`).
+// impl`: the owner ends of the deques are in the threads' contexts, or in an `AtomicCell`).
 const _: fn() = || {
     fn shared<T: Send + Sync>() {}
     shared::<TeamTasks>();
@@ -862,13 +872,18 @@ impl TeamTasks {
     /// the next in the same team: team.rs `Ctx::renew`).
     pub fn reset(&mut self, n: u32) {
         debug_assert!(
-            self.owners.iter_mut().skip(1).all(|o| o.get_mut().unwrap_or_else(|e| e.into_inner()).is_some()),
+            self.owners.iter().skip(1).all(|o| {
+                let w = o.take();
+                let home = w.is_some();
+                o.store(w);
+                home
+            }),
             "invariant: every member's deque is back between regions"
         );
         while self.stealers.len() < n as usize {
             let w = Worker::new_lifo();
             self.stealers.push(w.stealer());
-            self.owners.push(Mutex::new(Some(w)));
+            self.owners.push(AtomicCell::new(Some(Box::new(w))));
         }
     }
 
@@ -877,7 +892,7 @@ impl TeamTasks {
     /// broken invariant and panics.
     #[inline]
     pub fn lend(&self, tid: u32) -> OwnDeque {
-        let w = self.owners.get(tid as usize).and_then(|o| lock(o).take());
+        let w = self.owners.get(tid as usize).and_then(AtomicCell::take);
         let w = w.expect("invariant: a thread of the team borrows its deque once per share");
         OwnDeque { w, home: self as *const TeamTasks as usize, tid }
     }
@@ -887,7 +902,7 @@ impl TeamTasks {
     pub fn give_back(&self, d: OwnDeque) {
         assert_eq!(d.home, self as *const TeamTasks as usize, "invariant: a deque goes back to the team that lent it");
         debug_assert!(d.w.is_empty(), "invariant: a share ends with its deque empty");
-        *lock(&self.owners[d.tid as usize]) = Some(d.w);
+        self.owners[d.tid as usize].store(Some(d.w));
     }
 
     /// Wake the threads sleeping in `wait_until` (a task was queued or finished).

@@ -175,6 +175,8 @@ impl Ctx {
     /// The end of a member's share in `team` (the context's: checked): its implicit task
     /// ends (task.rs) and its deque goes back to the team, before the thread's last access
     /// to the team. (A primary's context stays in its region record: [`Ctx::renew`].)
+    /// Inlined: a call would copy the whole context to pass it.
+    #[inline(always)]
     fn end(mut self, team: &Team) {
         task::end_implicit(&mut self);
         team.tasks.give_back(self.deque);
