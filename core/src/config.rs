@@ -7,6 +7,7 @@
 //! | `WEFT_SCHED_ALPHA`, `WEFT_SCHED_BETA` | weights of expected compute time and transfer time in dm-family placement | 1, 1 |
 //! | `WEFT_CALIBRATE` | performance models: `0` use them (measure uncalibrated entries only), `1` keep measuring, `2` discard and start over | 0 |
 //! | `WEFT_BUS_CALIBRATE` | `1`: measure the bus model again instead of reading it from `$WEFT_HOME/bus` | 0 |
+//! | `WEFT_PERF_MODEL_HOMOGENEOUS_CPU` | `0`: each CPU worker has its own entries in the performance models (StarPU's variable of that name), for cores that do not run at one speed; each then calibrates on its own | 1 |
 //! | `WEFT_OPENCL_ON_CPUS` | `1`: OpenCL devices of type CPU also run codelets that have a CPU implementation (they share the CPU workers' cores) | 0 |
 //! | `WEFT_NULL_SLOWDOWN` | null devices run their tasks this many times slower (tests of model-driven placement) | 1 |
 //! | `WEFT_NOPENCL` | OpenCL devices to use (each a memory node with a driver worker) | all |
@@ -63,6 +64,9 @@ pub struct Config {
     /// only those that do not, as the OpenCL front end's kernels): such a device computes
     /// on the cores the CPU workers use.
     pub opencl_on_cpus: bool,
+    /// CPU workers share their performance-model entries (architecture `cpu`); when false
+    /// each has its own (`cpu0`, `cpu1`, ...).
+    pub homogeneous_cpu: bool,
     /// Null devices take this many times as long as their implementation ran (≥ 1): a
     /// slow device for tests of model-driven placement.
     pub null_slowdown: f64,
@@ -109,6 +113,7 @@ impl Default for Config {
             sched_beta: 1.0,
             sched_locality: 3.0,
             opencl_on_cpus: false,
+            homogeneous_cpu: true,
             null_slowdown: 1.0,
             null_mem_limit: None,
             cpu_mem_limit: None,
@@ -178,6 +183,9 @@ impl Config {
                 }
                 *slot = x;
             }
+        }
+        if let Some(v) = get("WEFT_PERF_MODEL_HOMOGENEOUS_CPU") {
+            c.homogeneous_cpu = parse_bool("WEFT_PERF_MODEL_HOMOGENEOUS_CPU", &v)?;
         }
         if let Some(v) = get("WEFT_OPENCL_ON_CPUS") {
             c.opencl_on_cpus = parse_bool("WEFT_OPENCL_ON_CPUS", &v)?;
@@ -315,13 +323,14 @@ mod tests {
             ("WEFT_SCHED_BETA", "2"),
             ("WEFT_SCHED_LOCALITY", "0.5"),
             ("WEFT_OPENCL_ON_CPUS", "1"),
+            ("WEFT_PERF_MODEL_HOMOGENEOUS_CPU", "0"),
             ("WEFT_NULL_SLOWDOWN", "4"),
             ("WEFT_HOME", "/tmp/wh"),
             ("WEFT_SCHED", "heft"),
         ])
         .unwrap();
         assert_eq!(c.calibrate, crate::perfmodel::Calibrate::Reset);
-        assert!(c.bus_calibrate && c.opencl_on_cpus);
+        assert!(c.bus_calibrate && c.opencl_on_cpus && !c.homogeneous_cpu);
         assert_eq!((c.sched_alpha, c.sched_beta, c.sched_locality, c.null_slowdown), (0.5, 2.0, 0.5, 4.0));
         assert_eq!(c.home.as_deref(), Some(std::path::Path::new("/tmp/wh")));
         assert_eq!(c.kernel_cache.as_deref(), Some(std::path::Path::new("/tmp/wh/kernels")));

@@ -250,7 +250,8 @@ impl Runtime {
                 pu: Some(topology.pus[i % topology.npus()]),
                 name: format!("cpu{i}"),
                 spins: false,
-                perf_arch: "cpu".into(),
+                // (Per worker when the cores do not run at one speed: config.rs.)
+                perf_arch: if config.homogeneous_cpu { "cpu".into() } else { format!("cpu{i}") },
                 shares_cores: false,
             });
         }

@@ -87,12 +87,7 @@ fn runtime(sched: PolicyKind, slowdown: f64) -> Runtime {
 
 /// Tasks submitted `width` at a time, each burst waited for; how many ran on the null device.
 fn bursts(rt: &Runtime, cl: &Arc<Codelet>, n: usize, width: usize) -> u64 {
-    for _ in 0..n {
-        let hs: Vec<TaskHandle> = (0..width).map(|_| rt.submit(TaskBuilder::new(cl)).unwrap()).collect();
-        for h in hs {
-            h.wait().unwrap();
-        }
-    }
+    bursts_cpu(rt, cl, n, width);
     let null = rt.workers().iter().find(|w| w.arch == Arch::Null).unwrap().id;
     rt.tasks_per_worker()[null]
 }
@@ -130,6 +125,32 @@ fn forced_calibration_reaches_every_architecture() {
             unreachable!()
         };
         assert!(null > 2.0 * cpu, "{sched:?}: null {null} us, cpu {cpu} us");
+    }
+}
+
+/// `WEFT_PERF_MODEL_HOMOGENEOUS_CPU=0`: each CPU worker calibrates entries of its own, and
+/// no shared `cpu` entry is made.
+#[test]
+fn cpu_workers_calibrate_their_own_entries_when_not_homogeneous() {
+    let rt =
+        Runtime::new(Config { ncpu: Some(2), sched: PolicyKind::Dmda, homogeneous_cpu: false, spin_us: 5, ..Config::default() }).unwrap();
+    let cl = codelet(&unique("per-worker"), 50);
+    bursts_cpu(&rt, &cl, 30, 2);
+    let m = rt.model(&cl).unwrap();
+    let (fp, size) = (perfmodel::footprint(&[]), 0.0);
+    for arch in ["cpu0", "cpu1"] {
+        assert!(matches!(m.predict(arch, fp, size), Prediction::Calibrated(_)), "{arch} not calibrated: {:?}", m.archs());
+    }
+    assert!(!m.archs().iter().any(|a| a == "cpu"), "{:?}", m.archs());
+}
+
+/// Tasks submitted `width` at a time, each burst waited for (on whichever workers).
+fn bursts_cpu(rt: &Runtime, cl: &Arc<Codelet>, n: usize, width: usize) {
+    for _ in 0..n {
+        let hs: Vec<TaskHandle> = (0..width).map(|_| rt.submit(TaskBuilder::new(cl)).unwrap()).collect();
+        for h in hs {
+            h.wait().unwrap();
+        }
     }
 }
 
