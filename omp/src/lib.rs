@@ -21,6 +21,10 @@
 //! once; teams are owned by their primary
 //! thread (team.rs), worksharing slots share their state as atomics and a mutex (ws.rs);
 //! taskgroups and child counters are shared (`Arc`).
+//!
+//! The crate's documentation is for its developers (`cargo doc --document-private-items`):
+//! its public items (the ABI's entry points) link to the private ones that do the work.
+#![allow(rustdoc::private_intra_doc_links)]
 
 pub mod abi;
 mod env;

@@ -111,7 +111,7 @@ pub fn unlock(w: &AtomicU32) {
     }
 }
 
-/// A lock with an owner (the `omp_*_lock` API): the word holds the owner's id (see [`me`],
+/// A lock with an owner (the `omp_*_lock` API): the word holds the owner's id (see [`me`](owned::me),
 /// whose low 2 bits are clear) or'ed with the state in the low 2 bits (0 free, 1 held, 2
 /// held with sleepers), so that an unset by a thread that does not hold the lock can be
 /// told from a correct one and refused. Whoever holds the lock alone writes the owner bits;

@@ -1744,7 +1744,7 @@ fn defer_inline(c: CtxRef, s: &Spawn, final_: bool, priority: i32, detach: bool,
 
 /// Finished boxes of tasks with depend clauses (a box whose last reference a parent's map
 /// drops goes back on the creating thread, for its next child) and of those with data over
-/// [`INLINE`] bytes (the data block stays with the box): a new such task takes one instead
+/// [`INLINE`](crate::abi::gomp::data::INLINE) bytes (the data block stays with the box): a new such task takes one instead
 /// of allocating. Lock-free and bounded: a task finished when
 /// the pool is full is freed.
 static POOL: std::sync::OnceLock<ArrayQueue<Arc<TaskBox>>> = std::sync::OnceLock::new();

@@ -169,7 +169,7 @@ impl Descriptor {
     }
 
     /// Allocate zeroed private blocks for `nthreads` in every descriptor of the chain:
-    /// base and end replace the alignment word and d[6]. Aborts when memory runs out.
+    /// base and end replace the alignment word and `d[6]`. Aborts when memory runs out.
     pub fn alloc(self, nthreads: u32) {
         let mut d = Some(self);
         while let Some(x) = d {
