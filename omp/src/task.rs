@@ -732,7 +732,7 @@ impl OwnDeque {
 
     /// Whether this is thread `tid`'s deque of `tasks`.
     pub fn is_of(&self, tasks: &TeamTasks, tid: u32) -> bool {
-        self.home == tasks as *const TeamTasks as usize && self.tid == tid
+        self.home == tasks.addr() && self.tid == tid
     }
 }
 
@@ -887,6 +887,13 @@ impl TeamTasks {
         }
     }
 
+    /// The identity an [`OwnDeque`] holds of its team's tasks (a team is boxed and never
+    /// moves).
+    #[inline]
+    fn addr(&self) -> usize {
+        self as *const TeamTasks as usize
+    }
+
     /// Thread `tid`'s own end of its deque, for its context in the team while its share
     /// runs (`Ctx::new`). Each end is lent once until it is given back: a second lend is a
     /// broken invariant and panics.
@@ -894,13 +901,13 @@ impl TeamTasks {
     pub fn lend(&self, tid: u32) -> OwnDeque {
         let w = self.owners.get(tid as usize).and_then(AtomicCell::take);
         let w = w.expect("invariant: a thread of the team borrows its deque once per share");
-        OwnDeque { w, home: self as *const TeamTasks as usize, tid }
+        OwnDeque { w, home: self.addr(), tid }
     }
 
     /// Take back a deque lent by [`lend`](Self::lend) (the share that held it has ended:
     /// its tasks are all complete, so it is empty).
     pub fn give_back(&self, d: OwnDeque) {
-        assert_eq!(d.home, self as *const TeamTasks as usize, "invariant: a deque goes back to the team that lent it");
+        assert_eq!(d.home, self.addr(), "invariant: a deque goes back to the team that lent it");
         debug_assert!(d.w.is_empty(), "invariant: a share ends with its deque empty");
         self.owners[d.tid as usize].store(Some(d.w));
     }
@@ -974,7 +981,7 @@ impl TeamTasks {
     /// Queue `t` on the calling thread's own deque `own` (in this team: its context's).
     #[inline]
     fn push(&self, own: &OwnDeque, t: Arc<TaskBox>) {
-        debug_assert_eq!(own.home, self as *const TeamTasks as usize);
+        debug_assert_eq!(own.home, self.addr());
         if let Some(t) = self.push_prio(t) {
             own.w.push(t);
         }
@@ -1000,7 +1007,7 @@ impl TeamTasks {
     /// priority, else its own newest, else the team's queue's oldest, else another
     /// thread's oldest.
     fn pop(&self, own: &OwnDeque) -> Option<Arc<TaskBox>> {
-        debug_assert_eq!(own.home, self as *const TeamTasks as usize);
+        debug_assert_eq!(own.home, self.addr());
         if let Some(q) = self.prio.get()
             && let Some(t) = q.take(|_| true)
         {
@@ -1040,7 +1047,7 @@ impl TeamTasks {
         if let Scope::Any = scope {
             return self.pop(own);
         }
-        debug_assert_eq!(own.home, self as *const TeamTasks as usize);
+        debug_assert_eq!(own.home, self.addr());
         if let Some(q) = self.prio.get()
             && let Some(t) = q.take(|t| scope.admits(t))
         {
@@ -2399,7 +2406,7 @@ mod tests {
         let d0 = a.lend(0);
         a.give_back(d0);
         let d0 = a.lend(0);
-        assert_eq!(d0.home, &a as *const TeamTasks as usize);
+        assert_eq!(d0.home, a.addr());
         a.give_back(d0);
     }
 

@@ -190,22 +190,42 @@ impl Ctx {
     fn renew(&mut self, team: &Team, group: Option<Arc<Group>>, tid: u32, icv: &Icv) {
         debug_assert!(self.tasks_run == 0 && self.task.group.is_none(), "invariant: the context's region ended");
         debug_assert!(self.deque.is_of(&team.tasks, tid), "invariant: a renewed context keeps its team's deque");
-        self.team = team;
-        self.tid = tid;
-        self.icv = *icv;
-        self.ws_gen = 0;
-        self.single_count = 0;
-        self.ws = None;
-        self.ws_cur_gen = 0;
-        self.static_trip = 0;
-        self.chunk = (0, 0);
-        self.ordered_pending = false;
-        self.doacross = None;
-        self.task.renew_implicit(group);
-        if self.counter.is_none() {
-            self.counter = started_runtime().map(|rt| rt.counter());
+        // Every field named (no `..`): a field added to `Ctx` must be renewed here too, as
+        // `new` must set it.
+        let Ctx {
+            team: c_team,
+            tid: c_tid,
+            icv: c_icv,
+            ws_gen,
+            single_count,
+            ws,
+            ws_cur_gen,
+            static_trip,
+            chunk,
+            ordered_pending,
+            doacross,
+            task,
+            deque: _,
+            counter,
+            tasks_run: _,
+            ws_trace,
+        } = self;
+        *c_team = team;
+        *c_tid = tid;
+        *c_icv = *icv;
+        *ws_gen = 0;
+        *single_count = 0;
+        *ws = None;
+        *ws_cur_gen = 0;
+        *static_trip = 0;
+        *chunk = (0, 0);
+        *ordered_pending = false;
+        *doacross = None;
+        task.renew_implicit(group);
+        if counter.is_none() {
+            *counter = started_runtime().map(|rt| rt.counter());
         }
-        self.ws_trace = None;
+        *ws_trace = None;
     }
 
     /// The team, as a task created here holds it.
