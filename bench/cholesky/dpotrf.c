@@ -2,12 +2,14 @@
  * Cholesky in bench/cholesky/run.sh.
  *
  *   gcc -O2 bench/cholesky/dpotrf.c -o dpotrf -lopenblas
- *   OPENBLAS_NUM_THREADS=2 ./dpotrf [n]        (default 2048)
+ *   OPENBLAS_NUM_THREADS=2 ./dpotrf [n [lda]]  (default 2048, and the example's lda)
  *
  * The matrix is the example's: random symmetric from the same xorshift stream, plus n·I
- * (positive definite), column-major. One untimed factorisation of a copy first (OpenBLAS
- * starts its threads, the pages are touched), then the clock covers one dpotrf ("L").
- * Prints `dpotrf n=N: S s (G GFLOP/s)` with n³/3 flops, as the example and StarPU do. */
+ * (positive definite), column-major, with the example's leading dimension (n rounded up to
+ * an odd number of 64-byte lines, examples/cholesky.rs) unless `lda` is given. One
+ * untimed factorisation of a copy first (OpenBLAS starts its threads, the pages are
+ * touched), then the clock covers one dpotrf ("L").
+ * Prints `dpotrf n=N lda=L: S s (G GFLOP/s)` with n³/3 flops, as the example and StarPU do. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,19 +35,20 @@ static double now(void) {
     return t.tv_sec + t.tv_nsec * 1e-9;
 }
 
-static int factor(double *a, int n) {
+static int factor(double *a, int n, int lda) {
     int info = 0;
-    dpotrf_("L", &n, a, &n, &info, 1);
+    dpotrf_("L", &n, a, &lda, &info, 1);
     return info;
 }
 
 int main(int argc, char **argv) {
     int n = argc > 1 ? atoi(argv[1]) : 2048;
-    if (n <= 0) {
-        fprintf(stderr, "usage: dpotrf [n]\n");
+    int lines = (n + 7) / 8, lda = argc > 2 ? atoi(argv[2]) : (lines + 1 - lines % 2) * 8;
+    if (n <= 0 || lda < n) {
+        fprintf(stderr, "usage: dpotrf [n [lda >= n]]\n");
         return 2;
     }
-    size_t nn = (size_t)n * n;
+    size_t nn = (size_t)lda * n;
     double *a0 = malloc(nn * sizeof *a0), *a = malloc(nn * sizeof *a);
     if (!a0 || !a) {
         fprintf(stderr, "dpotrf: out of memory\n");
@@ -55,20 +58,20 @@ int main(int argc, char **argv) {
     for (int j = 0; j < n; j++)
         for (int i = j; i < n; i++) {
             double x = next_f64() + (i == j ? n : 0.0);
-            a0[i + (size_t)j * n] = x;
-            a0[j + (size_t)i * n] = x;
+            a0[i + (size_t)j * lda] = x;
+            a0[j + (size_t)i * lda] = x;
         }
     memcpy(a, a0, nn * sizeof *a);
-    int info = factor(a, n);
+    int info = factor(a, n, lda);
     memcpy(a, a0, nn * sizeof *a);
     double t0 = now();
-    info |= factor(a, n);
+    info |= factor(a, n, lda);
     double secs = now() - t0;
     if (info != 0) {
         fprintf(stderr, "dpotrf: info = %d\n", info);
         return 1;
     }
-    printf("dpotrf n=%d: %.6f s (%.2f GFLOP/s)\n", n, secs, (double)n * n * n / 3.0 / secs / 1e9);
+    printf("dpotrf n=%d lda=%d: %.6f s (%.2f GFLOP/s)\n", n, lda, secs, (double)n * n * n / 3.0 / secs / 1e9);
     free(a);
     free(a0);
     return 0;
