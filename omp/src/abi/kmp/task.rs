@@ -188,7 +188,8 @@ unsafe extern "C" fn body(data: *mut c_void) {
 }
 
 /// A new task block: `sizeof_task` bytes of task (privates included) and `sizeof_shareds`
-/// of shareds, which `task->shareds` points to.
+/// of shareds, which `task->shareds` points to. As libomp's, the privates and shareds are
+/// not initialised (the compiler writes what the task reads); the task's own words are.
 #[unsafe(no_mangle)]
 pub extern "C" fn __kmpc_omp_task_alloc(
     loc: Ident,
@@ -201,7 +202,7 @@ pub extern "C" fn __kmpc_omp_task_alloc(
     guard("__kmpc_omp_task_alloc", || {
         let task_size = sizeof_task.max(std::mem::size_of::<KmpTask>()).next_multiple_of(16);
         let size = HEAD + task_size + sizeof_shareds;
-        let p = take_block(size, block_cap(size));
+        let p = take_block(block_cap(size));
         if p.is_null() {
             eprintln!("weft-omp: cannot allocate a task of {size} bytes; aborting");
             std::process::abort();
@@ -212,8 +213,7 @@ pub extern "C" fn __kmpc_omp_task_alloc(
             (p as *mut Header).write(Header { size, flags, state: 0, event: 0, loc: loc as usize });
             let t = p.add(HEAD) as *mut KmpTask;
             let shareds = if sizeof_shareds > 0 { p.add(HEAD + task_size) as *mut c_void } else { std::ptr::null_mut() };
-            (*t).shareds = shareds;
-            std::ptr::addr_of_mut!((*t).routine).write(routine);
+            t.write(KmpTask { shareds, routine, part_id: 0, data1: 0, data2: 0 });
             t
         }
     })
@@ -223,7 +223,7 @@ pub extern "C" fn __kmpc_omp_task_alloc(
 /// allocated, the last freed on top: a deferred task's block is copied into the runtime's
 /// task and freed within the call that hands it over (`__kmpc_omp_task_with_deps`,
 /// `__kmpc_omp_task`), so a thread creating tasks in a loop takes back the block it just
-/// gave, instead of a `calloc` and a `free` per task (a third of the creating thread's
+/// gave, instead of a `malloc` and a `free` per task (a third of the creating thread's
 /// instructions for a task with depend clauses); an `if(0)` task's block lives while its
 /// routine runs, and the routine's own `if(0)` tasks (recursive code under a cutoff) take
 /// and give back theirs inside that, last in first out, so a few blocks serve a recursion
@@ -259,7 +259,7 @@ impl Blocks {
 impl Drop for Blocks {
     fn drop(&mut self) {
         while let Some((p, _)) = self.pop() {
-            // SAFETY: a block from calloc, owned by the cache.
+            // SAFETY: a block from malloc, owned by the cache.
             unsafe { libc::free(p as *mut c_void) };
         }
     }
@@ -271,22 +271,18 @@ thread_local! {
     };
 }
 
-/// A block of `cap` bytes, 16-byte aligned, its first `size` zeroed: the thread's last
-/// freed one if large enough, else a new one (null if memory is out).
-fn take_block(size: usize, cap: usize) -> *mut u8 {
+/// A block of `cap` bytes, 16-byte aligned: the thread's last freed one if large enough
+/// (its bytes as they were left), else a new one (null if memory is out).
+fn take_block(cap: usize) -> *mut u8 {
     match BLOCKS.try_with(Blocks::pop).ok().flatten() {
-        Some((p, have)) if have >= cap => {
-            // SAFETY: the cached block has `cap` bytes; zeroed as calloc's would be.
-            unsafe { std::ptr::write_bytes(p, 0, size) };
-            p
-        }
+        Some((p, have)) if have >= cap => p,
         small => {
             if let Some((p, _)) = small {
-                // SAFETY: a block from calloc, owned by the cache until now.
+                // SAFETY: a block from malloc, owned by the cache until now.
                 unsafe { libc::free(p as *mut c_void) };
             }
-            // SAFETY: plain allocation; the caller checks for null.
-            unsafe { libc::calloc(1, cap) as *mut u8 }
+            // SAFETY: plain allocation (glibc's malloc aligns to 16); the caller checks for null.
+            unsafe { libc::malloc(cap) as *mut u8 }
         }
     }
 }
@@ -301,7 +297,7 @@ unsafe fn free(t: *mut KmpTask) {
     // thread exits) freed at once.
     let kept = BLOCKS.try_with(|b| b.push((p, size))).unwrap_or(false);
     if !kept {
-        // SAFETY: a block from calloc that nothing uses any more.
+        // SAFETY: a block from malloc that nothing uses any more.
         unsafe { libc::free(p as *mut c_void) };
     }
 }
@@ -713,10 +709,11 @@ pub unsafe extern "C" fn __kmpc_taskloop_5(
 mod tests {
     use super::*;
 
-    /// A task block freed on a thread comes back for its next task when large enough, zeroed
-    /// past what the allocation writes, as calloc's; a larger one is a new block.
+    /// A task block freed on a thread comes back for its next task when large enough, with
+    /// its header and the task's own words written afresh (the privates are the compiler's
+    /// to write, as with libomp); a larger one is a new block.
     #[test]
-    fn a_freed_task_block_is_reused_zeroed() {
+    fn a_freed_task_block_is_reused() {
         unsafe extern "C" fn routine(_: i32, _: *mut KmpTask) -> i32 {
             0
         }
@@ -724,17 +721,21 @@ mod tests {
         let t = alloc(64, 32);
         // SAFETY: the block has the header, 64 bytes of task and 32 of shareds.
         let (block, size) = unsafe { (header(t) as *mut u8, (*header(t)).size) };
-        // SAFETY: as above: dirty everything after the header, as a task's body would.
-        unsafe { std::ptr::write_bytes(block.add(HEAD), 0xff, size - HEAD) };
-        // SAFETY: from __kmpc_omp_task_alloc, not used after.
-        unsafe { free(t) };
+        // SAFETY: as above: dirty everything, as a task's body and the runtime would.
+        unsafe { std::ptr::write_bytes(block, 0xff, size) };
+        // SAFETY: from __kmpc_omp_task_alloc, not used after (its size is in the header,
+        // dirtied: written back first).
+        unsafe {
+            (*header(t)).size = size;
+            free(t)
+        };
         let t2 = alloc(48, 16);
         // SAFETY: the new block's header and task.
-        let (block2, size2) = unsafe { (header(t2) as *mut u8, (*header(t2)).size) };
+        let (block2, h, task) = unsafe { (header(t2) as *mut u8, &*header(t2), &*t2) };
         assert_eq!(block2, block, "the freed block was not reused");
-        // SAFETY: the task's fields after the shareds pointer and the routine, and the shareds.
-        let rest = unsafe { std::slice::from_raw_parts(block2.add(HEAD + 16), size2 - HEAD - 16) };
-        assert!(rest.iter().all(|&b| b == 0), "a reused block was not zeroed");
+        assert_eq!((h.size, h.flags, h.state, h.event), (HEAD + 48 + 16, 0, 0, 0), "a reused block's header was not written afresh");
+        assert_eq!((task.part_id, task.data1, task.data2), (0, 0, 0), "a reused block's task words were not reset");
+        assert_eq!(task.shareds as usize, t2 as usize + 48, "the shareds do not follow the task");
         // SAFETY: as above.
         unsafe { free(t2) };
         let t3 = alloc(64 * 1024, 0);
