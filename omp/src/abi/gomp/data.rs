@@ -20,13 +20,16 @@
 use std::alloc::Layout;
 use std::cell::UnsafeCell;
 use std::ffi::{c_long, c_void};
+use std::mem::MaybeUninit;
 use std::ptr::NonNull;
 
 /// The compiler's copy function for firstprivate data (`cpyfn(dst, src)`).
 pub type CpyFn = unsafe extern "C" fn(*mut c_void, *mut c_void);
 
-/// Task data up to this many bytes (8-byte aligned) lives in the task's own allocation.
-pub const INLINE: usize = 64;
+/// Task data up to this many bytes (aligned to at most 16) lives in the task's own
+/// allocation: GCC's usual data, and a kmp task block (header, `kmp_task_t`, a few privates
+/// and shareds), so that neither needs a heap block of its own.
+pub const INLINE: usize = 128;
 
 /// A task's data as the compiler passes it to the creating call.
 #[derive(Clone, Copy)]
@@ -85,11 +88,11 @@ impl TaskData {
         self.cpyfn.is_some()
     }
 
-    /// The heap layout a copy needs: none when it fits a task's inline room (8-byte
+    /// The heap layout a copy needs: none when it fits a task's inline room (16-byte
     /// aligned, which serves any smaller alignment).
     #[inline]
     pub fn layout(&self) -> Option<Layout> {
-        if self.size <= INLINE && self.align <= 8 { None } else { Some(self.heap_layout()) }
+        if self.size <= INLINE && self.align <= 16 { None } else { Some(self.heap_layout()) }
     }
 
     #[inline(never)]
@@ -156,11 +159,16 @@ impl Drop for Block {
     }
 }
 
-/// A task's own copy of its data: inline up to [`INLINE`] bytes at 8-byte alignment, else a
+/// A task's inline room, 16-byte aligned, not initialised (a task's copy is written before
+/// its body reads it; zeroing it cost every new task box a store per 16 bytes).
+#[repr(C, align(16))]
+struct Inline(MaybeUninit<[u8; INLINE]>);
+
+/// A task's own copy of its data: inline up to [`INLINE`] bytes at 16-byte alignment, else a
 /// heap block. Its bytes are written only by [`Storage::fill`] (before the task is
 /// published) and then belong to the task's body.
 pub struct Storage {
-    inline: UnsafeCell<[u64; INLINE / 8]>,
+    inline: UnsafeCell<Inline>,
     heap: Option<Block>,
 }
 
@@ -176,7 +184,7 @@ impl Default for Storage {
 
 impl Storage {
     pub const fn new() -> Storage {
-        Storage { inline: UnsafeCell::new([0; INLINE / 8]), heap: None }
+        Storage { inline: UnsafeCell::new(Inline(MaybeUninit::uninit())), heap: None }
     }
 
     /// Make room for `d`'s copy: inline, the heap block kept from an earlier task if it is
@@ -310,9 +318,12 @@ mod tests {
         let d = unsafe { TaskData::new(x.as_mut_ptr().cast(), None, -5, 0) };
         assert_eq!((d.size(), d.align, d.layout()), (0, 1, None));
         // SAFETY: as above (the size is only decoded here).
-        let d = unsafe { TaskData::new(x.as_mut_ptr().cast(), None, 65, 3) };
-        assert_eq!(d.size(), 65);
-        assert_eq!(d.layout(), Some(Layout::from_size_align(65, 4).unwrap()));
+        let d = unsafe { TaskData::new(x.as_mut_ptr().cast(), None, 129, 3) };
+        assert_eq!(d.size(), 129);
+        assert_eq!(d.layout(), Some(Layout::from_size_align(129, 4).unwrap()));
+        // SAFETY: as above.
+        let d = unsafe { TaskData::new(x.as_mut_ptr().cast(), None, INLINE as c_long, 16) };
+        assert_eq!(d.layout(), None, "data of the inline room's size at 16 is not inline");
         // SAFETY: as above.
         let d = unsafe { TaskData::new(x.as_mut_ptr().cast(), None, 16, 32) };
         assert_eq!(d.layout(), Some(Layout::from_size_align(16, 32).unwrap()), "over-aligned data is not inline");
@@ -328,6 +339,7 @@ mod tests {
         let small = unsafe { TaskData::new(src.as_mut_ptr().cast(), None, 24, 8) };
         s.fill_mut(&small, None);
         assert!(s.heap.is_none() && s.ptr() == s.inline.get().cast());
+        assert!((s.ptr() as usize).is_multiple_of(16), "the inline room is not 16-byte aligned");
         assert_eq!(words(&s, 3), [0, 1, 2]);
         // SAFETY: as above.
         let big = unsafe { TaskData::new(src.as_mut_ptr().cast(), None, 200, 64) };
