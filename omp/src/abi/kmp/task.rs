@@ -333,29 +333,44 @@ pub struct DependInfo {
     flags: u8,
 }
 
-/// Add one list's `kmp_depend_info`s to `deps`: `out`, `inout` and `inoutset` as writers
-/// (inoutset ordered as out, as for GOMP's), `mutexinoutset`, `in`; flags naming none of
-/// these are left out. A repeated address takes the strongest ([`task::Deps::add`]).
+/// The access of a `kmp_depend_info` by its flags' four kind bits: `out`, `inout` and
+/// `inoutset` as writers (inoutset ordered as out, as for GOMP's), `mutexinoutset`, `in`,
+/// in that order of precedence; none for flags naming none of these (left out). A table:
+/// one load per item where the bits were tested one by one.
+const KIND_MODES: [Option<AccessMode>; 16] = {
+    let mut t = [None; 16];
+    let mut f = 1;
+    while f < 16 {
+        t[f] = Some(if f & (2 | 8) != 0 {
+            AccessMode::RW
+        } else if f & 4 != 0 {
+            AccessMode::Commute
+        } else {
+            AccessMode::R
+        });
+        f += 1;
+    }
+    t
+};
+
+/// Add one list's `kmp_depend_info`s to `deps` ([`KIND_MODES`]; a repeated address takes
+/// the strongest, [`task::Deps::add`]).
 #[inline]
 fn add_list(deps: &mut task::Deps, list: &[DependInfo]) {
     for d in list {
-        let mode = if d.flags & (2 | 8) != 0 {
-            AccessMode::RW
-        } else if d.flags & 4 != 0 {
-            AccessMode::Commute
-        } else if d.flags & 1 != 0 {
-            AccessMode::R
-        } else {
-            continue;
-        };
-        deps.add(d.addr, mode);
+        if let Some(m) = KIND_MODES[usize::from(d.flags & 0xf)] {
+            deps.add(d.addr, m);
+        }
     }
 }
 
-/// Add the depend lists' items to `deps` ([`add_list`]).
+/// Add the depend lists' items to `deps` ([`add_list`]). Inline in its callers, as GCC's
+/// [`decode`](crate::abi::gomp::depend::decode): a call of its own saves and restores
+/// registers the caller has already saved, for a loop of a few items.
 ///
 /// # Safety
 /// Each list is null or holds its count of `kmp_depend_info`.
+#[inline(always)]
 unsafe fn depend_lists(deps: &mut task::Deps, n: i32, list: *const DependInfo, n_noalias: i32, noalias: *const DependInfo) {
     /// # Safety
     /// As [`depend_lists`]'s, for one list.
