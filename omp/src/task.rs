@@ -1493,6 +1493,45 @@ impl Deps {
         self.more.push((addr, m));
         self.len = self.more.len();
     }
+
+    /// [`Extend::extend`] past the inline entries.
+    #[cold]
+    #[inline(never)]
+    fn extend_more(&mut self, addr: usize, m: AccessMode, rest: impl Iterator<Item = (usize, AccessMode)>) {
+        self.add_more(addr, m);
+        for (addr, m) in rest {
+            self.add(addr, m);
+        }
+    }
+}
+
+impl Extend<(usize, AccessMode)> for Deps {
+    /// [`Deps::add`] for each item, the count kept in a register while they fit inline (the
+    /// decoder's loop then neither reloads nor stores it per item).
+    #[inline]
+    fn extend<I: IntoIterator<Item = (usize, AccessMode)>>(&mut self, items: I) {
+        let mut items = items.into_iter();
+        let mut len = self.len;
+        if len >= Deps::INLINE {
+            for (addr, m) in items {
+                self.add_more(addr, m);
+            }
+            return;
+        }
+        while let Some((addr, m)) = items.next() {
+            if let Some(e) = self.inline[..len].iter_mut().find(|e| e.0 == addr) {
+                merge_mode(e, m);
+            } else if len < Deps::INLINE {
+                self.inline[len] = (addr, m);
+                len += 1;
+            } else {
+                self.len = len;
+                self.extend_more(addr, m, items);
+                return;
+            }
+        }
+        self.len = len;
+    }
 }
 
 impl Default for Deps {
@@ -2344,7 +2383,7 @@ mod tests {
     }
 
     /// One entry per address, the strongest mode, in the order first named: inline, at the
-    /// fourth address, and past it.
+    /// fourth address, and past it, added one by one or as a list.
     #[test]
     fn deps_merge_repeated_addresses() {
         use AccessMode::{Commute, R, RW};
@@ -2359,6 +2398,13 @@ mod tests {
         d.add(1, RW);
         d.add(5, Commute);
         assert_eq!(&d[..], [(1, RW), (2, Commute), (3, RW), (4, RW), (5, Commute)]);
+        d.extend([(6, R), (2, RW), (6, R)]);
+        assert_eq!(&d[..], [(1, RW), (2, RW), (3, RW), (4, RW), (5, Commute), (6, R)]);
+
+        let mut e = Deps::new();
+        e.extend([(1, R), (2, R), (1, RW)]);
+        e.extend([(3, Commute), (4, R), (3, R), (5, R), (4, Commute), (5, RW)]);
+        assert_eq!(&e[..], [(1, RW), (2, R), (3, Commute), (4, Commute), (5, RW)]);
     }
 
     fn spares() -> (usize, usize) {

@@ -31,11 +31,13 @@ fn mode(kind: usize) -> Option<AccessMode> {
 }
 
 /// Add the (address, mode) pairs of `depend` to `deps` ([`Deps::add`]: repeated addresses
-/// merged).
+/// merged). Inline in `GOMP_task`, into its `Spawn`: a call of its own saves and restores
+/// registers the caller has already saved, for a loop of a few items.
 ///
 /// # Safety
 /// `depend` is the array the compiler passed (either layout), its depend objects
 /// initialized by `depobj` constructs.
+#[inline(always)]
 pub unsafe fn decode(depend: *mut *mut c_void, deps: &mut Deps) {
     let at = |i: usize| -> usize {
         // SAFETY: indices within the counts the array itself gives.
@@ -45,19 +47,15 @@ pub unsafe fn decode(depend: *mut *mut c_void, deps: &mut Deps) {
     if n != 0 {
         // `nout` writers, then readers.
         let nout = at(1).min(n);
-        for i in 0..nout {
-            deps.add(at(2 + i), AccessMode::RW);
-        }
-        for i in nout..n {
-            deps.add(at(2 + i), AccessMode::R);
-        }
+        deps.extend((0..nout).map(|i| (at(2 + i), AccessMode::RW)));
+        deps.extend((nout..n).map(|i| (at(2 + i), AccessMode::R)));
         return;
     }
     let (n, nout, nmutex, nin) = (at(1), at(2), at(3), at(4));
     let normal = nout + nmutex + nin;
-    for i in 0..n {
+    deps.extend((0..n).map(|i| {
         let p = at(5 + i);
-        let (addr, m) = if i < nout {
+        if i < nout {
             (p, AccessMode::RW)
         } else if i < nout + nmutex {
             (p, AccessMode::Commute)
@@ -74,9 +72,8 @@ pub unsafe fn decode(depend: *mut *mut c_void, deps: &mut Deps) {
                     std::process::abort();
                 }
             }
-        };
-        deps.add(addr, m);
-    }
+        }
+    }));
 }
 
 #[cfg(test)]
