@@ -1438,20 +1438,118 @@ fn finish(t: Arc<TaskBox>) {
 // Creation.
 
 /// A task's depend clauses, decoded by its ABI's layer: (address, mode), one entry per
-/// address, inline up to 4.
-pub type Deps = smallvec::SmallVec<[(usize, AccessMode); 4]>;
+/// address ([`Deps::add`]), read as a slice. Up to four addresses (a task's usual few) are
+/// held in a plain array and a count, which the decoders fill in place in the [`Spawn`]
+/// that [`spawn`] borrows: nothing is copied after decoding, and adding an address or
+/// reading the slice tests the count once (a `SmallVec` tells its inline and heap cases
+/// apart at each push, lookup and read, and was built from a gathered array by copying it).
+pub struct Deps {
+    /// How many entries: `inline[..len]` while at most [`Deps::INLINE`], else all of
+    /// `more`.
+    len: usize,
+    inline: [(usize, AccessMode); Deps::INLINE],
+    /// Every entry once there are more than [`Deps::INLINE`] (empty until then).
+    more: Vec<(usize, AccessMode)>,
+}
 
-/// Add a depend clause's item to `out`: one access per address, the strongest of the modes
-/// asked for (writers over mutexinoutset over readers).
-pub fn add_dep(out: &mut Deps, addr: usize, m: AccessMode) {
-    if let Some(e) = out.iter_mut().find(|e| e.0 == addr) {
-        merge_mode(e, m);
-    } else {
-        out.push((addr, m));
+impl Deps {
+    /// The addresses held without allocating.
+    const INLINE: usize = 4;
+
+    pub const fn new() -> Deps {
+        Deps { len: 0, inline: [(0, AccessMode::R); Deps::INLINE], more: Vec::new() }
+    }
+
+    /// Add a depend clause's item: one access per address, the strongest of the modes asked
+    /// for (writers over mutexinoutset over readers).
+    #[inline]
+    pub fn add(&mut self, addr: usize, m: AccessMode) {
+        let len = self.len;
+        if len < Deps::INLINE {
+            if let Some(e) = self.inline[..len].iter_mut().find(|e| e.0 == addr) {
+                merge_mode(e, m);
+            } else {
+                self.inline[len] = (addr, m);
+                self.len = len + 1;
+            }
+        } else {
+            self.add_more(addr, m);
+        }
+    }
+
+    /// [`Deps::add`] with the inline entries full: past them, they all move to `more`.
+    #[cold]
+    #[inline(never)]
+    fn add_more(&mut self, addr: usize, m: AccessMode) {
+        let entries = if self.len <= Deps::INLINE { &mut self.inline[..self.len] } else { &mut self.more[..] };
+        if let Some(e) = entries.iter_mut().find(|e| e.0 == addr) {
+            merge_mode(e, m);
+            return;
+        }
+        if self.len == Deps::INLINE {
+            self.more.reserve(2 * Deps::INLINE);
+            self.more.extend_from_slice(&self.inline);
+        }
+        self.more.push((addr, m));
+        self.len = self.more.len();
+    }
+
+    /// [`Extend::extend`] past the inline entries.
+    #[cold]
+    #[inline(never)]
+    fn extend_more(&mut self, addr: usize, m: AccessMode, rest: impl Iterator<Item = (usize, AccessMode)>) {
+        self.add_more(addr, m);
+        for (addr, m) in rest {
+            self.add(addr, m);
+        }
     }
 }
 
-/// A repeated address keeps the strongest of its modes ([`add_dep`]).
+impl Extend<(usize, AccessMode)> for Deps {
+    /// [`Deps::add`] for each item, the count kept in a register while they fit inline (the
+    /// decoder's loop then neither reloads nor stores it per item).
+    #[inline]
+    fn extend<I: IntoIterator<Item = (usize, AccessMode)>>(&mut self, items: I) {
+        let mut items = items.into_iter();
+        let mut len = self.len;
+        if len >= Deps::INLINE {
+            for (addr, m) in items {
+                self.add_more(addr, m);
+            }
+            return;
+        }
+        while let Some((addr, m)) = items.next() {
+            if let Some(e) = self.inline[..len].iter_mut().find(|e| e.0 == addr) {
+                merge_mode(e, m);
+            } else if len < Deps::INLINE {
+                self.inline[len] = (addr, m);
+                len += 1;
+            } else {
+                self.len = len;
+                self.extend_more(addr, m, items);
+                return;
+            }
+        }
+        self.len = len;
+    }
+}
+
+impl Default for Deps {
+    fn default() -> Deps {
+        Deps::new()
+    }
+}
+
+impl std::ops::Deref for Deps {
+    type Target = [(usize, AccessMode)];
+
+    #[inline]
+    fn deref(&self) -> &[(usize, AccessMode)] {
+        if self.len <= Deps::INLINE { &self.inline[..self.len] } else { &self.more }
+    }
+}
+
+/// A repeated address keeps the strongest of its modes ([`Deps::add`]).
 #[inline]
 fn merge_mode(e: &mut (usize, AccessMode), m: AccessMode) {
     let rank = |m: AccessMode| match m {
@@ -1464,40 +1562,10 @@ fn merge_mode(e: &mut (usize, AccessMode), m: AccessMode) {
     }
 }
 
-/// The depend items `items` as [`Deps`], as [`add_dep`] adds them one by one. Up to
-/// [`Deps`]' inline four addresses they are gathered in a plain array first: each
-/// `SmallVec` push and lookup tells its inline and heap cases apart, which was most of
-/// decoding a task's two items (GCC's array: 106 instructions of a task's 930, now 45;
-/// issue 34). (A builder with an `add` method, the array and an overflow `Deps` in one
-/// struct, came to 129: the per-item check of the overflow case and the moves.)
-#[inline]
-pub fn collect_deps(items: impl IntoIterator<Item = (usize, AccessMode)>) -> Deps {
-    let mut buf = [(0, AccessMode::R); 4];
-    let mut len = 0;
-    let mut items = items.into_iter();
-    while let Some((addr, m)) = items.next() {
-        if let Some(e) = buf[..len].iter_mut().find(|e| e.0 == addr) {
-            merge_mode(e, m);
-        } else if len < buf.len() {
-            buf[len] = (addr, m);
-            len += 1;
-        } else {
-            // A fifth address: the rest as before.
-            let mut out = Deps::from_buf(buf);
-            add_dep(&mut out, addr, m);
-            for (addr, m) in items {
-                add_dep(&mut out, addr, m);
-            }
-            return out;
-        }
-    }
-    Deps::from_buf_and_len(buf, len)
-}
-
 /// Record `t` (a new child of the calling thread's task) in the map for `deps` and make it
 /// wait for its predecessors; it is made ready here if none is left incomplete (as libgomp's
 /// gomp_task_handle_depend: a hash lookup per address, an edge per predecessor, nothing
-/// allocated but the entries' growth). `deps` names each address once ([`add_dep`]): a
+/// allocated but the entries' growth). `deps` names each address once ([`Deps::add`]): a
 /// second access would find `t` itself recorded and wait for it.
 fn link_deps(c: CtxRef, t: &Arc<TaskBox>, deps: &[(usize, AccessMode)]) {
     // Nobody else knows `t` yet: the counter starts high, so that predecessors completing
@@ -1607,7 +1675,7 @@ pub struct Spawn {
     pub data: TaskData,
     pub if_clause: bool,
     pub flags: TaskFlags,
-    /// Its depend clauses (with `flags.depend` only).
+    /// Its depend clauses (with `flags.depend` only), decoded in place.
     pub deps: Deps,
     pub priority: i32,
     /// Where the task's event handle goes (a detach clause).
@@ -1656,11 +1724,13 @@ fn group_for_cancel(g: Option<&Arc<Group>>) -> Option<&Arc<Group>> {
     }
 }
 
-/// GOMP_task.
+/// GOMP_task. `s` is borrowed so that its creator can decode the depend clauses into
+/// `s.deps` where they stay: passed by value, a `Spawn` written to before the call is
+/// copied whole into the argument.
 ///
 /// # Safety
 /// `s.body` is the compiler's body for a copy of `s.data` (it is called on one).
-pub unsafe fn spawn(s: Spawn) {
+pub unsafe fn spawn(s: &Spawn) {
     let c = cur();
     let deps: &[(usize, AccessMode)] = if s.flags.depend { &s.deps } else { &[] };
     let detach = s.flags.detach && s.detach.is_some();
@@ -1674,7 +1744,7 @@ pub unsafe fn spawn(s: Spawn) {
             Choice::Defer
         } else if deferrable && deps.is_empty() && !detach {
             choose_in(cx, team)
-        } else if !deferrable || throttled(cx, team, &s, 0) {
+        } else if !deferrable || throttled(cx, team, s, 0) {
             Choice::Run
         } else {
             Choice::Defer
@@ -1686,13 +1756,13 @@ pub unsafe fn spawn(s: Spawn) {
     let priority = if s.flags.priority { s.priority.clamp(0, env().max_task_priority) } else { 0 };
     match choice {
         Choice::Defer => {}
-        Choice::Probe => return timed(c, || run_undeferred(c, &s, final_, priority, detach)),
+        Choice::Probe => return timed(c, || run_undeferred(c, s, final_, priority, detach)),
         Choice::Run if detach && deferrable => {
             // Throttled: run it here, but as the deferred task it could have been, complete
             // when its event is fulfilled. Waiting for that here, as for if(0), would hang a
             // creator that fulfils the events itself after creating the tasks (as libgomp
             // does past its throttle).
-            let t = new_task(c, &s, final_, priority, true, true, !deps.is_empty(), None);
+            let t = new_task(c, s, final_, priority, true, true, !deps.is_empty(), None);
             // Recorded for its later siblings (it completes at the fulfil, after they may
             // have been created), its predecessors waited for here, not linked.
             let preds = preds_of(c, Some(&t), deps);
@@ -1714,17 +1784,17 @@ pub unsafe fn spawn(s: Spawn) {
             // is nothing to wait for.)
             match c.team().level {
                 0 => {}
-                _ if deferrable => match wait_for_preds_or(c, deps, || c.get(|cx| !runs_now(cx, cx.team(), &s, 0))) {
+                _ if deferrable => match wait_for_preds_or(c, deps, || c.get(|cx| !runs_now(cx, cx.team(), s, 0))) {
                     Waited::Done => {}
-                    Waited::Room => return defer(c, &s, final_, priority, detach, deps),
+                    Waited::Room => return defer(c, s, final_, priority, detach, deps),
                 },
                 _ => wait_for_preds(c, deps),
             }
-            run_undeferred(c, &s, final_, priority, detach);
+            run_undeferred(c, s, final_, priority, detach);
             return;
         }
     }
-    defer_inline(c, &s, final_, priority, detach, deps);
+    defer_inline(c, s, final_, priority, detach, deps);
 }
 
 /// Queue a new task (once its predecessors are complete, if it has depend clauses).
@@ -2312,6 +2382,31 @@ mod tests {
         assert_eq!(q.level(i32::MAX), PRIO_LEVELS - 1);
     }
 
+    /// One entry per address, the strongest mode, in the order first named: inline, at the
+    /// fourth address, and past it, added one by one or as a list.
+    #[test]
+    fn deps_merge_repeated_addresses() {
+        use AccessMode::{Commute, R, RW};
+        let mut d = Deps::new();
+        assert!(d.is_empty());
+        for (addr, m) in [(1, R), (2, Commute), (1, Commute), (3, R), (4, RW), (2, R), (4, R)] {
+            d.add(addr, m);
+        }
+        assert_eq!(&d[..], [(1, Commute), (2, Commute), (3, R), (4, RW)]);
+        d.add(3, RW);
+        d.add(5, R);
+        d.add(1, RW);
+        d.add(5, Commute);
+        assert_eq!(&d[..], [(1, RW), (2, Commute), (3, RW), (4, RW), (5, Commute)]);
+        d.extend([(6, R), (2, RW), (6, R)]);
+        assert_eq!(&d[..], [(1, RW), (2, RW), (3, RW), (4, RW), (5, Commute), (6, R)]);
+
+        let mut e = Deps::new();
+        e.extend([(1, R), (2, R), (1, RW)]);
+        e.extend([(3, Commute), (4, R), (3, R), (5, R), (4, Commute), (5, RW)]);
+        assert_eq!(&e[..], [(1, RW), (2, R), (3, Commute), (4, Commute), (5, RW)]);
+    }
+
     fn spares() -> (usize, usize) {
         (NODES.with(|n| n.borrow().len()), MAPS.with(|m| m.borrow().len()))
     }
@@ -2488,7 +2583,7 @@ mod tests {
         let mut data = i;
         let mut d = Deps::new();
         for &(addr, mode) in deps {
-            add_dep(&mut d, addr, mode);
+            d.add(addr, mode);
         }
         let s = Spawn {
             body: node_body,
@@ -2502,7 +2597,7 @@ mod tests {
             deferred: false,
         };
         // SAFETY: a task as GCC makes it, its data copied at creation.
-        unsafe { spawn(s) };
+        unsafe { spawn(&s) };
     }
 
     /// On one thread, each task becomes ready when its creator makes it or when its last

@@ -66,20 +66,18 @@ unsafe fn gomp_task_spawn(
 ) {
     // GCC passes a depend array exactly with the DEPEND flag.
     let flags = gflags::task(if depend.is_null() { flags & !gflags::DEPEND } else { flags });
-    let deps = if flags.depend {
-        // SAFETY: the compiler's depend array.
-        unsafe { super::gomp::depend::decode(depend) }
-    } else {
-        task::Deps::new()
-    };
     // SAFETY: GCC's data block, copy function, size and alignment.
     let data = unsafe { TaskData::new(data, cpyfn, arg_size, arg_align) };
     // SAFETY: GCC's event handle variable (or null), whose firstprivate copy starts the
     // data.
     let detach = unsafe { Detach::gomp(detach, &data) };
-    let s = Spawn { body: f, data, if_clause, flags, deps, priority, detach, deferred };
+    let mut s = Spawn { body: f, data, if_clause, flags, deps: task::Deps::new(), priority, detach, deferred };
+    if flags.depend {
+        // SAFETY: the compiler's depend array.
+        unsafe { super::gomp::depend::decode(depend, &mut s.deps) }
+    }
     // SAFETY: the compiler's arguments.
-    unsafe { task::spawn(s) }
+    unsafe { task::spawn(&s) }
 }
 
 #[unsafe(no_mangle)]
@@ -91,8 +89,10 @@ pub extern "C" fn GOMP_taskwait() {
 pub unsafe extern "C" fn GOMP_taskwait_depend(depend: *mut *mut c_void) {
     guard("GOMP_taskwait_depend", || {
         if !depend.is_null() {
+            let mut deps = task::Deps::new();
             // SAFETY: the compiler's depend array.
-            task::taskwait_depend(&unsafe { super::gomp::depend::decode(depend) })
+            unsafe { super::gomp::depend::decode(depend, &mut deps) };
+            task::taskwait_depend(&deps)
         }
     })
 }

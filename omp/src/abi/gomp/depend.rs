@@ -6,7 +6,7 @@
 //! then `mutexinoutset`, then `in`, then `n - nout - nmutex - nin` depend objects
 //! (`omp_depend_t`: `{ address, kind }` with GOMP_DEPEND_* kinds, inoutset among them).
 
-use crate::task::{Deps, collect_deps};
+use crate::task::Deps;
 use std::ffi::c_void;
 use weft_core::AccessMode;
 
@@ -30,24 +30,30 @@ fn mode(kind: usize) -> Option<AccessMode> {
     }
 }
 
-/// The (address, mode) pairs of `depend`, repeated addresses merged.
+/// Add the (address, mode) pairs of `depend` to `deps` ([`Deps::add`]: repeated addresses
+/// merged). Inline in `GOMP_task`, into its `Spawn`: a call of its own saves and restores
+/// registers the caller has already saved, for a loop of a few items.
 ///
 /// # Safety
 /// `depend` is the array the compiler passed (either layout), its depend objects
 /// initialized by `depobj` constructs.
-pub unsafe fn decode(depend: *mut *mut c_void) -> Deps {
+#[inline(always)]
+pub unsafe fn decode(depend: *mut *mut c_void, deps: &mut Deps) {
     let at = |i: usize| -> usize {
         // SAFETY: indices within the counts the array itself gives.
         unsafe { *depend.add(i) as usize }
     };
     let n = at(0);
     if n != 0 {
-        let nout = at(1);
-        return collect_deps((0..n).map(|i| (at(2 + i), if i < nout { AccessMode::RW } else { AccessMode::R })));
+        // `nout` writers, then readers.
+        let nout = at(1).min(n);
+        deps.extend((0..nout).map(|i| (at(2 + i), AccessMode::RW)));
+        deps.extend((nout..n).map(|i| (at(2 + i), AccessMode::R)));
+        return;
     }
     let (n, nout, nmutex, nin) = (at(1), at(2), at(3), at(4));
     let normal = nout + nmutex + nin;
-    collect_deps((0..n).map(|i| {
+    deps.extend((0..n).map(|i| {
         let p = at(5 + i);
         if i < nout {
             (p, AccessMode::RW)
@@ -67,7 +73,7 @@ pub unsafe fn decode(depend: *mut *mut c_void) -> Deps {
                 }
             }
         }
-    }))
+    }));
 }
 
 #[cfg(test)]
@@ -76,8 +82,10 @@ mod tests {
     use AccessMode::{Commute, R, RW};
 
     fn run(mut a: Vec<usize>) -> Vec<(usize, AccessMode)> {
+        let mut deps = Deps::new();
         // SAFETY: a well-formed array.
-        unsafe { decode(a.as_mut_ptr().cast()) }.into_vec()
+        unsafe { decode(a.as_mut_ptr().cast(), &mut deps) };
+        deps.to_vec()
     }
 
     #[test]
@@ -100,5 +108,12 @@ mod tests {
         // in a, then out a; mutexinoutset b and in b.
         assert_eq!(run(vec![0, 4, 1, 1, 2, 0xa, 0xb, 0xa, 0xb]), vec![(0xa, RW), (0xb, Commute)]);
         assert_eq!(run(vec![3, 0, 0xa, 0xa, 0xa]), vec![(0xa, R)]);
+        // Past the four addresses held inline.
+        let five = vec![(0xa, RW), (0xb, RW), (0xc, R), (0xd, R), (0xe, R)];
+        assert_eq!(run(vec![7, 2, 0xa, 0xb, 0xc, 0xd, 0xe, 0xa, 0xe]), five);
+        // in a…e, then a depend object out a.
+        let obj = [0xa, DEPEND_OUT];
+        let got = run(vec![0, 6, 0, 0, 5, 0xa, 0xb, 0xc, 0xd, 0xe, obj.as_ptr() as usize]);
+        assert_eq!(got, vec![(0xa, RW), (0xb, R), (0xc, R), (0xd, R), (0xe, R)]);
     }
 }

@@ -119,7 +119,7 @@ unsafe fn header(t: *mut KmpTask) -> *mut Header {
 }
 
 /// The task's data for `task::spawn`: the whole block.
-fn spawn_of(t: *mut KmpTask, depend: bool, deps: task::Deps) -> Spawn {
+fn spawn_of(t: *mut KmpTask, depend: bool) -> Spawn {
     // SAFETY: `t` came from __kmpc_omp_task_alloc (the callers' contracts).
     let h = unsafe { &*header(t) };
     // SAFETY: as above; the compiler wrote the priority before handing the task over.
@@ -131,7 +131,7 @@ fn spawn_of(t: *mut KmpTask, depend: bool, deps: task::Deps) -> Spawn {
     // SAFETY: the block's event cell (or none), writable while the task is created; task::spawn
     // writes the task's event handle into it.
     let detach = unsafe { Detach::cell(h.event as *mut usize) };
-    Spawn { body, data, if_clause: true, flags, deps, priority, detach, deferred: false }
+    Spawn { body, data, if_clause: true, flags, deps: task::Deps::new(), priority, detach, deferred: false }
 }
 
 /// Copy a task block (`src`: its header) to `dst`, moving the shareds pointer along.
@@ -317,7 +317,7 @@ pub unsafe extern "C" fn __kmpc_omp_task(_loc: Ident, _gtid: i32, t: *mut KmpTas
         // SAFETY: per the contract; spawn copies the block (or runs the task on a copy)
         // before it returns.
         unsafe {
-            task::spawn(spawn_of(t, false, task::Deps::new()));
+            task::spawn(&spawn_of(t, false));
             free(t);
         }
     });
@@ -333,32 +333,45 @@ pub struct DependInfo {
     flags: u8,
 }
 
-/// One `kmp_depend_info`'s (address, flags) as an access: `out`, `inout` and `inoutset`
-/// as writers (inoutset ordered as out, as for GOMP's), `mutexinoutset`, `in`; flags naming
-/// none of these are left out. A repeated address takes the strongest ([`task::add_dep`]).
+/// The access of a `kmp_depend_info` by its flags' four kind bits: `out`, `inout` and
+/// `inoutset` as writers (inoutset ordered as out, as for GOMP's), `mutexinoutset`, `in`,
+/// in that order of precedence; none for flags naming none of these (left out). A table:
+/// one load per item where the bits were tested one by one.
+const KIND_MODES: [Option<AccessMode>; 16] = {
+    let mut t = [None; 16];
+    let mut f = 1;
+    while f < 16 {
+        t[f] = Some(if f & (2 | 8) != 0 {
+            AccessMode::RW
+        } else if f & 4 != 0 {
+            AccessMode::Commute
+        } else {
+            AccessMode::R
+        });
+        f += 1;
+    }
+    t
+};
+
+/// Add one list's `kmp_depend_info`s to `deps` ([`KIND_MODES`]; a repeated address takes
+/// the strongest, [`task::Deps::add`]).
 #[inline]
-fn kmp_dep(addr: usize, flags: u8) -> Option<(usize, AccessMode)> {
-    let mode = if flags & (2 | 8) != 0 {
-        AccessMode::RW
-    } else if flags & 4 != 0 {
-        AccessMode::Commute
-    } else if flags & 1 != 0 {
-        AccessMode::R
-    } else {
-        return None;
-    };
-    Some((addr, mode))
+fn add_list(deps: &mut task::Deps, list: &[DependInfo]) {
+    for d in list {
+        if let Some(m) = KIND_MODES[usize::from(d.flags & 0xf)] {
+            deps.add(d.addr, m);
+        }
+    }
 }
 
-/// The kmp depend lists' (address, flags) pairs decoded ([`kmp_dep`]).
-#[cfg(test)]
-fn decode_deps(deps: &[(usize, u8)]) -> task::Deps {
-    task::collect_deps(deps.iter().filter_map(|&(addr, flags)| kmp_dep(addr, flags)))
-}
-
+/// Add the depend lists' items to `deps` ([`add_list`]). Inline in its callers, as GCC's
+/// [`decode`](crate::abi::gomp::depend::decode): a call of its own saves and restores
+/// registers the caller has already saved, for a loop of a few items.
+///
 /// # Safety
 /// Each list is null or holds its count of `kmp_depend_info`.
-unsafe fn depend_lists(n: i32, list: *const DependInfo, n_noalias: i32, noalias: *const DependInfo) -> task::Deps {
+#[inline(always)]
+unsafe fn depend_lists(deps: &mut task::Deps, n: i32, list: *const DependInfo, n_noalias: i32, noalias: *const DependInfo) {
     /// # Safety
     /// As [`depend_lists`]'s, for one list.
     unsafe fn slice<'a>(n: i32, l: *const DependInfo) -> &'a [DependInfo] {
@@ -370,14 +383,9 @@ unsafe fn depend_lists(n: i32, list: *const DependInfo, n_noalias: i32, noalias:
         }
     }
     // SAFETY: per the contract.
-    let (a, b) = unsafe { (slice(n, list), slice(n_noalias, noalias)) };
-    let dep = |d: &DependInfo| kmp_dep(d.addr, d.flags);
-    if b.is_empty() {
-        // (Clang's usual call: one list; a chained iterator cost 10 more per item.)
-        task::collect_deps(a.iter().filter_map(dep))
-    } else {
-        task::collect_deps(a.iter().chain(b).filter_map(dep))
-    }
+    add_list(deps, unsafe { slice(n, list) });
+    // SAFETY: per the contract.
+    add_list(deps, unsafe { slice(n_noalias, noalias) });
 }
 
 /// # Safety
@@ -393,11 +401,12 @@ pub unsafe extern "C" fn __kmpc_omp_task_with_deps(
     noalias: *const DependInfo,
 ) -> i32 {
     guard("__kmpc_omp_task_with_deps", || {
+        let mut s = spawn_of(t, true);
         // SAFETY: per the contract.
-        let deps = unsafe { depend_lists(ndeps, dep_list, ndeps_noalias, noalias) };
+        unsafe { depend_lists(&mut s.deps, ndeps, dep_list, ndeps_noalias, noalias) };
         // SAFETY: as __kmpc_omp_task.
         unsafe {
-            task::spawn(spawn_of(t, true, deps));
+            task::spawn(&s);
             free(t);
         }
     });
@@ -419,8 +428,10 @@ pub unsafe extern "C" fn __kmpc_omp_wait_deps(
     noalias: *const DependInfo,
 ) {
     guard("__kmpc_omp_wait_deps", || {
+        let mut deps = task::Deps::new();
         // SAFETY: per the contract.
-        task::taskwait_depend(&unsafe { depend_lists(ndeps, dep_list, ndeps_noalias, noalias) })
+        unsafe { depend_lists(&mut deps, ndeps, dep_list, ndeps_noalias, noalias) };
+        task::taskwait_depend(&deps)
     })
 }
 
@@ -631,9 +642,9 @@ unsafe fn taskloop(
                 if let Some(dup) = dup {
                     dup(nt, t, i32::from(i == n - 1));
                 }
-                let mut s = spawn_of(nt, false, task::Deps::new());
+                let mut s = spawn_of(nt, false);
                 s.if_clause = if_val != 0;
-                task::spawn(s);
+                task::spawn(&s);
                 free(nt);
             }
             lo = hi.wrapping_add(st as u64);
@@ -802,12 +813,26 @@ mod tests {
     #[test]
     fn depend_lists_decoded() {
         use AccessMode::{Commute, R, RW};
-        // in a, out b, inout c, mutexinoutset d, inoutset e.
-        let got = decode_deps(&[(0xa, 1), (0xb, 2), (0xc, 3), (0xd, 4), (0xe, 8)]).into_vec();
+        /// The lists of (address, flags) decoded, as the compiler passes them.
+        fn decode(list: &[(usize, u8)], noalias: &[(usize, u8)]) -> Vec<(usize, AccessMode)> {
+            let infos = |l: &[(usize, u8)]| l.iter().map(|&(addr, flags)| DependInfo { addr, len: 8, flags }).collect::<Vec<_>>();
+            let (a, b) = (infos(list), infos(noalias));
+            let mut deps = task::Deps::new();
+            // SAFETY: each list holds its count of entries (an empty one's pointer unread).
+            unsafe { depend_lists(&mut deps, a.len() as i32, a.as_ptr(), b.len() as i32, b.as_ptr()) };
+            deps.to_vec()
+        }
+        // in a, out b, inout c, mutexinoutset d, inoutset e: past the four held inline.
+        let got = decode(&[(0xa, 1), (0xb, 2), (0xc, 3), (0xd, 4), (0xe, 8)], &[]);
         assert_eq!(got, vec![(0xa, R), (0xb, RW), (0xc, RW), (0xd, Commute), (0xe, RW)]);
-        assert!(decode_deps(&[]).is_empty());
+        assert!(decode(&[], &[]).is_empty());
         // A repeated address takes the strongest; unknown flags are left out.
-        assert_eq!(decode_deps(&[(0xa, 1), (0xa, 4), (0xb, 0)]).into_vec(), vec![(0xa, Commute)]);
+        assert_eq!(decode(&[(0xa, 1), (0xa, 4), (0xb, 0)], &[]), vec![(0xa, Commute)]);
+        assert_eq!(decode(&[(0xa, 4), (0xa, 1)], &[]), vec![(0xa, Commute)]);
+        // The noalias list after the first, merged with it, inline and past four.
+        assert_eq!(decode(&[(0xa, 1)], &[(0xb, 1), (0xa, 2)]), vec![(0xa, RW), (0xb, R)]);
+        let got = decode(&[(0xa, 1), (0xb, 1), (0xc, 1), (0xd, 1)], &[(0xe, 1), (0xb, 4), (0xe, 2), (0xf, 0), (0xa, 1)]);
+        assert_eq!(got, vec![(0xa, R), (0xb, Commute), (0xc, R), (0xd, R), (0xe, RW)]);
     }
 
     #[test]
