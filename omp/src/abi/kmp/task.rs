@@ -203,10 +203,6 @@ pub extern "C" fn __kmpc_omp_task_alloc(
         let task_size = sizeof_task.max(std::mem::size_of::<KmpTask>()).next_multiple_of(16);
         let size = HEAD + task_size + sizeof_shareds;
         let p = take_block(block_cap(size));
-        if p.is_null() {
-            eprintln!("weft-omp: cannot allocate a task of {size} bytes; aborting");
-            std::process::abort();
-        }
         // SAFETY: `p` has room for the header, the task and the shareds (and the room of
         // `saved`), 16-byte aligned.
         unsafe {
@@ -272,19 +268,31 @@ thread_local! {
 }
 
 /// A block of `cap` bytes, 16-byte aligned: the thread's last freed one if large enough
-/// (its bytes as they were left), else a new one (null if memory is out).
+/// (its bytes as they were left), else a new one.
+#[inline(always)]
 fn take_block(cap: usize) -> *mut u8 {
-    match BLOCKS.try_with(Blocks::pop).ok().flatten() {
-        Some((p, have)) if have >= cap => p,
-        small => {
-            if let Some((p, _)) = small {
-                // SAFETY: a block from malloc, owned by the cache until now.
-                unsafe { libc::free(p as *mut c_void) };
-            }
-            // SAFETY: plain allocation (glibc's malloc aligns to 16); the caller checks for null.
-            unsafe { libc::malloc(cap) as *mut u8 }
-        }
+    match BLOCKS.try_with(Blocks::pop) {
+        Ok(Some((p, have))) if have >= cap => p,
+        other => new_block(other.ok().flatten(), cap),
     }
+}
+
+/// [`take_block`]'s allocation, out of line: with the calls here, the entry point's usual
+/// path needs no registers saved.
+#[cold]
+#[inline(never)]
+fn new_block(small: Option<(*mut u8, usize)>, cap: usize) -> *mut u8 {
+    if let Some((p, _)) = small {
+        // SAFETY: a block from malloc, owned by the cache until now.
+        unsafe { libc::free(p as *mut c_void) };
+    }
+    // SAFETY: plain allocation (glibc's malloc aligns to 16).
+    let p = unsafe { libc::malloc(cap) as *mut u8 };
+    if p.is_null() {
+        eprintln!("weft-omp: cannot allocate a task of {cap} bytes; aborting");
+        std::process::abort();
+    }
+    p
 }
 
 /// # Safety
