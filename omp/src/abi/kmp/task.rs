@@ -5,10 +5,12 @@
 //! The ABI's quirk: the runtime allocates the task (`kmp_task_t`: shareds pointer, entry
 //! routine, part id, destructor and priority words, then the compiler's privates; the
 //! shareds block after it) and the compiler fills it in before handing it back. We allocate
-//! [`Header`] + task + shareds in one `malloc` block and hand it to `task::spawn` as the
-//! task's data with a copy function that also moves the `shareds` pointer into the copy;
-//! the body trampoline calls `routine(gtid, task)` on the copy. The original block is freed
-//! once `spawn` returned (it copied the data, or ran the task on a copy).
+//! [`Header`] + task + shareds in one block (the thread's last freed one when large enough,
+//! else `malloc`'s) and hand it to `task::spawn` as the task's data, plain bytes as GCC's
+//! (no copy function): the body trampoline points the copy's `shareds` at the copy's own
+//! shareds (their offset is in the header), then calls `routine(gtid, task)`. A task run at
+//! once runs on the block itself. The block is freed (kept for the thread's next task) once
+//! `spawn` returned (it copied the data, or ran the task).
 //!
 //! An `if(0)` task is run by the compiler's own code between `__kmpc_omp_task_begin_if0`
 //! and `__kmpc_omp_task_complete_if0`: it runs as part of the encountering task (its
@@ -43,13 +45,18 @@ pub struct KmpTask {
     data2: usize,
 }
 
-/// Ours, before the task: the whole block's size, the allocation flags, the detach
-/// event's cell (0: no detach clause) and the task construct's `ident_t*` (for traces). A
-/// multiple of 16 bytes, so the task keeps malloc's 16-byte alignment (32 bytes, with or
-/// without `loc`).
+/// Ours, before the task: the whole block's size, where the shareds are, the allocation
+/// flags, the detach event's cell (0: no detach clause) and the task construct's `ident_t*`
+/// (for traces). A multiple of 16 bytes, so the task keeps malloc's 16-byte alignment (32
+/// bytes, with or without `loc`).
 #[repr(C, align(16))]
 struct Header {
-    size: usize,
+    /// The block's bytes from the header on (at most `u32::MAX`: [`__kmpc_omp_task_alloc`]).
+    size: u32,
+    /// The shareds' offset from the task (0: none). A copy of the block gets its `shareds`
+    /// pointer from it when its body starts ([`body`]), so that the block is copied as plain
+    /// bytes, as GCC's data is.
+    shareds: u32,
     flags: i32,
     /// [`RUNNING`], [`REQUEUED`].
     state: u32,
@@ -107,7 +114,7 @@ unsafe fn saved(t: *mut KmpTask) -> *mut If0Saved {
     // SAFETY: per the contract, the block has `block_cap(size)` bytes, 16-byte aligned.
     unsafe {
         let h = header(t);
-        (h as *mut u8).add(saved_at((*h).size)) as *mut If0Saved
+        (h as *mut u8).add(saved_at((*h).size as usize)) as *mut If0Saved
     }
 }
 
@@ -125,26 +132,44 @@ fn spawn_of(t: *mut KmpTask, depend: bool) -> Spawn {
     // SAFETY: as above; the compiler wrote the priority before handing the task over.
     let priority = unsafe { (*t).data2 as u32 as i32 };
     let flags = task::TaskFlags { final_: h.flags & KMP_FINAL != 0, depend, priority: h.flags & KMP_PRIORITY != 0, detach: h.event != 0 };
-    // SAFETY: the whole block (header, task, privates: `h.size` bytes, 16-byte aligned),
-    // which `copy` copies, moving the shareds pointer along.
-    let data = unsafe { TaskData::new(h as *const Header as *mut c_void, Some(copy), h.size as c_long, 16) };
+    // SAFETY: the whole block (header, task, privates, shareds: `h.size` bytes, 16-byte
+    // aligned), copied as plain bytes (the copy's body points its `shareds` at its own).
+    let data = unsafe { TaskData::new(h as *const Header as *mut c_void, None, h.size as c_long, 16) };
     // SAFETY: the block's event cell (or none), writable while the task is created; task::spawn
     // writes the task's event handle into it.
     let detach = unsafe { Detach::cell(h.event as *mut usize) };
     Spawn { body, data, if_clause: true, flags, deps: task::Deps::new(), priority, detach, deferred: false }
 }
 
-/// Copy a task block (`src`: its header) to `dst`, moving the shareds pointer along.
-unsafe extern "C" fn copy(dst: *mut c_void, src: *mut c_void) {
-    // SAFETY: `src` is a block from __kmpc_omp_task_alloc; `dst` has room for its size
-    // (task::spawn allocates `arg_size` bytes).
+/// Copy a task block (`src`: its header) to `dst`, its `shareds` pointing at the copy's.
+///
+/// # Safety
+/// `src` is a block from [`__kmpc_omp_task_alloc`] (or a copy of one); `dst` has room for
+/// its size, 16-byte aligned, and does not overlap it.
+unsafe fn copy(dst: *mut u8, src: *const u8) {
+    // SAFETY: per the contract.
     unsafe {
-        let size = (*(src as *const Header)).size;
-        std::ptr::copy_nonoverlapping(src as *const u8, dst as *mut u8, size);
-        let (s, d) = ((src as *mut u8).add(HEAD) as *mut KmpTask, (dst as *mut u8).add(HEAD) as *mut KmpTask);
-        if !(*s).shareds.is_null() {
-            let off = ((*s).shareds as usize).wrapping_sub(s as usize);
-            (*d).shareds = (d as *mut u8).wrapping_add(off) as *mut c_void;
+        let size = (*(src as *const Header)).size as usize;
+        std::ptr::copy_nonoverlapping(src, dst, size);
+        point_shareds(dst as *mut Header);
+    }
+}
+
+/// Point the block's task's `shareds` at the block's own shareds (a copy's still points at
+/// its original's).
+///
+/// # Safety
+/// `h` is a task block's header (of one from [`__kmpc_omp_task_alloc`] or a copy of one),
+/// nothing else using the block.
+#[inline(always)]
+unsafe fn point_shareds(h: *mut Header) {
+    // SAFETY: per the contract: the task follows the header, the shareds are at their
+    // offset from it, inside the block.
+    unsafe {
+        let off = (*h).shareds as usize;
+        if off != 0 {
+            let t = (h as *mut u8).add(HEAD) as *mut KmpTask;
+            (*t).shareds = (t as *mut u8).add(off) as *mut c_void;
         }
     }
 }
@@ -169,11 +194,13 @@ unsafe fn run_routine(t: *mut KmpTask, g: i32) {
     }
 }
 
-/// The task's body, on its copy of the block: `routine(gtid, task)`, then the destructor
+/// The task's body, on its copy of the block (or the block itself, for a task run at once):
+/// `routine(gtid, task)`, its `shareds` pointed at the copy's first, then the destructor
 /// thunk if the compiler gave one.
 unsafe extern "C" fn body(data: *mut c_void) {
-    // SAFETY: `data` is a copy of a task block made by `copy`.
+    // SAFETY: `data` is a task block or a byte copy of one, which this task alone uses.
     unsafe {
+        point_shareds(data as *mut Header);
         let h = &*(data as *const Header);
         let t = (data as *mut u8).add(HEAD) as *mut KmpTask;
         let g = gtid();
@@ -200,19 +227,81 @@ pub extern "C" fn __kmpc_omp_task_alloc(
     routine: Routine,
 ) -> *mut KmpTask {
     guard("__kmpc_omp_task_alloc", || {
-        let task_size = sizeof_task.max(std::mem::size_of::<KmpTask>()).next_multiple_of(16);
-        let size = HEAD + task_size + sizeof_shareds;
-        let p = take_block(block_cap(size));
-        // SAFETY: `p` has room for the header, the task and the shareds (and the room of
-        // `saved`), 16-byte aligned.
-        unsafe {
-            (p as *mut Header).write(Header { size, flags, state: 0, event: 0, loc: loc as usize });
-            let t = p.add(HEAD) as *mut KmpTask;
-            let shareds = if sizeof_shareds > 0 { p.add(HEAD + task_size) as *mut c_void } else { std::ptr::null_mut() };
-            t.write(KmpTask { shareds, routine, part_id: 0, data1: 0, data2: 0 });
-            t
+        // (Sizes a compiler gives; anything larger, which `Header` cannot hold, goes to
+        // `alloc_new` and is refused there.)
+        let mut small = std::ptr::null_mut();
+        if (sizeof_task | sizeof_shareds) < SIZE_LIMIT
+            && let Some((p, have)) = BLOCKS.with(Blocks::pop)
+        {
+            let task_size = task_size(sizeof_task);
+            if have >= block_cap(HEAD + task_size + sizeof_shareds) {
+                // SAFETY: a cached block with room for the task, as `init` needs.
+                return unsafe { init(p, loc as usize, flags, task_size, sizeof_shareds, routine) };
+            }
+            small = p;
         }
+        // SAFETY: `small` is null or a block taken from the cache.
+        unsafe { alloc_new(small, loc as usize, flags, sizeof_task, sizeof_shareds, routine) }
     })
+}
+
+/// Both of a task's sizes are under this ([`__kmpc_omp_task_alloc`]), so that its block's
+/// size fits [`Header::size`].
+const SIZE_LIMIT: usize = 1 << 30;
+
+/// The task's own bytes (`kmp_task_t` and the privates), rounded up so that the shareds
+/// after them are 16-byte aligned.
+#[inline(always)]
+fn task_size(sizeof_task: usize) -> usize {
+    sizeof_task.max(std::mem::size_of::<KmpTask>()).next_multiple_of(16)
+}
+
+/// [`__kmpc_omp_task_alloc`] with a new block (`small`, a cached block too small for the
+/// task, freed first), out of line (and not unwinding: `extern "C"`), so that the entry's
+/// usual path makes no call and saves no registers.
+///
+/// # Safety
+/// `small` is null or a block from `malloc` that nothing else uses.
+#[cold]
+#[inline(never)]
+unsafe extern "C" fn alloc_new(
+    small: *mut u8,
+    loc: usize,
+    flags: i32,
+    sizeof_task: usize,
+    sizeof_shareds: usize,
+    routine: Routine,
+) -> *mut KmpTask {
+    // SAFETY: per the contract.
+    unsafe { libc::free(small as *mut c_void) };
+    if (sizeof_task | sizeof_shareds) >= SIZE_LIMIT {
+        eprintln!("weft-omp: a task of {sizeof_task} bytes with {sizeof_shareds} bytes of shareds is too large; aborting");
+        std::process::abort();
+    }
+    let task_size = task_size(sizeof_task);
+    let p = new_block(block_cap(HEAD + task_size + sizeof_shareds));
+    // SAFETY: a new block with room for the task.
+    unsafe { init(p, loc, flags, task_size, sizeof_shareds, routine) }
+}
+
+/// Write a task's header and own words into block `p`.
+///
+/// # Safety
+/// `p` has `block_cap(HEAD + task_size + sizeof_shareds)` bytes, 16-byte aligned, which
+/// nothing else uses; both sizes are under [`SIZE_LIMIT`].
+#[inline(always)]
+unsafe fn init(p: *mut u8, loc: usize, flags: i32, task_size: usize, sizeof_shareds: usize, routine: Routine) -> *mut KmpTask {
+    let size = HEAD + task_size + sizeof_shareds;
+    // SAFETY: per the contract: room for the header, the task and the shareds (and the
+    // room of `saved`), 16-byte aligned.
+    unsafe {
+        let shareds = if sizeof_shareds > 0 { task_size as u32 } else { 0 };
+        (p as *mut Header).write(Header { size: size as u32, shareds, flags, state: 0, event: 0, loc });
+        let t = p.add(HEAD) as *mut KmpTask;
+        let sp = if sizeof_shareds > 0 { p.add(HEAD + task_size) as *mut c_void } else { std::ptr::null_mut() };
+        t.write(KmpTask { shareds: sp, routine, part_id: 0, data1: 0, data2: 0 });
+        t
+    }
 }
 
 /// The task blocks last freed on this thread, with their sizes, for the next ones
@@ -224,7 +313,9 @@ pub extern "C" fn __kmpc_omp_task_alloc(
 /// routine runs, and the routine's own `if(0)` tasks (recursive code under a cutoff) take
 /// and give back theirs inside that, last in first out, so a few blocks serve a recursion
 /// as deep as the cache is long.
-/// A stack in cells (no borrow flag, no growth: this is on every task's path).
+/// A stack in cells (no borrow flag, no growth: this is on every task's path). No `Drop`
+/// either, so that taking a block needs no check of the thread-local's state (nor a call to
+/// register its destructor): [`BlocksOwner`] frees what is left when the thread exits.
 struct Blocks {
     /// How many of `slots` hold a block (the top is `slots[n - 1]`).
     n: Cell<usize>,
@@ -236,15 +327,22 @@ struct Blocks {
 const CACHED_BLOCKS: usize = 16;
 
 impl Blocks {
+    #[inline(always)]
     fn pop(&self) -> Option<(*mut u8, usize)> {
         let n = self.n.get().checked_sub(1)?;
+        let b = self.slots.get(n)?.get();
         self.n.set(n);
-        Some(self.slots[n].get())
+        Some(b)
     }
 
-    /// Keeps the block if there is room; false if not.
+    /// Keeps the block if there is room and the thread is not exiting; false if not.
     fn push(&self, b: (*mut u8, usize)) -> bool {
         let n = self.n.get();
+        // The first block kept makes sure the owner will free the cache: its destructor is
+        // registered by this access, or has run already (the thread is exiting: not kept).
+        if n == 0 && BLOCKS_OWNER.try_with(|_| ()).is_err() {
+            return false;
+        }
         let Some(slot) = self.slots.get(n) else { return false };
         slot.set(b);
         self.n.set(n + 1);
@@ -252,12 +350,17 @@ impl Blocks {
     }
 }
 
-impl Drop for Blocks {
+/// Frees the blocks [`BLOCKS`] holds when the thread exits.
+struct BlocksOwner;
+
+impl Drop for BlocksOwner {
     fn drop(&mut self) {
-        while let Some((p, _)) = self.pop() {
-            // SAFETY: a block from malloc, owned by the cache.
-            unsafe { libc::free(p as *mut c_void) };
-        }
+        BLOCKS.with(|b| {
+            while let Some((p, _)) = b.pop() {
+                // SAFETY: a block from malloc, owned by the cache.
+                unsafe { libc::free(p as *mut c_void) };
+            }
+        })
     }
 }
 
@@ -265,27 +368,11 @@ thread_local! {
     static BLOCKS: Blocks = const {
         Blocks { n: Cell::new(0), slots: [const { Cell::new((std::ptr::null_mut(), 0)) }; CACHED_BLOCKS] }
     };
+    static BLOCKS_OWNER: BlocksOwner = const { BlocksOwner };
 }
 
-/// A block of `cap` bytes, 16-byte aligned: the thread's last freed one if large enough
-/// (its bytes as they were left), else a new one.
-#[inline(always)]
-fn take_block(cap: usize) -> *mut u8 {
-    match BLOCKS.try_with(Blocks::pop) {
-        Ok(Some((p, have))) if have >= cap => p,
-        other => new_block(other.ok().flatten(), cap),
-    }
-}
-
-/// [`take_block`]'s allocation, out of line: with the calls here, the entry point's usual
-/// path needs no registers saved.
-#[cold]
-#[inline(never)]
-fn new_block(small: Option<(*mut u8, usize)>, cap: usize) -> *mut u8 {
-    if let Some((p, _)) = small {
-        // SAFETY: a block from malloc, owned by the cache until now.
-        unsafe { libc::free(p as *mut c_void) };
-    }
+/// A new block of `cap` bytes, 16-byte aligned.
+fn new_block(cap: usize) -> *mut u8 {
     // SAFETY: plain allocation (glibc's malloc aligns to 16).
     let p = unsafe { libc::malloc(cap) as *mut u8 };
     if p.is_null() {
@@ -300,10 +387,10 @@ fn new_block(small: Option<(*mut u8, usize)>, cap: usize) -> *mut u8 {
 unsafe fn free(t: *mut KmpTask) {
     // SAFETY: per the contract: the header is in the block, and holds its size; the block
     // has `block_cap(size)` bytes.
-    let (p, size) = unsafe { (header(t) as *mut u8, block_cap((*header(t)).size)) };
+    let (p, size) = unsafe { (header(t) as *mut u8, block_cap((*header(t)).size as usize)) };
     // Kept for the thread's next tasks while the cache has room, else (or while the
     // thread exits) freed at once.
-    let kept = BLOCKS.try_with(|b| b.push((p, size))).unwrap_or(false);
+    let kept = BLOCKS.with(|b| b.push((p, size)));
     if !kept {
         // SAFETY: a block from malloc that nothing uses any more.
         unsafe { libc::free(p as *mut c_void) };
@@ -626,7 +713,7 @@ unsafe fn taskloop(
     if !empty && tc > 0 {
         let (n, grain, extras, last) = taskloop_division(tc, sched, grain, strict, crate::team::ctx().team().n);
         // SAFETY: per the contract.
-        let (lb_off, ub_off, size) = unsafe { (lb as usize - t as usize, ub as usize - t as usize, (*header(t)).size) };
+        let (lb_off, ub_off, size) = unsafe { (lb as usize - t as usize, ub as usize - t as usize, (*header(t)).size as usize) };
         let mut lo = lower;
         for i in 0..n {
             let count = match last {
@@ -634,8 +721,8 @@ unsafe fn taskloop(
                 _ => grain + u64::from(i < extras),
             };
             let hi = lo.wrapping_add((st as u64).wrapping_mul(count - 1));
-            // SAFETY: a copy of the pattern's block (`block_cap` of the header's size), made as `copy`
-            // makes a task's; the bounds are u64 words inside the task at the pattern's
+            // SAFETY: a copy of the pattern's block (`block_cap` of the header's size), its
+            // `shareds` pointing at its own (for `dup`); the bounds are u64 words inside the task at the pattern's
             // offsets; `dup` is the compiler's for this task type.
             unsafe {
                 let p = libc::malloc(block_cap(size)) as *mut u8;
@@ -643,7 +730,7 @@ unsafe fn taskloop(
                     eprintln!("weft-omp: cannot allocate a taskloop task of {size} bytes; aborting");
                     std::process::abort();
                 }
-                copy(p as *mut c_void, header(t) as *mut c_void);
+                copy(p, header(t) as *const u8);
                 let nt = p.add(HEAD) as *mut KmpTask;
                 *((nt as *mut u8).add(lb_off) as *mut u64) = lo;
                 *((nt as *mut u8).add(ub_off) as *mut u64) = hi;
@@ -741,7 +828,7 @@ mod tests {
         // SAFETY: the block has the header, 64 bytes of task and 32 of shareds.
         let (block, size) = unsafe { (header(t) as *mut u8, (*header(t)).size) };
         // SAFETY: as above: dirty everything, as a task's body and the runtime would.
-        unsafe { std::ptr::write_bytes(block, 0xff, size) };
+        unsafe { std::ptr::write_bytes(block, 0xff, size as usize) };
         // SAFETY: from __kmpc_omp_task_alloc, not used after (its size is in the header,
         // dirtied: written back first).
         unsafe {
@@ -752,7 +839,11 @@ mod tests {
         // SAFETY: the new block's header and task.
         let (block2, h, task) = unsafe { (header(t2) as *mut u8, &*header(t2), &*t2) };
         assert_eq!(block2, block, "the freed block was not reused");
-        assert_eq!((h.size, h.flags, h.state, h.event), (HEAD + 48 + 16, 0, 0, 0), "a reused block's header was not written afresh");
+        assert_eq!(
+            (h.size as usize, h.shareds, h.flags, h.state, h.event),
+            (HEAD + 48 + 16, 48, 0, 0, 0),
+            "a reused block's header was not written afresh"
+        );
         assert_eq!((task.part_id, task.data1, task.data2), (0, 0, 0), "a reused block's task words were not reset");
         assert_eq!(task.shareds as usize, t2 as usize + 48, "the shareds do not follow the task");
         // SAFETY: as above.
