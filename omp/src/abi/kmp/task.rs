@@ -321,7 +321,14 @@ struct Blocks {
     n: Cell<usize>,
     /// (block, its capacity).
     slots: [Cell<(*mut u8, usize)>; CACHED_BLOCKS],
+    /// Whether [`BLOCKS_OWNER`]'s destructor is registered ([`OWNED`]), not yet
+    /// ([`UNOWNED`]) or has run ([`EXITING`]: nothing is kept any more).
+    owner: Cell<u8>,
 }
+
+const UNOWNED: u8 = 0;
+const OWNED: u8 = 1;
+const EXITING: u8 = 2;
 
 /// How many freed blocks a thread keeps ([`Blocks`]).
 const CACHED_BLOCKS: usize = 16;
@@ -338,9 +345,10 @@ impl Blocks {
     /// Keeps the block if there is room and the thread is not exiting; false if not.
     fn push(&self, b: (*mut u8, usize)) -> bool {
         let n = self.n.get();
-        // The first block kept makes sure the owner will free the cache: its destructor is
-        // registered by this access, or has run already (the thread is exiting: not kept).
-        if n == 0 && BLOCKS_OWNER.try_with(|_| ()).is_err() {
+        // The first block kept makes sure the owner will free the cache (its destructor is
+        // registered by that first access), once per thread; after it ran (the thread is
+        // exiting), nothing is kept.
+        if self.owner.get() != OWNED && !self.own() {
             return false;
         }
         let Some(slot) = self.slots.get(n) else { return false };
@@ -350,12 +358,24 @@ impl Blocks {
     }
 }
 
+impl Blocks {
+    /// Register [`BLOCKS_OWNER`]'s destructor if not done: whether blocks may be kept.
+    #[cold]
+    fn own(&self) -> bool {
+        if self.owner.get() == UNOWNED && BLOCKS_OWNER.try_with(|_| ()).is_ok() {
+            self.owner.set(OWNED);
+        }
+        self.owner.get() == OWNED
+    }
+}
+
 /// Frees the blocks [`BLOCKS`] holds when the thread exits.
 struct BlocksOwner;
 
 impl Drop for BlocksOwner {
     fn drop(&mut self) {
         BLOCKS.with(|b| {
+            b.owner.set(EXITING);
             while let Some((p, _)) = b.pop() {
                 // SAFETY: a block from malloc, owned by the cache.
                 unsafe { libc::free(p as *mut c_void) };
@@ -366,7 +386,7 @@ impl Drop for BlocksOwner {
 
 thread_local! {
     static BLOCKS: Blocks = const {
-        Blocks { n: Cell::new(0), slots: [const { Cell::new((std::ptr::null_mut(), 0)) }; CACHED_BLOCKS] }
+        Blocks { n: Cell::new(0), slots: [const { Cell::new((std::ptr::null_mut(), 0)) }; CACHED_BLOCKS], owner: Cell::new(UNOWNED) }
     };
     static BLOCKS_OWNER: BlocksOwner = const { BlocksOwner };
 }
