@@ -429,8 +429,8 @@ pub unsafe extern "C" fn __kmpc_omp_task(_loc: Ident, _gtid: i32, t: *mut KmpTas
             h.state |= REQUEUED;
             return;
         }
-        // SAFETY: per the contract; spawn copies the block (or runs the task on a copy)
-        // before it returns.
+        // SAFETY: per the contract; spawn copies the block (or runs the task on it) before
+        // it returns.
         unsafe {
             task::spawn(&spawn_of(t, false));
             free(t);
@@ -741,15 +741,12 @@ unsafe fn taskloop(
                 _ => grain + u64::from(i < extras),
             };
             let hi = lo.wrapping_add((st as u64).wrapping_mul(count - 1));
-            // SAFETY: a copy of the pattern's block (`block_cap` of the header's size), its
-            // `shareds` pointing at its own (for `dup`); the bounds are u64 words inside the task at the pattern's
-            // offsets; `dup` is the compiler's for this task type.
+            // SAFETY: a copy of the pattern's block into a new one of `block_cap` of the
+            // header's size, its `shareds` pointing at its own (for `dup`); the bounds are
+            // u64 words inside the task at the pattern's offsets; `dup` is the compiler's for
+            // this task type.
             unsafe {
-                let p = libc::malloc(block_cap(size)) as *mut u8;
-                if p.is_null() {
-                    eprintln!("weft-omp: cannot allocate a taskloop task of {size} bytes; aborting");
-                    std::process::abort();
-                }
+                let p = new_block(block_cap(size));
                 copy(p, header(t) as *const u8);
                 let nt = p.add(HEAD) as *mut KmpTask;
                 *((nt as *mut u8).add(lb_off) as *mut u64) = lo;
