@@ -2436,6 +2436,16 @@ mod tests {
 
     unsafe extern "C" fn nothing(_: *mut c_void) {}
 
+    /// GOMP_task of `body` as GCC calls it for a task with no data, copy function, depend
+    /// clause or event (deferrable, no flags).
+    fn gomp_task_without_data(body: Body) {
+        // SAFETY: a body that ignores its data (none: size 0); no copy function, depend
+        // clause or event.
+        unsafe {
+            crate::abi::task::GOMP_task(body, std::ptr::null_mut(), None, 0, 1, true, 0, std::ptr::null_mut(), 0, std::ptr::null_mut())
+        };
+    }
+
     static ASKED: AtomicU32 = AtomicU32::new(0);
 
     /// Ten children GOMP_task may defer, from thread 0 of a team of two: how often it asked
@@ -2446,22 +2456,7 @@ mod tests {
         }
         let n0 = cur().get(|cx| cx.task.tiny.n);
         for _ in 0..10 {
-            // SAFETY: a body that ignores its data (none: size 0); no copy function, depend
-            // clause or event.
-            unsafe {
-                crate::abi::task::GOMP_task(
-                    nothing,
-                    std::ptr::null_mut(),
-                    None,
-                    0,
-                    1,
-                    true,
-                    0,
-                    std::ptr::null_mut(),
-                    0,
-                    std::ptr::null_mut(),
-                )
-            };
+            gomp_task_without_data(nothing);
         }
         ASKED.store(cur().get(|cx| cx.task.tiny.n) - n0, Ordering::Relaxed);
         taskwait();
@@ -2526,22 +2521,7 @@ mod tests {
     /// Thread 0 of a team of one: a deferred task on its deque, then a nested team of two
     /// while the task is still queued.
     unsafe extern "C" fn outer_body(_: *mut c_void) {
-        // SAFETY: a body that ignores its data (none: size 0); no copy function, depend
-        // clause or event.
-        unsafe {
-            crate::abi::task::GOMP_task(
-                outer_task,
-                std::ptr::null_mut(),
-                None,
-                0,
-                1,
-                true,
-                0,
-                std::ptr::null_mut(),
-                0,
-                std::ptr::null_mut(),
-            )
-        };
+        gomp_task_without_data(outer_task);
         assert_eq!(cur().get(|cx| cx.deque.len()), 1, "the task was not deferred");
         // SAFETY: `inner_body` ignores its data.
         let body = unsafe { crate::outlined::Outlined::new(inner_body, std::ptr::null_mut()) };
