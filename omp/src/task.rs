@@ -325,6 +325,10 @@ fn access(e: &mut Entry, mode: AccessMode, t: Option<&Arc<TaskBox>>, pred: &mut 
 /// The smallest map [`DepMap::sweep`] looks through.
 const SWEEP_MIN: usize = 256;
 
+/// The largest reader list (in places) whose buffer an ended task's map keeps for the next
+/// task ([`DepMap::retire`]).
+const INS_KEEP: usize = 64;
+
 /// The most child counters and dependency maps a thread keeps for its next tasks
 /// ([`NODES`], [`MAPS`]): as many as tasks that create children end on it one inside
 /// another (a task ending inside a wait of its creator's).
@@ -407,7 +411,6 @@ fn end_task_slow(node: Option<Arc<Node>>, deps: Option<Box<DepMap>>) {
     if let Some(mut d) = deps {
         d.retire();
         if d.map.capacity() <= MAP_KEEP_CAPACITY {
-            d.sweep_at = 0;
             // (Freed if the thread has enough.)
             let _ = put_spare(&MAPS, d, SPARE_OBJECTS);
         }
@@ -427,11 +430,21 @@ impl DepMap {
     /// addresses again, so it lets go of their tasks (boxes whose last reference it held go
     /// back to the thread's cache). Called where a task's context ends, not from a `Drop`
     /// (with one, every task's end got slower: fib 1.2× the time).
+    ///
+    /// An entry whose reader list grew past its inline places stays, empty, with that list's
+    /// buffer (up to [`INS_KEEP`] places): the map's next task (the next region's, for an
+    /// implicit task's map) that names the address again finds room for as many readers
+    /// without growing the list step by step, each step a reallocation (an address only
+    /// read, whose readers pile up until the region ends, cost 4 of them per region and
+    /// address at 25 readers). Empty entries order nothing; a sweep takes them out as any
+    /// idle entry ([`DepMap::sweep`]).
     #[inline(never)]
     fn retire(&mut self) {
-        for (_, mut e) in self.map.drain() {
+        self.map.retain(|_, e| {
             e.clear();
-        }
+            e.ins.spilled() && e.ins.capacity() <= INS_KEEP
+        });
+        self.sweep_at = (2 * self.map.len()).max(SWEEP_MIN);
     }
 
     /// The entry of `addr`, a new one if no earlier sibling named it.
