@@ -2624,6 +2624,46 @@ mod tests {
         assert!(ran.contains(&4), "taskwait depend(in: b) returned before task 4 ran: {ran:?}");
     }
 
+    /// The address [`reuse_first`] and [`reuse_second`] name.
+    const READ_ONLY: usize = 0x3000;
+
+    /// The capacity of the reader list of [`READ_ONLY`] in the calling task's map, if it
+    /// has an entry.
+    fn read_only_capacity() -> Option<usize> {
+        cur().get(|cx| cx.task.deps.as_ref().and_then(|d| d.map.get(&READ_ONLY)).map(|e| e.ins.capacity()))
+    }
+
+    /// First region: readers of [`READ_ONLY`] (under the throttle, so each is recorded),
+    /// more than its list holds inline.
+    unsafe extern "C" fn reuse_first(_: *mut c_void) {
+        for i in 0..6 {
+            child(i, &[(READ_ONLY, AccessMode::R)]);
+        }
+        assert!(read_only_capacity().unwrap() >= 6);
+    }
+
+    /// Second region, its implicit task taking the map the first one's ended with: the
+    /// entry is there, empty, its buffer kept; a writer finds nothing to wait for.
+    unsafe extern "C" fn reuse_second(_: *mut c_void) {
+        child(0, &[(0x4000, AccessMode::R)]);
+        assert!(read_only_capacity().is_some_and(|c| c >= 6), "the reader list's buffer was not kept");
+        child(1, &[(READ_ONLY, AccessMode::RW)]);
+        let waits =
+            cur().get(|cx| cx.task.deps.as_ref().unwrap().map[&READ_ONLY].out.as_ref().unwrap().link.waiting.load(Ordering::Relaxed));
+        assert_eq!(waits, 0, "a writer waited for a reader of an ended task");
+    }
+
+    /// An ended task's map keeps an address's grown reader list, empty (nothing of the
+    /// task it ordered is left to wait for), for the next task that takes the map.
+    #[test]
+    fn an_ended_maps_reader_lists_keep_their_buffers_empty() {
+        for body in [reuse_first, reuse_second] {
+            // SAFETY: the bodies ignore their data.
+            let body = unsafe { crate::outlined::Outlined::new(body, std::ptr::null_mut()) };
+            crate::team::parallel(body, 1, 0, None);
+        }
+    }
+
     /// Siblings' depend clauses order them as OpenMP says (in after out, out after every in
     /// since the last out, nothing between readers), a task named twice by one successor
     /// releases it once, and every task runs once.
