@@ -325,6 +325,10 @@ fn access(e: &mut Entry, mode: AccessMode, t: Option<&Arc<TaskBox>>, pred: &mut 
 /// The smallest map [`DepMap::sweep`] looks through.
 const SWEEP_MIN: usize = 256;
 
+/// The largest reader list (in places) whose buffer an ended task's map keeps for the next
+/// task ([`DepMap::retire`]).
+const INS_KEEP: usize = 64;
+
 /// The most child counters and dependency maps a thread keeps for its next tasks
 /// ([`NODES`], [`MAPS`]): as many as tasks that create children end on it one inside
 /// another (a task ending inside a wait of its creator's).
@@ -407,7 +411,6 @@ fn end_task_slow(node: Option<Arc<Node>>, deps: Option<Box<DepMap>>) {
     if let Some(mut d) = deps {
         d.retire();
         if d.map.capacity() <= MAP_KEEP_CAPACITY {
-            d.sweep_at = 0;
             // (Freed if the thread has enough.)
             let _ = put_spare(&MAPS, d, SPARE_OBJECTS);
         }
@@ -427,11 +430,21 @@ impl DepMap {
     /// addresses again, so it lets go of their tasks (boxes whose last reference it held go
     /// back to the thread's cache). Called where a task's context ends, not from a `Drop`
     /// (with one, every task's end got slower: fib 1.2× the time).
+    ///
+    /// An entry whose reader list grew past its inline places stays, empty, with that list's
+    /// buffer (up to [`INS_KEEP`] places): the map's next task (the next region's, for an
+    /// implicit task's map) that names the address again finds room for as many readers
+    /// without growing the list step by step, each step a reallocation (an address only
+    /// read, whose readers pile up until the region ends, cost 4 of them per region and
+    /// address at 25 readers). Empty entries order nothing; a sweep takes them out as any
+    /// idle entry ([`DepMap::sweep`]).
     #[inline(never)]
     fn retire(&mut self) {
-        for (_, mut e) in self.map.drain() {
+        self.map.retain(|_, e| {
             e.clear();
-        }
+            e.ins.spilled() && e.ins.capacity() <= INS_KEEP
+        });
+        self.sweep_at = (2 * self.map.len()).max(SWEEP_MIN);
     }
 
     /// The entry of `addr`, a new one if no earlier sibling named it.
@@ -2609,6 +2622,46 @@ mod tests {
         // SAFETY: as in `node_body`.
         let ran: Vec<usize> = unsafe { (*std::ptr::addr_of!(ORDER)).clone() };
         assert!(ran.contains(&4), "taskwait depend(in: b) returned before task 4 ran: {ran:?}");
+    }
+
+    /// The address [`reuse_first`] and [`reuse_second`] name.
+    const READ_ONLY: usize = 0x3000;
+
+    /// The capacity of the reader list of [`READ_ONLY`] in the calling task's map, if it
+    /// has an entry.
+    fn read_only_capacity() -> Option<usize> {
+        cur().get(|cx| cx.task.deps.as_ref().and_then(|d| d.map.get(&READ_ONLY)).map(|e| e.ins.capacity()))
+    }
+
+    /// First region: readers of [`READ_ONLY`] (under the throttle, so each is recorded),
+    /// more than its list holds inline.
+    unsafe extern "C" fn reuse_first(_: *mut c_void) {
+        for i in 0..6 {
+            child(i, &[(READ_ONLY, AccessMode::R)]);
+        }
+        assert!(read_only_capacity().unwrap() >= 6);
+    }
+
+    /// Second region, its implicit task taking the map the first one's ended with: the
+    /// entry is there, empty, its buffer kept; a writer finds nothing to wait for.
+    unsafe extern "C" fn reuse_second(_: *mut c_void) {
+        child(0, &[(0x4000, AccessMode::R)]);
+        assert!(read_only_capacity().is_some_and(|c| c >= 6), "the reader list's buffer was not kept");
+        child(1, &[(READ_ONLY, AccessMode::RW)]);
+        let waits =
+            cur().get(|cx| cx.task.deps.as_ref().unwrap().map[&READ_ONLY].out.as_ref().unwrap().link.waiting.load(Ordering::Relaxed));
+        assert_eq!(waits, 0, "a writer waited for a reader of an ended task");
+    }
+
+    /// An ended task's map keeps an address's grown reader list, empty (nothing of the
+    /// task it ordered is left to wait for), for the next task that takes the map.
+    #[test]
+    fn an_ended_maps_reader_lists_keep_their_buffers_empty() {
+        for body in [reuse_first, reuse_second] {
+            // SAFETY: the bodies ignore their data.
+            let body = unsafe { crate::outlined::Outlined::new(body, std::ptr::null_mut()) };
+            crate::team::parallel(body, 1, 0, None);
+        }
     }
 
     /// Siblings' depend clauses order them as OpenMP says (in after out, out after every in
