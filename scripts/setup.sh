@@ -19,7 +19,7 @@ PKGS=(pkg-config gcc binutils clang-14 libomp-14-dev libhwloc-dev libudev-dev po
 # bench/cholesky: its dpotrf, and the BLAS under StarPU's cholesky_implicit; ScaLAPACK on
 # Open MPI for bench/mpi: its pdpotrf, built with mpicc, beside StarPU-MPI's mpi_cholesky
 # from starpu-examples).
-[ "${1:-}" = --bench ] && PKGS+=(libomp-dev libsocl-1.3-0 libopenblas-dev libscalapack-openmpi-dev)
+[ "${1:-}" = --bench ] && PKGS+=(libomp-dev libsocl-1.3-0 libopenblas-dev libscalapack-openmpi-dev valgrind)
 missing=()
 for p in "${PKGS[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
