@@ -2571,15 +2571,25 @@ mod tests {
         }
     }
 
-    /// A child of the calling task with data `i` and these depend clauses (as GCC makes it).
+    /// A child of the calling task with data `i` and these depend clauses (as GCC makes it),
+    /// run by [`node_body`].
     fn child(i: usize, deps: &[(usize, AccessMode)]) {
+        child_with(node_body, i, deps);
+    }
+
+    /// A body that records nothing: for tests other than [`depend_clauses_order_siblings`],
+    /// which owns [`RAN`] and [`ORDER`] (tests run on threads of their own at once).
+    unsafe extern "C" fn quiet_body(_: *mut c_void) {}
+
+    /// [`child`] with its body.
+    fn child_with(body: Body, i: usize, deps: &[(usize, AccessMode)]) {
         let mut data = i;
         let mut d = Deps::new();
         for &(addr, mode) in deps {
             d.add(addr, mode);
         }
         let s = Spawn {
-            body: node_body,
+            body,
             // SAFETY: 8 readable bytes, copied before `spawn` returns.
             data: unsafe { TaskData::new((&raw mut data).cast(), None, 8, 8) },
             if_clause: true,
@@ -2637,7 +2647,7 @@ mod tests {
     /// more than its list holds inline.
     unsafe extern "C" fn reuse_first(_: *mut c_void) {
         for i in 0..6 {
-            child(i, &[(READ_ONLY, AccessMode::R)]);
+            child_with(quiet_body, i, &[(READ_ONLY, AccessMode::R)]);
         }
         assert!(read_only_capacity().unwrap() >= 6);
     }
@@ -2645,9 +2655,9 @@ mod tests {
     /// Second region, its implicit task taking the map the first one's ended with: the
     /// entry is there, empty, its buffer kept; a writer finds nothing to wait for.
     unsafe extern "C" fn reuse_second(_: *mut c_void) {
-        child(0, &[(0x4000, AccessMode::R)]);
+        child_with(quiet_body, 0, &[(0x4000, AccessMode::R)]);
         assert!(read_only_capacity().is_some_and(|c| c >= 6), "the reader list's buffer was not kept");
-        child(1, &[(READ_ONLY, AccessMode::RW)]);
+        child_with(quiet_body, 1, &[(READ_ONLY, AccessMode::RW)]);
         let waits =
             cur().get(|cx| cx.task.deps.as_ref().unwrap().map[&READ_ONLY].out.as_ref().unwrap().link.waiting.load(Ordering::Relaxed));
         assert_eq!(waits, 0, "a writer waited for a reader of an ended task");
