@@ -275,11 +275,12 @@ fn access(e: &mut Entry, mode: AccessMode, t: Option<&Arc<TaskBox>>, pred: &mut 
     {
         recycle(w);
     }
+    // A reader waits for the writer; a writer for the readers since the writer, or for the
+    // writer when there are none. (One call site: `pred` inlines.)
+    let preds = if mode == AccessMode::R || e.ins.is_empty() { e.out.as_slice() } else { e.ins.as_slice() };
+    preds.iter().for_each(&mut *pred);
+    let Some(t) = t else { return };
     if mode == AccessMode::R {
-        if let Some(w) = &e.out {
-            pred(w);
-        }
-        let Some(t) = t else { return };
         // Readers accumulate between writers: when the list is full the complete ones go,
         // and it grows only if that left it over half full (so each look is paid for by as
         // many new readers, however many stay in flight).
@@ -305,20 +306,11 @@ fn access(e: &mut Entry, mode: AccessMode, t: Option<&Arc<TaskBox>>, pred: &mut 
         }
         e.ins.push(t.clone());
     } else {
-        if e.ins.is_empty() {
-            if let Some(w) = &e.out {
-                pred(w);
-            }
-        } else {
-            e.ins.iter().for_each(&mut *pred);
+        // The new writer replaces the old one and the readers.
+        if let Some(w) = e.out.replace(t.clone()) {
+            recycle(w);
         }
-        if let Some(t) = t {
-            // The new writer replaces the old one and the readers.
-            if let Some(w) = e.out.replace(t.clone()) {
-                recycle(w);
-            }
-            e.clear_ins();
-        }
+        e.clear_ins();
     }
 }
 
