@@ -57,6 +57,7 @@ use crossbeam_utils::CachePadded;
 use crossbeam_utils::atomic::AtomicCell;
 use std::collections::{HashMap, HashSet};
 use std::ffi::c_void;
+use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use weft_core::AccessMode;
@@ -1460,7 +1461,9 @@ pub struct Deps {
     /// How many entries: `inline[..len]` while at most [`Deps::INLINE`], else all of
     /// `more`.
     len: usize,
-    inline: [(usize, AccessMode); Deps::INLINE],
+    /// Written up to `len` (up to [`Deps::INLINE`]) only: a new `Deps` (one per task
+    /// created) does not write the rest.
+    inline: [MaybeUninit<(usize, AccessMode)>; Deps::INLINE],
     /// Every entry once there are more than [`Deps::INLINE`] (empty until then).
     more: Vec<(usize, AccessMode)>,
 }
@@ -1470,7 +1473,27 @@ impl Deps {
     const INLINE: usize = 4;
 
     pub const fn new() -> Deps {
-        Deps { len: 0, inline: [(0, AccessMode::R); Deps::INLINE], more: Vec::new() }
+        Deps { len: 0, inline: [MaybeUninit::uninit(); Deps::INLINE], more: Vec::new() }
+    }
+
+    /// The first `n` inline entries.
+    ///
+    /// # Safety
+    /// They are written (`n` is at most `len`, or at most the count `extend` keeps).
+    #[inline(always)]
+    unsafe fn inline(&self, n: usize) -> &[(usize, AccessMode)] {
+        // SAFETY: per the contract; `MaybeUninit<T>` has `T`'s layout.
+        unsafe { &*(&self.inline[..n] as *const [MaybeUninit<(usize, AccessMode)>] as *const [(usize, AccessMode)]) }
+    }
+
+    /// [`Deps::inline`], to change.
+    ///
+    /// # Safety
+    /// As [`Deps::inline`].
+    #[inline(always)]
+    unsafe fn inline_mut(&mut self, n: usize) -> &mut [(usize, AccessMode)] {
+        // SAFETY: as `inline`.
+        unsafe { &mut *(&mut self.inline[..n] as *mut [MaybeUninit<(usize, AccessMode)>] as *mut [(usize, AccessMode)]) }
     }
 
     /// Add a depend clause's item: one access per address, the strongest of the modes asked
@@ -1479,10 +1502,11 @@ impl Deps {
     pub fn add(&mut self, addr: usize, m: AccessMode) {
         let len = self.len;
         if len < Deps::INLINE {
-            if let Some(e) = self.inline[..len].iter_mut().find(|e| e.0 == addr) {
+            // SAFETY: the first `len` are written.
+            if let Some(e) = unsafe { self.inline_mut(len) }.iter_mut().find(|e| e.0 == addr) {
                 merge_mode(e, m);
             } else {
-                self.inline[len] = (addr, m);
+                self.inline[len].write((addr, m));
                 self.len = len + 1;
             }
         } else {
@@ -1494,14 +1518,17 @@ impl Deps {
     #[cold]
     #[inline(never)]
     fn add_more(&mut self, addr: usize, m: AccessMode) {
-        let entries = if self.len <= Deps::INLINE { &mut self.inline[..self.len] } else { &mut self.more[..] };
+        // SAFETY: the first `len` are written.
+        let entries = if self.len <= Deps::INLINE { unsafe { self.inline_mut(self.len) } } else { &mut self.more[..] };
         if let Some(e) = entries.iter_mut().find(|e| e.0 == addr) {
             merge_mode(e, m);
             return;
         }
         if self.len == Deps::INLINE {
             self.more.reserve(2 * Deps::INLINE);
-            self.more.extend_from_slice(&self.inline);
+            // SAFETY: all `INLINE` are written.
+            let all: [(usize, AccessMode); Deps::INLINE] = unsafe { std::mem::transmute(self.inline) };
+            self.more.extend_from_slice(&all);
         }
         self.more.push((addr, m));
         self.len = self.more.len();
@@ -1532,10 +1559,11 @@ impl Extend<(usize, AccessMode)> for Deps {
             return;
         }
         while let Some((addr, m)) = items.next() {
-            if let Some(e) = self.inline[..len].iter_mut().find(|e| e.0 == addr) {
+            // SAFETY: the first `len` are written (each one before `len` counts it).
+            if let Some(e) = unsafe { self.inline_mut(len) }.iter_mut().find(|e| e.0 == addr) {
                 merge_mode(e, m);
             } else if len < Deps::INLINE {
-                self.inline[len] = (addr, m);
+                self.inline[len].write((addr, m));
                 len += 1;
             } else {
                 self.len = len;
@@ -1558,7 +1586,8 @@ impl std::ops::Deref for Deps {
 
     #[inline]
     fn deref(&self) -> &[(usize, AccessMode)] {
-        if self.len <= Deps::INLINE { &self.inline[..self.len] } else { &self.more }
+        // SAFETY: the first `len` are written.
+        if self.len <= Deps::INLINE { unsafe { self.inline(self.len) } } else { &self.more }
     }
 }
 
