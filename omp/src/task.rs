@@ -1774,40 +1774,46 @@ fn group_for_cancel(g: Option<&Arc<Group>>) -> Option<&Arc<Group>> {
 /// `s.body` is the compiler's body for a copy of `s.data` (it is called on one).
 pub unsafe fn spawn(s: &Spawn) {
     // SAFETY: per the contract; no lent box.
-    unsafe { spawn_in::<false>(s, std::ptr::null_mut()) }
+    unsafe { spawn_in::<false, false>(s, std::ptr::null_mut()) }
 }
 
 /// [`spawn`] of a task whose data is already in the room of a box from [`lend_box`]: a
 /// deferred task is that box, its data not copied; else the box is kept for a next task
-/// once `spawn` is done with the data.
+/// once `spawn` is done with the data. Inline in its callers (the kmp entries: a call and
+/// a frame fewer on every task's path), each with its own `DEPEND`: whether the task has
+/// depend clauses (`s.flags.depend`, known where it is called), which makes each copy's
+/// closures of their own types, each inlined (one closure shared by both copies was
+/// called out of line).
 ///
 /// # Safety
 /// As [`spawn`]; `s.data` is `s.data.src()`'s `s.data.size()` bytes, the room of a box
 /// from [`lend_box`] that nothing else uses (not given back, not spawned), without a copy
-/// function, and the task has no detach clause.
-pub unsafe fn spawn_lent(s: &Spawn) {
-    debug_assert!(s.data.size() <= INLINE && !s.data.has_cpyfn() && !s.flags.detach);
+/// function; the task has no detach clause, and depend clauses exactly with `DEPEND`.
+#[inline(always)]
+pub unsafe fn spawn_lent<const DEPEND: bool>(s: &Spawn) {
+    debug_assert!(s.data.size() <= INLINE && !s.data.has_cpyfn() && !s.flags.detach && s.flags.depend == DEPEND);
     // SAFETY: per the contract, the room of a box `lend_box` let go of, which it owns now.
     let mut lent = Some(unsafe { lent_box(s.data.src()) });
     // SAFETY: per the contract; the box holds the data, as `make_task` takes it.
-    unsafe { spawn_in::<true>(s, &mut lent) };
+    unsafe { spawn_in::<true, DEPEND>(s, &mut lent) };
     if let Some(t) = lent {
         keep_box(t);
     }
 }
 
 /// [`spawn`], with (`LENT`) a box that holds the data already (`*lent`), which a deferred
-/// task takes. A constant, so that [`spawn`]'s copy has nothing of it (it had a few
-/// instructions of it as a value), and each copy's closures are of their own types, each
-/// inlined into its one caller (one closure shared by both was called out of line).
+/// task takes; `DEPEND`: the task is known to have depend clauses. Constants, so that
+/// [`spawn`]'s copy has nothing of the lent box (it had a few instructions of it as a
+/// value), and each copy's closures are of their own types, each inlined into its one
+/// caller (one closure shared by two was called out of line).
 ///
 /// # Safety
 /// As [`spawn`]; with `LENT`, `lent` is valid, and its box, if any, holds `s.data` in its
-/// storage, which nothing else uses.
+/// storage, which nothing else uses; with `DEPEND`, `s.flags.depend` is set.
 #[inline(always)]
-unsafe fn spawn_in<const LENT: bool>(s: &Spawn, lent: *mut Option<Arc<TaskBox>>) {
+unsafe fn spawn_in<const LENT: bool, const DEPEND: bool>(s: &Spawn, lent: *mut Option<Arc<TaskBox>>) {
     let c = cur();
-    let deps: &[(usize, AccessMode)] = if s.flags.depend { &s.deps } else { &[] };
+    let deps: &[(usize, AccessMode)] = if DEPEND || s.flags.depend { &s.deps } else { &[] };
     let detach = s.flags.detach && s.detach.is_some();
     let Some((final_, deferrable, choice)) = c.with(|cx| {
         if cancelled(cx) {

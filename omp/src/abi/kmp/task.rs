@@ -459,25 +459,26 @@ pub unsafe extern "C" fn __kmpc_omp_task(_loc: Ident, _gtid: i32, t: *mut KmpTas
             return;
         }
         // SAFETY: per the contract.
-        unsafe { submit(t, &spawn_of(t, false)) };
+        unsafe { submit::<false>(t, &spawn_of(t, false)) };
     });
     0
 }
 
-/// Spawn `s`, the task `t`'s (`spawn_of`, its depend clauses added), and let go of the
-/// block: a lent room goes with its box (the box, if the task is deferred), else `spawn`
-/// copied the block (or ran the task on it) and the block is freed.
+/// Spawn `s`, the task `t`'s (`spawn_of`, its depend clauses added: `DEPEND`), and let go
+/// of the block: a lent room goes with its box (the box, if the task is deferred), else
+/// `spawn` copied the block (or ran the task on it) and the block is freed.
 ///
 /// # Safety
-/// `t` is a task from [`__kmpc_omp_task_alloc`], filled in by the compiler, not used after.
+/// `t` is a task from [`__kmpc_omp_task_alloc`], filled in by the compiler, not used after;
+/// `s.flags.depend` is `DEPEND`.
 #[inline(always)]
-unsafe fn submit(t: *mut KmpTask, s: &Spawn) {
+unsafe fn submit<const DEPEND: bool>(t: *mut KmpTask, s: &Spawn) {
     // SAFETY: per the contract: the header is before the task; a lent room holds the whole
     // block (`s.data`, `spawn_of`: no copy function), which nothing else uses; a task with
     // a detach clause (its event written only in a new box, `spawn`) copies it instead.
     unsafe {
         if (*header(t)).home == Home::Lent && !s.flags.detach {
-            task::spawn_lent(s);
+            task::spawn_lent::<DEPEND>(s);
         } else {
             task::spawn(s);
             free(t);
@@ -565,8 +566,8 @@ pub unsafe extern "C" fn __kmpc_omp_task_with_deps(
         let mut s = spawn_of(t, true);
         // SAFETY: per the contract.
         unsafe { depend_lists(&mut s.deps, ndeps, dep_list, ndeps_noalias, noalias) };
-        // SAFETY: as __kmpc_omp_task.
-        unsafe { submit(t, &s) };
+        // SAFETY: as __kmpc_omp_task; `spawn_of(t, true)`.
+        unsafe { submit::<true>(t, &s) };
     });
     0
 }
