@@ -1875,22 +1875,31 @@ unsafe fn spawn_in<const LENT: bool, const DEPEND: bool>(s: &Spawn, lent: *mut O
             return;
         }
     }
-    // SAFETY: valid with `LENT` (the contract).
-    let lent = if LENT { unsafe { (*lent).take() } } else { None };
-    defer_inline(c, s, final_, priority, detach, deps, lent);
+    // SAFETY: valid with `LENT` (the contract). (Its box is taken here only: known to be
+    // there, the path of a new box is left out of the lent copy.)
+    let lent = if LENT { Some(unsafe { (*lent).take() }.expect("invariant: a lent box is taken once")) } else { None };
+    defer_inline::<LENT>(c, s, final_, priority, detach, deps, lent);
 }
 
 /// Queue a new task (once its predecessors are complete, if it has depend clauses).
 #[inline(never)]
 fn defer(c: CtxRef, s: &Spawn, final_: bool, priority: i32, detach: bool, deps: &[(usize, AccessMode)]) {
-    defer_inline(c, s, final_, priority, detach, deps, None)
+    defer_inline::<false>(c, s, final_, priority, detach, deps, None)
 }
 
-/// [`defer`], inline in [`spawn`]'s usual path (as [`make_task`] in it); `lent`: a box
-/// holding the data already ([`spawn_in`]).
+/// [`defer`], inline in [`spawn`]'s usual path (as [`make_task`] in it); with `LENT`,
+/// `lent` is a box holding the data already ([`spawn_in`]).
 #[inline(always)]
-fn defer_inline(c: CtxRef, s: &Spawn, final_: bool, priority: i32, detach: bool, deps: &[(usize, AccessMode)], lent: Option<Arc<TaskBox>>) {
-    let t = make_task(c, s, final_, priority, detach, true, !deps.is_empty(), None, lent);
+fn defer_inline<const LENT: bool>(
+    c: CtxRef,
+    s: &Spawn,
+    final_: bool,
+    priority: i32,
+    detach: bool,
+    deps: &[(usize, AccessMode)],
+    lent: Option<Arc<TaskBox>>,
+) {
+    let t = make_task::<LENT>(c, s, final_, priority, detach, true, !deps.is_empty(), None, lent);
     if deps.is_empty() {
         let team = c.get(|cx| {
             let team = cx.team();
@@ -1964,11 +1973,16 @@ const ROOM: usize = std::mem::offset_of!(TaskBox, store) + Storage::INLINE_OFFSE
 /// [`give_back_lent`]. The kmp ABI's task allocation: clang writes the task into the
 /// runtime's memory before handing it over (abi/kmp/task.rs).
 ///
+/// `kept`: a room the caller keeps for itself (lent earlier, given back to it), asked for
+/// only when the thread has no finished box of its own (the kmp layer keeps the rooms of
+/// `if(0)` tasks, which come back within the creating thread's calls, so that recursive
+/// code under a cutoff makes no trip through the box cache per task).
 /// Inline: the thread's own last box taken with no call; [`lend_other_box`] otherwise.
 #[inline(always)]
-pub(crate) fn lend_box() -> *mut u8 {
+pub(crate) fn lend_box(kept: impl FnOnce() -> Option<*mut u8>) -> *mut u8 {
     match take_spare(&BOXES) {
         Some(t) if !t.store.has_heap() => lend(t),
+        None => kept().unwrap_or_else(|| lend_other_box(None)),
         t => lend_other_box(t),
     }
 }
@@ -2058,14 +2072,15 @@ fn new_task(
     deps: bool,
     bounds: Option<(u64, u64)>,
 ) -> Arc<TaskBox> {
-    make_task(c, s, final_, priority, detach, counted, deps, bounds, None)
+    make_task::<false>(c, s, final_, priority, detach, counted, deps, bounds, None)
 }
 
 /// [`new_task`], inline in [`defer`] (the deferred task's path: the call, its register
 /// saves and the arguments' passing were about 25 instructions of a task's, issue 34).
+/// With `LENT`, the task is `lent`, a box that holds its data already ([`spawn_lent`]).
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-fn make_task(
+fn make_task<const LENT: bool>(
     c: CtxRef,
     s: &Spawn,
     final_: bool,
@@ -2078,12 +2093,15 @@ fn make_task(
 ) -> Arc<TaskBox> {
     // Detached tasks are not pooled: their box's address is the event handle. (A lent box
     // holds no detached task: `spawn_lent`.)
-    let filled = lent.is_some();
+    let filled = LENT && lent.is_some();
     let pooled = counted && !detach && (deps || filled || s.data.layout().is_some());
-    let reused = match lent {
-        Some(t) => Some(t),
-        None if pooled => take_box(),
-        None => None,
+    // (With `LENT`, the lent box and nothing else: `take_box` is not in that copy.)
+    let reused = if LENT {
+        lent
+    } else if pooled {
+        take_box()
+    } else {
+        None
     };
     let (parent, group, team, icv) = c.with(|cx| {
         let parent = if counted {
@@ -2631,7 +2649,7 @@ mod tests {
         assert!(t.store.has_heap());
         let addr = Arc::as_ptr(&t) as usize;
         keep_box(t);
-        let room = lend_box();
+        let room = lend_box(|| None);
         // SAFETY: from lend_box, taken back once.
         let back = unsafe { lent_box(room.cast()) };
         assert_eq!(Arc::as_ptr(&back) as usize, addr, "the room did not lead back to its box");

@@ -17,7 +17,8 @@
 //! freed one when large enough, else `malloc`'s, whose data `spawn` copies; it is freed
 //! (kept for the thread's next task) once `spawn` returned. Whatever does not make a
 //! deferred task of a lent box (a task run at once, a taskloop's pattern, an `if(0)` task,
-//! one with a detach clause) gives the box back once done with it ([`free`]).
+//! one with a detach clause) gives the box back once done with it: to `task`, or kept with
+//! the thread's blocks for its next task ([`free`]).
 //!
 //! An `if(0)` task is run by the compiler's own code between `__kmpc_omp_task_begin_if0`
 //! and `__kmpc_omp_task_complete_if0`: it runs as part of the encountering task (its
@@ -28,8 +29,9 @@ use super::fork::gtid;
 use crate::abi::gomp::data::{Detach, INLINE, TaskData};
 use crate::abi::guard;
 use crate::task::{self, Spawn};
-use std::cell::Cell;
+use std::cell::{Cell, UnsafeCell};
 use std::ffi::{c_long, c_void};
+use std::mem::MaybeUninit;
 use weft_core::AccessMode;
 
 /// kmp_tasking_flags_t bits clang sets.
@@ -111,13 +113,89 @@ struct If0Saved {
     traced: Option<std::time::Instant>,
 }
 
+/// The [`If0Saved`] of the `if(0)` tasks running on this thread, the innermost on top: the
+/// compiler runs an `if(0)` task's routine between its begin and complete calls on the
+/// encountering thread, so the tasks it (or anything the thread runs meanwhile) begins
+/// complete first. (Not in the task's block: a lent box's room has no space left for it.)
+/// The first [`IF0_INLINE`] in place (no borrow flag, no growth, no destructor to
+/// register: recursive code under a cutoff begins and completes an `if(0)` task per call),
+/// deeper ones in [`IF0_DEEP`].
+struct If0Stack {
+    /// How many are saved (`slots[..n]` written, up to `IF0_INLINE` of them).
+    n: Cell<usize>,
+    /// Only this thread reaches them, through `push` and `pop_into`, which hold no
+    /// reference into them past their own copy in or out.
+    slots: UnsafeCell<[MaybeUninit<If0Saved>; IF0_INLINE]>,
+}
+
+const IF0_INLINE: usize = 32;
+
 thread_local! {
-    /// The [`If0Saved`] of the `if(0)` tasks running on this thread, the innermost on top:
-    /// the compiler runs an `if(0)` task's routine between its begin and complete calls on
-    /// the encountering thread, so the tasks it (or anything the thread runs meanwhile)
-    /// begins complete first. (Not in the task's block: a lent box's room has no space left
-    /// for it.)
-    static IF0: std::cell::RefCell<Vec<If0Saved>> = const { std::cell::RefCell::new(Vec::new()) };
+    static IF0: If0Stack = const { If0Stack { n: Cell::new(0), slots: UnsafeCell::new([const { MaybeUninit::uninit() }; IF0_INLINE]) } };
+    /// [`If0Stack`]'s past `IF0_INLINE`, the innermost last.
+    static IF0_DEEP: std::cell::RefCell<Vec<If0Saved>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// The calling thread's [`IF0`], taken out of `with` so that what is done with it is inline
+/// in the caller (in a closure, `with` and the copy of an `If0Saved` into it were a call of
+/// its own).
+#[inline(always)]
+fn if0_stack() -> &'static If0Stack {
+    // SAFETY: the thread's own, which lives as long as the thread (no destructor: `IF0`
+    // is never torn down before the thread's memory is), and the reference stays on it.
+    IF0.with(|s| unsafe { &*(s as *const If0Stack) })
+}
+
+impl If0Stack {
+    #[inline(always)]
+    fn push(&self, s: If0Saved) {
+        let n = self.n.get();
+        if n < IF0_INLINE {
+            // SAFETY: a slot of this thread's stack, which nothing else reads or writes
+            // meanwhile (the field's comment).
+            unsafe { (*self.slots.get())[n].write(s) };
+        } else {
+            push_deep(s);
+        }
+        self.n.set(n + 1);
+    }
+
+    /// Give the creator of the `if(0)` task `t`, the innermost one begun on this thread, what
+    /// it had (into `c`, its context); when traced, when `t` began.
+    #[inline(always)]
+    fn pop_into(&self, t: usize, c: &mut crate::team::Ctx) -> Option<std::time::Instant> {
+        let n = self.n.get().checked_sub(1).expect("invariant: an if(0) task completes once, after it began");
+        self.n.set(n);
+        if n >= IF0_INLINE {
+            return pop_deep_into(t, c);
+        }
+        // SAFETY: `slots[..n + 1]` are written (the field's invariant); the reference is
+        // dropped before anything can push again.
+        let s = unsafe { (*self.slots.get())[n].assume_init_ref() };
+        s.give_back(t, c)
+    }
+}
+
+impl If0Saved {
+    #[inline(always)]
+    fn give_back(&self, t: usize, c: &mut crate::team::Ctx) -> Option<std::time::Instant> {
+        assert_eq!(self.task, t, "invariant: if(0) tasks complete innermost first");
+        c.icv = self.icv;
+        c.task.id = self.id;
+        self.traced
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn push_deep(s: If0Saved) {
+    IF0_DEEP.with_borrow_mut(|v| v.push(s));
+}
+
+#[cold]
+#[inline(never)]
+fn pop_deep_into(t: usize, c: &mut crate::team::Ctx) -> Option<std::time::Instant> {
+    IF0_DEEP.with_borrow_mut(|v| v.pop().expect("invariant: an if(0) task completes once, after it began").give_back(t, c))
 }
 
 /// The bytes a task block of `size` bytes (its header's) is allocated with: rounded up to
@@ -242,16 +320,19 @@ pub extern "C" fn __kmpc_omp_task_alloc(
         if (sizeof_task | sizeof_shareds) < INLINE {
             let task_size = task_size(sizeof_task);
             if HEAD + task_size + sizeof_shareds <= INLINE {
+                // A finished box's room, else the thread's last room given back (an `if(0)`
+                // task's).
+                let p = task::lend_box(|| BLOCKS.with(|b| b.pop_where(true)).map(|(p, _)| p));
                 // SAFETY: a lent room of `INLINE` bytes, 16-byte aligned, ours until given
                 // back.
-                return unsafe { init(task::lend_box(), Home::Lent, loc as usize, flags, task_size, sizeof_shareds, routine) };
+                return unsafe { init(p, Home::Lent, loc as usize, flags, task_size, sizeof_shareds, routine) };
             }
         }
         // (Sizes a compiler gives; anything larger, which `Header` cannot hold, goes to
         // `alloc_new` and is refused there.)
         let mut small = std::ptr::null_mut();
         if (sizeof_task | sizeof_shareds) < SIZE_LIMIT
-            && let Some((p, have)) = BLOCKS.with(Blocks::pop)
+            && let Some((p, have)) = BLOCKS.with(|b| b.pop_where(false))
         {
             let task_size = task_size(sizeof_task);
             if have >= block_cap(HEAD + task_size + sizeof_shareds) {
@@ -334,13 +415,16 @@ unsafe fn init(p: *mut u8, home: Home, loc: usize, flags: i32, task_size: usize,
 /// routine runs, and the routine's own `if(0)` tasks (recursive code under a cutoff) take
 /// and give back theirs inside that, last in first out, so a few blocks serve a recursion
 /// as deep as the cache is long.
+/// The lent rooms of tasks that were not deferred (`if(0)` tasks above all) come back here
+/// too, marked [`LENT_ROOM`], for the thread's next task that fits one: as a block, with no
+/// trip through `task`'s box cache.
 /// A stack in cells (no borrow flag, no growth: this is on every task's path). No `Drop`
 /// either, so that taking a block needs no check of the thread-local's state (nor a call to
 /// register its destructor): [`BlocksOwner`] frees what is left when the thread exits.
 struct Blocks {
     /// How many of `slots` hold a block (the top is `slots[n - 1]`).
     n: Cell<usize>,
-    /// (block, its capacity).
+    /// (block, its capacity, or [`LENT_ROOM`]).
     slots: [Cell<(*mut u8, usize)>; CACHED_BLOCKS],
     /// Whether [`BLOCKS_OWNER`]'s destructor is registered ([`OWNED`]), not yet
     /// ([`UNOWNED`]) or has run ([`EXITING`]: nothing is kept any more).
@@ -354,11 +438,27 @@ const EXITING: u8 = 2;
 /// How many freed blocks a thread keeps ([`Blocks`]).
 const CACHED_BLOCKS: usize = 16;
 
+/// The capacity [`Blocks`] records for a lent room (`task::lend_box`): not a block of ours,
+/// given back to `task` when not used.
+const LENT_ROOM: usize = 0;
+
 impl Blocks {
     #[inline(always)]
     fn pop(&self) -> Option<(*mut u8, usize)> {
         let n = self.n.get().checked_sub(1)?;
         let b = self.slots.get(n)?.get();
+        self.n.set(n);
+        Some(b)
+    }
+
+    /// [`Blocks::pop`] if the top is a lent room (`lent`) or a block (not).
+    #[inline(always)]
+    fn pop_where(&self, lent: bool) -> Option<(*mut u8, usize)> {
+        let n = self.n.get().checked_sub(1)?;
+        let b = self.slots.get(n)?.get();
+        if (b.1 == LENT_ROOM) != lent {
+            return None;
+        }
         self.n.set(n);
         Some(b)
     }
@@ -397,9 +497,14 @@ impl Drop for BlocksOwner {
     fn drop(&mut self) {
         BLOCKS.with(|b| {
             b.owner.set(EXITING);
-            while let Some((p, _)) = b.pop() {
-                // SAFETY: a block from malloc, owned by the cache.
-                unsafe { libc::free(p as *mut c_void) };
+            while let Some((p, cap)) = b.pop() {
+                if cap == LENT_ROOM {
+                    // SAFETY: a lent room the cache held, given back once.
+                    unsafe { task::give_back_lent(p) };
+                } else {
+                    // SAFETY: a block from malloc, owned by the cache.
+                    unsafe { libc::free(p as *mut c_void) };
+                }
             }
         })
     }
@@ -432,8 +537,12 @@ unsafe fn free(t: *mut KmpTask) {
     // SAFETY: per the contract: the header is in the block.
     let (p, home, size) = unsafe { (header(t) as *mut u8, (*header(t)).home, (*header(t)).size as usize) };
     if home == Home::Lent {
-        // SAFETY: a lent room (per the contract, given back once: here), unused from now.
-        return unsafe { task::give_back_lent(p) };
+        // Kept for the thread's next task while the cache has room, else given back.
+        if !BLOCKS.with(|b| b.push((p, LENT_ROOM))) {
+            // SAFETY: a lent room (per the contract, given back once: here), unused from now.
+            unsafe { task::give_back_lent(p) };
+        }
+        return;
     }
     // The block has `block_cap(size)` bytes.
     let size = block_cap(size);
@@ -480,9 +589,23 @@ unsafe fn submit<const DEPEND: bool>(t: *mut KmpTask, s: &Spawn) {
         if (*header(t)).home == Home::Lent && !s.flags.detach {
             task::spawn_lent::<DEPEND>(s);
         } else {
-            task::spawn(s);
-            free(t);
+            spawn_copied(t, s);
         }
+    }
+}
+
+/// [`submit`]'s other way, out of line (a larger task's, or a detached one's): `spawn`
+/// copies the block (or runs the task on it), which is freed after.
+///
+/// # Safety
+/// As [`submit`].
+#[cold]
+#[inline(never)]
+unsafe fn spawn_copied(t: *mut KmpTask, s: &Spawn) {
+    // SAFETY: per the contract.
+    unsafe {
+        task::spawn(s);
+        free(t);
     }
 }
 
@@ -635,7 +758,7 @@ pub(crate) fn event_task(ev: usize) -> usize {
 pub unsafe extern "C" fn __kmpc_omp_task_begin_if0(_loc: Ident, _gtid: i32, t: *mut KmpTask) {
     guard("__kmpc_omp_task_begin_if0", || {
         let c = crate::team::ctx();
-        IF0.with_borrow_mut(|v| v.push(If0Saved { task: t as usize, icv: c.icv, id: c.task.id, traced: crate::trace::start() }));
+        if0_stack().push(If0Saved { task: t as usize, icv: c.icv, id: c.task.id, traced: crate::trace::start() });
         // SAFETY: per the contract.
         unsafe { (*header(t)).state = RUNNING | SAVED };
         // The task block's address identifies the task while the compiler runs its routine
@@ -653,25 +776,20 @@ pub unsafe extern "C" fn __kmpc_omp_task_begin_if0(_loc: Ident, _gtid: i32, t: *
 pub unsafe extern "C" fn __kmpc_omp_task_complete_if0(loc: Ident, gtid: i32, t: *mut KmpTask) {
     guard("__kmpc_omp_task_complete_if0", || {
         // SAFETY: per the contract; the compiler ran the routine once and no longer uses
-        // the task. The begin call that set SAVED pushed its `If0Saved`, the last one not
-        // taken back on this thread (`IF0`).
-        let back = unsafe {
+        // the task.
+        let state = unsafe {
             let state = (*header(t)).state;
-            let back = (state & SAVED != 0).then(|| {
-                let s = IF0.with_borrow_mut(Vec::pop);
-                s.filter(|s| s.task == t as usize).expect("invariant: if(0) tasks complete innermost first")
-            });
             if state & REQUEUED != 0 {
-                // An untied routine that stopped at a scheduling point: run the rest.
+                // An untied routine that stopped at a scheduling point: run the rest (any
+                // `if(0)` task it begins completes in it, above this one on `IF0`).
                 run_routine(t, gtid);
             }
             free(t);
-            back
+            state
         };
-        if let Some(If0Saved { icv, id, traced, .. }) = back {
-            let c = crate::team::ctx();
-            c.icv = icv;
-            c.task.id = id;
+        if state & SAVED != 0 {
+            // The begin call that set SAVED pushed the innermost `If0Saved` on `IF0`.
+            let traced = if0_stack().pop_into(t as usize, crate::team::ctx());
             // The compiler ran the body itself: its slice ends here (its depend clauses, if
             // any, went to __kmpc_omp_wait_deps: not known here).
             if traced.is_some() {
@@ -1050,7 +1168,58 @@ mod tests {
             __kmpc_omp_task_complete_if0(std::ptr::null(), 0, outer);
         }
         assert_eq!(crate::team::ctx().task.id, id, "the outer task did not give its creator its identity back");
-        assert!(IF0.with_borrow(Vec::is_empty), "an if(0) task's saved state was left on the stack");
+        assert_eq!(IF0.with(|s| s.n.get()), 0, "an if(0) task's saved state was left on the stack");
+    }
+
+    /// `if(0)` tasks nested deeper than the thread's cells hold (recursive code under a
+    /// cutoff) give their creators their identities back all the way out.
+    #[test]
+    fn deeply_nested_if0_tasks_restore_their_creators() {
+        let id = crate::team::ctx().task.id;
+        let depth = IF0_INLINE + 8;
+        let mut nest = Vec::new();
+        for _ in 0..depth {
+            let t = __kmpc_omp_task_alloc(std::ptr::null(), 0, 0, 48, 8, routine);
+            // SAFETY: a task from __kmpc_omp_task_alloc, begun once.
+            unsafe { __kmpc_omp_task_begin_if0(std::ptr::null(), 0, t) };
+            nest.push(t);
+        }
+        while let Some(t) = nest.pop() {
+            // SAFETY: the innermost task begun and not completed.
+            unsafe { __kmpc_omp_task_complete_if0(std::ptr::null(), 0, t) };
+            let creator = nest.last().map_or(id, |&o| o as usize);
+            assert_eq!(
+                crate::team::ctx().task.id,
+                creator,
+                "an if(0) task at depth {} did not give its creator its identity back",
+                nest.len()
+            );
+        }
+        assert_eq!(IF0.with(|s| s.n.get()), 0);
+        assert!(IF0_DEEP.with_borrow(Vec::is_empty));
+    }
+
+    /// A lent room given back by a task that was not deferred serves the thread's next small
+    /// task, and only that: a larger task takes a block of its own, and leaves the room.
+    #[test]
+    fn a_kept_room_serves_a_small_task_not_a_large_one() {
+        let alloc = |task: usize, shareds: usize| __kmpc_omp_task_alloc(std::ptr::null(), 0, 0, task, shareds, routine);
+        let small = alloc(48, 8);
+        // SAFETY: from __kmpc_omp_task_alloc.
+        let room = unsafe { header(small) as usize };
+        // SAFETY: not spawned, not used after.
+        unsafe { free(small) };
+        assert_eq!(BLOCKS.with(|b| b.slots[b.n.get() - 1].get()), (room as *mut u8, LENT_ROOM), "the room was not kept");
+        let large = alloc(LARGE + 64, 0);
+        // SAFETY: from __kmpc_omp_task_alloc.
+        let (at, home) = unsafe { (header(large) as usize, (*header(large)).home) };
+        assert_eq!(home, Home::Block);
+        assert_ne!(at, room, "a large task took a lent room as its block");
+        let again = alloc(48, 8);
+        // SAFETY: from __kmpc_omp_task_alloc.
+        assert_eq!(unsafe { header(again) as usize }, room, "the kept room did not serve the next small task");
+        // SAFETY: as above.
+        unsafe { (free(again), free(large)) };
     }
 
     #[test]
