@@ -41,11 +41,11 @@
 //! its copy and its detach event handle are read and written in abi/gomp/data.rs
 //! ([`TaskData`], [`Storage`], [`Detach`]); a task body is called through
 //! [`OutlinedTask`]; the unsafe code left here makes those values (each argues why the body
-//! goes with that data and runs once there), fills a new box's copy and takes back an
-//! event's reference. A thread's own deque is its context's ([`OwnDeque`], lent by the team
+//! goes with that data and runs once there), fills a new box's copy, takes back an
+//! event's reference and lends a box's data room to the kmp layer ([`lend_box`]). A thread's own deque is its context's ([`OwnDeque`], lent by the team
 //! for the thread's share): only that thread can reach it.
 
-use crate::abi::gomp::data::{Detach, Storage, TaskData};
+use crate::abi::gomp::data::{Detach, INLINE, Storage, TaskData};
 use crate::abi::gomp::reduction::{self, Descriptor};
 use crate::env::env;
 use crate::outlined::OutlinedTask;
@@ -57,6 +57,7 @@ use crossbeam_utils::CachePadded;
 use crossbeam_utils::atomic::AtomicCell;
 use std::collections::{HashMap, HashSet};
 use std::ffi::c_void;
+use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use weft_core::AccessMode;
@@ -1452,7 +1453,9 @@ pub struct Deps {
     /// How many entries: `inline[..len]` while at most [`Deps::INLINE`], else all of
     /// `more`.
     len: usize,
-    inline: [(usize, AccessMode); Deps::INLINE],
+    /// Written up to `len` (up to [`Deps::INLINE`]) only: a new `Deps` (one per task
+    /// created) does not write the rest.
+    inline: [MaybeUninit<(usize, AccessMode)>; Deps::INLINE],
     /// Every entry once there are more than [`Deps::INLINE`] (empty until then).
     more: Vec<(usize, AccessMode)>,
 }
@@ -1462,7 +1465,27 @@ impl Deps {
     const INLINE: usize = 4;
 
     pub const fn new() -> Deps {
-        Deps { len: 0, inline: [(0, AccessMode::R); Deps::INLINE], more: Vec::new() }
+        Deps { len: 0, inline: [MaybeUninit::uninit(); Deps::INLINE], more: Vec::new() }
+    }
+
+    /// The first `n` inline entries.
+    ///
+    /// # Safety
+    /// They are written (`n` is at most `len`, or at most the count `extend` keeps).
+    #[inline(always)]
+    unsafe fn inline(&self, n: usize) -> &[(usize, AccessMode)] {
+        // SAFETY: per the contract; `MaybeUninit<T>` has `T`'s layout.
+        unsafe { &*(&self.inline[..n] as *const [MaybeUninit<(usize, AccessMode)>] as *const [(usize, AccessMode)]) }
+    }
+
+    /// [`Deps::inline`], to change.
+    ///
+    /// # Safety
+    /// As [`Deps::inline`].
+    #[inline(always)]
+    unsafe fn inline_mut(&mut self, n: usize) -> &mut [(usize, AccessMode)] {
+        // SAFETY: as `inline`.
+        unsafe { &mut *(&mut self.inline[..n] as *mut [MaybeUninit<(usize, AccessMode)>] as *mut [(usize, AccessMode)]) }
     }
 
     /// Add a depend clause's item: one access per address, the strongest of the modes asked
@@ -1471,10 +1494,11 @@ impl Deps {
     pub fn add(&mut self, addr: usize, m: AccessMode) {
         let len = self.len;
         if len < Deps::INLINE {
-            if let Some(e) = self.inline[..len].iter_mut().find(|e| e.0 == addr) {
+            // SAFETY: the first `len` are written.
+            if let Some(e) = unsafe { self.inline_mut(len) }.iter_mut().find(|e| e.0 == addr) {
                 merge_mode(e, m);
             } else {
-                self.inline[len] = (addr, m);
+                self.inline[len].write((addr, m));
                 self.len = len + 1;
             }
         } else {
@@ -1486,14 +1510,17 @@ impl Deps {
     #[cold]
     #[inline(never)]
     fn add_more(&mut self, addr: usize, m: AccessMode) {
-        let entries = if self.len <= Deps::INLINE { &mut self.inline[..self.len] } else { &mut self.more[..] };
+        // SAFETY: the first `len` are written.
+        let entries = if self.len <= Deps::INLINE { unsafe { self.inline_mut(self.len) } } else { &mut self.more[..] };
         if let Some(e) = entries.iter_mut().find(|e| e.0 == addr) {
             merge_mode(e, m);
             return;
         }
         if self.len == Deps::INLINE {
             self.more.reserve(2 * Deps::INLINE);
-            self.more.extend_from_slice(&self.inline);
+            // SAFETY: all `INLINE` are written.
+            let all: [(usize, AccessMode); Deps::INLINE] = unsafe { std::mem::transmute(self.inline) };
+            self.more.extend_from_slice(&all);
         }
         self.more.push((addr, m));
         self.len = self.more.len();
@@ -1524,10 +1551,11 @@ impl Extend<(usize, AccessMode)> for Deps {
             return;
         }
         while let Some((addr, m)) = items.next() {
-            if let Some(e) = self.inline[..len].iter_mut().find(|e| e.0 == addr) {
+            // SAFETY: the first `len` are written (each one before `len` counts it).
+            if let Some(e) = unsafe { self.inline_mut(len) }.iter_mut().find(|e| e.0 == addr) {
                 merge_mode(e, m);
             } else if len < Deps::INLINE {
-                self.inline[len] = (addr, m);
+                self.inline[len].write((addr, m));
                 len += 1;
             } else {
                 self.len = len;
@@ -1550,7 +1578,8 @@ impl std::ops::Deref for Deps {
 
     #[inline]
     fn deref(&self) -> &[(usize, AccessMode)] {
-        if self.len <= Deps::INLINE { &self.inline[..self.len] } else { &self.more }
+        // SAFETY: the first `len` are written.
+        if self.len <= Deps::INLINE { unsafe { self.inline(self.len) } } else { &self.more }
     }
 }
 
@@ -1736,8 +1765,47 @@ fn group_for_cancel(g: Option<&Arc<Group>>) -> Option<&Arc<Group>> {
 /// # Safety
 /// `s.body` is the compiler's body for a copy of `s.data` (it is called on one).
 pub unsafe fn spawn(s: &Spawn) {
+    // SAFETY: per the contract; no lent box.
+    unsafe { spawn_in::<false, false>(s, std::ptr::null_mut()) }
+}
+
+/// [`spawn`] of a task whose data is already in the room of a box from [`lend_box`]: a
+/// deferred task is that box, its data not copied; else the box is kept for a next task
+/// once `spawn` is done with the data. Inline in its callers (the kmp entries: a call and
+/// a frame fewer on every task's path), each with its own `DEPEND`: whether the task has
+/// depend clauses (`s.flags.depend`, known where it is called), which makes each copy's
+/// closures of their own types, each inlined (one closure shared by both copies was
+/// called out of line).
+///
+/// # Safety
+/// As [`spawn`]; `s.data` is `s.data.src()`'s `s.data.size()` bytes, the room of a box
+/// from [`lend_box`] that nothing else uses (not given back, not spawned), without a copy
+/// function; the task has no detach clause, and depend clauses exactly with `DEPEND`.
+#[inline(always)]
+pub unsafe fn spawn_lent<const DEPEND: bool>(s: &Spawn) {
+    debug_assert!(s.data.size() <= INLINE && !s.data.has_cpyfn() && !s.flags.detach && s.flags.depend == DEPEND);
+    // SAFETY: per the contract, the room of a box `lend_box` let go of, which it owns now.
+    let mut lent = Some(unsafe { lent_box(s.data.src()) });
+    // SAFETY: per the contract; the box holds the data, as `make_task` takes it.
+    unsafe { spawn_in::<true, DEPEND>(s, &mut lent) };
+    if let Some(t) = lent {
+        keep_box(t);
+    }
+}
+
+/// [`spawn`], with (`LENT`) a box that holds the data already (`*lent`), which a deferred
+/// task takes; `DEPEND`: the task is known to have depend clauses. Constants, so that
+/// [`spawn`]'s copy has nothing of the lent box (it had a few instructions of it as a
+/// value), and each copy's closures are of their own types, each inlined into its one
+/// caller (one closure shared by two was called out of line).
+///
+/// # Safety
+/// As [`spawn`]; with `LENT`, `lent` is valid, and its box, if any, holds `s.data` in its
+/// storage, which nothing else uses; with `DEPEND`, `s.flags.depend` is set.
+#[inline(always)]
+unsafe fn spawn_in<const LENT: bool, const DEPEND: bool>(s: &Spawn, lent: *mut Option<Arc<TaskBox>>) {
     let c = cur();
-    let deps: &[(usize, AccessMode)] = if s.flags.depend { &s.deps } else { &[] };
+    let deps: &[(usize, AccessMode)] = if DEPEND || s.flags.depend { &s.deps } else { &[] };
     let detach = s.flags.detach && s.detach.is_some();
     let Some((final_, deferrable, choice)) = c.with(|cx| {
         if cancelled(cx) {
@@ -1799,19 +1867,31 @@ pub unsafe fn spawn(s: &Spawn) {
             return;
         }
     }
-    defer_inline(c, s, final_, priority, detach, deps);
+    // SAFETY: valid with `LENT` (the contract). (Its box is taken here only: known to be
+    // there, the path of a new box is left out of the lent copy.)
+    let lent = if LENT { Some(unsafe { (*lent).take() }.expect("invariant: a lent box is taken once")) } else { None };
+    defer_inline::<LENT>(c, s, final_, priority, detach, deps, lent);
 }
 
 /// Queue a new task (once its predecessors are complete, if it has depend clauses).
 #[inline(never)]
 fn defer(c: CtxRef, s: &Spawn, final_: bool, priority: i32, detach: bool, deps: &[(usize, AccessMode)]) {
-    defer_inline(c, s, final_, priority, detach, deps)
+    defer_inline::<false>(c, s, final_, priority, detach, deps, None)
 }
 
-/// [`defer`], inline in [`spawn`]'s usual path (as [`make_task`] in it).
+/// [`defer`], inline in [`spawn`]'s usual path (as [`make_task`] in it); with `LENT`,
+/// `lent` is a box holding the data already ([`spawn_in`]).
 #[inline(always)]
-fn defer_inline(c: CtxRef, s: &Spawn, final_: bool, priority: i32, detach: bool, deps: &[(usize, AccessMode)]) {
-    let t = make_task(c, s, final_, priority, detach, true, !deps.is_empty(), None);
+fn defer_inline<const LENT: bool>(
+    c: CtxRef,
+    s: &Spawn,
+    final_: bool,
+    priority: i32,
+    detach: bool,
+    deps: &[(usize, AccessMode)],
+    lent: Option<Arc<TaskBox>>,
+) {
+    let t = make_task::<LENT>(c, s, final_, priority, detach, true, !deps.is_empty(), None, lent);
     if deps.is_empty() {
         let team = c.get(|cx| {
             let team = cx.team();
@@ -1847,7 +1927,9 @@ thread_local! {
     static BOXES: std::cell::RefCell<Vec<Arc<TaskBox>>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
-/// A finished box for a new task: the thread's own first, else one from [`POOL`].
+/// A finished box for a new task: the thread's own first, else one from [`POOL`]. (Inline
+/// in both its callers, [`make_task`] and [`lend_box`], each on a task's path.)
+#[inline(always)]
 fn take_box() -> Option<Arc<TaskBox>> {
     take_spare(&BOXES).or_else(|| pool().pop())
 }
@@ -1874,6 +1956,99 @@ fn keep_box(mut t: Arc<TaskBox>) {
     }
 }
 
+/// Where a box's inline data room is, from the box (as `Arc::into_raw` gives it).
+const ROOM: usize = std::mem::offset_of!(TaskBox, store) + Storage::INLINE_OFFSET;
+
+/// A finished (or new) box lent out for its data room: [`INLINE`] bytes, 16-byte aligned,
+/// which the caller writes a task's data into and then hands back, either to
+/// [`spawn_lent`] (a deferred task is the box itself: its data needs no copy) or to
+/// [`give_back_lent`]. The kmp ABI's task allocation: clang writes the task into the
+/// runtime's memory before handing it over (abi/kmp/task.rs).
+///
+/// `kept`: a room the caller keeps for itself (lent earlier, given back to it), asked for
+/// only when the thread has no finished box of its own (the kmp layer keeps the rooms of
+/// `if(0)` tasks, which come back within the creating thread's calls, so that recursive
+/// code under a cutoff makes no trip through the box cache per task).
+/// Inline: the thread's own last box taken with no call; [`lend_other_box`] otherwise.
+#[inline(always)]
+pub(crate) fn lend_box(kept: impl FnOnce() -> Option<*mut u8>) -> *mut u8 {
+    match take_spare(&BOXES) {
+        Some(t) if !t.store.has_heap() => lend(t),
+        None => kept().unwrap_or_else(|| lend_other_box(None)),
+        t => lend_other_box(t),
+    }
+}
+
+/// [`lend_box`] of `t` (none: one from [`POOL`], else a new one) after its room is made the
+/// inline one.
+#[cold]
+#[inline(never)]
+fn lend_other_box(t: Option<Arc<TaskBox>>) -> *mut u8 {
+    let mut t = t.or_else(|| pool().pop()).unwrap_or_else(blank_box);
+    if t.store.has_heap() {
+        // The room is the inline one: what `store.ptr()` gives when the storage has no
+        // heap block (a box's reused task takes its data there, the body gets it there).
+        Arc::get_mut(&mut t).expect("invariant: a pooled box has no other reference").store.drop_heap();
+    }
+    lend(t)
+}
+
+/// Let go of `t`, its storage without a heap block: its room.
+#[inline(always)]
+fn lend(t: Arc<TaskBox>) -> *mut u8 {
+    debug_assert!(!t.store.has_heap());
+    let p = Arc::into_raw(t);
+    // SAFETY: the box's inline room, inside its allocation (`ROOM`); the pointer keeps the
+    // whole box's provenance, as `lent_box` needs to come back to it.
+    unsafe { p.byte_add(ROOM) as *mut u8 }
+}
+
+/// The box [`lend_box`] lent with `room`.
+///
+/// # Safety
+/// `room` came from [`lend_box`], and this is the one call that takes its box back.
+unsafe fn lent_box(room: *mut c_void) -> Arc<TaskBox> {
+    // SAFETY: per the contract: `lend_box` let go of the box with `into_raw` and gave its
+    // room's address, `ROOM` bytes in.
+    unsafe { Arc::from_raw(room.byte_sub(ROOM) as *const TaskBox) }
+}
+
+/// Take back a box [`lend_box`] lent (`room`), whose task was not spawned with it, for a
+/// next task.
+///
+/// # Safety
+/// As [`lent_box`]; nothing uses the room any more.
+pub(crate) unsafe fn give_back_lent(room: *mut u8) {
+    // SAFETY: per the contract.
+    keep_box(unsafe { lent_box(room as *mut c_void) });
+}
+
+/// A box for [`lend_box`] when the thread has none to reuse: pooled, as the boxes of a
+/// task with depend clauses, so that lent boxes come back for the next tasks; its fields
+/// are written when it holds a task ([`make_task`]).
+#[cold]
+#[inline(never)]
+fn blank_box() -> Arc<TaskBox> {
+    unsafe extern "C" fn no_body(_: *mut c_void) {}
+    let (team, icv) = cur().get(|cx| (cx.team_ref(), cx.icv));
+    Arc::new(TaskBox {
+        body: no_body,
+        store: Storage::new(),
+        parent: None,
+        group: None,
+        team,
+        final_: false,
+        priority: 0,
+        icv,
+        counted: false,
+        link: Link::default(),
+        linked: false,
+        detach: AtomicU32::new(0),
+        has_detach: false,
+        pooled: true,
+    })
+}
+
 /// A task object with its data copied; `counted`: queued (counted in team, group, parent);
 /// `deps`: it has depend clauses; `bounds`: a taskloop task's range, written over its
 /// copy's first two words.
@@ -1889,14 +2064,15 @@ fn new_task(
     deps: bool,
     bounds: Option<(u64, u64)>,
 ) -> Arc<TaskBox> {
-    make_task(c, s, final_, priority, detach, counted, deps, bounds)
+    make_task::<false>(c, s, final_, priority, detach, counted, deps, bounds, None)
 }
 
 /// [`new_task`], inline in [`defer`] (the deferred task's path: the call, its register
 /// saves and the arguments' passing were about 25 instructions of a task's, issue 34).
+/// With `LENT`, the task is `lent`, a box that holds its data already ([`spawn_lent`]).
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-fn make_task(
+fn make_task<const LENT: bool>(
     c: CtxRef,
     s: &Spawn,
     final_: bool,
@@ -1905,10 +2081,20 @@ fn make_task(
     counted: bool,
     deps: bool,
     bounds: Option<(u64, u64)>,
+    lent: Option<Arc<TaskBox>>,
 ) -> Arc<TaskBox> {
-    // Detached tasks are not pooled: their box's address is the event handle.
-    let pooled = counted && !detach && (deps || s.data.layout().is_some());
-    let reused = if pooled { take_box() } else { None };
+    // Detached tasks are not pooled: their box's address is the event handle. (A lent box
+    // holds no detached task: `spawn_lent`.)
+    let filled = LENT && lent.is_some();
+    let pooled = counted && !detach && (deps || filled || s.data.layout().is_some());
+    // (With `LENT`, the lent box and nothing else: `take_box` is not in that copy.)
+    let reused = if LENT {
+        lent
+    } else if pooled {
+        take_box()
+    } else {
+        None
+    };
     let (parent, group, team, icv) = c.with(|cx| {
         let parent = if counted {
             let n = cx.task.node.get_or_insert_with(new_node);
@@ -1949,8 +2135,12 @@ fn make_task(
             *b.detach.get_mut() = 0;
             b.has_detach = detach;
             b.pooled = pooled;
-            // The copy function runs as the creating task (as in libgomp).
-            b.store.fill_mut(&s.data, bounds);
+            if filled {
+                debug_assert!(b.store.ptr() == s.data.src() && bounds.is_none(), "invariant: a lent box holds its task's data");
+            } else {
+                // The copy function runs as the creating task (as in libgomp).
+                b.store.fill_mut(&s.data, bounds);
+            }
             a
         }
         None => {
@@ -2437,6 +2627,28 @@ mod tests {
             end_task(Some(Arc::default()), Some(Box::default()));
         }
         assert_eq!(spares(), (SPARE_OBJECTS, SPARE_OBJECTS));
+    }
+
+    /// A box lent for its room has no heap block (a task's body gets its data where the room
+    /// is), and the room leads back to the box.
+    #[test]
+    fn a_lent_boxs_room_is_its_inline_storage() {
+        let mut t = blank_box();
+        let mut big = [0u8; 2 * INLINE];
+        // SAFETY: a readable block of its size.
+        let d = unsafe { TaskData::new(big.as_mut_ptr().cast(), None, big.len() as std::ffi::c_long, 16) };
+        Arc::get_mut(&mut t).unwrap().store.prepare(&d);
+        assert!(t.store.has_heap());
+        let addr = Arc::as_ptr(&t) as usize;
+        keep_box(t);
+        let room = lend_box(|| None);
+        // SAFETY: from lend_box, taken back once.
+        let back = unsafe { lent_box(room.cast()) };
+        assert_eq!(Arc::as_ptr(&back) as usize, addr, "the room did not lead back to its box");
+        assert!(!back.store.has_heap(), "a lent box kept its heap block");
+        assert_eq!(back.store.ptr(), room.cast(), "the room is not where the box's task finds its data");
+        assert!((room as usize).is_multiple_of(16));
+        keep_box(back);
     }
 
     unsafe extern "C" fn nothing(_: *mut c_void) {}

@@ -183,8 +183,22 @@ impl Default for Storage {
 }
 
 impl Storage {
+    /// Where the inline room is in a `Storage` (what [`ptr`](Self::ptr) gives without a
+    /// heap block).
+    pub const INLINE_OFFSET: usize = std::mem::offset_of!(Storage, inline);
+
     pub const fn new() -> Storage {
         Storage { inline: UnsafeCell::new(Inline(MaybeUninit::uninit())), heap: None }
+    }
+
+    #[inline]
+    pub fn has_heap(&self) -> bool {
+        self.heap.is_some()
+    }
+
+    /// Free the heap block, if any: [`ptr`](Self::ptr) is the inline room then.
+    pub fn drop_heap(&mut self) {
+        self.heap = None;
     }
 
     /// Make room for `d`'s copy: inline, the heap block kept from an earlier task if it is

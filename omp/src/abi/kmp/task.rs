@@ -5,12 +5,20 @@
 //! The ABI's quirk: the runtime allocates the task (`kmp_task_t`: shareds pointer, entry
 //! routine, part id, destructor and priority words, then the compiler's privates; the
 //! shareds block after it) and the compiler fills it in before handing it back. We allocate
-//! [`Header`] + task + shareds in one block (the thread's last freed one when large enough,
-//! else `malloc`'s) and hand it to `task::spawn` as the task's data, plain bytes as GCC's
-//! (no copy function): the body trampoline points the copy's `shareds` at the copy's own
-//! shareds (their offset is in the header), then calls `routine(gtid, task)`. A task run at
-//! once runs on the block itself. The block is freed (kept for the thread's next task) once
-//! `spawn` returned (it copied the data, or ran the task).
+//! [`Header`] + task + shareds in one block and hand it to `task::spawn` as the task's
+//! data, plain bytes as GCC's (no copy function): the body trampoline points a copy's
+//! `shareds` at the copy's own shareds (their offset is in the header), then calls
+//! `routine(gtid, task)`. A task run at once runs on the block itself.
+//!
+//! The block is where the runtime's task will keep its data when it fits there (its
+//! [`Home`]): a task box's inline room, lent by `task::lend_box`, so that a deferred task
+//! is that box, its data not copied, and no block changes hands (this is on the creating
+//! thread's path of every task). Else (a larger task) a block of ours, the thread's last
+//! freed one when large enough, else `malloc`'s, whose data `spawn` copies; it is freed
+//! (kept for the thread's next task) once `spawn` returned. Whatever does not make a
+//! deferred task of a lent box (a task run at once, a taskloop's pattern, an `if(0)` task,
+//! one with a detach clause) gives the box back once done with it: to `task`, or kept with
+//! the thread's blocks for its next task ([`free`]).
 //!
 //! An `if(0)` task is run by the compiler's own code between `__kmpc_omp_task_begin_if0`
 //! and `__kmpc_omp_task_complete_if0`: it runs as part of the encountering task (its
@@ -18,11 +26,12 @@
 
 use super::Ident;
 use super::fork::gtid;
-use crate::abi::gomp::data::{Detach, TaskData};
+use crate::abi::gomp::data::{Detach, INLINE, TaskData};
 use crate::abi::guard;
 use crate::task::{self, Spawn};
-use std::cell::Cell;
+use std::cell::{Cell, UnsafeCell};
 use std::ffi::{c_long, c_void};
+use std::mem::MaybeUninit;
 use weft_core::AccessMode;
 
 /// kmp_tasking_flags_t bits clang sets.
@@ -46,9 +55,9 @@ pub struct KmpTask {
 }
 
 /// Ours, before the task: the whole block's size, where the shareds are, the allocation
-/// flags, the detach event's cell (0: no detach clause) and the task construct's `ident_t*`
-/// (for traces). A multiple of 16 bytes, so the task keeps malloc's 16-byte alignment (32
-/// bytes, with or without `loc`).
+/// flags, where the block lives, the detach event's cell (0: no detach clause) and the task
+/// construct's `ident_t*` (for traces). A multiple of 16 bytes, so the task keeps the
+/// block's 16-byte alignment (32 bytes, with or without `loc`).
 #[repr(C, align(16))]
 struct Header {
     /// The block's bytes from the header on (at most `u32::MAX`: [`__kmpc_omp_task_alloc`]).
@@ -58,22 +67,36 @@ struct Header {
     /// bytes, as GCC's data is.
     shareds: u32,
     flags: i32,
-    /// [`RUNNING`], [`REQUEUED`].
-    state: u32,
+    /// [`RUNNING`], [`REQUEUED`], [`SAVED`].
+    state: u16,
+    /// Of the block from [`__kmpc_omp_task_alloc`]; a copy's is not read.
+    home: Home,
     event: usize,
     loc: usize,
 }
 
+/// Where a task block lives ([`Header::home`]).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[repr(u16)]
+enum Home {
+    /// A block of `block_cap(size)` bytes from `malloc`, freed to the thread's [`BLOCKS`].
+    Block,
+    /// A task box's inline room (`task::lend_box`), given back to `task` (spawned as the
+    /// box, or given back).
+    Lent,
+}
+
 /// The block is a task whose routine is running (a spawned copy, or an `if(0)` task).
-const RUNNING: u32 = 1;
-/// The block is an `if(0)` task's and its [`If0Saved`] holds what its creator had.
-const SAVED: u32 = 4;
+const RUNNING: u16 = 1;
+/// The block is an `if(0)` task's, and the top of the thread's [`IF0`] stack holds what
+/// its creator had.
+const SAVED: u16 = 4;
 /// Its untied routine returned at a scheduling point and asked to be continued: clang's
 /// untied task is a state machine over `part_id` that calls `__kmpc_omp_task` on itself and
 /// returns; the next call of the routine resumes after that point. We continue it at once,
 /// on the same thread (any thread may resume an untied task, and the point is only a
 /// scheduling point).
-const REQUEUED: u32 = 2;
+const REQUEUED: u16 = 2;
 
 const HEAD: usize = std::mem::size_of::<Header>();
 
@@ -81,20 +104,98 @@ const HEAD: usize = std::mem::size_of::<Header>();
 /// `if(0)` task has its own data environment, libgomp.c/icv-1.c), its identity (the `if(0)`
 /// task is a task of its own, which does not own its creator's nestable locks,
 /// libgomp.c/lock-2.c) and, when tracing, when the `if(0)` task began (for its trace slice).
-/// Kept in the task's own block, after the `size` bytes a deferred task's copy takes: the
-/// block lives from `__kmpc_omp_task_begin_if0` to `__kmpc_omp_task_complete_if0`, nested
-/// `if(0)` tasks each have theirs, and no per-thread stack is needed.
 #[derive(Clone, Copy)]
 struct If0Saved {
+    /// The `if(0)` task's block (its address), whose completion takes this back.
+    task: usize,
     icv: crate::team::Icv,
     id: usize,
     traced: Option<std::time::Instant>,
 }
 
-/// Where a block of `size` bytes (its header's) keeps its [`If0Saved`]: 16-byte aligned,
-/// as the block is.
-const fn saved_at(size: usize) -> usize {
-    size.next_multiple_of(16)
+/// The [`If0Saved`] of the `if(0)` tasks running on this thread, the innermost on top: the
+/// compiler runs an `if(0)` task's routine between its begin and complete calls on the
+/// encountering thread, so the tasks it (or anything the thread runs meanwhile) begins
+/// complete first. (Not in the task's block: a lent box's room has no space left for it.)
+/// The first [`IF0_INLINE`] in place (no borrow flag, no growth, no destructor to
+/// register: recursive code under a cutoff begins and completes an `if(0)` task per call),
+/// deeper ones in [`IF0_DEEP`].
+struct If0Stack {
+    /// How many are saved (`slots[..n]` written, up to `IF0_INLINE` of them).
+    n: Cell<usize>,
+    /// Only this thread reaches them, through `push` and `pop_into`, which hold no
+    /// reference into them past their own copy in or out.
+    slots: UnsafeCell<[MaybeUninit<If0Saved>; IF0_INLINE]>,
+}
+
+const IF0_INLINE: usize = 32;
+
+thread_local! {
+    static IF0: If0Stack = const { If0Stack { n: Cell::new(0), slots: UnsafeCell::new([const { MaybeUninit::uninit() }; IF0_INLINE]) } };
+    /// [`If0Stack`]'s past `IF0_INLINE`, the innermost last.
+    static IF0_DEEP: std::cell::RefCell<Vec<If0Saved>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// The calling thread's [`IF0`], taken out of `with` so that what is done with it is inline
+/// in the caller (in a closure, `with` and the copy of an `If0Saved` into it were a call of
+/// its own).
+#[inline(always)]
+fn if0_stack() -> &'static If0Stack {
+    // SAFETY: the thread's own, which lives as long as the thread (no destructor: `IF0`
+    // is never torn down before the thread's memory is), and the reference stays on it.
+    IF0.with(|s| unsafe { &*(s as *const If0Stack) })
+}
+
+impl If0Stack {
+    #[inline(always)]
+    fn push(&self, s: If0Saved) {
+        let n = self.n.get();
+        if n < IF0_INLINE {
+            // SAFETY: a slot of this thread's stack, which nothing else reads or writes
+            // meanwhile (the field's comment).
+            unsafe { (*self.slots.get())[n].write(s) };
+        } else {
+            push_deep(s);
+        }
+        self.n.set(n + 1);
+    }
+
+    /// Give the creator of the `if(0)` task `t`, the innermost one begun on this thread, what
+    /// it had (into `c`, its context); when traced, when `t` began.
+    #[inline(always)]
+    fn pop_into(&self, t: usize, c: &mut crate::team::Ctx) -> Option<std::time::Instant> {
+        let n = self.n.get().checked_sub(1).expect("invariant: an if(0) task completes once, after it began");
+        self.n.set(n);
+        if n >= IF0_INLINE {
+            return pop_deep_into(t, c);
+        }
+        // SAFETY: `slots[..n + 1]` are written (the field's invariant); the reference is
+        // dropped before anything can push again.
+        let s = unsafe { (*self.slots.get())[n].assume_init_ref() };
+        s.give_back(t, c)
+    }
+}
+
+impl If0Saved {
+    #[inline(always)]
+    fn give_back(&self, t: usize, c: &mut crate::team::Ctx) -> Option<std::time::Instant> {
+        assert_eq!(self.task, t, "invariant: if(0) tasks complete innermost first");
+        c.icv = self.icv;
+        c.task.id = self.id;
+        self.traced
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn push_deep(s: If0Saved) {
+    IF0_DEEP.with_borrow_mut(|v| v.push(s));
+}
+
+#[cold]
+#[inline(never)]
+fn pop_deep_into(t: usize, c: &mut crate::team::Ctx) -> Option<std::time::Instant> {
+    IF0_DEEP.with_borrow_mut(|v| v.pop().expect("invariant: an if(0) task completes once, after it began").give_back(t, c))
 }
 
 /// The bytes a task block of `size` bytes (its header's) is allocated with: rounded up to
@@ -103,19 +204,7 @@ const fn saved_at(size: usize) -> usize {
 /// depend clauses alternates types of different sizes: `deptree` took a new block for a
 /// third of its tasks, the cached one being too small).
 const fn block_cap(size: usize) -> usize {
-    let need = saved_at(size) + std::mem::size_of::<If0Saved>();
-    if need < 256 { 256 } else { need.next_power_of_two() }
-}
-
-/// # Safety
-/// `t` is a task from [`__kmpc_omp_task_alloc`] or a taskloop's copy of one (not a
-/// runtime task's copy, which has only `size` bytes).
-unsafe fn saved(t: *mut KmpTask) -> *mut If0Saved {
-    // SAFETY: per the contract, the block has `block_cap(size)` bytes, 16-byte aligned.
-    unsafe {
-        let h = header(t);
-        (h as *mut u8).add(saved_at((*h).size as usize)) as *mut If0Saved
-    }
+    if size < 256 { 256 } else { size.next_power_of_two() }
 }
 
 /// # Safety
@@ -151,6 +240,7 @@ unsafe fn copy(dst: *mut u8, src: *const u8) {
     unsafe {
         let size = (*(src as *const Header)).size as usize;
         std::ptr::copy_nonoverlapping(src, dst, size);
+        (*(dst as *mut Header)).home = Home::Block;
         point_shareds(dst as *mut Header);
     }
 }
@@ -227,16 +317,27 @@ pub extern "C" fn __kmpc_omp_task_alloc(
     routine: Routine,
 ) -> *mut KmpTask {
     guard("__kmpc_omp_task_alloc", || {
+        if (sizeof_task | sizeof_shareds) < INLINE {
+            let task_size = task_size(sizeof_task);
+            if HEAD + task_size + sizeof_shareds <= INLINE {
+                // A finished box's room, else the thread's last room given back (an `if(0)`
+                // task's).
+                let p = task::lend_box(|| BLOCKS.with(|b| b.pop_where(true)).map(|(p, _)| p));
+                // SAFETY: a lent room of `INLINE` bytes, 16-byte aligned, ours until given
+                // back.
+                return unsafe { init(p, Home::Lent, loc as usize, flags, task_size, sizeof_shareds, routine) };
+            }
+        }
         // (Sizes a compiler gives; anything larger, which `Header` cannot hold, goes to
         // `alloc_new` and is refused there.)
         let mut small = std::ptr::null_mut();
         if (sizeof_task | sizeof_shareds) < SIZE_LIMIT
-            && let Some((p, have)) = BLOCKS.with(Blocks::pop)
+            && let Some((p, have)) = BLOCKS.with(|b| b.pop_where(false))
         {
             let task_size = task_size(sizeof_task);
             if have >= block_cap(HEAD + task_size + sizeof_shareds) {
                 // SAFETY: a cached block with room for the task, as `init` needs.
-                return unsafe { init(p, loc as usize, flags, task_size, sizeof_shareds, routine) };
+                return unsafe { init(p, Home::Block, loc as usize, flags, task_size, sizeof_shareds, routine) };
             }
             small = p;
         }
@@ -281,22 +382,23 @@ unsafe extern "C" fn alloc_new(
     let task_size = task_size(sizeof_task);
     let p = new_block(block_cap(HEAD + task_size + sizeof_shareds));
     // SAFETY: a new block with room for the task.
-    unsafe { init(p, loc, flags, task_size, sizeof_shareds, routine) }
+    unsafe { init(p, Home::Block, loc, flags, task_size, sizeof_shareds, routine) }
 }
 
-/// Write a task's header and own words into block `p`.
+/// Write a task's header and own words into block `p`, which lives at `home`.
 ///
 /// # Safety
-/// `p` has `block_cap(HEAD + task_size + sizeof_shareds)` bytes, 16-byte aligned, which
-/// nothing else uses; both sizes are under [`SIZE_LIMIT`].
+/// `p` has `HEAD + task_size + sizeof_shareds` bytes (`block_cap` of them for a
+/// [`Home::Block`], a lent room for a [`Home::Lent`]), 16-byte aligned, which nothing else
+/// uses; both sizes are under [`SIZE_LIMIT`].
 #[inline(always)]
-unsafe fn init(p: *mut u8, loc: usize, flags: i32, task_size: usize, sizeof_shareds: usize, routine: Routine) -> *mut KmpTask {
+unsafe fn init(p: *mut u8, home: Home, loc: usize, flags: i32, task_size: usize, sizeof_shareds: usize, routine: Routine) -> *mut KmpTask {
     let size = HEAD + task_size + sizeof_shareds;
-    // SAFETY: per the contract: room for the header, the task and the shareds (and the
-    // room of `saved`), 16-byte aligned.
+    // SAFETY: per the contract: room for the header, the task and the shareds, 16-byte
+    // aligned.
     unsafe {
         let shareds = if sizeof_shareds > 0 { task_size as u32 } else { 0 };
-        (p as *mut Header).write(Header { size: size as u32, shareds, flags, state: 0, event: 0, loc });
+        (p as *mut Header).write(Header { size: size as u32, shareds, flags, state: 0, home, event: 0, loc });
         let t = p.add(HEAD) as *mut KmpTask;
         let sp = if sizeof_shareds > 0 { p.add(HEAD + task_size) as *mut c_void } else { std::ptr::null_mut() };
         t.write(KmpTask { shareds: sp, routine, part_id: 0, data1: 0, data2: 0 });
@@ -313,13 +415,16 @@ unsafe fn init(p: *mut u8, loc: usize, flags: i32, task_size: usize, sizeof_shar
 /// routine runs, and the routine's own `if(0)` tasks (recursive code under a cutoff) take
 /// and give back theirs inside that, last in first out, so a few blocks serve a recursion
 /// as deep as the cache is long.
+/// The lent rooms of tasks that were not deferred (`if(0)` tasks above all) come back here
+/// too, marked [`LENT_ROOM`], for the thread's next task that fits one: as a block, with no
+/// trip through `task`'s box cache.
 /// A stack in cells (no borrow flag, no growth: this is on every task's path). No `Drop`
 /// either, so that taking a block needs no check of the thread-local's state (nor a call to
 /// register its destructor): [`BlocksOwner`] frees what is left when the thread exits.
 struct Blocks {
     /// How many of `slots` hold a block (the top is `slots[n - 1]`).
     n: Cell<usize>,
-    /// (block, its capacity).
+    /// (block, its capacity, or [`LENT_ROOM`]).
     slots: [Cell<(*mut u8, usize)>; CACHED_BLOCKS],
     /// Whether [`BLOCKS_OWNER`]'s destructor is registered ([`OWNED`]), not yet
     /// ([`UNOWNED`]) or has run ([`EXITING`]: nothing is kept any more).
@@ -333,11 +438,27 @@ const EXITING: u8 = 2;
 /// How many freed blocks a thread keeps ([`Blocks`]).
 const CACHED_BLOCKS: usize = 16;
 
+/// The capacity [`Blocks`] records for a lent room (`task::lend_box`): not a block of ours,
+/// given back to `task` when not used.
+const LENT_ROOM: usize = 0;
+
 impl Blocks {
     #[inline(always)]
     fn pop(&self) -> Option<(*mut u8, usize)> {
         let n = self.n.get().checked_sub(1)?;
         let b = self.slots.get(n)?.get();
+        self.n.set(n);
+        Some(b)
+    }
+
+    /// [`Blocks::pop`] if the top is a lent room (`lent`) or a block (not).
+    #[inline(always)]
+    fn pop_where(&self, lent: bool) -> Option<(*mut u8, usize)> {
+        let n = self.n.get().checked_sub(1)?;
+        let b = self.slots.get(n)?.get();
+        if (b.1 == LENT_ROOM) != lent {
+            return None;
+        }
         self.n.set(n);
         Some(b)
     }
@@ -376,9 +497,14 @@ impl Drop for BlocksOwner {
     fn drop(&mut self) {
         BLOCKS.with(|b| {
             b.owner.set(EXITING);
-            while let Some((p, _)) = b.pop() {
-                // SAFETY: a block from malloc, owned by the cache.
-                unsafe { libc::free(p as *mut c_void) };
+            while let Some((p, cap)) = b.pop() {
+                if cap == LENT_ROOM {
+                    // SAFETY: a lent room the cache held, given back once.
+                    unsafe { task::give_back_lent(p) };
+                } else {
+                    // SAFETY: a block from malloc, owned by the cache.
+                    unsafe { libc::free(p as *mut c_void) };
+                }
             }
         })
     }
@@ -402,12 +528,24 @@ fn new_block(cap: usize) -> *mut u8 {
     p
 }
 
+/// Give a task's block back: a lent room to its box (kept for a next task), else ours.
+///
 /// # Safety
-/// `t` is from [`__kmpc_omp_task_alloc`], filled in by the compiler, not used after.
+/// `t` is from [`__kmpc_omp_task_alloc`] (or a taskloop's copy of one), not spawned as its
+/// box, not used after.
 unsafe fn free(t: *mut KmpTask) {
-    // SAFETY: per the contract: the header is in the block, and holds its size; the block
-    // has `block_cap(size)` bytes.
-    let (p, size) = unsafe { (header(t) as *mut u8, block_cap((*header(t)).size as usize)) };
+    // SAFETY: per the contract: the header is in the block.
+    let (p, home, size) = unsafe { (header(t) as *mut u8, (*header(t)).home, (*header(t)).size as usize) };
+    if home == Home::Lent {
+        // Kept for the thread's next task while the cache has room, else given back.
+        if !BLOCKS.with(|b| b.push((p, LENT_ROOM))) {
+            // SAFETY: a lent room (per the contract, given back once: here), unused from now.
+            unsafe { task::give_back_lent(p) };
+        }
+        return;
+    }
+    // The block has `block_cap(size)` bytes.
+    let size = block_cap(size);
     // Kept for the thread's next tasks while the cache has room, else (or while the
     // thread exits) freed at once.
     let kept = BLOCKS.with(|b| b.push((p, size)));
@@ -429,14 +567,46 @@ pub unsafe extern "C" fn __kmpc_omp_task(_loc: Ident, _gtid: i32, t: *mut KmpTas
             h.state |= REQUEUED;
             return;
         }
-        // SAFETY: per the contract; spawn copies the block (or runs the task on it) before
-        // it returns.
-        unsafe {
-            task::spawn(&spawn_of(t, false));
-            free(t);
-        }
+        // SAFETY: per the contract.
+        unsafe { submit::<false>(t, &spawn_of(t, false)) };
     });
     0
+}
+
+/// Spawn `s`, the task `t`'s (`spawn_of`, its depend clauses added: `DEPEND`), and let go
+/// of the block: a lent room goes with its box (the box, if the task is deferred), else
+/// `spawn` copied the block (or ran the task on it) and the block is freed.
+///
+/// # Safety
+/// `t` is a task from [`__kmpc_omp_task_alloc`], filled in by the compiler, not used after;
+/// `s.flags.depend` is `DEPEND`.
+#[inline(always)]
+unsafe fn submit<const DEPEND: bool>(t: *mut KmpTask, s: &Spawn) {
+    // SAFETY: per the contract: the header is before the task; a lent room holds the whole
+    // block (`s.data`, `spawn_of`: no copy function), which nothing else uses; a task with
+    // a detach clause (its event written only in a new box, `spawn`) copies it instead.
+    unsafe {
+        if (*header(t)).home == Home::Lent && !s.flags.detach {
+            task::spawn_lent::<DEPEND>(s);
+        } else {
+            spawn_copied(t, s);
+        }
+    }
+}
+
+/// [`submit`]'s other way, out of line (a larger task's, or a detached one's): `spawn`
+/// copies the block (or runs the task on it), which is freed after.
+///
+/// # Safety
+/// As [`submit`].
+#[cold]
+#[inline(never)]
+unsafe fn spawn_copied(t: *mut KmpTask, s: &Spawn) {
+    // SAFETY: per the contract.
+    unsafe {
+        task::spawn(s);
+        free(t);
+    }
 }
 
 /// `kmp_depend_info`: an address, a length and the kind bits (in 1, out 2, mutexinoutset
@@ -519,11 +689,8 @@ pub unsafe extern "C" fn __kmpc_omp_task_with_deps(
         let mut s = spawn_of(t, true);
         // SAFETY: per the contract.
         unsafe { depend_lists(&mut s.deps, ndeps, dep_list, ndeps_noalias, noalias) };
-        // SAFETY: as __kmpc_omp_task.
-        unsafe {
-            task::spawn(&s);
-            free(t);
-        }
+        // SAFETY: as __kmpc_omp_task; `spawn_of(t, true)`.
+        unsafe { submit::<true>(t, &s) };
     });
     0
 }
@@ -591,11 +758,9 @@ pub(crate) fn event_task(ev: usize) -> usize {
 pub unsafe extern "C" fn __kmpc_omp_task_begin_if0(_loc: Ident, _gtid: i32, t: *mut KmpTask) {
     guard("__kmpc_omp_task_begin_if0", || {
         let c = crate::team::ctx();
-        // SAFETY: per the contract: the block has room for `saved`, which nothing else uses.
-        unsafe {
-            saved(t).write(If0Saved { icv: c.icv, id: c.task.id, traced: crate::trace::start() });
-            (*header(t)).state = RUNNING | SAVED;
-        }
+        if0_stack().push(If0Saved { task: t as usize, icv: c.icv, id: c.task.id, traced: crate::trace::start() });
+        // SAFETY: per the contract.
+        unsafe { (*header(t)).state = RUNNING | SAVED };
         // The task block's address identifies the task while the compiler runs its routine
         // (the block lives until `__kmpc_omp_task_complete_if0`, which gives the creator
         // its identity back).
@@ -611,21 +776,20 @@ pub unsafe extern "C" fn __kmpc_omp_task_begin_if0(_loc: Ident, _gtid: i32, t: *
 pub unsafe extern "C" fn __kmpc_omp_task_complete_if0(loc: Ident, gtid: i32, t: *mut KmpTask) {
     guard("__kmpc_omp_task_complete_if0", || {
         // SAFETY: per the contract; the compiler ran the routine once and no longer uses
-        // the task. `saved` was written by the begin call that set SAVED.
-        let back = unsafe {
+        // the task.
+        let state = unsafe {
             let state = (*header(t)).state;
-            let back = (state & SAVED != 0).then(|| saved(t).read());
             if state & REQUEUED != 0 {
-                // An untied routine that stopped at a scheduling point: run the rest.
+                // An untied routine that stopped at a scheduling point: run the rest (any
+                // `if(0)` task it begins completes in it, above this one on `IF0`).
                 run_routine(t, gtid);
             }
             free(t);
-            back
+            state
         };
-        if let Some(If0Saved { icv, id, traced }) = back {
-            let c = crate::team::ctx();
-            c.icv = icv;
-            c.task.id = id;
+        if state & SAVED != 0 {
+            // The begin call that set SAVED pushed the innermost `If0Saved` on `IF0`.
+            let traced = if0_stack().pop_into(t as usize, crate::team::ctx());
             // The compiler ran the body itself: its slice ends here (its depend clauses, if
             // any, went to __kmpc_omp_wait_deps: not known here).
             if traced.is_some() {
@@ -832,16 +996,20 @@ pub unsafe extern "C" fn __kmpc_taskloop_5(
 mod tests {
     use super::*;
 
+    unsafe extern "C" fn routine(_: i32, _: *mut KmpTask) -> i32 {
+        0
+    }
+
+    /// A task too large for a task box's room: a block of ours.
+    const LARGE: usize = INLINE;
+
     /// A task block freed on a thread comes back for its next task when large enough, with
     /// its header and the task's own words written afresh (the privates are the compiler's
     /// to write, as with libomp); a larger one is a new block.
     #[test]
     fn a_freed_task_block_is_reused() {
-        unsafe extern "C" fn routine(_: i32, _: *mut KmpTask) -> i32 {
-            0
-        }
         let alloc = |task: usize, shareds: usize| __kmpc_omp_task_alloc(std::ptr::null(), 0, 0, task, shareds, routine);
-        let t = alloc(64, 32);
+        let t = alloc(LARGE + 64, 32);
         // SAFETY: the block has the header, 64 bytes of task and 32 of shareds.
         let (block, size) = unsafe { (header(t) as *mut u8, (*header(t)).size) };
         // SAFETY: as above: dirty everything, as a task's body and the runtime would.
@@ -852,17 +1020,17 @@ mod tests {
             (*header(t)).size = size;
             free(t)
         };
-        let t2 = alloc(48, 16);
+        let t2 = alloc(LARGE + 48, 16);
         // SAFETY: the new block's header and task.
         let (block2, h, task) = unsafe { (header(t2) as *mut u8, &*header(t2), &*t2) };
         assert_eq!(block2, block, "the freed block was not reused");
         assert_eq!(
-            (h.size as usize, h.shareds, h.flags, h.state, h.event),
-            (HEAD + 48 + 16, 48, 0, 0, 0),
+            (h.size as usize, h.shareds as usize, h.flags, h.state, h.home, h.event),
+            (HEAD + LARGE + 48 + 16, LARGE + 48, 0, 0, Home::Block, 0),
             "a reused block's header was not written afresh"
         );
         assert_eq!((task.part_id, task.data1, task.data2), (0, 0, 0), "a reused block's task words were not reset");
-        assert_eq!(task.shareds as usize, t2 as usize + 48, "the shareds do not follow the task");
+        assert_eq!(task.shareds as usize, t2 as usize + LARGE + 48, "the shareds do not follow the task");
         // SAFETY: as above.
         unsafe { free(t2) };
         let t3 = alloc(64 * 1024, 0);
@@ -876,10 +1044,7 @@ mod tests {
     /// its own) all come back, the last freed first, up to the cache's length.
     #[test]
     fn nested_task_blocks_are_reused() {
-        unsafe extern "C" fn routine(_: i32, _: *mut KmpTask) -> i32 {
-            0
-        }
-        let alloc = || __kmpc_omp_task_alloc(std::ptr::null(), 0, 0, 64, 16, routine);
+        let alloc = || __kmpc_omp_task_alloc(std::ptr::null(), 0, 0, LARGE + 64, 16, routine);
         let block = |t: *mut KmpTask| {
             // SAFETY: `t` came from __kmpc_omp_task_alloc.
             unsafe { header(t) as usize }
@@ -909,21 +1074,152 @@ mod tests {
     /// (recursive code with depend clauses alternates them).
     #[test]
     fn a_block_serves_tasks_of_other_sizes() {
-        unsafe extern "C" fn routine(_: i32, _: *mut KmpTask) -> i32 {
-            0
-        }
-        let small = __kmpc_omp_task_alloc(std::ptr::null(), 0, 0, 48, 8, routine);
+        let small = __kmpc_omp_task_alloc(std::ptr::null(), 0, 0, LARGE, 8, routine);
         // SAFETY: from __kmpc_omp_task_alloc.
         let block = unsafe { header(small) as usize };
         // SAFETY: as above, not used after.
         unsafe { free(small) };
         // 16 bytes more of shareds: a block of exactly the small task's size could not
         // hold it, nor could malloc hand that block back for it.
-        let larger = __kmpc_omp_task_alloc(std::ptr::null(), 0, 0, 48, 24, routine);
+        let larger = __kmpc_omp_task_alloc(std::ptr::null(), 0, 0, LARGE, 24, routine);
         // SAFETY: from __kmpc_omp_task_alloc.
         assert_eq!(unsafe { header(larger) as usize }, block, "the larger task did not reuse the block");
         // SAFETY: as above.
         unsafe { free(larger) };
+    }
+
+    /// A task that fits a task box's room is made there, 16-byte aligned, its shareds after
+    /// it; given back, the box serves the thread's next such task. A task one byte too large
+    /// for the room is a block of ours.
+    #[test]
+    fn a_small_task_is_made_in_a_lent_box() {
+        let alloc = |task: usize, shareds: usize| __kmpc_omp_task_alloc(std::ptr::null(), 0, 0, task, shareds, routine);
+        let t = alloc(48, 8);
+        // SAFETY: from __kmpc_omp_task_alloc.
+        let (h, task) = unsafe { (&*header(t), &*t) };
+        assert_eq!((h.home, h.size as usize, h.state), (Home::Lent, HEAD + 48 + 8, 0));
+        assert!((t as usize).is_multiple_of(16), "the task is not 16-byte aligned");
+        assert_eq!(task.shareds as usize, t as usize + 48, "the shareds do not follow the task");
+        let room = h as *const Header as usize;
+        // SAFETY: from __kmpc_omp_task_alloc, not spawned, not used after.
+        unsafe { free(t) };
+        let t2 = alloc(64, 0);
+        // SAFETY: from __kmpc_omp_task_alloc.
+        let h2 = unsafe { &*header(t2) };
+        assert_eq!((h2.home, h2 as *const Header as usize), (Home::Lent, room), "the box given back did not serve the next task");
+        // SAFETY: the new task's own words.
+        assert!(unsafe { (*t2).shareds }.is_null(), "a task without shareds points at some");
+        // SAFETY: as above.
+        unsafe { free(t2) };
+        let exact = alloc(INLINE - HEAD - 48, 48);
+        let over = alloc(INLINE - HEAD - 48, 49);
+        // SAFETY: from __kmpc_omp_task_alloc.
+        let homes = unsafe { ((*header(exact)).home, (*header(over)).home) };
+        assert_eq!(homes, (Home::Lent, Home::Block));
+        // SAFETY: as above.
+        unsafe { (free(over), free(exact)) };
+    }
+
+    static RAN: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+    /// A task run at once (outside a parallel region) runs once on its lent room, whose box
+    /// then serves the thread's next task.
+    #[test]
+    fn a_task_run_at_once_gives_its_box_back() {
+        unsafe extern "C" fn count(_: i32, t: *mut KmpTask) -> i32 {
+            // SAFETY: the task's shareds: one word, the address of the counter.
+            let c = unsafe { &*(*((*t).shareds as *const *const std::sync::atomic::AtomicUsize)) };
+            c.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            0
+        }
+        let t = __kmpc_omp_task_alloc(std::ptr::null(), 0, 0, 48, 8, count);
+        // SAFETY: from __kmpc_omp_task_alloc, its shareds one word; spawned once.
+        let room = unsafe {
+            *((*t).shareds as *mut *const std::sync::atomic::AtomicUsize) = &RAN;
+            let room = header(t) as usize;
+            __kmpc_omp_task(std::ptr::null(), 0, t);
+            room
+        };
+        assert_eq!(RAN.load(std::sync::atomic::Ordering::Relaxed), 1);
+        let t2 = __kmpc_omp_task_alloc(std::ptr::null(), 0, 0, 48, 8, routine);
+        // SAFETY: from __kmpc_omp_task_alloc.
+        assert_eq!(unsafe { header(t2) as usize }, room, "the box of a task run at once was not given back");
+        // SAFETY: not spawned, not used after.
+        unsafe { free(t2) };
+    }
+
+    /// Nested `if(0)` tasks each give their creator its identity back, innermost first, from
+    /// the thread's stack.
+    #[test]
+    fn nested_if0_tasks_restore_their_creators() {
+        let c = crate::team::ctx();
+        let id = c.task.id;
+        let outer = __kmpc_omp_task_alloc(std::ptr::null(), 0, 0, 48, 8, routine);
+        let inner = __kmpc_omp_task_alloc(std::ptr::null(), 0, 0, 48, 8, routine);
+        // SAFETY: tasks from __kmpc_omp_task_alloc, begun and completed once each, nested,
+        // the compiler's way.
+        unsafe {
+            __kmpc_omp_task_begin_if0(std::ptr::null(), 0, outer);
+            assert_eq!(crate::team::ctx().task.id, outer as usize);
+            __kmpc_omp_task_begin_if0(std::ptr::null(), 0, inner);
+            assert_eq!(crate::team::ctx().task.id, inner as usize);
+            __kmpc_omp_task_complete_if0(std::ptr::null(), 0, inner);
+            assert_eq!(crate::team::ctx().task.id, outer as usize, "the inner task did not give the outer its identity back");
+            __kmpc_omp_task_complete_if0(std::ptr::null(), 0, outer);
+        }
+        assert_eq!(crate::team::ctx().task.id, id, "the outer task did not give its creator its identity back");
+        assert_eq!(IF0.with(|s| s.n.get()), 0, "an if(0) task's saved state was left on the stack");
+    }
+
+    /// `if(0)` tasks nested deeper than the thread's cells hold (recursive code under a
+    /// cutoff) give their creators their identities back all the way out.
+    #[test]
+    fn deeply_nested_if0_tasks_restore_their_creators() {
+        let id = crate::team::ctx().task.id;
+        let depth = IF0_INLINE + 8;
+        let mut nest = Vec::new();
+        for _ in 0..depth {
+            let t = __kmpc_omp_task_alloc(std::ptr::null(), 0, 0, 48, 8, routine);
+            // SAFETY: a task from __kmpc_omp_task_alloc, begun once.
+            unsafe { __kmpc_omp_task_begin_if0(std::ptr::null(), 0, t) };
+            nest.push(t);
+        }
+        while let Some(t) = nest.pop() {
+            // SAFETY: the innermost task begun and not completed.
+            unsafe { __kmpc_omp_task_complete_if0(std::ptr::null(), 0, t) };
+            let creator = nest.last().map_or(id, |&o| o as usize);
+            assert_eq!(
+                crate::team::ctx().task.id,
+                creator,
+                "an if(0) task at depth {} did not give its creator its identity back",
+                nest.len()
+            );
+        }
+        assert_eq!(IF0.with(|s| s.n.get()), 0);
+        assert!(IF0_DEEP.with_borrow(Vec::is_empty));
+    }
+
+    /// A lent room given back by a task that was not deferred serves the thread's next small
+    /// task, and only that: a larger task takes a block of its own, and leaves the room.
+    #[test]
+    fn a_kept_room_serves_a_small_task_not_a_large_one() {
+        let alloc = |task: usize, shareds: usize| __kmpc_omp_task_alloc(std::ptr::null(), 0, 0, task, shareds, routine);
+        let small = alloc(48, 8);
+        // SAFETY: from __kmpc_omp_task_alloc.
+        let room = unsafe { header(small) as usize };
+        // SAFETY: not spawned, not used after.
+        unsafe { free(small) };
+        assert_eq!(BLOCKS.with(|b| b.slots[b.n.get() - 1].get()), (room as *mut u8, LENT_ROOM), "the room was not kept");
+        let large = alloc(LARGE + 64, 0);
+        // SAFETY: from __kmpc_omp_task_alloc.
+        let (at, home) = unsafe { (header(large) as usize, (*header(large)).home) };
+        assert_eq!(home, Home::Block);
+        assert_ne!(at, room, "a large task took a lent room as its block");
+        let again = alloc(48, 8);
+        // SAFETY: from __kmpc_omp_task_alloc.
+        assert_eq!(unsafe { header(again) as usize }, room, "the kept room did not serve the next small task");
+        // SAFETY: as above.
+        unsafe { (free(again), free(large)) };
     }
 
     #[test]
