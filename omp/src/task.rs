@@ -1965,16 +1965,12 @@ const ROOM: usize = std::mem::offset_of!(TaskBox, store) + Storage::INLINE_OFFSE
 /// [`give_back_lent`]. The kmp ABI's task allocation: clang writes the task into the
 /// runtime's memory before handing it over (abi/kmp/task.rs).
 ///
-/// `kept`: a room the caller keeps for itself (lent earlier, given back to it), asked for
-/// only when the thread has no finished box of its own (the kmp layer keeps the rooms of
-/// `if(0)` tasks, which come back within the creating thread's calls, so that recursive
-/// code under a cutoff makes no trip through the box cache per task).
 /// Inline: the thread's own last box taken with no call; [`lend_other_box`] otherwise.
 #[inline(always)]
-pub(crate) fn lend_box(kept: impl FnOnce() -> Option<*mut u8>) -> *mut u8 {
+pub(crate) fn lend_box() -> *mut u8 {
     match take_spare(&BOXES) {
         Some(t) if !t.store.has_heap() => lend(t),
-        None => kept().unwrap_or_else(|| lend_other_box(None)),
+        None => lend_other_box(None),
         t => lend_other_box(t),
     }
 }
@@ -2641,7 +2637,7 @@ mod tests {
         assert!(t.store.has_heap());
         let addr = Arc::as_ptr(&t) as usize;
         keep_box(t);
-        let room = lend_box(|| None);
+        let room = lend_box();
         // SAFETY: from lend_box, taken back once.
         let back = unsafe { lent_box(room.cast()) };
         assert_eq!(Arc::as_ptr(&back) as usize, addr, "the room did not lead back to its box");

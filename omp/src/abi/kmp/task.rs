@@ -320,9 +320,15 @@ pub extern "C" fn __kmpc_omp_task_alloc(
         if (sizeof_task | sizeof_shareds) < INLINE {
             let task_size = task_size(sizeof_task);
             if HEAD + task_size + sizeof_shareds <= INLINE {
-                // A finished box's room, else the thread's last room given back (an `if(0)`
-                // task's).
-                let p = task::lend_box(|| BLOCKS.with(|b| b.pop_where(true)).map(|(p, _)| p));
+                // The thread's last room given back, else a finished box's room. Rooms come
+                // back from tasks not deferred, `if(0)` ones above all, within the creating
+                // thread's calls: recursive code under a cutoff takes and gives back one per
+                // call, with no trip through the box cache. (Asked first: a deferred task's
+                // creator, which finds none, pays one look.)
+                let p = match BLOCKS.with(|b| b.pop_where(true)) {
+                    Some((p, _)) => p,
+                    None => task::lend_box(),
+                };
                 // SAFETY: a lent room of `INLINE` bytes, 16-byte aligned, ours until given
                 // back.
                 return unsafe { init(p, Home::Lent, loc as usize, flags, task_size, sizeof_shareds, routine) };
