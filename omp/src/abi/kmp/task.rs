@@ -69,7 +69,9 @@ struct Header {
     flags: i32,
     /// [`RUNNING`], [`REQUEUED`], [`SAVED`].
     state: u16,
-    /// Of the block from [`__kmpc_omp_task_alloc`]; a copy's is not read.
+    /// Written by [`__kmpc_omp_task_alloc`] and by [`copy`] (a taskloop's tasks are
+    /// copies in blocks of ours), read by [`free`] and [`submit`]; the byte copy a runtime
+    /// task keeps of a block (its data) carries its original's, never read.
     home: Home,
     event: usize,
     loc: usize,
