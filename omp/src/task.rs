@@ -1968,6 +1968,8 @@ const ROOM: usize = std::mem::offset_of!(TaskBox, store) + Storage::INLINE_OFFSE
 /// Inline: the thread's own last box taken with no call; [`lend_other_box`] otherwise.
 #[inline(always)]
 pub(crate) fn lend_box() -> *mut u8 {
+    // (`None` has an arm of its own: folded into the last one, the code LLVM inlines into
+    // `make_task`'s callers, `GOMP_task` among them, came out longer.)
     match take_spare(&BOXES) {
         Some(t) if !t.store.has_heap() => lend(t),
         None => lend_other_box(None),
@@ -2081,8 +2083,8 @@ fn make_task<const LENT: bool>(
 ) -> Arc<TaskBox> {
     // Detached tasks are not pooled: their box's address is the event handle. (A lent box
     // holds no detached task: `spawn_lent`.)
-    let filled = LENT && lent.is_some();
-    let pooled = counted && !detach && (deps || filled || s.data.layout().is_some());
+    debug_assert!(lent.is_some() == LENT, "invariant: a box is lent exactly with LENT");
+    let pooled = counted && !detach && (deps || LENT || s.data.layout().is_some());
     // (With `LENT`, the lent box and nothing else: `take_box` is not in that copy.)
     let reused = if LENT {
         lent
@@ -2131,7 +2133,7 @@ fn make_task<const LENT: bool>(
             *b.detach.get_mut() = 0;
             b.has_detach = detach;
             b.pooled = pooled;
-            if filled {
+            if LENT {
                 debug_assert!(b.store.ptr() == s.data.src() && bounds.is_none(), "invariant: a lent box holds its task's data");
             } else {
                 // The copy function runs as the creating task (as in libgomp).
