@@ -31,6 +31,14 @@ unsafe impl Send for Outlined {}
 // SAFETY: as above (a shared `Outlined` only calls the body).
 unsafe impl Sync for Outlined {}
 
+/// The same body and data. (Two functions the linker merged, having the same code, compare
+/// equal: calling either does the same.)
+impl PartialEq for Outlined {
+    fn eq(&self, o: &Outlined) -> bool {
+        std::ptr::fn_addr_eq(self.f, o.f) && self.data == o.data
+    }
+}
+
 impl Outlined {
     /// # Safety
     /// `f` and `data` are a body and its data as a GOMP or kmp entry point received them:

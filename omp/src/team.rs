@@ -31,9 +31,11 @@
 //! for the thread's next region at that depth; a box is never moved (the stack's buffer
 //! may be, not what its boxes point to). Members reach the team through a [`TeamRef`] (a
 //! plain shared reference: no count to bump per fork). A member's last access to the team
-//! is `left.fetch_add` after the join barrier; the primary waits for all of them before it
-//! changes the team again: its only `&mut Team` are the fork's set-up, before any member
-//! is told of the team, and the join's, after they all left.
+//! comes before it docks (its slot's state goes from RUNNING to DOCKED, a store to the line
+//! the next assignment is written to, so the join costs no line of its own); the primary
+//! waits for all of them before it changes the team again: its only `&mut Team` are the
+//! fork's set-up, before any member is told of the team, and the join's, after they all
+//! docked.
 
 use crate::abi::gomp::reduction::Descriptor;
 use crate::env::{self, SCHED_MONOTONIC};
@@ -55,7 +57,7 @@ pub type Setup<'a> = &'a dyn Fn(&WorkShare, u32);
 pub use crate::outlined::Body;
 
 /// The per-task ICVs (OpenMP 5.1 §2.4): copied from the parent at each fork.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, PartialEq, Eq)]
 pub struct Icv {
     pub nthreads: u32,
     pub nthreads_idx: u32,
@@ -505,10 +507,10 @@ impl Barrier {
                 std::time::Duration::ZERO
             }
         };
-        // Acquire on `left`, then the generation: a member counts itself out after it saw
-        // the last barrier complete, so if this barrier were that one, its generation
-        // would have moved on by now (watch.rs).
-        let left = team.left.load(Ordering::Acquire) > 0;
+        // Acquire on the members' slots, then the generation: a member docks after it saw
+        // the last barrier complete, so if this barrier were that one, its generation would
+        // have moved on by now (watch.rs).
+        let left = team.any_left();
         let primary_done = team.waits.primary_done.load(Ordering::Acquire);
         if self.generation.load(Ordering::Acquire) != g || team.cancelled.load(Ordering::Acquire) {
             return;
@@ -550,7 +552,6 @@ pub struct Team {
     pub group: Option<Arc<Group>>,
     /// Which threads sleep at which barrier, for the diagnostics (watch.rs).
     pub waits: Waits,
-    left: CachePadded<AtomicU32>,
     members: Vec<&'static Slot>,
     own_slot: Option<&'static Slot>,
     /// How many ring slots the last region may have used (all of them for a new team).
@@ -563,6 +564,17 @@ pub struct Team {
     /// Each implicit task's place and place partition, by thread number (empty without a
     /// place list).
     pub places: Vec<crate::places::Assign>,
+}
+
+/// Write `v` to `f` unless it is there already. A team's primary sets its team up this way:
+/// a store takes the line from the members' caches even when it writes what was there, and
+/// they read the team's fields at each region (x86 has no store that leaves a line alone
+/// when the value does not change).
+#[inline]
+fn set<T: PartialEq>(f: &mut T, v: T) {
+    if *f != v {
+        *f = v;
+    }
 }
 
 /// A task's team, as its task holds it (task.rs): a shared reference whose lifetime the
@@ -579,12 +591,12 @@ pub struct Team {
 /// the primary waits for that count to be zero as for its members to leave.
 ///
 /// A member reaches its team the same way, from its slot (`run_member`): the primary's
-/// `join` waits for every member to count itself out (`left`) before it changes or drops
+/// `join` waits for every member to dock (`Team::all_docked`) before it changes or drops
 /// the team.
 ///
 /// A nested team holds its primary's team the same way (`Team::ancestor`): the nested region
 /// runs inside its primary's share of the outer one, so the outer team outlives it.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, PartialEq, Eq)]
 pub struct TeamRef(std::ptr::NonNull<Team>);
 
 // SAFETY: a shared reference to a `Sync` team (the invariant above bounds its lifetime).
@@ -629,7 +641,6 @@ impl Team {
             tasks: TeamTasks::new(),
             group: None,
             waits: Waits::default(),
-            left: CachePadded::new(AtomicU32::new(0)),
             members: Vec::new(),
             own_slot: None,
             dirty: RING,
@@ -640,30 +651,35 @@ impl Team {
     }
 
     fn reset(&mut self, n: u32, level: u32, active_level: u32, up: Option<(TeamRef, u32)>, body: Option<Outlined>, icv: &Icv) {
-        self.n = n;
-        self.level = level;
-        self.active_level = active_level;
-        self.up = up;
-        self.body = body;
-        self.child_icv = *icv;
-        self.bar.n.store(n, Ordering::Relaxed);
-        self.bar.arrived.store(0, Ordering::Relaxed);
-        self.cbar.n.store(n, Ordering::Relaxed);
-        self.cbar.arrived.store(0, Ordering::Relaxed);
-        self.single.store(0, Ordering::Relaxed);
-        self.cancelled.store(false, Ordering::Relaxed);
-        self.left.store(0, Ordering::Relaxed);
+        // Each field is written only if it changes (`set`): the members keep the lines they
+        // read from the team's last region, and a loop of regions of one size changes none.
+        set(&mut self.n, n);
+        set(&mut self.level, level);
+        set(&mut self.active_level, active_level);
+        set(&mut self.up, up);
+        set(&mut self.body, body);
+        set(&mut self.child_icv, *icv);
+        for b in [&mut self.bar, &mut self.cbar] {
+            set(b.n.get_mut(), n);
+            set(b.arrived.get_mut(), 0);
+        }
+        set(self.single.get_mut(), 0);
+        set(self.cancelled.get_mut(), false);
         self.tasks.reset(n);
         self.waits.reset(n);
-        self.group = None;
+        if self.group.is_some() {
+            self.group = None;
+        }
         // Only the slots the previous region used need resetting.
         for (i, w) in self.ring.iter().enumerate().take(self.dirty) {
             w.reset(i as u64);
         }
-        self.dirty = 0;
+        set(&mut self.dirty, 0);
         // (`members` keeps the last region's, unclaimed, for `claim` to try first.)
-        self.own_slot = None;
-        self.bind = icv.bind;
+        if self.own_slot.is_some() {
+            self.own_slot = None;
+        }
+        set(&mut self.bind, icv.bind);
     }
 
     /// A barrier of the whole team (its tasks complete before it ends).
@@ -687,14 +703,32 @@ impl Team {
             return if self.waits.primary_done.load(Ordering::Acquire) { State::Left } else { State::Running };
         }
         let Some(s) = self.members.get(tid as usize - 1) else { return State::Running };
-        if !std::ptr::eq(s.team.load(Ordering::Relaxed), self) {
+        // Acquire: pairs with `assign`'s Release store; every slot's state read below is then
+        // this region's.
+        if !self.waits.members_told.load(Ordering::Acquire) {
+            return State::NotStarted;
+        }
+        if !std::ptr::eq(s.link.team.load(Ordering::Relaxed), self) {
             return State::Left;
         }
-        match s.state.load(Ordering::Acquire) {
+        match s.link.state.load(Ordering::Acquire) {
             ASSIGNED => State::NotStarted,
             RUNNING => State::Running,
             _ => State::Left,
         }
+    }
+
+    /// Whether a member has left the region (its slot no longer runs this team's share).
+    fn any_left(&self) -> bool {
+        (1..self.n).any(|t| self.member_state(t) == State::Left)
+    }
+
+    /// Whether every member has docked after the join barrier: its share's last access to
+    /// the team came before (Acquire: pairs with `dock`'s Release store of DOCKED). Only for
+    /// the primary at its join: the slots are still claimed by the team, so none of them
+    /// can have been assigned again.
+    fn all_docked(&self) -> bool {
+        self.members.iter().all(|s| s.link.state.load(Ordering::Acquire) != RUNNING)
     }
 
     /// A cancellable barrier: true when the region was cancelled.
@@ -750,12 +784,20 @@ const SLEEPING: u32 = 4;
 const LINGER: std::time::Duration = std::time::Duration::from_millis(1);
 
 pub struct Slot {
-    state: CachePadded<AtomicU32>,
+    /// What the primary writes to assign the slot and the member reads to take it, and the
+    /// member's state: one cache line, so that an assignment reaches the member in one
+    /// transfer of it.
+    link: CachePadded<Link>,
+    /// Written by primaries only (claim, join): kept off the member's line.
     claimed: AtomicBool,
-    team: AtomicPtr<Team>,
-    tid: AtomicU32,
     worker: Option<usize>,
     index: usize,
+}
+
+struct Link {
+    state: AtomicU32,
+    team: AtomicPtr<Team>,
+    tid: AtomicU32,
 }
 
 const MAX_SLOTS: usize = 4096;
@@ -830,10 +872,12 @@ fn pool() -> &'static Pool {
 /// A new slot, leaked: slots live as long as the process.
 fn new_slot(worker: Option<usize>, index: usize, claimed: bool) -> &'static Slot {
     Box::leak(Box::new(Slot {
-        state: CachePadded::new(AtomicU32::new(DETACHED)),
+        link: CachePadded::new(Link {
+            state: AtomicU32::new(DETACHED),
+            team: AtomicPtr::new(std::ptr::null_mut()),
+            tid: AtomicU32::new(0),
+        }),
         claimed: AtomicBool::new(claimed),
-        team: AtomicPtr::new(std::ptr::null_mut()),
-        tid: AtomicU32::new(0),
         worker,
         index,
     }))
@@ -861,8 +905,8 @@ fn spawn_slot() -> &'static Slot {
     let r = std::thread::Builder::new().name(format!("weft-omp-{i}")).stack_size(stack).spawn(move || {
         crate::places::init_own_thread();
         loop {
-            while s.state.load(Ordering::Acquire) == DETACHED {
-                sys::futex_wait(&s.state, DETACHED);
+            while s.link.state.load(Ordering::Acquire) == DETACHED {
+                sys::futex_wait(&s.link.state, DETACHED);
             }
             dock(s, false);
         }
@@ -882,18 +926,18 @@ fn dock(s: &'static Slot, mut counted: bool) {
     let mut counter = None;
     loop {
         // Acquire: pairs with the primary's swap to ASSIGNED after writing the assignment.
-        if s.state.load(Ordering::Acquire) != ASSIGNED {
-            if spin_until(|| s.state.load(Ordering::Acquire) == ASSIGNED) || (s.worker.is_some() && linger(s)) {
+        if s.link.state.load(Ordering::Acquire) != ASSIGNED {
+            if spin_until(|| s.link.state.load(Ordering::Acquire) == ASSIGNED) || (s.worker.is_some() && linger(s)) {
                 continue;
             }
-            match s.state.compare_exchange(DOCKED, DETACHED, Ordering::AcqRel, Ordering::Acquire) {
+            match s.link.state.compare_exchange(DOCKED, DETACHED, Ordering::AcqRel, Ordering::Acquire) {
                 Ok(_) => return,
                 Err(_) => continue,
             }
         }
-        let team = std::ptr::NonNull::new(s.team.load(Ordering::Relaxed)).map(TeamRef);
-        let tid = s.tid.load(Ordering::Relaxed);
-        s.state.store(RUNNING, Ordering::Relaxed);
+        let team = std::ptr::NonNull::new(s.link.team.load(Ordering::Relaxed)).map(TeamRef);
+        let tid = s.link.tid.load(Ordering::Relaxed);
+        s.link.state.store(RUNNING, Ordering::Relaxed);
         if counter.is_none() {
             counter = started_runtime().map(|rt| rt.counter());
         }
@@ -902,23 +946,23 @@ fn dock(s: &'static Slot, mut counted: bool) {
         {
             k.job();
         }
-        // (The primary keeps the team alive until we increment `left`, run_member's last
-        // access: `TeamRef`.)
+        // (The primary keeps the team as it is until we dock: `TeamRef`.)
         run_member(team.expect("invariant: an assigned slot has a team"), tid, counter);
-        // Fails when the primary has already reassigned us (then the state is ASSIGNED).
-        let _ = s.state.compare_exchange(RUNNING, DOCKED, Ordering::AcqRel, Ordering::Acquire);
+        // Release: after our last access to the team; the primary's join waits for it (and
+        // only then lets the slot go, so nobody can assign it before this store).
+        s.link.state.store(DOCKED, Ordering::Release);
     }
 }
 
 /// Sleep on a docked slot for at most [`LINGER`]: whether it was assigned meanwhile (else it
 /// is DOCKED again).
 fn linger(s: &Slot) -> bool {
-    if s.state.compare_exchange(DOCKED, SLEEPING, Ordering::AcqRel, Ordering::Acquire).is_err() {
+    if s.link.state.compare_exchange(DOCKED, SLEEPING, Ordering::AcqRel, Ordering::Acquire).is_err() {
         return true;
     }
     // (An early return, spurious or a signal's, only ends the linger early.)
-    sys::futex_wait_timeout(&s.state, SLEEPING, LINGER);
-    s.state.compare_exchange(SLEEPING, DOCKED, Ordering::AcqRel, Ordering::Acquire).is_err()
+    sys::futex_wait_timeout(&s.link.state, SLEEPING, LINGER);
+    s.link.state.compare_exchange(SLEEPING, DOCKED, Ordering::AcqRel, Ordering::Acquire).is_err()
 }
 
 fn dock_job(i: usize) {
@@ -927,8 +971,8 @@ fn dock_job(i: usize) {
     crate::places::leave();
 }
 
-/// Run one member's share of a region (`team` is alive until this function increments its
-/// `left` counter: [`TeamRef`]).
+/// Run one member's share of a region (`team` is kept as it is until the member docks, after
+/// this returns: [`TeamRef`]).
 fn run_member(team: TeamRef, tid: u32, counter: Option<weft_core::Counter<'static>>) {
     let t = team.get();
     let prev = CUR.with(|c| c.get());
@@ -952,8 +996,6 @@ fn run_member(team: TeamRef, tid: u32, counter: Option<weft_core::Counter<'stati
     }
     CUR.with(|x| x.set(prev));
     c.end(t);
-    // Release: our last access to the team; the primary frees it after seeing all of them.
-    t.left.fetch_add(1, Ordering::Release);
 }
 
 /// How many threads a region asking for `req` (0: no clause) gets (OpenMP 5.1 §2.6.1).
@@ -1047,9 +1089,10 @@ fn fork_in(
         // The set-up, before any member sees the team.
         let t = &mut *r.team;
         t.reset(n, pt.level + 1, pt.active_level + u32::from(n > 1), Some(up), body, &icv);
-        t.bind = bind;
+        set(&mut t.bind, bind);
         match pt.places.get(up.1 as usize) {
             Some(&a) => crate::places::assign(a, bind, n, &mut t.places),
+            None if t.places.is_empty() => {}
             None => t.places.clear(),
         }
         if let Some(s) = setup {
@@ -1062,11 +1105,11 @@ fn fork_in(
         }
         if n > 1 {
             claim(t, p.worker);
-        } else {
+        } else if !t.members.is_empty() {
             t.members.clear();
         }
         if let Some(rt) = runtime() {
-            t.traced_from = rt.tracing().then(std::time::Instant::now);
+            set(&mut t.traced_from, rt.tracing().then(std::time::Instant::now));
         }
         let t: &Team = &r.team;
         if n > 1 {
@@ -1167,12 +1210,12 @@ fn assign(t: &Team) {
     let p = pool();
     let team = t as *const Team as *mut Team;
     for (k, s) in t.members.iter().enumerate() {
-        s.team.store(team, Ordering::Relaxed);
-        s.tid.store(k as u32 + 1, Ordering::Relaxed);
+        s.link.team.store(team, Ordering::Relaxed);
+        s.link.tid.store(k as u32 + 1, Ordering::Relaxed);
         // AcqRel: publishes the assignment (and the team's reset) to the member.
-        let prev = s.state.swap(ASSIGNED, Ordering::AcqRel);
+        let prev = s.link.state.swap(ASSIGNED, Ordering::AcqRel);
         if prev == SLEEPING {
-            futex_wake(&s.state, 1);
+            futex_wake(&s.link.state, 1);
         } else if prev == DETACHED {
             match (s.worker, p.rt.as_ref()) {
                 (Some(w), Some(rt)) => {
@@ -1182,10 +1225,12 @@ fn assign(t: &Team) {
                         std::process::abort();
                     }
                 }
-                _ => futex_wake(&s.state, 1),
+                _ => futex_wake(&s.link.state, 1),
             }
         }
     }
+    // Release: after every swap above (the diagnostics' `Team::member_state`).
+    t.waits.members_told.store(true, Ordering::Release);
 }
 
 /// Claim every slot of `slots`, or none (releasing those it took): whether it did.
@@ -1223,12 +1268,11 @@ pub fn join() {
         rt.trace_span("omp parallel", from);
     }
     let members = t.members.len() as u32;
-    // Acquire: pairs with each member's Release increment, its last access to the team.
-    // Members count themselves out within a microsecond of the barrier, unless one was
+    // Members dock within a microsecond of the barrier, unless one was
     // preempted in between (more threads than processors): spinning on would then keep it
     // off this processor until the end of the time slice (libgomp's for-15.c, 3 threads on 2
     // cores: 2.7 s, against libgomp's 0.02 s), so the wait gives way to it.
-    sys::spin_then_yield(|| t.left.load(Ordering::Acquire) == members);
+    sys::spin_then_yield(|| t.all_docked());
     // And for the threads completing a task of the team from omp_fulfill_event.
     t.tasks.wait_fulfillers();
     for s in t.members.iter().chain(t.own_slot.iter()) {
@@ -1254,11 +1298,14 @@ pub fn join() {
         // No member references the team any more: it is the primary's alone again.
         let t = &mut *r.team;
         // Every task of the region is complete (the join barrier): the group's last users.
-        t.group = None;
+        // (Written only if they change: `set`.)
+        if t.group.is_some() {
+            t.group = None;
+        }
         if let Some(c) = r.ctx.as_mut() {
             // Every thread entered the same constructs as thread 0, unless the region was
             // cancelled.
-            t.dirty = if cancelled { RING } else { (c.ws_gen as usize).min(RING) };
+            set(&mut t.dirty, if cancelled { RING } else { (c.ws_gen as usize).min(RING) });
             task::end_implicit(c);
             debug_assert!(c.deque.len() == 0, "invariant: a share ends with its deque empty");
             // What the context holds of the region goes now, not at the next fork (which

@@ -26,6 +26,7 @@
 //! Under `OMP_WAIT_POLICY=active` waiters never sleep: a barrier waiter makes the same
 //! checks every 2^20 looks of its spin (a few milliseconds) instead.
 
+use crossbeam_utils::CachePadded;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::time::Duration;
 
@@ -48,8 +49,13 @@ pub enum Site {
 #[derive(Default)]
 pub struct Waits {
     at: Vec<AtomicU8>,
-    /// Set by the primary once it has passed the region's last barrier (join).
-    pub primary_done: AtomicBool,
+    /// Set by the primary once it has passed the region's last barrier (join). (Each flag
+    /// the primary writes while its members run has a line of its own: a store to a line
+    /// they read would take it from them.)
+    pub primary_done: CachePadded<AtomicBool>,
+    /// Set by the primary once every member has its assignment (fork): until then a
+    /// member's slot may still be docked from the team's previous region.
+    pub members_told: CachePadded<AtomicBool>,
     reported: AtomicBool,
 }
 
@@ -72,11 +78,17 @@ impl Waits {
         while self.at.len() < n as usize {
             self.at.push(AtomicU8::new(0));
         }
-        for a in &self.at[..n as usize] {
-            a.store(0, Ordering::Relaxed);
+        // (Each written only if it changes: the members read the lines around them.)
+        for a in &mut self.at[..n as usize] {
+            if *a.get_mut() != 0 {
+                *a.get_mut() = 0;
+            }
         }
-        self.primary_done.store(false, Ordering::Relaxed);
-        self.reported.store(false, Ordering::Relaxed);
+        *self.primary_done.get_mut() = false;
+        *self.members_told.get_mut() = false;
+        if *self.reported.get_mut() {
+            *self.reported.get_mut() = false;
+        }
     }
 
     /// Thread `tid` sleeps at `site` (or no longer does: [`Site::None`]).
