@@ -130,6 +130,14 @@ fn oversubscribed_teams_run_unbound() {
     check("oversubscribed", &[], false);
 }
 
+/// Tasks queued after the other thread reached the end of the region (by the primary, then
+/// by the member): all run before the region ends, some on the thread that was at the end.
+#[test]
+fn tasks_queued_late_run_before_the_end_on_every_thread() {
+    check("late_tasks", &[], false);
+    check("late_tasks", &[("OMP_WAIT_POLICY", "passive")], false);
+}
+
 #[test]
 fn cancellation() {
     check("cancel", &[("OMP_CANCELLATION", "true")], false);
@@ -203,8 +211,8 @@ fn lock_misuse_gets_a_message_and_leaves_the_lock_as_it_was() {
 }
 
 /// A barrier only one thread of a team reaches (thread 0, then thread 1; and under
-/// `OMP_WAIT_POLICY=active`): the waiter left at the end of the region says which threads
-/// are where and the program aborts, where libgomp hangs.
+/// `OMP_WAIT_POLICY=active`): its waiter says which threads are where and the program
+/// aborts, where libgomp hangs.
 #[test]
 fn a_barrier_not_every_thread_reaches_is_diagnosed() {
     let Some(cc) = common::compiler() else {
@@ -213,19 +221,18 @@ fn a_barrier_not_every_thread_reaches_is_diagnosed() {
     };
     let exe = compile(&cc, "barrier_mismatch");
     // Under the active wait policy the waiter never sleeps: it looks while spinning.
-    for (which, env) in [("0", None), ("1", None), ("0", Some(("OMP_WAIT_POLICY", "active")))] {
+    for (which, env) in [("0", None), ("1", None), ("0", Some(("OMP_WAIT_POLICY", "active"))), ("1", Some(("OMP_WAIT_POLICY", "active")))] {
         let mut cmd = Command::new(&exe);
         cmd.arg(which);
         let out = run_cmd(cmd, &exe, &Vec::from_iter(env), false);
         let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
         assert!(stdout.contains("mismatched") && !stdout.contains("not reached"), "thread {which}:\n{stdout}\n{stderr}");
         assert!(!out.status.success(), "thread {which}: went on:\n{stdout}\n{stderr}");
-        let other = if which == "0" { "1" } else { "0" };
+        // Thread 1 at the end has docked (left); thread 0 at the end waits at its join.
+        let other = if which == "0" { "thread 1 has left the parallel region" } else { "thread 0 at the end of the parallel region" };
         for what in [
-            format!(
-                "thread {which} of a team of 2 waits at the end of the parallel region, a barrier the other threads can no longer reach"
-            ),
-            format!("thread {other} has left the parallel region"),
+            format!("thread {which} of a team of 2 waits at a barrier, a barrier the other threads can no longer reach"),
+            other.to_string(),
             "the team's threads met different barriers".to_string(),
         ] {
             assert!(stderr.contains(&what), "thread {which}: no message `{what}`:\n{stderr}");

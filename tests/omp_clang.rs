@@ -173,6 +173,12 @@ fn single_master_critical_barrier_reductions() {
     check("sync", &[]);
 }
 
+/// Tasks queued after the other thread reached the end of the region: all run, some on it.
+#[test]
+fn tasks_queued_late() {
+    check("late_tasks", &[]);
+}
+
 #[test]
 fn tasks() {
     check("tasks", &[]);

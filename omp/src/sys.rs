@@ -228,22 +228,6 @@ fn spin_until_with(mut done: impl FnMut() -> bool, adaptive: bool) -> bool {
     }
 }
 
-/// Wait until `done()` holds for a condition whose setter never sleeps nor wakes anyone and
-/// is about to set it (a member leaving its team): spin a burst, then yield the processor
-/// between looks, in case the setter was preempted (soon while oversubscribed).
-pub fn spin_then_yield(mut done: impl FnMut() -> bool) {
-    let burst = if oversubscribed() { BURST_OVERSUBSCRIBED } else { BURST };
-    let mut k = 0;
-    while !done() {
-        if k < burst {
-            k += 1;
-            std::hint::spin_loop();
-        } else {
-            std::thread::yield_now();
-        }
-    }
-}
-
 /// Wait until `word != old`: spin, then sleep on the futex. `extra` is polled too (a
 /// cancellation flag); returns early when it holds.
 pub fn wait_change(word: &AtomicU32, old: u32, sleepers: &AtomicU32, extra: impl Fn() -> bool) {

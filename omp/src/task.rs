@@ -833,7 +833,7 @@ pub struct TeamTasks {
     /// Threads in `omp_fulfill_event` completing a task of this team ([`fulfill`]): they
     /// may be no member of it (any thread may fulfil an event), and they still touch the
     /// team after counting their task out (`notify`), when the region may already be over.
-    /// The primary reuses or frees the team only once none is left ([`Self::wait_fulfillers`]).
+    /// The primary reuses or frees the team only once none is left ([`Self::fulfillers`]).
     fulfilling: AtomicUsize,
     /// Tasks released by core once their dependencies were met (from any thread).
     ready: Injector<Arc<TaskBox>>,
@@ -929,12 +929,21 @@ impl TeamTasks {
         }
     }
 
-    /// Wait until no thread completing a task of the team in `omp_fulfill_event` may touch
-    /// the team any more (at `join`, after the join barrier: every task of the region is
-    /// complete, so no new such thread can come).
-    pub fn wait_fulfillers(&self) {
-        // Acquire: pairs with each fulfiller's Release decrement, its last access to the team.
-        sys::spin_then_yield(|| self.fulfilling.load(Ordering::Acquire) == 0);
+    /// How many threads are in `omp_fulfill_event` completing a task of this team
+    /// ([`fulfill`]); Acquire: pairs with each one's Release decrement, its last access.
+    pub fn fulfillers(&self) -> usize {
+        self.fulfilling.load(Ordering::Acquire)
+    }
+
+    /// Sleep until a task is queued or finishes ([`Self::notify`]), at most `d`.
+    pub fn sleep_briefly(&self, d: std::time::Duration) {
+        let seen = self.wake.load(Ordering::SeqCst);
+        // SeqCst: as `wait_until`'s sleep (the timeout bounds a miss).
+        self.sleepers.fetch_add(1, Ordering::SeqCst);
+        if self.pending() > 0 && !self.queued() {
+            sys::futex_wait_timeout(&self.wake, seen, d);
+        }
+        self.sleepers.fetch_sub(1, Ordering::SeqCst);
     }
 
     /// Tasks created and not complete.
@@ -2253,12 +2262,12 @@ pub unsafe fn fulfill(ev: usize) {
         // and `join` waits for us to be out before the team is reused or freed.
         let tasks = &t.team.get().tasks;
         // Relaxed: `finish`'s decrement of the pending count (a release, followed only by
-        // read-modify-writes of it) comes after this in our order, and the join barrier
-        // completes only once a load (Acquire) finds that count zero, so `join`'s load of
-        // this counter sees this increment or a later change.
+        // read-modify-writes of it) comes after this in our order, and the join's gather
+        // ends only once a load (Acquire) finds that count zero, so its later load of this
+        // counter sees this increment or a later change (team.rs `Team::over`).
         tasks.fulfilling.fetch_add(1, Ordering::Relaxed);
         finish(t);
-        // Release: our last access to the team (pairs with `wait_fulfillers`' Acquire).
+        // Release: our last access to the team (pairs with `TeamTasks::fulfillers`' Acquire).
         tasks.fulfilling.fetch_sub(1, Ordering::Release);
     }
 }

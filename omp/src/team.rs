@@ -20,10 +20,22 @@
 //! Slot states: DETACHED (no job running / OS thread asleep) → ASSIGNED (the primary wrote
 //! the assignment, then swapped the state; if it was DETACHED it posts a job or wakes the
 //! thread; if it was SLEEPING it wakes the thread) → RUNNING (the member took the
-//! assignment) → DOCKED (the member finished; CAS from RUNNING, which fails if it was
-//! already reassigned) → SLEEPING (a core worker's, CAS from DOCKED after the spin) →
+//! assignment) → DOCKED (the member finished: its swap, then its count in the team's
+//! `docked`, which the primary waits for before it assigns the slot again) → SLEEPING (a
+//! core worker's, CAS from DOCKED after the spin) →
 //! DOCKED (CAS from SLEEPING after the sleep) → DETACHED (CAS from DOCKED); each CAS fails
-//! if the slot was assigned meanwhile.
+//! if the slot was assigned meanwhile. A docked, sleeping or detached member of a region
+//! not joined yet may be assigned again, HELP (CAS by `Team::recruit`), to run tasks queued
+//! after it docked; then it runs (HELPING) and docks again. The primary sleeping at its
+//! join on a member not docked adds [`WAITER`] to the member's state.
+//!
+//! # The join
+//! A member's share ends when its body has returned and the team has no task pending: it
+//! docks then (no barrier at the end), and the primary's join waits for each member to
+//! have docked and for every task to be complete, running tasks meanwhile: a gather, with
+//! no release (the next fork is one). A member that docked while the region goes on is
+//! recruited again when a task is queued (`Team::nudge`), as libomp's workers run tasks in
+//! the fork barrier while they wait for the next region.
 //!
 //! # Lifetime
 //! A team is owned by its primary thread, boxed in the thread's stack of regions
@@ -31,11 +43,11 @@
 //! for the thread's next region at that depth; a box is never moved (the stack's buffer
 //! may be, not what its boxes point to). Members reach the team through a [`TeamRef`] (a
 //! plain shared reference: no count to bump per fork). A member's last access to the team
-//! comes before it docks (its slot's state goes from RUNNING to DOCKED, a store to the line
-//! the next assignment is written to, so the join costs no line of its own); the primary
-//! waits for all of them before it changes the team again: its only `&mut Team` are the
-//! fork's set-up, before any member is told of the team, and the join's, after they all
-//! docked.
+//! is its count in `docked`, after its slot says DOCKED; the primary waits for all of them
+//! (`Team::over`) before it changes the team again: its only `&mut Team` are the fork's
+//! set-up, before any member is told of the team, and the join's, after they all docked.
+//! Team boxes are never freed (a thread's stack of regions is leaked with it), so a
+//! member's wake-up of the primary after its count, on its own slot, touches no team.
 
 use crate::abi::gomp::reduction::Descriptor;
 use crate::env::{self, SCHED_MONOTONIC};
@@ -507,15 +519,14 @@ impl Barrier {
                 std::time::Duration::ZERO
             }
         };
-        // Acquire on the members' slots, then the generation: a member docks after it saw
-        // the last barrier complete, so if this barrier were that one, its generation would
-        // have moved on by now (watch.rs).
-        let left = team.any_left();
-        let primary_done = team.waits.primary_done.load(Ordering::Acquire);
+        // Whether a thread is past every barrier of the region: a member that docked (its
+        // body returned), or the primary at its join. (Read before the generation: a
+        // barrier that thread was the last to arrive at has moved on by then.)
+        let gone = team.any_left() || team.waits.primary_at_end();
         if self.generation.load(Ordering::Acquire) != g || team.cancelled.load(Ordering::Acquire) {
             return;
         }
-        team.waits.tick(tid, team.n, site, slept, left || primary_done, &|t| team.member_state(t));
+        team.waits.tick(tid, team.n, site, slept, gone, &|t| team.member_state(t));
     }
 
     /// Release every waiter (after a cancellation, which the caller has set): the
@@ -552,6 +563,8 @@ pub struct Team {
     pub group: Option<Arc<Group>>,
     /// Which threads sleep at which barrier, for the diagnostics (watch.rs).
     pub waits: Waits,
+    /// Members docked in this region, less those recruited since (the join's gather).
+    docked: CachePadded<AtomicU32>,
     members: Vec<&'static Slot>,
     own_slot: Option<&'static Slot>,
     /// How many ring slots the last region may have used (all of them for a new team).
@@ -581,9 +594,9 @@ fn set<T: PartialEq>(f: &mut T, v: T) {
 /// fork/join protocol bounds, not the borrow checker.
 ///
 /// # Invariant
-/// A team outlives the tasks bound to it. Its region's join barrier completes only once the
-/// team has no task left (`TeamTasks::pending` is zero: the last arriver drains it), and its
-/// primary reuses or frees the team only after that barrier and after every member has left.
+/// A team outlives the tasks bound to it. Its primary reuses or frees the team only after its
+/// join found the region over (`Team::over`): no task left (`TeamTasks::pending` is zero),
+/// and every member docked.
 /// A task reaches its team only until its completion has counted it out (`task::finish`), and
 /// the threads that complete tasks are the team's members, or a thread fulfilling a detached
 /// task's event (`task::fulfill`), which may be no member: it counts itself in the team's
@@ -591,8 +604,8 @@ fn set<T: PartialEq>(f: &mut T, v: T) {
 /// the primary waits for that count to be zero as for its members to leave.
 ///
 /// A member reaches its team the same way, from its slot (`run_member`): the primary's
-/// `join` waits for every member to dock (`Team::all_docked`) before it changes or drops
-/// the team.
+/// `join` waits for every member to dock (`Team::over`) before it changes or drops the
+/// team.
 ///
 /// A nested team holds its primary's team the same way (`Team::ancestor`): the nested region
 /// runs inside its primary's share of the outer one, so the outer team outlives it.
@@ -641,6 +654,7 @@ impl Team {
             tasks: TeamTasks::new(),
             group: None,
             waits: Waits::default(),
+            docked: CachePadded::new(AtomicU32::new(0)),
             members: Vec::new(),
             own_slot: None,
             dirty: RING,
@@ -665,6 +679,7 @@ impl Team {
         }
         set(self.single.get_mut(), 0);
         set(self.cancelled.get_mut(), false);
+        set(self.docked.get_mut(), 0);
         self.tasks.reset(n);
         self.waits.reset(n);
         if self.group.is_some() {
@@ -689,18 +704,11 @@ impl Team {
         crate::trace::end(traced, "omp barrier");
     }
 
-    /// The barrier that ends the region (the join).
-    fn end_barrier(&self) {
-        let traced = crate::ws::trace_barrier();
-        self.bar.wait(self, None, Site::End);
-        crate::trace::end(traced, "omp barrier");
-    }
-
     /// Where thread `tid` is as far as the team knows, for the diagnostics (watch.rs): a
     /// member whose slot no longer runs this team's share has left (or not started).
     fn member_state(&self, tid: u32) -> State {
         if tid == 0 {
-            return if self.waits.primary_done.load(Ordering::Acquire) { State::Left } else { State::Running };
+            return State::Running;
         }
         let Some(s) = self.members.get(tid as usize - 1) else { return State::Running };
         // Acquire: pairs with `assign`'s Release store; every slot's state read below is then
@@ -711,7 +719,8 @@ impl Team {
         if !std::ptr::eq(s.link.team.load(Ordering::Relaxed), self) {
             return State::Left;
         }
-        match s.link.state.load(Ordering::Acquire) {
+        // (A member recruited to help with tasks has left the region's barriers behind.)
+        match s.link.state.load(Ordering::Acquire) & STATE {
             ASSIGNED => State::NotStarted,
             RUNNING => State::Running,
             _ => State::Left,
@@ -723,12 +732,128 @@ impl Team {
         (1..self.n).any(|t| self.member_state(t) == State::Left)
     }
 
-    /// Whether every member has docked after the join barrier: its share's last access to
-    /// the team came before (Acquire: pairs with `dock`'s Release store of DOCKED). Only for
-    /// the primary at its join: the slots are still claimed by the team, so none of them
-    /// can have been assigned again.
-    fn all_docked(&self) -> bool {
-        self.members.iter().all(|s| s.link.state.load(Ordering::Acquire) != RUNNING)
+    /// Whether the region is over: no task of the team pending, no thread completing one
+    /// from `omp_fulfill_event` still at it, every member docked (its last access to the
+    /// team done). Read in that order, each with Acquire: a thread that recruits a docked
+    /// member (`recruit`) is a member not docked, the primary, or a fulfiller; it lowers
+    /// `docked` before the member can run, and the member's tasks complete (`pending`)
+    /// after that, a fulfiller leaves (`fulfilling`) after it: whoever sees those
+    /// counts at zero then sees `docked` lowered, until the member docks again.
+    fn over(&self, members: u32) -> bool {
+        self.tasks.pending() == 0 && self.tasks.fulfillers() == 0 && self.docked.load(Ordering::Acquire) == members
+    }
+
+    /// The join, for the primary: run the team's tasks until the region is over
+    /// ([`Team::over`]). Sleeps on a member's slot that is not docked yet (`WAITER`), or,
+    /// with tasks pending, for at most a millisecond at a time (queued tasks wake no one
+    /// here).
+    fn gather(&self) {
+        let members = self.members.len() as u32;
+        if self.over(members) {
+            return;
+        }
+        let c = cur();
+        let asleep = Cell::new(None::<Option<std::time::Instant>>);
+        let active = sys::SPIN_NS.load(Ordering::Relaxed) == u64::MAX;
+        let looks = Cell::new(0u32);
+        let spun_long = || {
+            looks.set(looks.get().wrapping_add(1));
+            if looks.get().is_multiple_of(1 << 20) {
+                self.join_tick(&asleep);
+            }
+            false
+        };
+        let slice = Cell::new(std::time::Duration::from_millis(1));
+        loop {
+            if self.over(members) {
+                break;
+            }
+            if task::run_one(c) {
+                continue;
+            }
+            let busy = self.tasks.pending() > 0;
+            let poll = self.tasks.poller();
+            let done = || self.over(members) || poll() || (active && spun_long());
+            if if busy { sys::spin_until_tasks(done) } else { sys::spin_until(done) } {
+                continue;
+            }
+            self.join_tick(&asleep);
+            const MS: std::time::Duration = std::time::Duration::from_millis(1);
+            // A member not docked yet: sleep until it docks (it wakes us), a millisecond at
+            // most with tasks pending, else a slice (the diagnostics look between slices).
+            let waiter = self.members.iter().find_map(|s| {
+                let st = s.link.state.load(Ordering::Acquire);
+                if is_docked(st) {
+                    return None;
+                }
+                let w = st | WAITER;
+                (st & WAITER != 0 || s.link.state.compare_exchange(st, w, Ordering::AcqRel, Ordering::Acquire).is_ok()).then_some((s, w))
+            });
+            let t0 = sys::sleep_start();
+            match waiter {
+                Some((s, w)) if busy => sys::futex_wait_timeout(&s.link.state, w, MS),
+                Some((s, w)) => {
+                    sys::futex_wait_timeout(&s.link.state, w, slice.get());
+                    slice.set(crate::watch::next_slice(slice.get()));
+                }
+                // Every member docked, and either one is about to count itself (it docks,
+                // then counts), or tasks are pending that no member may run now (the
+                // others wait for a predecessor or an event): look again in a while.
+                None if busy => self.tasks.sleep_briefly(MS),
+                None => std::thread::yield_now(),
+            }
+            sys::sleep_end(t0);
+        }
+        if asleep.get().is_some() {
+            self.waits.set(0, Site::None);
+        }
+    }
+
+    /// Diagnostics of a primary waiting at its join (watch.rs): it records where it is (a
+    /// member asleep at a barrier then knows its wait cannot end: `Barrier::tick`, which
+    /// also knows whether that barrier completed meanwhile) and reports a long wait.
+    #[cold]
+    fn join_tick(&self, asleep: &Cell<Option<Option<std::time::Instant>>>) {
+        let slept = match asleep.get() {
+            Some(Some(t)) => t.elapsed(),
+            Some(None) => {
+                asleep.set(Some(Some(std::time::Instant::now())));
+                std::time::Duration::ZERO
+            }
+            None => {
+                self.waits.set(0, Site::End);
+                asleep.set(Some(None));
+                std::time::Duration::ZERO
+            }
+        };
+        self.waits.tick(0, self.n, Site::End, slept, false, &|t| self.member_state(t));
+    }
+
+    /// A task was queued while a member had docked: assign one such member again, to help
+    /// run the team's tasks (HELP: no body; it docks again once none is pending). Only
+    /// once every member has its assignment (before, a slot may be docked from the team's
+    /// last region). Called by a thread of the region (a member not docked, the primary)
+    /// or by a fulfiller of a task of the team: see [`Team::over`] for why `docked` is
+    /// lowered before the slot changes.
+    #[cold]
+    fn recruit(&self) {
+        if !self.waits.members_told.load(Ordering::Acquire) {
+            return;
+        }
+        for s in &self.members {
+            let st = s.link.state.load(Ordering::Acquire);
+            if !is_docked(st) {
+                continue;
+            }
+            self.docked.fetch_sub(1, Ordering::AcqRel);
+            // AcqRel: publishes the lowered count to the member, which reads its slot with
+            // Acquire before it touches the team.
+            if s.link.state.compare_exchange(st, HELP, Ordering::AcqRel, Ordering::Acquire).is_ok() {
+                wake_slot(s, st);
+                return;
+            }
+            self.docked.fetch_add(1, Ordering::AcqRel);
+        }
     }
 
     /// A cancellable barrier: true when the region was cancelled.
@@ -739,7 +864,8 @@ impl Team {
         r
     }
 
-    /// A task was queued: wake a thread sleeping at a barrier to run it.
+    /// A task was queued: wake a thread sleeping at a barrier to run it, or recruit a
+    /// member that has docked.
     pub fn nudge(&self) {
         // (notify's SeqCst fence also orders the push before the sleeper counts below.)
         self.tasks.notify();
@@ -748,6 +874,11 @@ impl Team {
             if b.sleepers.load(Ordering::SeqCst) > 0 {
                 futex_wake(&b.generation, 1);
             }
+        }
+        // (A member that saw no task pending just before this one was counted in, and has
+        // not counted itself docked yet, is missed: the task runs on the others.)
+        if self.docked.load(Ordering::Relaxed) != 0 {
+            self.recruit();
         }
     }
 
@@ -775,6 +906,23 @@ const DOCKED: u32 = 1;
 const ASSIGNED: u32 = 2;
 const RUNNING: u32 = 3;
 const SLEEPING: u32 = 4;
+/// Assigned again after it docked, to help with tasks of the same region: no body to run
+/// (`Team::recruit`).
+const HELP: u32 = 5;
+/// Running a share assigned HELP.
+const HELPING: u32 = 6;
+/// The state's bits; above them, [`WAITER`].
+const STATE: u32 = 0xff;
+/// Set by a primary about to sleep at its join on a member not docked yet (ASSIGNED,
+/// HELP, RUNNING or HELPING): the member wakes it when it docks. The member's own change
+/// from ASSIGNED or HELP keeps it (`dock`); its swap to DOCKED clears it.
+const WAITER: u32 = 0x100;
+
+/// Whether a slot's state is one a member leaves only for a new assignment: it runs
+/// nothing of any team.
+fn is_docked(state: u32) -> bool {
+    matches!(state & STATE, DOCKED | SLEEPING | DETACHED)
+}
 
 /// How long a docked core worker sleeps on its slot, after its spin, before its job returns
 /// to core: short, as Weft's tasks for that worker wait meanwhile, but long enough to catch
@@ -924,10 +1072,12 @@ fn spawn_slot() -> &'static Slot {
 fn dock(s: &'static Slot, mut counted: bool) {
     // (The thread's statistics line, looked up once: the same for each share it runs.)
     let mut counter = None;
+    // Acquire: pairs with the primary's swap to ASSIGNED after writing the assignment (or a
+    // recruiter's CAS to HELP).
+    let assigned = || matches!(s.link.state.load(Ordering::Acquire) & STATE, ASSIGNED | HELP);
     loop {
-        // Acquire: pairs with the primary's swap to ASSIGNED after writing the assignment.
-        if s.link.state.load(Ordering::Acquire) != ASSIGNED {
-            if spin_until(|| s.link.state.load(Ordering::Acquire) == ASSIGNED) || (s.worker.is_some() && linger(s)) {
+        if !assigned() {
+            if spin_until(assigned) || (s.worker.is_some() && linger(s)) {
                 continue;
             }
             match s.link.state.compare_exchange(DOCKED, DETACHED, Ordering::AcqRel, Ordering::Acquire) {
@@ -937,20 +1087,23 @@ fn dock(s: &'static Slot, mut counted: bool) {
         }
         let team = std::ptr::NonNull::new(s.link.team.load(Ordering::Relaxed)).map(TeamRef);
         let tid = s.link.tid.load(Ordering::Relaxed);
-        s.link.state.store(RUNNING, Ordering::Relaxed);
+        // Only we change the state now (a waiting primary adds WAITER): flip it to
+        // RUNNING or HELPING, keeping that bit.
+        let st = s.link.state.load(Ordering::Relaxed) & STATE;
+        let help = st == HELP;
+        s.link.state.fetch_xor(st ^ if help { HELPING } else { RUNNING }, Ordering::Relaxed);
         if counter.is_none() {
             counter = started_runtime().map(|rt| rt.counter());
         }
+        // (A share that only helps with tasks is not counted: the region's share was.)
         if !std::mem::take(&mut counted)
+            && !help
             && let Some(k) = counter
         {
             k.job();
         }
-        // (The primary keeps the team as it is until we dock: `TeamRef`.)
-        run_member(team.expect("invariant: an assigned slot has a team"), tid, counter);
-        // Release: after our last access to the team; the primary's join waits for it (and
-        // only then lets the slot go, so nobody can assign it before this store).
-        s.link.state.store(DOCKED, Ordering::Release);
+        // (The primary keeps the team as it is until we have docked: `TeamRef`.)
+        run_member(s, team.expect("invariant: an assigned slot has a team"), tid, counter, help);
     }
 }
 
@@ -971,31 +1124,46 @@ fn dock_job(i: usize) {
     crate::places::leave();
 }
 
-/// Run one member's share of a region (`team` is kept as it is until the member docks, after
-/// this returns: [`TeamRef`]).
-fn run_member(team: TeamRef, tid: u32, counter: Option<weft_core::Counter<'static>>) {
+/// Run one member's share of a region on slot `s`, or with `help` only the team's tasks
+/// (`Team::recruit`), then dock (`team` is kept as it is until the member has: [`TeamRef`]).
+fn run_member(s: &Slot, team: TeamRef, tid: u32, counter: Option<weft_core::Counter<'static>>, help: bool) {
     let t = team.get();
     let prev = CUR.with(|c| c.get());
     // The share starts before the combined construct's slice inside it.
-    let traced = runtime().filter(|rt| rt.tracing()).map(|rt| (rt, std::time::Instant::now()));
+    let traced = runtime().filter(|rt| rt.tracing() && !help).map(|rt| (rt, std::time::Instant::now()));
     let mut c = Ctx::new(t, t.group.clone(), tid, t.child_icv, counter);
-    if t.ring[0].preinit() {
+    if !help && t.ring[0].preinit() {
         c.ws_gen = 1;
         c.ws = Some(0);
         c.ws_cur_gen = 0;
         crate::ws::trace_begin(&mut c, "omp for");
     }
     CUR.with(|x| x.set(&mut c));
-    crate::places::enter_member(t.places.get(tid as usize), sys::oversubscribed());
-    if let Some(body) = t.body {
-        body.call();
+    if !help {
+        crate::places::enter_member(t.places.get(tid as usize), sys::oversubscribed());
+        if let Some(body) = t.body {
+            body.call();
+        }
     }
-    t.end_barrier();
+    // The end: run the team's tasks until none is pending (no barrier: the primary's join
+    // gathers the members; a task queued after we docked recruits a docked member again).
+    let traced_end = crate::ws::trace_barrier();
+    task::drain(cur());
+    crate::trace::end(traced_end, "omp barrier");
     if let Some((rt, from)) = traced {
         rt.trace_span("omp parallel", from);
     }
     CUR.with(|x| x.set(prev));
     c.end(t);
+    // Docked, then counted: the slot says so before the count lets the primary assign it
+    // again (a recruiter may take it back in between: it lowered the count first).
+    let was = s.link.state.swap(DOCKED, Ordering::Release);
+    // Release: our last access to the team (`Team::over`).
+    t.docked.fetch_add(1, Ordering::Release);
+    if was & WAITER != 0 {
+        // (Our own slot: it outlives every team.)
+        futex_wake(&s.link.state, 1);
+    }
 }
 
 /// How many threads a region asking for `req` (0: no clause) gets (OpenMP 5.1 §2.6.1).
@@ -1207,30 +1375,37 @@ fn claim(t: &mut Team, me_worker: Option<usize>) {
 
 /// Give the claimed members their assignment in `t` (which they reach as a [`TeamRef`]).
 fn assign(t: &Team) {
-    let p = pool();
     let team = t as *const Team as *mut Team;
     for (k, s) in t.members.iter().enumerate() {
         s.link.team.store(team, Ordering::Relaxed);
         s.link.tid.store(k as u32 + 1, Ordering::Relaxed);
         // AcqRel: publishes the assignment (and the team's reset) to the member.
         let prev = s.link.state.swap(ASSIGNED, Ordering::AcqRel);
-        if prev == SLEEPING {
-            futex_wake(&s.link.state, 1);
-        } else if prev == DETACHED {
-            match (s.worker, p.rt.as_ref()) {
-                (Some(w), Some(rt)) => {
-                    let f: weft_core::JobFn = job_fn();
-                    if let Err(e) = rt.post_job(w, f, s.index) {
-                        eprintln!("weft-omp: cannot recruit worker {w} ({e}); aborting");
-                        std::process::abort();
-                    }
+        wake_slot(s, prev);
+    }
+    // Release: after every swap above (the diagnostics' `Team::member_state`, and
+    // `Team::recruit`).
+    t.waits.members_told.store(true, Ordering::Release);
+}
+
+/// A slot was just assigned, from state `prev`: get its thread to look (wake it if it
+/// sleeps on the slot; if it is detached, post a core worker its docking job, or wake the
+/// OS thread).
+fn wake_slot(s: &'static Slot, prev: u32) {
+    if prev == SLEEPING {
+        futex_wake(&s.link.state, 1);
+    } else if prev == DETACHED {
+        match (s.worker, pool().rt.as_ref()) {
+            (Some(w), Some(rt)) => {
+                let f: weft_core::JobFn = job_fn();
+                if let Err(e) = rt.post_job(w, f, s.index) {
+                    eprintln!("weft-omp: cannot recruit worker {w} ({e}); aborting");
+                    std::process::abort();
                 }
-                _ => futex_wake(&s.link.state, 1),
             }
+            _ => futex_wake(&s.link.state, 1),
         }
     }
-    // Release: after every swap above (the diagnostics' `Team::member_state`).
-    t.waits.members_told.store(true, Ordering::Release);
 }
 
 /// Claim every slot of `slots`, or none (releasing those it took): whether it did.
@@ -1251,8 +1426,8 @@ fn job_fn() -> weft_core::JobFn {
     F.get_or_init(|| Arc::new(dock_job)).clone()
 }
 
-/// End the region the calling thread is thread 0 of: the join barrier, then wait for every
-/// member to let go of the team.
+/// End the region the calling thread is thread 0 of: run the team's tasks until the region is
+/// over (every task complete, every member docked: `Team::gather`).
 pub fn join() {
     let c = ctx();
     let t = c.team();
@@ -1260,21 +1435,15 @@ pub fn join() {
         eprintln!("weft-omp: GOMP_parallel_end called outside a parallel region; ignored");
         return;
     }
-    t.end_barrier();
-    // Release: a member still waiting at a barrier of this region after seeing this has
-    // met a barrier nobody else will (watch.rs).
-    t.waits.primary_done.store(true, Ordering::Release);
+    let traced = crate::ws::trace_barrier();
+    // (While oversubscribed the wait yields at once, to a member that may share this
+    // processor: libgomp's for-15.c, 3 threads on 2 cores.)
+    t.gather();
+    crate::trace::end(traced, "omp barrier");
     if let (Some(from), Some(rt)) = (t.traced_from, runtime()) {
         rt.trace_span("omp parallel", from);
     }
     let members = t.members.len() as u32;
-    // Members dock within a microsecond of the barrier, unless one was
-    // preempted in between (more threads than processors): spinning on would then keep it
-    // off this processor until the end of the time slice (libgomp's for-15.c, 3 threads on 2
-    // cores: 2.7 s, against libgomp's 0.02 s), so the wait gives way to it.
-    sys::spin_then_yield(|| t.all_docked());
-    // And for the threads completing a task of the team from omp_fulfill_event.
-    t.tasks.wait_fulfillers();
     for s in t.members.iter().chain(t.own_slot.iter()) {
         s.claimed.store(false, Ordering::Release);
     }
@@ -1297,7 +1466,7 @@ pub fn join() {
         CUR.with(|x| x.set(r.parent));
         // No member references the team any more: it is the primary's alone again.
         let t = &mut *r.team;
-        // Every task of the region is complete (the join barrier): the group's last users.
+        // Every task of the region is complete (the gather): the group's last users.
         // (Written only if they change: `set`.)
         if t.group.is_some() {
             t.group = None;

@@ -38,23 +38,21 @@ pub enum Site {
     None = 0,
     /// A barrier: `omp barrier`, or the end of a worksharing construct or `single`.
     Barrier = 1,
-    /// The barrier ending the parallel region.
+    /// The end of the parallel region: the primary's join (members have no barrier there:
+    /// they dock once their body returned and no task is pending; team.rs).
     End = 2,
     /// A cancellable barrier (`GOMP_barrier_cancel`, kmp's `cancel_barrier`).
     Cancellable = 3,
 }
 
-/// Per team: which threads sleep at which barrier, whether a thread has passed the region's
-/// last barrier, whether the long-wait report was printed.
+/// Per team: which threads sleep at which barrier, whether every member has its assignment,
+/// whether the long-wait report was printed.
 #[derive(Default)]
 pub struct Waits {
     at: Vec<AtomicU8>,
-    /// Set by the primary once it has passed the region's last barrier (join). (Each flag
-    /// the primary writes while its members run has a line of its own: a store to a line
-    /// they read would take it from them.)
-    pub primary_done: CachePadded<AtomicBool>,
     /// Set by the primary once every member has its assignment (fork): until then a
-    /// member's slot may still be docked from the team's previous region.
+    /// member's slot may still be docked from the team's previous region. (On a line of its
+    /// own: a store to a line the members read would take it from them.)
     pub members_told: CachePadded<AtomicBool>,
     reported: AtomicBool,
 }
@@ -84,7 +82,6 @@ impl Waits {
                 *a.get_mut() = 0;
             }
         }
-        *self.primary_done.get_mut() = false;
         *self.members_told.get_mut() = false;
         if *self.reported.get_mut() {
             *self.reported.get_mut() = false;
@@ -94,18 +91,26 @@ impl Waits {
     /// Thread `tid` sleeps at `site` (or no longer does: [`Site::None`]).
     pub fn set(&self, tid: u32, site: Site) {
         if let Some(a) = self.at.get(tid as usize) {
-            // Relaxed: read only by the diagnosis, which is a snapshot anyway.
-            a.store(site as u8, Ordering::Relaxed);
+            // Release: read by the diagnosis (`primary_at_end` relies on it; the rest is a
+            // snapshot anyway).
+            a.store(site as u8, Ordering::Release);
         }
     }
 
+    /// Whether the primary sleeps at the region's end (its join): past every barrier. (Acquire,
+    /// with `set`'s Release: every barrier it left has completed, as its waiters then see.)
+    pub fn primary_at_end(&self) -> bool {
+        self.at(0) == Site::End as u8
+    }
+
     fn at(&self, tid: u32) -> u8 {
-        self.at.get(tid as usize).map_or(0, |a| a.load(Ordering::Relaxed))
+        self.at.get(tid as usize).map_or(0, |a| a.load(Ordering::Acquire))
     }
 
     /// Called by thread `tid`, asleep at `site` for `slept` so far, whose barrier has not
-    /// completed: `gone` says whether a thread had passed the region's last barrier when
-    /// the caller looked (before it read the barrier's generation: see team.rs), `state(t)`
+    /// completed: `gone` says whether the caller's wait can no longer end (a thread it waits
+    /// for is past every barrier of the region, or waits at one the caller will not reach:
+    /// see team.rs), `state(t)`
     /// where thread `t` is as far as the team knows (left, not started, or running).
     pub fn tick(&self, tid: u32, n: u32, site: Site, slept: Duration, gone: bool, state: &dyn Fn(u32) -> State) {
         if gone {

@@ -1,9 +1,9 @@
 /* A barrier only one thread of a team reaches (non-conforming: "each barrier region must be
  * encountered by all threads in a team or by none at all"): thread N (argv[1], default 0).
- * Its barrier pairs with the other thread's at the end of the region; that thread leaves
- * the region, and thread N waits at the end for a thread that is gone. libgomp hangs there
- * without a word; Weft says which threads are where and aborts. Prints "mismatched" before
- * the region. */
+ * The other thread goes on to the end of the region (under Weft a member docks there, the
+ * primary waits at its join), and thread N waits at its barrier for a thread that will not
+ * come. libgomp hangs without a word; Weft says which threads are where and aborts. Prints
+ * "mismatched" before the region. */
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
