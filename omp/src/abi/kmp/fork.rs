@@ -27,6 +27,12 @@ thread_local! {
     static PUSHED_TEAMS: Cell<(u32, u32)> = const { Cell::new((0, 0)) };
     /// The calling thread's global thread number (-1: not given yet).
     static GTID: Cell<i32> = const { Cell::new(-1) };
+    /// The calling thread's region records, one per nesting depth of the regions it forks
+    /// (boxed: a record stays put while its region runs, even as a nested fork grows the
+    /// list), and how many of its regions run.
+    #[allow(clippy::vec_box)]
+    static CALLS: std::cell::RefCell<Vec<Box<Call>>> = const { std::cell::RefCell::new(Vec::new()) };
+    static DEPTH: Cell<usize> = const { Cell::new(0) };
 }
 
 /// The calling thread's global thread number: distinct per thread, given on first use. The
@@ -83,17 +89,68 @@ unsafe fn gather(argc: i32, f: Microtask, regs: *const *mut c_void, stack: *cons
     Call { f, argv, argc }
 }
 
-/// `__kmpc_fork_call`'s body: gather the varargs, run the region.
+impl Call {
+    /// Make this record [`gather`]'s, writing only what differs: the team's members read
+    /// it at every region, and a line left unchanged stays valid in their caches (a
+    /// program forking the same region in a loop changes nothing).
+    ///
+    /// # Safety
+    /// As [`gather`].
+    unsafe fn refill(&mut self, argc: i32, f: Microtask, regs: *const *mut c_void, stack: *const *mut c_void) {
+        let argc = argc.max(0) as usize;
+        if !std::ptr::fn_addr_eq(self.f, f) {
+            self.f = f;
+        }
+        if argc > self.argv.len() {
+            self.argv.resize(argc, std::ptr::null_mut());
+        }
+        for (i, a) in self.argv.iter_mut().take(argc).enumerate() {
+            // SAFETY: as in `gather`.
+            let v = unsafe { if i < 3 { *regs.add(i) } else { *stack.add(i - 3) } };
+            if *a != v {
+                *a = v;
+            }
+        }
+        if self.argc != argc {
+            self.argc = argc;
+        }
+    }
+}
+
+/// Gives the calling thread's region depth back when its region ends (or unwinds).
+struct Depth(usize);
+
+impl Drop for Depth {
+    fn drop(&mut self) {
+        DEPTH.set(self.0);
+    }
+}
+
+/// `__kmpc_fork_call`'s body: gather the varargs into the thread's record for the region's
+/// depth, run the region.
 ///
 /// # Safety
 /// As [`gather`].
 unsafe extern "C" fn fork_call_va(_loc: Ident, argc: i32, f: Microtask, regs: *const *mut c_void, stack: *const *mut c_void) {
-    // SAFETY: per the contract.
-    let call = unsafe { gather(argc, f, regs, stack) };
     guard("__kmpc_fork_call", || {
         let (n, bind) = PUSHED.with(|p| p.replace((0, 0)));
-        // SAFETY: `body` runs a `Call`; this one lives until the region joins, below.
-        let body = unsafe { Outlined::new(body, &call as *const Call as *mut c_void) };
+        let d = DEPTH.replace(DEPTH.get() + 1);
+        let _back = Depth(d);
+        let call: *const Call = CALLS.with(|c| {
+            let mut c = c.borrow_mut();
+            if c.len() <= d {
+                // SAFETY: per the contract.
+                c.push(Box::new(unsafe { gather(argc, f, regs, stack) }));
+            } else {
+                // SAFETY: per the contract.
+                unsafe { c[d].refill(argc, f, regs, stack) };
+            }
+            &*c[d] as *const Call
+        });
+        // SAFETY: `body` runs a `Call`; this one is the thread's record at depth `d`, which
+        // stays put (boxed) and unchanged (only a region at that depth writes it, and this
+        // thread forks no other until this one joins) until the region joins, below.
+        let body = unsafe { Outlined::new(body, call as *mut c_void) };
         team::parallel(body, n, bind, None)
     })
 }
