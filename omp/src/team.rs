@@ -778,6 +778,12 @@ impl Team {
                 continue;
             }
             self.join_tick(&asleep);
+            // Nothing left to do but members recruited and not started (a core worker
+            // recruited after its job had returned may first finish a Weft task): take
+            // those assignments back rather than wait for them.
+            if self.tasks.pending() == 0 && self.tasks.fulfillers() == 0 && self.unrecruit() {
+                continue;
+            }
             const MS: std::time::Duration = std::time::Duration::from_millis(1);
             // A member not docked yet: sleep until it docks (it wakes us), a millisecond at
             // most with tasks pending, else a slice (the diagnostics look between slices).
@@ -807,6 +813,22 @@ impl Team {
         if asleep.get().is_some() {
             self.waits.set(0, Site::None);
         }
+    }
+
+    /// Take back the HELP assignments no member has taken yet (its CAS to HELPING fails
+    /// then): whether one was.
+    #[cold]
+    fn unrecruit(&self) -> bool {
+        let mut any = false;
+        for s in &self.members {
+            let st = s.link.state.load(Ordering::Acquire);
+            if st & STATE == HELP && s.link.state.compare_exchange(st, DOCKED, Ordering::AcqRel, Ordering::Acquire).is_ok() {
+                // (The recruiter lowered the count: it is the member's again.)
+                self.docked.fetch_add(1, Ordering::AcqRel);
+                any = true;
+            }
+        }
+        any
     }
 
     /// Diagnostics of a primary waiting at its join (watch.rs): it records where it is (a
@@ -915,7 +937,8 @@ const HELPING: u32 = 6;
 const STATE: u32 = 0xff;
 /// Set by a primary about to sleep at its join on a member not docked yet (ASSIGNED,
 /// HELP, RUNNING or HELPING): the member wakes it when it docks. The member's own change
-/// from ASSIGNED or HELP keeps it (`dock`); its swap to DOCKED clears it.
+/// from ASSIGNED or HELP keeps it (`dock`); its swap to DOCKED clears it (and so does the
+/// primary's own taking back of a HELP, `Team::unrecruit`: it waits on no slot then).
 const WAITER: u32 = 0x100;
 
 /// Whether a slot's state is one a member leaves only for a new assignment: it runs
@@ -1085,13 +1108,17 @@ fn dock(s: &'static Slot, mut counted: bool) {
                 Err(_) => continue,
             }
         }
+        // Take the assignment: to RUNNING or HELPING, keeping a waiting primary's WAITER
+        // bit. (A CAS: the primary may take back a HELP not taken yet, `Team::gather`.)
+        let cur = s.link.state.load(Ordering::Acquire);
+        let st = cur & STATE;
+        let help = st == HELP;
+        let to = (cur & !STATE) | if help { HELPING } else { RUNNING };
+        if !matches!(st, ASSIGNED | HELP) || s.link.state.compare_exchange(cur, to, Ordering::Acquire, Ordering::Relaxed).is_err() {
+            continue;
+        }
         let team = std::ptr::NonNull::new(s.link.team.load(Ordering::Relaxed)).map(TeamRef);
         let tid = s.link.tid.load(Ordering::Relaxed);
-        // Only we change the state now (a waiting primary adds WAITER): flip it to
-        // RUNNING or HELPING, keeping that bit.
-        let st = s.link.state.load(Ordering::Relaxed) & STATE;
-        let help = st == HELP;
-        s.link.state.fetch_xor(st ^ if help { HELPING } else { RUNNING }, Ordering::Relaxed);
         if counter.is_none() {
             counter = started_runtime().map(|rt| rt.counter());
         }
