@@ -114,6 +114,14 @@ impl Counter<'_> {
     pub fn job(self) {
         self.0.jobs.fetch_add(1, Ordering::Relaxed);
     }
+
+    /// A job posted to the thread, counted when it started, that ran no unit of its kind of
+    /// work after all (an OpenMP docking job posted to help with a region's tasks, whose
+    /// region had none left by the time it ran): taken out of the count.
+    #[inline]
+    pub fn not_a_job(self) {
+        self.0.jobs.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 /// The tasks that did not complete successfully since `wait_for_all` last reported them.

@@ -1091,7 +1091,9 @@ fn spawn_slot() -> &'static Slot {
 
 /// A member's life: run assignments until detached. Returns when the slot goes DETACHED.
 /// Each share run counts as a job in the statistics (`WEFT_STATS`), except the first one when
-/// `counted` (a core worker's docking job: core counted it when it started the job).
+/// `counted` (a core worker's docking job: core counted it when it started the job); a
+/// share that only helps with tasks is none, and a docking job that ran no share is taken
+/// out of the count.
 fn dock(s: &'static Slot, mut counted: bool) {
     // (The thread's statistics line, looked up once: the same for each share it runs.)
     let mut counter = None;
@@ -1104,7 +1106,12 @@ fn dock(s: &'static Slot, mut counted: bool) {
                 continue;
             }
             match s.link.state.compare_exchange(DOCKED, DETACHED, Ordering::AcqRel, Ordering::Acquire) {
-                Ok(_) => return,
+                Ok(_) => {
+                    if counted && let Some(rt) = started_runtime() {
+                        rt.counter().not_a_job();
+                    }
+                    return;
+                }
                 Err(_) => continue,
             }
         }
@@ -1123,8 +1130,8 @@ fn dock(s: &'static Slot, mut counted: bool) {
             counter = started_runtime().map(|rt| rt.counter());
         }
         // (A share that only helps with tasks is not counted: the region's share was.)
-        if !std::mem::take(&mut counted)
-            && !help
+        if !help
+            && !std::mem::take(&mut counted)
             && let Some(k) = counter
         {
             k.job();
