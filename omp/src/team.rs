@@ -1542,3 +1542,53 @@ pub fn run_sched() -> (i32, i32) {
     let c = ctx();
     (c.icv.run_sched & !SCHED_MONOTONIC, c.icv.run_chunk)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A team of two whose member's slot no thread serves (as a detached core worker's,
+    /// whose new docking job waits behind a Weft task), in `state`, counted docked if it is.
+    fn team_with_idle_member(state: u32) -> (Team, &'static Slot) {
+        let mut t = Team::unboxed(2);
+        let s = new_slot(None, usize::MAX, true);
+        s.link.state.store(state, Ordering::Relaxed);
+        t.members.push(s);
+        *t.docked.get_mut() = u32::from(is_docked(state));
+        (t, s)
+    }
+
+    /// Recruitment's bookkeeping: a docked member is assigned HELP and no longer counted
+    /// docked; a HELP no thread has taken is taken back at the join and counted again, so
+    /// the region ends without waiting for that thread.
+    #[test]
+    fn a_recruit_no_thread_took_is_taken_back() {
+        let (t, s) = team_with_idle_member(DETACHED);
+        // Before every member has its assignment, a docked slot may be the last region's.
+        t.recruit();
+        assert_eq!(s.link.state.load(Ordering::Relaxed), DETACHED, "recruited before the members were told");
+        t.waits.members_told.store(true, Ordering::Relaxed);
+        assert!(t.over(1));
+        t.recruit();
+        assert_eq!(s.link.state.load(Ordering::Relaxed), HELP);
+        assert!(!t.over(1), "a recruited member counts as not docked");
+        assert!(t.unrecruit());
+        assert_eq!(s.link.state.load(Ordering::Relaxed), DOCKED);
+        assert!(t.over(1));
+        assert!(!t.unrecruit(), "nothing left to take back");
+    }
+
+    /// A member running (its share, or a HELP it took), or waited on by the primary, is
+    /// neither recruited nor taken back.
+    #[test]
+    fn running_members_are_left_alone() {
+        for state in [RUNNING, HELPING | WAITER, ASSIGNED | WAITER] {
+            let (t, s) = team_with_idle_member(state);
+            t.waits.members_told.store(true, Ordering::Relaxed);
+            t.recruit();
+            assert!(!t.unrecruit());
+            assert_eq!(s.link.state.load(Ordering::Relaxed), state);
+            assert!(!t.over(1), "state {state:#x} counted docked");
+        }
+    }
+}
