@@ -54,7 +54,7 @@ use crate::env::{self, SCHED_MONOTONIC};
 use crate::outlined::Outlined;
 use crate::sys::{self, futex_wake, spin_until};
 use crate::task::{self, Group, TeamTasks};
-use crate::watch::{Site, State, Waits};
+use crate::watch::{Asleep, Site, State, Waits};
 use crate::ws::{RING, WorkShare};
 use crossbeam_utils::CachePadded;
 use std::cell::Cell;
@@ -468,7 +468,7 @@ impl Barrier {
         // Only a waiter about to sleep gets to `tick`: the diagnostics (watch.rs).
         // Under OMP_WAIT_POLICY=active a waiter never sleeps: it ticks every 2^20 looks of
         // its spin instead (a few milliseconds).
-        let asleep = Cell::new(None::<Option<std::time::Instant>>);
+        let asleep = Asleep::default();
         let tick = || self.tick(team, g, site, &asleep);
         let active = sys::SPIN_NS.load(Ordering::Relaxed) == u64::MAX;
         let looks = Cell::new(0u32);
@@ -501,24 +501,11 @@ impl Barrier {
     }
 
     /// Diagnostics of a waiter about to sleep, and after each timed-out sleep, at this
-    /// barrier's generation `g` (watch.rs); `asleep`: whether it has slept here, and since
-    /// when it counts the time slept: from the end of its first sleep (the clock is not read
-    /// before it, which most sleeps end without), so the time reported leaves that one out.
+    /// barrier's generation `g` (watch.rs; `asleep`: the waiter's record, `Waits::slept`).
     #[cold]
-    fn tick(&self, team: &Team, g: u32, site: Site, asleep: &Cell<Option<Option<std::time::Instant>>>) {
+    fn tick(&self, team: &Team, g: u32, site: Site, asleep: &Asleep) {
         let tid = my_tid();
-        let slept = match asleep.get() {
-            Some(Some(t)) => t.elapsed(),
-            Some(None) => {
-                asleep.set(Some(Some(std::time::Instant::now())));
-                std::time::Duration::ZERO
-            }
-            None => {
-                team.waits.set(tid, site);
-                asleep.set(Some(None));
-                std::time::Duration::ZERO
-            }
-        };
+        let slept = team.waits.slept(tid, site, asleep);
         // Whether a thread is past every barrier of the region: a member that docked (its
         // body returned), or the primary at its join. (Read before the generation: a
         // barrier that thread was the last to arrive at has moved on by then.)
@@ -753,7 +740,7 @@ impl Team {
             return;
         }
         let c = cur();
-        let asleep = Cell::new(None::<Option<std::time::Instant>>);
+        let asleep = Asleep::default();
         let active = sys::SPIN_NS.load(Ordering::Relaxed) == u64::MAX;
         let looks = Cell::new(0u32);
         let spun_long = || {
@@ -835,19 +822,8 @@ impl Team {
     /// member asleep at a barrier then knows its wait cannot end: `Barrier::tick`, which
     /// also knows whether that barrier completed meanwhile) and reports a long wait.
     #[cold]
-    fn join_tick(&self, asleep: &Cell<Option<Option<std::time::Instant>>>) {
-        let slept = match asleep.get() {
-            Some(Some(t)) => t.elapsed(),
-            Some(None) => {
-                asleep.set(Some(Some(std::time::Instant::now())));
-                std::time::Duration::ZERO
-            }
-            None => {
-                self.waits.set(0, Site::End);
-                asleep.set(Some(None));
-                std::time::Duration::ZERO
-            }
-        };
+    fn join_tick(&self, asleep: &Asleep) {
+        let slept = self.waits.slept(0, Site::End, asleep);
         self.waits.tick(0, self.n, Site::End, slept, false, &|t| self.member_state(t));
     }
 

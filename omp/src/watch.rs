@@ -57,6 +57,10 @@ pub struct Waits {
     reported: AtomicBool,
 }
 
+/// A waiter's record for [`Waits::slept`]: none before its first sleep, then since when
+/// it counts the time slept (none until the end of that sleep).
+pub type Asleep = std::cell::Cell<Option<Option<std::time::Instant>>>;
+
 /// What the diagnosis knows of one thread of the team.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum State {
@@ -85,6 +89,25 @@ impl Waits {
         *self.members_told.get_mut() = false;
         if *self.reported.get_mut() {
             *self.reported.get_mut() = false;
+        }
+    }
+
+    /// How long thread `tid` has slept at `site` so far, by `asleep` (the waiter's own
+    /// record: whether it has slept there, and since when it counts). The first call records
+    /// the site; the clock starts at the second, at the end of the first sleep (the clock is
+    /// not read before it, which most sleeps end without), so the time leaves that one out.
+    pub fn slept(&self, tid: u32, site: Site, asleep: &Asleep) -> Duration {
+        match asleep.get() {
+            Some(Some(t)) => t.elapsed(),
+            Some(None) => {
+                asleep.set(Some(Some(std::time::Instant::now())));
+                Duration::ZERO
+            }
+            None => {
+                self.set(tid, site);
+                asleep.set(Some(None));
+                Duration::ZERO
+            }
         }
     }
 
