@@ -1068,26 +1068,30 @@ fn spawn_slot() -> &'static Slot {
 /// A member's life: run assignments until detached. Returns when the slot goes DETACHED.
 /// Each share run counts as a job in the statistics (`WEFT_STATS`), except the first one when
 /// `counted` (a core worker's docking job: core counted it when it started the job); a
-/// share that only helps with tasks is none, and a docking job that ran no share is taken
-/// out of the count.
+/// share that only helps with tasks is none, and a docking job not posted for a share is
+/// taken out of the count.
 fn dock(s: &'static Slot, mut counted: bool) {
     // (The thread's statistics line, looked up once: the same for each share it runs.)
     let mut counter = None;
     // Acquire: pairs with the primary's swap to ASSIGNED after writing the assignment (or a
     // recruiter's CAS to HELP).
     let assigned = || matches!(s.link.state.load(Ordering::Acquire) & STATE, ASSIGNED | HELP);
+    // A docking job posted to help with tasks, or whose recruit was taken back before it
+    // ran, is no share: out of core's count at once (not when it returns, which may be
+    // after the program's statistics were printed at exit).
+    if counted && s.link.state.load(Ordering::Acquire) & STATE != ASSIGNED {
+        if let Some(rt) = started_runtime() {
+            rt.counter().not_a_job();
+        }
+        counted = false;
+    }
     loop {
         if !assigned() {
             if spin_until(assigned) || (s.worker.is_some() && linger(s)) {
                 continue;
             }
             match s.link.state.compare_exchange(DOCKED, DETACHED, Ordering::AcqRel, Ordering::Acquire) {
-                Ok(_) => {
-                    if counted && let Some(rt) = started_runtime() {
-                        rt.counter().not_a_job();
-                    }
-                    return;
-                }
+                Ok(_) => return,
                 Err(_) => continue,
             }
         }
