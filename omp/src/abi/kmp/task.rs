@@ -1022,10 +1022,13 @@ mod tests {
         let (block, size) = unsafe { (header(t) as *mut u8, (*header(t)).size) };
         // SAFETY: as above: dirty everything, as a task's body and the runtime would.
         unsafe { std::ptr::write_bytes(block, 0xff, size as usize) };
-        // SAFETY: from __kmpc_omp_task_alloc, not used after (its size is in the header,
-        // dirtied: written back first).
+        // SAFETY: from __kmpc_omp_task_alloc, not used after. `free` reads the block's size
+        // and home from the header, dirtied: both written back first (0xff is no `Home` at
+        // all: reading it was undefined, and a release build took the block for a lent
+        // room; the runtime itself never dirties them).
         unsafe {
             (*header(t)).size = size;
+            (*header(t)).home = Home::Block;
             free(t)
         };
         let t2 = alloc(LARGE + 48, 16);
