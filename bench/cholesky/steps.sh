@@ -13,7 +13,8 @@
 #
 # Usage: bench/cholesky/steps.sh
 # Environment: SIZE=2048/256, ROUNDS=8, CALIBRATION=3, NCPU=2 (CPU workers), BIN=PATH (an
-#   examples/cholesky binary instead of building one).
+#   examples/cholesky binary instead of building one), KEEP=1 (keep the traces, t*.json,
+#   and say where: to replay other models on them).
 # Needs: cargo, python3.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -28,7 +29,7 @@ if [[ -z ${BIN:-} ]]; then
     BIN=${CARGO_TARGET_DIR:-$root/target}/release/examples/cholesky
 fi
 out=$(mktemp -d)
-trap 'rm -rf "$out"' EXIT
+trap '[ -n "${KEEP:-}" ] || rm -rf "$out"' EXIT
 unset WEFT_SCHED WEFT_NOPENCL POCL_DEVICES WEFT_CALIBRATE WEFT_TRACE
 export WEFT_NCUDA=0 WEFT_NOPENCL=0 WEFT_NCPU=${NCPU:-2} WEFT_SCHED=dmdas WEFT_CALIBRATE=1
 export WEFT_HOME=$out/home
@@ -36,6 +37,7 @@ for ((r = 0; r < CALIBRATION; r++)); do "$BIN" "$n" "$tile" > /dev/null; done
 for ((r = 0; r < ROUNDS; r++)); do WEFT_TRACE=$out/t$r.json "$BIN" "$n" "$tile" > /dev/null; done
 echo "== Cholesky $n/$tile, $WEFT_NCPU CPU workers, dmdas: prediction errors and their floor =="
 echo "commit $(git rev-parse --short HEAD 2> /dev/null || echo unknown); $CALIBRATION calibration runs, $ROUNDS traced; load $(cut -d' ' -f1-3 /proc/loadavg)"
+[ -z "${KEEP:-}" ] || echo "traces kept in $out"
 python3 - "$out"/t*.json << 'PY'
 import collections, json, statistics as st, sys
 rows = collections.defaultdict(list)  # codelet -> [(occurrence, measured, predicted)]
