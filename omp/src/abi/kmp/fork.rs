@@ -51,8 +51,9 @@ pub(crate) fn gtid() -> i32 {
 /// One region's microtask and its arguments, shared by the team's threads.
 struct Call {
     f: Microtask,
-    /// At least 4 entries (padded with nulls: [`invoke`] loads 4 into registers); 8 or
-    /// `argc`, whichever is more.
+    /// At least 4 entries ([`invoke`] loads 4 into registers); 8 or `argc`, whichever is
+    /// more. Those past `argc` are padding the microtask never reads: nulls at first, then
+    /// what an earlier region of the record left there.
     argv: SmallVec<[*mut c_void; 8]>,
     argc: usize,
 }
@@ -74,23 +75,16 @@ unsafe extern "C" fn body(data: *mut c_void) {
 /// `regs` points to the 3 values that came in registers, `stack` to the caller's stack
 /// arguments (`argc - 3` of them when `argc > 3`).
 unsafe fn gather(argc: i32, f: Microtask, regs: *const *mut c_void, stack: *const *mut c_void) -> Call {
-    let argc = argc.max(0) as usize;
-    // Nulls in place (no pushes one by one: this is on every region's path), then the
-    // arguments over them.
-    let mut argv: SmallVec<[*mut c_void; 8]> = SmallVec::from_buf([std::ptr::null_mut(); 8]);
-    if argc > argv.len() {
-        argv.resize(argc, std::ptr::null_mut());
-    }
-    for (i, a) in argv.iter_mut().take(argc).enumerate() {
-        // SAFETY: per the contract: argument i is in the spilled registers or on the
-        // caller's stack (the System V layout of a variadic call's integer arguments).
-        *a = unsafe { if i < 3 { *regs.add(i) } else { *stack.add(i - 3) } };
-    }
-    Call { f, argv, argc }
+    // Nulls in place (no pushes one by one), then the arguments over them.
+    let mut call = Call { f, argv: SmallVec::from_buf([std::ptr::null_mut(); 8]), argc: 0 };
+    // SAFETY: per the contract.
+    unsafe { call.refill(argc, f, regs, stack) };
+    call
 }
 
 impl Call {
-    /// Make this record [`gather`]'s, writing only what differs: the team's members read
+    /// Make this record the varargs' (as [`gather`] reads them), writing only what
+    /// differs (the argument slots past `argc` keep what they held): the team's members read
     /// it at every region, and a line left unchanged stays valid in their caches (a
     /// program forking the same region in a loop changes nothing).
     ///
@@ -105,7 +99,8 @@ impl Call {
             self.argv.resize(argc, std::ptr::null_mut());
         }
         for (i, a) in self.argv.iter_mut().take(argc).enumerate() {
-            // SAFETY: as in `gather`.
+            // SAFETY: per the contract: argument i is in the spilled registers or on the
+            // caller's stack (the System V layout of a variadic call's integer arguments).
             let v = unsafe { if i < 3 { *regs.add(i) } else { *stack.add(i - 3) } };
             if *a != v {
                 *a = v;
