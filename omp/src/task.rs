@@ -935,13 +935,15 @@ impl TeamTasks {
         self.fulfilling.load(Ordering::Acquire)
     }
 
-    /// Sleep until a task is queued or finishes ([`Self::notify`]), at most `d`.
-    pub fn sleep_briefly(&self, d: std::time::Duration) {
+    /// Sleep until a task is queued or finishes ([`Self::notify`]), for a millisecond at
+    /// most, unless `stay` no longer holds once this thread counts as a sleeper.
+    pub fn sleep_briefly(&self, stay: impl Fn() -> bool) {
         let seen = self.wake.load(Ordering::SeqCst);
-        // SeqCst: as `wait_until`'s sleep (the timeout bounds a miss).
+        // SeqCst: we count ourselves, then re-check; a notifier changes the state, then
+        // reads the count (one of us sees the other). The timeout bounds any miss.
         self.sleepers.fetch_add(1, Ordering::SeqCst);
-        if self.pending() > 0 && !self.queued() {
-            sys::futex_wait_timeout(&self.wake, seen, d);
+        if stay() {
+            sys::futex_wait_timeout(&self.wake, seen, std::time::Duration::from_millis(1));
         }
         self.sleepers.fetch_sub(1, Ordering::SeqCst);
     }
@@ -1256,14 +1258,7 @@ fn wait_until(c: CtxRef, scope: Scope, done: impl Fn() -> bool) {
         if sys::spin_until_tasks(|| done() || (!blind && poll()) || (blind && found())) {
             continue;
         }
-        let seen = tasks.wake.load(Ordering::SeqCst);
-        // SeqCst: we count ourselves, then re-check; a notifier changes the state, then
-        // reads the count (one of us sees the other). The timeout bounds any miss.
-        tasks.sleepers.fetch_add(1, Ordering::SeqCst);
-        if !done() && (blind || !tasks.queued()) {
-            sys::futex_wait_timeout(&tasks.wake, seen, std::time::Duration::from_millis(1));
-        }
-        tasks.sleepers.fetch_sub(1, Ordering::SeqCst);
+        tasks.sleep_briefly(|| !done() && (blind || !tasks.queued()));
     }
 }
 

@@ -792,7 +792,7 @@ impl Team {
                 // Every member docked, and either one is about to count itself (it docks,
                 // then counts), or tasks are pending that no member may run now (the
                 // others wait for a predecessor or an event): look again in a while.
-                None if busy => self.tasks.sleep_briefly(MS),
+                None if busy => self.tasks.sleep_briefly(|| self.tasks.pending() > 0 && !self.tasks.queued()),
                 None => std::thread::yield_now(),
             }
             sys::sleep_end(t0);
