@@ -451,24 +451,27 @@ const CACHED_BLOCKS: usize = 16;
 const LENT_ROOM: usize = 0;
 
 impl Blocks {
+    /// The top of the stack, if any and if `take` accepts it.
     #[inline(always)]
-    fn pop(&self) -> Option<(*mut u8, usize)> {
+    fn pop_if(&self, take: impl Fn((*mut u8, usize)) -> bool) -> Option<(*mut u8, usize)> {
         let n = self.n.get().checked_sub(1)?;
         let b = self.slots.get(n)?.get();
+        if !take(b) {
+            return None;
+        }
         self.n.set(n);
         Some(b)
+    }
+
+    #[inline(always)]
+    fn pop(&self) -> Option<(*mut u8, usize)> {
+        self.pop_if(|_| true)
     }
 
     /// [`Blocks::pop`] if the top is a lent room (`lent`) or a block (not).
     #[inline(always)]
     fn pop_where(&self, lent: bool) -> Option<(*mut u8, usize)> {
-        let n = self.n.get().checked_sub(1)?;
-        let b = self.slots.get(n)?.get();
-        if (b.1 == LENT_ROOM) != lent {
-            return None;
-        }
-        self.n.set(n);
-        Some(b)
+        self.pop_if(|b| (b.1 == LENT_ROOM) == lent)
     }
 
     /// Keeps the block if there is room and the thread is not exiting; false if not.
