@@ -5,6 +5,8 @@
 //! | `WEFT_NCPU` | number of CPU workers | one per core, minus one per device driver |
 //! | `WEFT_SCHED` | scheduling policy: eager, prio, random, ws, lws, dm, dmda, dmdas, heteroprio (`heft`: dmda) | `dmdas` where workers are of more than one kind, else `lws` |
 //! | `WEFT_SCHED_ALPHA`, `WEFT_SCHED_BETA` | weights of expected compute time and transfer time in dm-family placement | 1, 1 |
+//! | `WEFT_SCHED_LOCALITY` | `dmda`/`dmdas`: scores within this many task durations of the best count as equal, and the worker moving the fewest bytes wins | 3 |
+//! | `WEFT_HETEROPRIO` | `heteroprio`'s bucket orders, e.g. `cpu=2,1,0;opencl=0,1,2`: buckets are task priorities, each architecture listed takes them in that order | automatic (a bucket per codelet, ordered by the models) |
 //! | `WEFT_CALIBRATE` | performance models: `0` use them (measure uncalibrated entries only), `1` keep measuring, `2` discard and start over | 0 |
 //! | `WEFT_BUS_CALIBRATE` | `1`: measure the bus model again instead of reading it from `$WEFT_HOME/bus` | 0 |
 //! | `WEFT_PERF_MODEL_HOMOGENEOUS_CPU` | `0`: each CPU worker has its own entries in the performance models (StarPU's variable of that name), for cores that do not run at one speed; each then calibrates on its own | 1 |
@@ -60,6 +62,8 @@ pub struct Config {
     /// durations (on the best worker) of the best count as equally good, and the one of
     /// them that moves the fewest bytes gets the task (0: the best score alone decides).
     pub sched_locality: f64,
+    /// `heteroprio`'s bucket orders (buckets are task priorities); `None`: automatic.
+    pub heteroprio: Option<crate::sched::HeteroprioOrders>,
     /// OpenCL devices of type CPU run codelets that also have a CPU implementation (else
     /// only those that do not, as the OpenCL front end's kernels): such a device computes
     /// on the cores the CPU workers use.
@@ -112,6 +116,7 @@ impl Default for Config {
             sched_alpha: 1.0,
             sched_beta: 1.0,
             sched_locality: 3.0,
+            heteroprio: None,
             opencl_on_cpus: false,
             homogeneous_cpu: true,
             null_slowdown: 1.0,
@@ -183,6 +188,9 @@ impl Config {
                 }
                 *slot = x;
             }
+        }
+        if let Some(v) = get("WEFT_HETEROPRIO") {
+            c.heteroprio = Some(v.parse().map_err(|e| Error::Config(format!("WEFT_HETEROPRIO={v:?}: {e}")))?);
         }
         if let Some(v) = get("WEFT_PERF_MODEL_HOMOGENEOUS_CPU") {
             c.homogeneous_cpu = parse_bool("WEFT_PERF_MODEL_HOMOGENEOUS_CPU", &v)?;
@@ -335,5 +343,25 @@ mod tests {
         assert_eq!(c.home.as_deref(), Some(std::path::Path::new("/tmp/wh")));
         assert_eq!(c.kernel_cache.as_deref(), Some(std::path::Path::new("/tmp/wh/kernels")));
         assert_eq!(c.sched, PolicyKind::Dmda);
+    }
+
+    #[test]
+    fn heteroprio_orders_are_read_and_bad_ones_say_why() {
+        use crate::task::Arch;
+        let c = cfg(&[("WEFT_HETEROPRIO", " cpu=2, 1,0 ; opencl=0;")]).unwrap();
+        let want = vec![(Arch::Cpu, vec![2, 1, 0]), (Arch::OpenCl, vec![0])];
+        assert_eq!(c.heteroprio.map(|h| h.orders), Some(want));
+        assert_eq!(Config::default().heteroprio, None);
+        for (bad, why) in [
+            ("gpu=1", "not an architecture"),
+            ("cpu=1,x", "not a priority"),
+            ("cpu=1;cpu=2", "given twice"),
+            ("cpu=1,1", "listed twice"),
+            ("cpu", "expected"),
+            (";", "no architecture"),
+        ] {
+            let e = cfg(&[("WEFT_HETEROPRIO", bad)]).unwrap_err().to_string();
+            assert!(e.contains("WEFT_HETEROPRIO") && e.contains(why), "{bad}: {e}");
+        }
     }
 }

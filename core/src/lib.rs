@@ -40,7 +40,7 @@ pub use config::Config;
 pub use data::{AcquireGuard, DataHandle, Filter, PendingAcquire, ReplicaState, Shape, Strides, View};
 pub use error::{Error, Result};
 pub use runtime::{Counter, Runtime};
-pub use sched::PolicyKind;
+pub use sched::{HeteroprioOrders, PolicyKind};
 #[cfg(feature = "opencl")]
 pub use task::OpenClLaunch;
 pub use task::{

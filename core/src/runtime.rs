@@ -328,6 +328,7 @@ impl Runtime {
                 alpha: config.sched_alpha,
                 beta: config.sched_beta,
                 locality: config.sched_locality,
+                heteroprio: config.heteroprio.clone(),
                 epoch,
                 prefetch: (kind != PolicyKind::Heteroprio && nodes.len() > 1).then(|| {
                     // Each device node's thread next to its driver where that is bound; host

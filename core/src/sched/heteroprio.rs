@@ -1,10 +1,19 @@
-//! `heteroprio`: ready tasks wait in priority buckets, one per codelet (sorted by task
-//! priority inside); each kind of worker takes first from the bucket where it is fastest
-//! relative to the other kinds present, as measured by the performance models (StarPU's
-//! heteroprio with automatic bucket orders). A worker at least [`SLOW`] times slower than
-//! another kind on a bucket leaves it alone while the faster workers can drain it (no more
-//! tasks than faster workers), so the last tasks of a phase do not end up on the slow one;
-//! a kind whose model is calibrated does the same for kinds still to be calibrated.
+//! `heteroprio`: ready tasks wait in priority buckets; each kind of worker takes first from
+//! the buckets it does best. Two ways to say which those are:
+//! - **automatic** (the default; StarPU's heteroprio with automatic bucket orders): one
+//!   bucket per codelet (sorted by task priority inside), and each kind takes first from
+//!   the bucket where it is fastest relative to the other kinds present, as measured by the
+//!   performance models;
+//! - **given** ([`HeteroprioOrders`], `Config::heteroprio` or `WEFT_HETEROPRIO`; StarPU's
+//!   `starpu_heteroprio_set_mapping`): a task's bucket is its priority, and a kind of
+//!   worker takes from the buckets its architecture lists in the order listed, then from
+//!   any other bucket, highest priority first (so that no task waits for a kind that will
+//!   never look at it); an architecture with no list takes highest priorities first.
+//!
+//! Either way, a worker at least [`SLOW`] times slower than another kind on a bucket (by
+//! the models) leaves it alone while the faster workers can drain it (no more tasks than
+//! faster workers), so the last tasks of a phase do not end up on the slow one; a kind
+//! whose model is calibrated does the same for kinds still to be calibrated.
 //!
 //! Kinds are the workers' model keys (`WorkerDesc::perf_arch`): two identical GPUs are one
 //! kind. A bucket's kind without measurements yet counts as fastest there, so each kind
@@ -14,8 +23,55 @@ use super::perf::{self, Expect};
 use super::{ModelCtx, Policy, SchedCtx, Target};
 use crate::sync::atomic::{AtomicUsize, Ordering};
 use crate::sync::{Arc, Mutex, lock};
-use crate::task::{TaskKind, TaskRef};
+use crate::task::{Arch, TaskKind, TaskRef};
 use std::collections::{HashMap, VecDeque};
+
+/// `heteroprio`'s bucket orders given by the program: per architecture, the task priorities
+/// (buckets) its workers take first, in that order (StarPU's `starpu_heteroprio_set_mapping`
+/// of priority index to bucket). Text form (`WEFT_HETEROPRIO`): `cpu=2,1,0;opencl=0,1,2`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct HeteroprioOrders {
+    pub orders: Vec<(Arch, Vec<i32>)>,
+}
+
+impl HeteroprioOrders {
+    /// The buckets `arch` lists, in order (empty: none given).
+    fn of(&self, arch: Arch) -> &[i32] {
+        self.orders.iter().find(|(a, _)| *a == arch).map_or(&[], |(_, o)| o.as_slice())
+    }
+}
+
+impl std::str::FromStr for HeteroprioOrders {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let mut orders: Vec<(Arch, Vec<i32>)> = Vec::new();
+        for part in s.split(';').map(str::trim).filter(|p| !p.is_empty()) {
+            let (name, list) =
+                part.split_once('=').ok_or_else(|| format!("{part:?}: expected <architecture>=<priority>,<priority>,..."))?;
+            let name = name.trim();
+            let arch = Arch::ALL
+                .into_iter()
+                .find(|a| a.name() == name)
+                .ok_or_else(|| format!("{name:?} is not an architecture; choose one of cpu, null, opencl, cuda"))?;
+            if orders.iter().any(|(a, _)| *a == arch) {
+                return Err(format!("{name:?} is given twice"));
+            }
+            let mut order = Vec::new();
+            for p in list.split(',').map(str::trim) {
+                let v: i32 = p.parse().map_err(|_| format!("{name}: {p:?} is not a priority (an integer)"))?;
+                if order.contains(&v) {
+                    return Err(format!("{name}: priority {v} is listed twice"));
+                }
+                order.push(v);
+            }
+            orders.push((arch, order));
+        }
+        if orders.is_empty() {
+            return Err("no architecture given; expected e.g. cpu=2,1,0;opencl=0,1,2".into());
+        }
+        Ok(HeteroprioOrders { orders })
+    }
+}
 
 /// How much slower than another kind a worker must be on a bucket to leave its last tasks
 /// to the faster kind.
@@ -33,8 +89,11 @@ struct Bucket {
 #[derive(Default)]
 struct Buckets {
     list: Vec<Bucket>,
-    /// Codelet id → bucket (tasks without codelet share bucket of id 0).
-    by_codelet: HashMap<u64, usize>,
+    /// What tells buckets apart (codelet id, tasks without codelet sharing 0; or, with
+    /// given orders, the task's priority) → bucket.
+    by_key: HashMap<i64, usize>,
+    /// Given orders: the bucket's key (its priority), per bucket.
+    keys: Vec<i64>,
 }
 
 pub(crate) struct Heteroprio {
@@ -46,6 +105,9 @@ pub(crate) struct Heteroprio {
     kinds: Vec<usize>,
     /// Workers per kind.
     count: Vec<usize>,
+    /// Given orders, per kind: the priorities (buckets) it takes first, in order. `None`:
+    /// automatic (buckets per codelet, ordered by the models).
+    given: Option<Vec<Vec<i32>>>,
     b: Mutex<Buckets>,
     len: AtomicUsize,
 }
@@ -65,7 +127,8 @@ impl Heteroprio {
             }
         }
         let count = (0..kinds.len()).map(|k| kind.iter().filter(|&&x| x == k).count()).collect();
-        Heteroprio { ctx, m, kind, kinds, count, b: Mutex::new(Buckets::default()), len: AtomicUsize::new(0) }
+        let given = m.heteroprio.as_ref().map(|o| kinds.iter().map(|&w| o.of(ctx.workers[w].arch).to_vec()).collect());
+        Heteroprio { ctx, m, kind, kinds, count, given, b: Mutex::new(Buckets::default()), len: AtomicUsize::new(0) }
     }
 
     /// How a kind fares on a bucket: its prediction over the best other kind's that can run
@@ -88,21 +151,23 @@ impl Policy for Heteroprio {
         "heteroprio"
     }
     fn push(&self, task: TaskRef, _from: Option<usize>) -> Target {
-        let id = match &task.kind {
-            TaskKind::Codelet(c) => c.id,
-            _ => 0,
+        let key = match (&self.given, &task.kind) {
+            (Some(_), _) => i64::from(task.priority),
+            (None, TaskKind::Codelet(c)) => c.id as i64,
+            (None, _) => 0,
         };
         // Predictions outside the lock: a model lookup takes the model's own lock.
         let preds: Vec<Option<Expect>> =
             self.kinds.iter().map(|&w| self.ctx.can_run(&task, w).then(|| perf::expect(&self.m, &task, &self.ctx.workers[w]))).collect();
         let mask = task.arch_mask;
         let mut b = lock(&self.b);
-        let at = match b.by_codelet.get(&id) {
+        let at = match b.by_key.get(&key) {
             Some(&i) => i,
             None => {
                 let i = b.list.len();
                 b.list.push(Bucket { tasks: VecDeque::new(), pred: vec![None; self.kinds.len()], uncal: vec![false; self.kinds.len()] });
-                b.by_codelet.insert(id, i);
+                b.by_key.insert(key, i);
+                b.keys.push(key);
                 i
             }
         };
@@ -130,7 +195,6 @@ impl Policy for Heteroprio {
         for (i, bucket) in b.list.iter().enumerate() {
             let Some(j) = bucket.tasks.iter().position(|t| self.ctx.can_run(t, worker)) else { continue };
             let t = &bucket.tasks[j];
-            let r = self.ratio(bucket, k, t);
             // Kinds that should rather run it: much faster, or still to be calibrated (while
             // this one is not). Leave it to them while they can drain the bucket.
             let mine = bucket.pred[k].filter(|_| !bucket.uncal[k]);
@@ -143,6 +207,12 @@ impl Policy for Heteroprio {
                 declined = Some(i);
                 continue;
             }
+            // Given orders: the bucket's place in this kind's list (unlisted after every
+            // listed one), then its priority.
+            let r = match &self.given {
+                Some(g) => g[k].iter().position(|&p| i64::from(p) == b.keys[i]).unwrap_or(g[k].len()) as f64,
+                None => self.ratio(bucket, k, t),
+            };
             let key = (r, -i64::from(t.priority), i, j);
             if best.is_none_or(|b0| (key.0, key.1) < (b0.0, b0.1)) {
                 best = Some(key);

@@ -22,6 +22,7 @@ mod queues;
 mod random;
 mod ws;
 
+pub use heteroprio::HeteroprioOrders;
 pub(crate) use queues::steal as steal_one;
 
 use crate::sync::Arc;
@@ -43,7 +44,8 @@ pub enum PolicyKind {
     /// `dmda` with per-worker queues sorted by priority.
     Dmdas,
     /// Priority buckets, one per codelet, each kind of worker taking first the buckets
-    /// where its speed-up over the others is largest.
+    /// where its speed-up over the others is largest; or one per task priority, taken in
+    /// the orders the program gives (`Config::heteroprio`).
     Heteroprio,
     /// `dmdas` where workers are of more than one kind, else `lws` (the default).
     Auto,
@@ -147,6 +149,8 @@ pub(crate) struct ModelCtx {
     pub epoch: std::time::Instant,
     /// Brings a placed task's inputs to its worker's node (`dm` family, device nodes).
     pub prefetch: Option<prefetch::Prefetcher>,
+    /// `heteroprio`'s bucket orders given by the program (`None`: automatic).
+    pub heteroprio: Option<HeteroprioOrders>,
 }
 
 impl ModelCtx {

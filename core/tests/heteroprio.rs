@@ -1,0 +1,104 @@
+//! `heteroprio` with bucket orders given by the program (`Config::heteroprio`,
+//! `WEFT_HETEROPRIO`): buckets are task priorities, each architecture takes the buckets it
+//! lists in its order, then the others by priority.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use weft_core::*;
+
+fn runtime(ncpu: usize, nnull: usize, orders: &str) -> Runtime {
+    let heteroprio = Some(orders.parse::<HeteroprioOrders>().unwrap());
+    Runtime::new(Config { ncpu: Some(ncpu), nnull, sched: PolicyKind::Heteroprio, heteroprio, spin_us: 5, ..Config::default() }).unwrap()
+}
+
+/// Keeps `n` workers busy (each runs one blocker) until the returned flag is set, so that
+/// the order in which they then take the tasks queued meanwhile is the policy's alone.
+fn block_workers(rt: &Runtime, n: usize) -> Arc<AtomicBool> {
+    let go = Arc::new(AtomicBool::new(false));
+    let started = Arc::new(AtomicUsize::new(0));
+    let (g, s) = (go.clone(), started.clone());
+    let blocker = Codelet::builder("blocker")
+        .cpu_and_null(move |_| {
+            s.fetch_add(1, Ordering::SeqCst);
+            while !g.load(Ordering::SeqCst) {
+                std::thread::yield_now();
+            }
+            Ok(())
+        })
+        .build();
+    for _ in 0..n {
+        rt.submit(TaskBuilder::new(&blocker).priority(i32::MAX)).unwrap();
+    }
+    while started.load(Ordering::SeqCst) < n {
+        std::thread::yield_now();
+    }
+    go
+}
+
+/// (architecture, priority) of each task run, in the order run.
+type Log = Arc<Mutex<Vec<(Arch, i32)>>>;
+
+fn recorder(log: &Log) -> Arc<Codelet> {
+    let l = log.clone();
+    Codelet::builder("record")
+        .cpu_and_null(move |ctx| {
+            l.lock().unwrap().push((ctx.arch(), ctx.arg::<i32>()));
+            Ok(())
+        })
+        .build()
+}
+
+#[test]
+fn one_kind_takes_its_listed_buckets_in_order_then_the_rest_by_priority() {
+    let rt = runtime(1, 0, "cpu=1,3,2");
+    let log: Log = Arc::default();
+    let rec = recorder(&log);
+    let go = block_workers(&rt, 1);
+    for p in [0, 3, 1, 2, 3, 5, 1, -1] {
+        rt.submit(TaskBuilder::new(&rec).arg(p).priority(p)).unwrap();
+    }
+    go.store(true, Ordering::SeqCst);
+    rt.wait_for_all().unwrap();
+    let order: Vec<i32> = log.lock().unwrap().iter().map(|&(_, p)| p).collect();
+    assert_eq!(order, vec![1, 1, 3, 3, 2, 5, 0, -1]);
+}
+
+#[test]
+fn each_kind_starts_with_its_own_first_bucket() {
+    // Opposite orders: the CPU worker drains bucket 0 first, the null device bucket 1.
+    let rt = runtime(1, 1, "cpu=0,1;null=1,0");
+    let log: Log = Arc::default();
+    let rec = recorder(&log);
+    let go = block_workers(&rt, 2);
+    for i in 0..40 {
+        let p = i % 2;
+        rt.submit(TaskBuilder::new(&rec).arg(p).priority(p)).unwrap();
+    }
+    go.store(true, Ordering::SeqCst);
+    rt.wait_for_all().unwrap();
+    let log = log.lock().unwrap();
+    for (arch, first) in [(Arch::Cpu, 0), (Arch::Null, 1)] {
+        let ran: Vec<i32> = log.iter().filter(|&&(a, _)| a == arch).map(|&(_, p)| p).collect();
+        assert!(!ran.is_empty(), "{arch:?} ran nothing: {log:?}");
+        assert_eq!(ran[0], first, "{arch:?} took another bucket first: {log:?}");
+        // It took from its second bucket only once its first was empty: what it ran is its
+        // first bucket's tasks, then the other's.
+        let switch = ran.iter().position(|&p| p != first).unwrap_or(ran.len());
+        assert!(ran[switch..].iter().all(|&p| p != first), "{arch:?} went back to bucket {first}: {ran:?}");
+    }
+}
+
+#[test]
+fn an_unlisted_architecture_takes_highest_priorities_first() {
+    let rt = runtime(1, 0, "null=0,1");
+    let log: Log = Arc::default();
+    let rec = recorder(&log);
+    let go = block_workers(&rt, 1);
+    for p in [0, 5, -3, 2, 5, 1] {
+        rt.submit(TaskBuilder::new(&rec).arg(p).priority(p)).unwrap();
+    }
+    go.store(true, Ordering::SeqCst);
+    rt.wait_for_all().unwrap();
+    let order: Vec<i32> = log.lock().unwrap().iter().map(|&(_, p)| p).collect();
+    assert_eq!(order, vec![5, 5, 2, 1, 0, -3]);
+}
