@@ -102,3 +102,59 @@ fn an_unlisted_architecture_takes_highest_priorities_first() {
     let order: Vec<i32> = log.lock().unwrap().iter().map(|&(_, p)| p).collect();
     assert_eq!(order, vec![5, 5, 2, 1, 0, -3]);
 }
+
+/// Spin for `us` µs: work whose duration the models can learn.
+fn work(us: u64) {
+    let t = std::time::Instant::now();
+    while t.elapsed() < std::time::Duration::from_micros(us) {
+        std::hint::spin_loop();
+    }
+}
+
+/// Automatic orders: a kind `s` times slower than another on a bucket (by the models) takes
+/// a task from it only when it holds more than `s` tasks per faster worker (StarPU's slow
+/// factor): while it ran one, the faster worker would have run them all.
+#[test]
+fn a_slow_kind_leaves_a_bucket_the_faster_ones_would_drain_first() {
+    let rt = Runtime::new(Config {
+        ncpu: Some(1),
+        nnull: 1,
+        sched: PolicyKind::Heteroprio,
+        null_slowdown: 10.0,
+        spin_us: 5,
+        ..Config::default()
+    })
+    .unwrap();
+    let name = format!("slow-factor-{}", std::process::id());
+    let cl = Codelet::builder(&name)
+        .cpu_and_null(|_| {
+            work(200);
+            Ok(())
+        })
+        .model(perfmodel::PerfModel::new(&name))
+        .build();
+    let null = rt.workers().iter().find(|w| w.arch == Arch::Null).unwrap().id;
+    let burst = |n: usize| {
+        let hs: Vec<TaskHandle> = (0..n).map(|_| rt.submit(TaskBuilder::new(&cl)).unwrap()).collect();
+        for h in hs {
+            h.wait().unwrap();
+        }
+    };
+    // Calibration: the model is forced onto both kinds until each has its samples.
+    for _ in 0..15 {
+        burst(3);
+    }
+    let m = rt.model(&cl).unwrap();
+    let fp = perfmodel::footprint(&[]);
+    for arch in ["cpu", "null"] {
+        assert!(matches!(m.predict(arch, fp, 0.0), perfmodel::Prediction::Calibrated(_)), "{arch} not calibrated");
+    }
+    // Bursts of 4: about 10 times slower, the device would end its one task after the CPU
+    // worker ended all four.
+    let before = rt.tasks_per_worker()[null];
+    for _ in 0..20 {
+        burst(4);
+    }
+    let ran = rt.tasks_per_worker()[null] - before;
+    assert_eq!(ran, 0, "the device, 10x slower, took {ran} of 80 tasks from bursts of 4");
+}

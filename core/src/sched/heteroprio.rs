@@ -11,9 +11,11 @@
 //!   never look at it); an architecture with no list takes highest priorities first.
 //!
 //! Either way, a worker at least [`SLOW`] times slower than another kind on a bucket (by
-//! the models) leaves it alone while the faster workers can drain it (no more tasks than
-//! faster workers), so the last tasks of a phase do not end up on the slow one; a kind
-//! whose model is calibrated does the same for kinds still to be calibrated.
+//! the models) leaves it alone while the faster workers can drain it: `s` times slower, it
+//! takes a task only from a bucket holding more than `s` tasks per faster worker (StarPU's
+//! slow factor, measured instead of given), so the last tasks of a phase do not end up on
+//! the slow one; a kind whose model is calibrated does the same (with `s` = 1) for kinds
+//! still to be calibrated.
 //!
 //! Kinds are the workers' model keys (`WorkerDesc::perf_arch`): two identical GPUs are one
 //! kind. A bucket's kind without measurements yet counts as fastest there, so each kind
@@ -24,6 +26,7 @@ use super::{ModelCtx, Policy, SchedCtx, Target};
 use crate::sync::atomic::{AtomicUsize, Ordering};
 use crate::sync::{Arc, Mutex, lock};
 use crate::task::{Arch, TaskKind, TaskRef};
+use smallvec::SmallVec;
 use std::collections::{HashMap, VecDeque};
 
 /// `heteroprio`'s bucket orders given by the program: per architecture, the task priorities
@@ -189,21 +192,29 @@ impl Policy for Heteroprio {
         }
         let k = self.kind[worker];
         let mut b = lock(&self.b);
-        // (ratio, -priority, bucket, index of the first task this worker can run)
-        let mut best: Option<(f64, i64, usize, usize)> = None;
+        // (rank, priority, bucket, index of the first task this worker can run)
+        let mut found: SmallVec<[(f64, i32, usize, usize); 16]> = SmallVec::new();
         let mut declined: Option<usize> = None;
         for (i, bucket) in b.list.iter().enumerate() {
             let Some(j) = bucket.tasks.iter().position(|t| self.ctx.can_run(t, worker)) else { continue };
             let t = &bucket.tasks[j];
             // Kinds that should rather run it: much faster, or still to be calibrated (while
-            // this one is not). Leave it to them while they can drain the bucket.
+            // this one is not). Leave it to them while they can drain the bucket: while this
+            // worker ran one task, a kind `s` times faster would run `s` per worker of its
+            // (StarPU's slow factor, here measured), so it takes one only from a bucket
+            // holding more than that many.
             let mine = bucket.pred[k].filter(|_| !bucket.uncal[k]);
-            let faster: usize = (0..self.kinds.len())
+            let drained: f64 = (0..self.kinds.len())
                 .filter(|&o| o != k && self.ctx.can_run(t, self.kinds[o]))
-                .filter(|&o| (bucket.uncal[o] && !bucket.uncal[k]) || bucket.pred[o].zip(mine).is_some_and(|(p, m)| p * SLOW <= m))
-                .map(|o| self.count[o])
+                .filter_map(|o| {
+                    if bucket.uncal[o] && !bucket.uncal[k] {
+                        return Some(self.count[o] as f64);
+                    }
+                    let (p, m) = bucket.pred[o].zip(mine)?;
+                    (p * SLOW <= m).then(|| self.count[o] as f64 * m / p.max(f64::MIN_POSITIVE))
+                })
                 .sum();
-            if faster > 0 && bucket.tasks.len() <= faster {
+            if drained > 0.0 && bucket.tasks.len() as f64 <= drained {
                 declined = Some(i);
                 continue;
             }
@@ -213,11 +224,16 @@ impl Policy for Heteroprio {
                 Some(g) => g[k].iter().position(|&p| i64::from(p) == b.keys[i]).unwrap_or(g[k].len()) as f64,
                 None => self.ratio(bucket, k, t),
             };
-            let key = (r, -i64::from(t.priority), i, j);
-            if best.is_none_or(|b0| (key.0, key.1) < (b0.0, b0.1)) {
-                best = Some(key);
-            }
+            found.push((r, t.priority, i, j));
         }
+        // Automatic orders: buckets whose ratio is within SLOW of the best one's are as good
+        // (the models' errors and a kernel's variation are of that order), and the most
+        // urgent task among them goes first: a critical-path task is not left behind one a
+        // few percent more profitable here. Given orders: the rank alone, then priority.
+        let lowest = found.iter().map(|f| f.0).fold(f64::INFINITY, f64::min);
+        let within = if self.given.is_some() { lowest } else { lowest * SLOW };
+        let best =
+            found.iter().filter(|f| f.0 <= within).min_by(|a, b| b.1.cmp(&a.1).then(a.0.total_cmp(&b.0)).then(a.2.cmp(&b.2))).copied();
         let Some((_, _, i, j)) = best else {
             if let Some(i) = declined {
                 // The faster workers may all be asleep: wake them for what this one left.
