@@ -38,11 +38,13 @@ fn block_workers(rt: &Runtime, n: usize) -> Arc<AtomicBool> {
 /// (architecture, priority) of each task run, in the order run.
 type Log = Arc<Mutex<Vec<(Arch, i32)>>>;
 
-fn recorder(log: &Log) -> Arc<Codelet> {
+/// Records each task's run; each takes `us` µs (long enough for every worker to take part).
+fn recorder(log: &Log, us: u64) -> Arc<Codelet> {
     let l = log.clone();
     Codelet::builder("record")
         .cpu_and_null(move |ctx| {
             l.lock().unwrap().push((ctx.arch(), ctx.arg::<i32>()));
+            work(us);
             Ok(())
         })
         .build()
@@ -52,7 +54,7 @@ fn recorder(log: &Log) -> Arc<Codelet> {
 fn one_kind_takes_its_listed_buckets_in_order_then_the_rest_by_priority() {
     let rt = runtime(1, 0, "cpu=1,3,2");
     let log: Log = Arc::default();
-    let rec = recorder(&log);
+    let rec = recorder(&log, 0);
     let go = block_workers(&rt, 1);
     for p in [0, 3, 1, 2, 3, 5, 1, -1] {
         rt.submit(TaskBuilder::new(&rec).arg(p).priority(p)).unwrap();
@@ -65,10 +67,11 @@ fn one_kind_takes_its_listed_buckets_in_order_then_the_rest_by_priority() {
 
 #[test]
 fn each_kind_starts_with_its_own_first_bucket() {
-    // Opposite orders: the CPU worker drains bucket 0 first, the null device bucket 1.
+    // Opposite orders: the CPU worker drains bucket 0 first, the null device bucket 1 (tasks
+    // of 0.5 ms: neither worker drains both buckets before the other looks).
     let rt = runtime(1, 1, "cpu=0,1;null=1,0");
     let log: Log = Arc::default();
-    let rec = recorder(&log);
+    let rec = recorder(&log, 500);
     let go = block_workers(&rt, 2);
     for i in 0..40 {
         let p = i % 2;
@@ -92,7 +95,7 @@ fn each_kind_starts_with_its_own_first_bucket() {
 fn an_unlisted_architecture_takes_highest_priorities_first() {
     let rt = runtime(1, 0, "null=0,1");
     let log: Log = Arc::default();
-    let rec = recorder(&log);
+    let rec = recorder(&log, 0);
     let go = block_workers(&rt, 1);
     for p in [0, 5, -3, 2, 5, 1] {
         rt.submit(TaskBuilder::new(&rec).arg(p).priority(p)).unwrap();
