@@ -62,7 +62,9 @@ impl PerfModel {
     pub fn model_kind(&self) -> ModelKind {
         self.kind
     }
-    /// The task's size `n` for the regression (default: bytes of all its data).
+    /// The task's size `n` for the regression (default: bytes of all its data). A value
+    /// that is not a finite number `>= 0` is replaced by the default (such a sample would
+    /// otherwise be dropped, and the entry never calibrate).
     pub fn size(mut self, f: impl Fn(&[Shape], &[u8]) -> f64 + Send + Sync + 'static) -> Self {
         self.size = Some(Arc::new(f));
         self
@@ -82,7 +84,7 @@ impl PerfModel {
             None => footprint(shapes),
         };
         let n = match &self.size {
-            Some(f) => f(shapes, args),
+            Some(f) => Some(f(shapes, args)).filter(|n| n.is_finite() && *n >= 0.0).unwrap_or_else(|| size(shapes)),
             None => size(shapes),
         };
         (fp, n)
