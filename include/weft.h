@@ -182,6 +182,28 @@ typedef enum weft_filter {
 } weft_filter;
 
 /**
+ * How a codelet's performance model predicts (StarPU's `enum starpu_perfmodel_type`), in
+ * `weft_codelet.model_kind`. Every kind records the same measurements in the same file.
+ */
+typedef enum weft_perfmodel_type {
+  /**
+   * The default (0): each footprint's measured duration once it has 10 samples; the
+   * power law `a*n^b` over sizes for a footprint without them (`STARPU_HISTORY_BASED`).
+   */
+  WEFT_HISTORY_BASED = 0,
+  /**
+   * The power law `a*n^b` for every task, once measured at spread sizes
+   * (`STARPU_REGRESSION_BASED`).
+   */
+  WEFT_REGRESSION_BASED = 1,
+  /**
+   * `a*n^b + c` for every task once 3 sizes are calibrated; history-based before
+   * (`STARPU_NL_REGRESSION_BASED`).
+   */
+  WEFT_NL_REGRESSION_BASED = 2,
+} weft_perfmodel_type;
+
+/**
  * What a `weft_data_handle` points to; opaque to C (the Rust side is `HandleBox`).
  */
 typedef struct weft_data_state weft_data_state;
@@ -209,8 +231,45 @@ typedef struct weft_data_state *weft_data_handle;
 typedef int (*weft_cpu_func)(void **buffers, void *cl_arg);
 
 /**
+ * One buffer of a running task: the layout of a data handle's replica in the worker's
+ * memory. Vectors have `ny = nz = 1`; matrices `nz = 1` and columns `ldy` elements apart;
+ * blocks add slices `ldz` elements apart; a variable is one element of `elemsize` bytes.
+ */
+typedef struct weft_buffer {
+  void *ptr;
+  size_t nx;
+  size_t ny;
+  size_t nz;
+  size_t ldy;
+  size_t ldz;
+  size_t elemsize;
+} weft_buffer;
+
+/**
+ * A task's size for its performance model (StarPU's `size_base`): called with the task's
+ * buffers (`ptr` is NULL: only the shapes are known when a task is placed; `ldy` and `ldz`
+ * are those of a packed layout), their number, and a copy of the task's argument (16-byte
+ * aligned; NULL when it has none) and its size in bytes. Called on any thread, possibly
+ * more than once per task, before the task runs; it must not call Weft. A result that is
+ * not a finite number `>= 0` is replaced by the default size (bytes of the task's data).
+ */
+typedef double (*weft_model_size_func)(const struct weft_buffer *buffers, size_t nbuffers, const void *cl_arg, size_t arg_size);
+
+/**
+ * A task's footprint for its performance model (StarPU's `footprint`): tasks with equal
+ * footprints are expected to take equally long, and share a history entry. Called as
+ * `weft_model_size_func` is.
+ */
+typedef uint32_t (*weft_model_footprint_func)(const struct weft_buffer *buffers, size_t nbuffers, const void *cl_arg, size_t arg_size);
+
+/**
  * A computation (StarPU's `struct starpu_codelet`). It is user memory: Weft reads it when a
  * task using it is submitted, so it must stay valid (and should stay unchanged) until then.
+ *
+ * Fields are only ever appended, and a zero value is the default of each: a program that
+ * names the fields it sets (`{ .cpu_func = f, .model = "m" }`) or zeroes the struct keeps
+ * its meaning when fields are added. (A program must be recompiled against the new header,
+ * though: the struct grows.)
  */
 typedef struct weft_codelet {
   /**
@@ -236,6 +295,20 @@ typedef struct weft_codelet {
    * `$WEFT_HOME/models/<name>.model`; the model-driven policies place tasks by it.
    */
   const char *model;
+  /**
+   * How the model predicts (a `weft_perfmodel_type`; 0: `WEFT_HISTORY_BASED`). Another
+   * value fails submission with `WEFT_EINVAL`. Ignored without `model`.
+   */
+  weft_perfmodel_type model_kind;
+  /**
+   * The task's size for the model; NULL: bytes of the task's data. Ignored without `model`.
+   */
+  weft_model_size_func model_size;
+  /**
+   * The task's footprint for the model; NULL: a hash of its buffers' dimensions and
+   * element sizes. Ignored without `model`.
+   */
+  weft_model_footprint_func model_footprint;
 } weft_codelet;
 
 /**
@@ -247,21 +320,6 @@ typedef uint64_t weft_tag_t;
  * Called with its argument when a task completes (on the thread that completed it).
  */
 typedef void (*weft_callback_func)(void *arg);
-
-/**
- * One buffer of a running task: the layout of a data handle's replica in the worker's
- * memory. Vectors have `ny = nz = 1`; matrices `nz = 1` and columns `ldy` elements apart;
- * blocks add slices `ldz` elements apart; a variable is one element of `elemsize` bytes.
- */
-typedef struct weft_buffer {
-  void *ptr;
-  size_t nx;
-  size_t ny;
-  size_t nz;
-  size_t ldy;
-  size_t ldz;
-  size_t elemsize;
-} weft_buffer;
 
 #ifdef __cplusplus
 extern "C" {

@@ -137,3 +137,33 @@ fn a_runtime_never_shut_down_reports_its_statistics_at_exit() {
     let quiet = run(&exe);
     assert!(quiet.status.success() && quiet.stderr.is_empty(), "{}", String::from_utf8_lossy(&quiet.stderr));
 }
+
+#[test]
+fn model_callbacks_choose_footprint_and_size() {
+    let Some(cc) = common::compiler() else {
+        println!("skipped: gcc not found");
+        return;
+    };
+    let exe = compile(&cc, "tests/c/model_callbacks.c", "model_callbacks");
+    let home = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("c_api_model_home_{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&home);
+    let out = run_with(&exe, &[("WEFT_HOME", home.to_str().expect("a UTF-8 path"))]);
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "exit {}\nstdout:\n{stdout}\nstderr:\n{stderr}", out.status);
+    assert!(stdout.contains("model_callbacks: ok"), "{stdout}");
+    assert!(stdout.contains("bad kind: ") && stdout.contains("model_kind is 7"), "{stdout}");
+    let model = std::fs::read_to_string(home.join("models/c_api_model_callbacks.model")).unwrap_or_else(|e| panic!("model file: {e}"));
+    // `entry footprint size ...`: one entry per argument, at the size the callback gave; the
+    // NaN size of k = 3 fell back to the data's bytes (16 doubles).
+    let entries: Vec<(String, String)> = model
+        .lines()
+        .filter_map(|l| l.strip_prefix("entry "))
+        .map(|l| {
+            let f: Vec<&str> = l.split(' ').collect();
+            (f[0].to_string(), f[1].to_string())
+        })
+        .collect();
+    let want = [("00000001", "1000.0"), ("00000002", "2000.0"), ("00000003", "128.0")];
+    assert_eq!(entries, want.map(|(a, b)| (a.to_string(), b.to_string())), "{model}");
+    let _ = std::fs::remove_dir_all(&home);
+}

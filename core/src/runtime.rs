@@ -1267,7 +1267,8 @@ impl RuntimeInner {
             crate::perfmodel::Prediction::Uncalibrated => None,
         };
         let warm_up = {
-            let key = m as *const crate::perfmodel::ModelHandle as usize;
+            // Per model, whichever kind: the handles of its kinds share one warm-up.
+            let key = m.id();
             let mut seen = lock(&self.stats[w].warmed);
             let first = !seen.contains(&key);
             if first {

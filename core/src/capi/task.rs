@@ -15,6 +15,7 @@ use super::error::{CError, CResult, ret_code, ret_ptr, weft_error};
 use super::{State, lock, state};
 use crate::data::{Shape, View};
 use crate::error::Error;
+use crate::perfmodel::{ModelKind, PerfModel};
 use crate::task::{AccessMode, Codelet, Tag, TaskBuilder, TaskContext, TaskHandle};
 use smallvec::SmallVec;
 use std::collections::HashMap;
@@ -85,8 +86,48 @@ pub struct weft_buffer {
     pub elemsize: usize,
 }
 
+/// How a codelet's performance model predicts (StarPU's `enum starpu_perfmodel_type`), in
+/// `weft_codelet.model_kind`. Every kind records the same measurements in the same file.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum weft_perfmodel_type {
+    /// The default (0): each footprint's measured duration once it has 10 samples; the
+    /// power law `a*n^b` over sizes for a footprint without them (`STARPU_HISTORY_BASED`).
+    WEFT_HISTORY_BASED = 0,
+    /// The power law `a*n^b` for every task, once measured at spread sizes
+    /// (`STARPU_REGRESSION_BASED`).
+    WEFT_REGRESSION_BASED = 1,
+    /// `a*n^b + c` for every task once 3 sizes are calibrated; history-based before
+    /// (`STARPU_NL_REGRESSION_BASED`).
+    WEFT_NL_REGRESSION_BASED = 2,
+}
+
+/// A model kind as it crosses the ABI: an `int`, so that an unknown value is `WEFT_EINVAL`
+/// rather than undefined behaviour. The header names it `weft_perfmodel_type`.
+pub type weft_perfmodel_type_int = c_int;
+
+/// A task's size for its performance model (StarPU's `size_base`): called with the task's
+/// buffers (`ptr` is NULL: only the shapes are known when a task is placed; `ldy` and `ldz`
+/// are those of a packed layout), their number, and a copy of the task's argument (16-byte
+/// aligned; NULL when it has none) and its size in bytes. Called on any thread, possibly
+/// more than once per task, before the task runs; it must not call Weft. A result that is
+/// not a finite number `>= 0` is replaced by the default size (bytes of the task's data).
+pub type weft_model_size_func =
+    Option<unsafe extern "C" fn(buffers: *const weft_buffer, nbuffers: usize, cl_arg: *const c_void, arg_size: usize) -> f64>;
+
+/// A task's footprint for its performance model (StarPU's `footprint`): tasks with equal
+/// footprints are expected to take equally long, and share a history entry. Called as
+/// `weft_model_size_func` is.
+pub type weft_model_footprint_func =
+    Option<unsafe extern "C" fn(buffers: *const weft_buffer, nbuffers: usize, cl_arg: *const c_void, arg_size: usize) -> u32>;
+
 /// A computation (StarPU's `struct starpu_codelet`). It is user memory: Weft reads it when a
 /// task using it is submitted, so it must stay valid (and should stay unchanged) until then.
+///
+/// Fields are only ever appended, and a zero value is the default of each: a program that
+/// names the fields it sets (`{ .cpu_func = f, .model = "m" }`) or zeroes the struct keeps
+/// its meaning when fields are added. (A program must be recompiled against the new header,
+/// though: the struct grows.)
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct weft_codelet {
@@ -103,6 +144,14 @@ pub struct weft_codelet {
     /// or NULL for none. Tasks of codelets naming one model share its measurements, kept in
     /// `$WEFT_HOME/models/<name>.model`; the model-driven policies place tasks by it.
     pub model: *const c_char,
+    /// How the model predicts (a `weft_perfmodel_type`; 0: `WEFT_HISTORY_BASED`). Another
+    /// value fails submission with `WEFT_EINVAL`. Ignored without `model`.
+    pub model_kind: weft_perfmodel_type_int,
+    /// The task's size for the model; NULL: bytes of the task's data. Ignored without `model`.
+    pub model_size: weft_model_size_func,
+    /// The task's footprint for the model; NULL: a hash of its buffers' dimensions and
+    /// element sizes. Ignored without `model`.
+    pub model_footprint: weft_model_footprint_func,
 }
 
 /// A C access mode as a core one.
@@ -135,6 +184,9 @@ struct Snapshot {
     nbuffers: c_int,
     name: Box<[u8]>,
     model: Option<Box<[u8]>>,
+    model_kind: c_int,
+    model_size: usize,
+    model_footprint: usize,
 }
 
 /// Bound on cached codelets (codelets allocated per task would otherwise grow it forever).
@@ -183,12 +235,26 @@ unsafe fn codelet_of(st: &State, cl: *const weft_codelet) -> CResult<(Arc<Codele
     }
     // SAFETY: a non-NULL model name is a NUL-terminated string (weft_codelet's contract).
     let model = (!raw.model.is_null()).then(|| unsafe { CStr::from_ptr(raw.model) }.to_bytes());
+    let kind = match raw.model_kind {
+        0 => ModelKind::History,
+        1 => ModelKind::Regression,
+        2 => ModelKind::NlRegression,
+        k if model.is_some() => {
+            return Err(CError::inval(format!(
+                "codelet '{}': model_kind is {k}; it must be a weft_perfmodel_type",
+                String::from_utf8_lossy(name)
+            )));
+        }
+        _ => ModelKind::History,
+    };
+    let (size_fn, footprint_fn) = (raw.model_size.map_or(0, |f| f as usize), raw.model_footprint.map_or(0, |f| f as usize));
     let mut cache = lock(&st.codelets);
     if let Some((snap, c)) = cache.map.get(&(cl as usize))
         && snap.func == f as usize
         && snap.nbuffers == raw.nbuffers
         && *snap.name == *name
         && snap.model.as_deref() == model
+        && (snap.model_kind, snap.model_size, snap.model_footprint) == (raw.model_kind, size_fn, footprint_fn)
     {
         return Ok((c.clone(), raw));
     }
@@ -197,15 +263,64 @@ unsafe fn codelet_of(st: &State, cl: *const weft_codelet) -> CResult<(Arc<Codele
         b = b.nbuffers(n);
     }
     if let Some(m) = model {
-        b = b.model(crate::perfmodel::PerfModel::new(String::from_utf8_lossy(m).into_owned()));
+        let mut pm = PerfModel::new(String::from_utf8_lossy(m).into_owned()).kind(kind);
+        if let Some(size) = raw.model_size {
+            pm = pm.size(move |shapes, args| {
+                let n = with_c_view(shapes, args, |b, nb, a, na| {
+                    // SAFETY: `size` is the C function the codelet names (contract:
+                    // weft_model_size_func's); `b` points to `nb` descriptors and `a` to
+                    // `na` bytes (or is NULL), valid for the call.
+                    unsafe { size(b, nb, a, na) }
+                });
+                if n.is_finite() && n >= 0.0 { n } else { crate::perfmodel::default_key(shapes).1 }
+            });
+        }
+        if let Some(fp) = raw.model_footprint {
+            pm = pm.footprint(move |shapes, args| {
+                // SAFETY: as for the size function, with weft_model_footprint_func's contract.
+                with_c_view(shapes, args, |b, nb, a, na| unsafe { fp(b, nb, a, na) })
+            });
+        }
+        b = b.model(pm);
     }
     let c = b.build();
     if cache.map.len() >= CACHE_MAX {
         cache.map.clear();
     }
-    let snap = Snapshot { func: f as usize, nbuffers: raw.nbuffers, name: name.into(), model: model.map(Into::into) };
+    let snap = Snapshot {
+        func: f as usize,
+        nbuffers: raw.nbuffers,
+        name: name.into(),
+        model: model.map(Into::into),
+        model_kind: raw.model_kind,
+        model_size: size_fn,
+        model_footprint: footprint_fn,
+    };
     cache.map.insert(cl as usize, (snap, c.clone()));
     Ok((c, raw))
+}
+
+/// A shape as the buffer descriptor a model callback gets: no pointer (the task's data may
+/// be nowhere valid yet), strides of a packed layout.
+fn describe_shape(s: &Shape) -> weft_buffer {
+    let (nx, ny, nz, elemsize) = match *s {
+        Shape::Vector { nx, elem } => (nx, 1, 1, elem),
+        Shape::Matrix { nx, ny, elem } => (nx, ny, 1, elem),
+        Shape::Block { nx, ny, nz, elem } => (nx, ny, nz, elem),
+        Shape::Variable { size } => (1, 1, 1, size),
+        Shape::Bytes { size } => (size, 1, 1, 1),
+    };
+    weft_buffer { ptr: std::ptr::null_mut(), nx, ny, nz, ldy: nx, ldz: nx.saturating_mul(ny), elemsize }
+}
+
+/// Calls `f` with a task's shapes and argument as a model callback takes them (the argument
+/// copied 16-byte aligned, as a `cpu_func` gets it, so C may read it as any type).
+fn with_c_view<R>(shapes: &[Shape], args: &[u8], f: impl FnOnce(*const weft_buffer, usize, *const c_void, usize) -> R) -> R {
+    let descs: SmallVec<[weft_buffer; WEFT_NMAXBUFS]> = shapes.iter().map(describe_shape).collect();
+    let mut copy: SmallVec<[Chunk; 8]> = SmallVec::from_elem(Chunk([0; 16]), args.len().div_ceil(16));
+    bytemuck::cast_slice_mut::<Chunk, u8>(&mut copy)[..args.len()].copy_from_slice(args);
+    let arg = if args.is_empty() { std::ptr::null() } else { copy.as_ptr().cast::<c_void>() };
+    f(descs.as_ptr(), descs.len(), arg, args.len())
 }
 
 fn describe(v: &View) -> weft_buffer {

@@ -165,6 +165,7 @@ pub(crate) fn parse(text: &str, name: &str) -> Result<ModelData, String> {
                 if let Some((j, _)) = lines.next() {
                     return Err(format!("line {}: text after `end`", j + 1));
                 }
+                data.refit_nl();
                 return Ok(data);
             }
             "arch" => {

@@ -7,17 +7,25 @@
 //! **Does not own**: the text format (`file`), locking and calibration modes (`store`), the
 //! regression arithmetic (`regression`).
 //!
-//! Invariants: an [`Entry`] has `count >= 1`, `1 <= recent.len() <= min(count, RECENT)`,
+//! Invariants: an [`ArchHistory`]'s `nl` is the non-linear fit through its calibrated
+//! entries as of its last refit, which every merge and every entry reaching calibration
+//! triggers, and at most [`NL_REFIT`] samples of calibrated entries ago otherwise. An [`Entry`] has `count >= 1`, `1 <= recent.len() <= min(count, RECENT)`,
 //! every value of `recent` lies in `[min, max]`, and `estimate` is the median of `recent`
 //! (recomputed by every mutation, so `predict` reads it without sorting or allocating).
 
-use super::regression::PowerLaw;
+use super::regression::{PowerLaw, SPREAD, fit_nl};
 use std::collections::BTreeMap;
+use std::collections::btree_map::Entry as Slot;
 
 /// Samples an entry keeps for its robust estimate (and persists).
 pub(crate) const RECENT: usize = 32;
 /// Samples after which an entry is calibrated (StarPU's `STARPU_CALIBRATE_MINIMUM`).
 pub(crate) const CALIBRATION_MIN: u64 = 10;
+
+/// Samples of calibrated entries after which the non-linear fit is redone: a fit costs
+/// about 150 evaluations over the entries (tens of µs), too much for every sample of a
+/// model that keeps calibrating, and one sample moves a median of 32 little.
+pub(crate) const NL_REFIT: u32 = 32;
 
 /// One (architecture, footprint) cell of a model's history.
 #[derive(Clone, Debug, PartialEq)]
@@ -132,6 +140,24 @@ pub(crate) struct ArchHistory {
     pub(crate) regression: PowerLaw,
     /// Keyed by footprint; ordered so the file lists them in a stable order.
     pub(crate) entries: BTreeMap<u32, Entry>,
+    /// `a·n^b + c` through the calibrated entries, kept so that `predict` reads it.
+    pub(crate) nl: NlFit,
+}
+
+/// The cached non-linear fit of an architecture, and how many samples it is behind.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct NlFit {
+    /// `(a, b, c)`; `None` until usable (see [`ArchHistory::refit_nl`]).
+    pub(crate) abc: Option<(f64, f64, f64)>,
+    stale: u32,
+}
+
+/// Derived from the entries (which the comparison of two histories compares), and refit on
+/// a schedule that depends on the order of samples: never part of equality.
+impl PartialEq for NlFit {
+    fn eq(&self, _: &NlFit) -> bool {
+        true
+    }
 }
 
 impl ArchHistory {
@@ -141,13 +167,34 @@ impl ArchHistory {
         if !(us.is_finite() && us >= 0.0 && size.is_finite() && size >= 0.0) {
             return;
         }
-        match self.entries.get_mut(&footprint) {
-            Some(e) => e.push(size, us),
-            None => {
-                self.entries.insert(footprint, Entry::new(size, us));
+        let e = match self.entries.entry(footprint) {
+            Slot::Occupied(o) => {
+                let e = o.into_mut();
+                e.push(size, us);
+                e
+            }
+            Slot::Vacant(v) => v.insert(Entry::new(size, us)),
+        };
+        let (calibrated, just) = (e.calibrated(), e.count == CALIBRATION_MIN);
+        self.regression.add(size, us);
+        if calibrated {
+            self.nl.stale += 1;
+            if just || self.nl.stale >= NL_REFIT {
+                self.refit_nl();
             }
         }
-        self.regression.add(size, us);
+    }
+
+    /// Fits `a·n^b + c` through the calibrated entries (each one's mean size and robust
+    /// estimate). Usable, as the power law, only with sizes spread (smallest below
+    /// [`SPREAD`] of the largest), and with 3 distinct sizes, one per unknown.
+    /// Only calibrated entries: one sample per size would let a single spike bend the
+    /// curve that then answers for every size.
+    pub(crate) fn refit_nl(&mut self) {
+        self.nl.stale = 0;
+        let points: Vec<(f64, f64)> = self.entries.values().filter(|e| e.calibrated()).map(|e| (e.size, e.estimate())).collect();
+        let (lo, hi) = points.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), p| (lo.min(p.0), hi.max(p.0)));
+        self.nl.abc = if lo < SPREAD * hi { fit_nl(&points) } else { None };
     }
 
     pub(crate) fn merge(&mut self, other: &ArchHistory) {
@@ -160,6 +207,7 @@ impl ArchHistory {
                 }
             }
         }
+        self.refit_nl();
     }
 
     pub(crate) fn is_empty(&self) -> bool {
@@ -179,7 +227,14 @@ impl ModelData {
         self.archs.iter().find(|(a, _)| a == arch).map(|(_, h)| h)
     }
 
-    /// The architecture's history, created empty if new (the only allocation of a record).
+    /// Refits every architecture's non-linear model (after reading a file).
+    pub(crate) fn refit_nl(&mut self) {
+        for (_, h) in &mut self.archs {
+            h.refit_nl();
+        }
+    }
+
+    /// The architecture's history, created empty if new.
     pub(crate) fn arch_mut(&mut self, arch: &str) -> &mut ArchHistory {
         let i = match self.archs.iter().position(|(a, _)| a == arch) {
             Some(i) => i,

@@ -17,6 +17,7 @@ mod store;
 
 pub use bus::cached_report as cached_bus_report;
 pub use file::file_name as model_file_name;
+pub use store::ModelKind;
 pub use store::{Calibrate, EntryInfo, ModelHandle, Prediction};
 pub(crate) use store::{models_in, save_all};
 
@@ -29,17 +30,19 @@ pub type SizeFn = Arc<dyn Fn(&[Shape], &[u8]) -> f64 + Send + Sync>;
 pub type FootprintFn = Arc<dyn Fn(&[Shape], &[u8]) -> u32 + Send + Sync>;
 
 /// What a codelet says about its model (`CodeletBuilder::model`): its name (the file
-/// `$WEFT_HOME/models/<name>.model`) and optionally its own size and footprint functions.
+/// `$WEFT_HOME/models/<name>.model`), its [`ModelKind`], and optionally its own size and
+/// footprint functions.
 #[derive(Clone)]
 pub struct PerfModel {
     pub(crate) name: String,
+    pub(crate) kind: ModelKind,
     pub(crate) size: Option<SizeFn>,
     pub(crate) footprint: Option<FootprintFn>,
 }
 
 impl std::fmt::Debug for PerfModel {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PerfModel").field("name", &self.name).finish()
+        f.debug_struct("PerfModel").field("name", &self.name).field("kind", &self.kind).finish()
     }
 }
 
@@ -47,9 +50,21 @@ impl PerfModel {
     /// A history-based model with power-law regression for sizes it has not seen: the
     /// footprint hashes the task's data shapes, the size is their total bytes.
     pub fn new(name: impl Into<String>) -> PerfModel {
-        PerfModel { name: name.into(), size: None, footprint: None }
+        PerfModel { name: name.into(), kind: ModelKind::History, size: None, footprint: None }
     }
-    /// The task's size `n` for the regression (default: bytes of all its data).
+    /// How the model predicts from its samples (default [`ModelKind::History`]). The kind
+    /// is not part of the file: codelets naming one model with different kinds share its
+    /// samples and each predicts by its own kind.
+    pub fn kind(mut self, kind: ModelKind) -> Self {
+        self.kind = kind;
+        self
+    }
+    pub fn model_kind(&self) -> ModelKind {
+        self.kind
+    }
+    /// The task's size `n` for the regression (default: bytes of all its data). A value
+    /// that is not a finite number `>= 0` is replaced by the default (such a sample would
+    /// otherwise be dropped, and the entry never calibrate).
     pub fn size(mut self, f: impl Fn(&[Shape], &[u8]) -> f64 + Send + Sync + 'static) -> Self {
         self.size = Some(Arc::new(f));
         self
@@ -69,7 +84,7 @@ impl PerfModel {
             None => footprint(shapes),
         };
         let n = match &self.size {
-            Some(f) => f(shapes, args),
+            Some(f) => Some(f(shapes, args)).filter(|n| n.is_finite() && *n >= 0.0).unwrap_or_else(|| size(shapes)),
             None => size(shapes),
         };
         (fp, n)

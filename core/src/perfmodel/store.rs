@@ -16,6 +16,8 @@
 //! are saved at exit.
 
 use super::file::{self, ReadError};
+#[cfg(test)]
+use super::history::NL_REFIT;
 use super::history::{ArchHistory, CALIBRATION_MIN, ModelData};
 use super::regression::fit_nl;
 use std::io;
@@ -81,17 +83,47 @@ struct State {
     replace: bool,
 }
 
-/// One performance model of this process.
+/// How a model predicts from its samples: StarPU's `STARPU_HISTORY_BASED`,
+/// `STARPU_REGRESSION_BASED` and `STARPU_NL_REGRESSION_BASED`.
+///
+/// Every kind records the same samples (entries and power-law sums), so the kind is not
+/// part of the file: a model calibrated under one kind predicts under another at once, and
+/// codelets naming one model with different kinds share its samples. The kind chooses only
+/// the answer of [`ModelHandle::predict`]. Which samples are kept does not depend on it
+/// (see [`ModelHandle::wants_sample`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum ModelKind {
+    /// The entry's estimate once calibrated (10 samples); for a footprint without one, the
+    /// power law `a·n^b` once usable; otherwise uncalibrated.
+    #[default]
+    History,
+    /// The power law `a·n^b` for every footprint and size once usable (10 samples, sizes
+    /// spread), as StarPU's regression-based model: no entry answers, and it is
+    /// uncalibrated before.
+    Regression,
+    /// `a·n^b + c` through the calibrated entries for every footprint and size once usable
+    /// (3 calibrated entries of distinct, spread sizes); before, as [`ModelKind::History`].
+    NlRegression,
+}
+
+/// What the handles of one model file (one per kind in use) share.
+struct Shared {
+    /// Read by every `predict` of every worker, written by `record`: a read-write lock.
+    state: RwLock<State>,
+    /// Serialises saves of this model (between processes the file lock does).
+    saving: Mutex<()>,
+    /// Warnings printed about the file: at most one per model.
+    warnings: AtomicU32,
+}
+
+/// One performance model of this process, as one kind predicts from it.
 pub struct ModelHandle {
     name: String,
     path: Option<PathBuf>,
     calibrate: Calibrate,
-    /// Read by every `predict` of every worker, written by `record`: a read-write lock.
-    state: RwLock<State>,
-    /// Serialises saves of this handle (between processes the file lock does).
-    saving: Mutex<()>,
-    /// Warnings printed about the file: at most one per handle.
-    warnings: AtomicU32,
+    kind: ModelKind,
+    /// The samples, shared with the handles of the other kinds of this (name, path).
+    shared: Arc<Shared>,
 }
 
 impl ModelHandle {
@@ -127,9 +159,12 @@ impl ModelHandle {
             name: name.to_string(),
             path,
             calibrate,
-            state: RwLock::new(State { total, fresh: ModelData::default(), replace: calibrate == Calibrate::Reset }),
-            saving: Mutex::new(()),
-            warnings: AtomicU32::new(u32::from(warning.is_some())),
+            kind: ModelKind::History,
+            shared: Arc::new(Shared {
+                state: RwLock::new(State { total, fresh: ModelData::default(), replace: calibrate == Calibrate::Reset }),
+                saving: Mutex::new(()),
+                warnings: AtomicU32::new(u32::from(warning.is_some())),
+            }),
         };
         (h, warning)
     }
@@ -148,10 +183,27 @@ impl ModelHandle {
             name,
             path: Some(path.to_path_buf()),
             calibrate: Calibrate::Use,
-            state: RwLock::new(State { total, fresh: ModelData::default(), replace: false }),
-            saving: Mutex::new(()),
-            warnings: AtomicU32::new(0),
+            kind: ModelKind::History,
+            shared: Arc::new(Shared {
+                state: RwLock::new(State { total, fresh: ModelData::default(), replace: false }),
+                saving: Mutex::new(()),
+                warnings: AtomicU32::new(0),
+            }),
         })
+    }
+
+    /// The same model (the same samples, recorded and saved once) predicting as `kind`.
+    pub fn as_kind(&self, kind: ModelKind) -> ModelHandle {
+        ModelHandle { name: self.name.clone(), path: self.path.clone(), calibrate: self.calibrate, kind, shared: self.shared.clone() }
+    }
+
+    pub fn kind(&self) -> ModelKind {
+        self.kind
+    }
+
+    /// Identifies the model's samples: equal for the handles of every kind of one model.
+    pub(crate) fn id(&self) -> usize {
+        Arc::as_ptr(&self.shared) as usize
     }
 
     pub fn name(&self) -> &str {
@@ -175,35 +227,51 @@ impl ModelHandle {
     fn read(&self) -> RwLockReadGuard<'_, State> {
         // Poisoning: no code holding this lock panics short of a bug; the state is whole
         // between statements, so a poisoned lock's data is still usable.
-        self.state.read().unwrap_or_else(PoisonError::into_inner)
+        self.shared.state.read().unwrap_or_else(PoisonError::into_inner)
     }
 
     fn write(&self) -> RwLockWriteGuard<'_, State> {
-        self.state.write().unwrap_or_else(PoisonError::into_inner)
+        self.shared.state.write().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Expected duration of a task of this footprint and size on `arch`: the robust
-    /// estimate of its entry once calibrated, else the architecture's power law if usable.
-    /// Allocates nothing.
+    /// Expected duration of a task of this footprint and size on `arch`, as the handle's
+    /// [`ModelKind`] answers: History, the robust estimate of its entry once calibrated,
+    /// else the architecture's power law if usable; Regression, the power law only;
+    /// NlRegression, `a·n^b + c` once usable, else as History. Allocates nothing.
     pub fn predict(&self, arch: &str, footprint: u32, size: f64) -> Prediction {
         let s = self.read();
         let Some(h) = s.total.arch(arch) else { return Prediction::Uncalibrated };
+        let usable = size > 0.0 && size.is_finite();
+        let answer = |t: f64| if t.is_finite() && t >= 0.0 { Prediction::Calibrated(t) } else { Prediction::Uncalibrated };
+        let power_law = || match h.regression.fit() {
+            Some((a, b)) if usable => answer(a * size.powf(b)),
+            _ => Prediction::Uncalibrated,
+        };
+        match self.kind {
+            ModelKind::Regression => return power_law(),
+            ModelKind::NlRegression => {
+                if let Some((a, b, c)) = h.nl.abc
+                    && usable
+                    && let p @ Prediction::Calibrated(_) = answer(a * size.powf(b) + c)
+                {
+                    return p;
+                }
+            }
+            ModelKind::History => {}
+        }
         if let Some(e) = h.entries.get(&footprint)
             && e.calibrated()
         {
             return Prediction::Calibrated(e.estimate());
         }
-        match h.regression.fit() {
-            Some((a, b)) if size > 0.0 && size.is_finite() => {
-                let t = a * size.powf(b);
-                if t.is_finite() { Prediction::Calibrated(t) } else { Prediction::Uncalibrated }
-            }
-            _ => Prediction::Uncalibrated,
-        }
+        power_law()
     }
 
     /// Whether [`ModelHandle::record`] would keep a sample of this entry now (so that the
-    /// runtime times only tasks whose timing is used).
+    /// runtime times only tasks whose timing is used). The same rule for every kind: a
+    /// regression that is not usable yet lacks samples of entries that are not calibrated
+    /// (too few samples in all, or too few sizes), never more samples of a calibrated
+    /// entry's size, so freezing calibrated entries never stalls its calibration.
     pub fn wants_sample(&self, arch: &str, footprint: u32) -> bool {
         wants(self.calibrate, self.read().total.arch(arch), footprint)
     }
@@ -249,8 +317,16 @@ impl ModelHandle {
         self.read().total.arch(arch)?.regression.fit()
     }
 
+    /// `(a, b, c)` of `t = a·n^b + c` that [`ModelKind::NlRegression`] predicts with on
+    /// `arch`: fitted through its calibrated entries, refit at most 32 samples ago;
+    /// `None` until usable (3 calibrated entries of distinct sizes, spread).
+    pub fn nl_prediction(&self, arch: &str) -> Option<(f64, f64, f64)> {
+        self.read().total.arch(arch)?.nl.abc
+    }
+
     /// `(a, b, c)` of `t = a·n^b + c` fitted now through the entries of `arch` (each
-    /// entry's mean size and robust estimate); `None` with fewer than 3 distinct sizes.
+    /// entry's mean size and robust estimate), calibrated or not, for display; `None` with
+    /// fewer than 3 distinct sizes.
     pub fn nl_regression(&self, arch: &str) -> Option<(f64, f64, f64)> {
         let points: Vec<(f64, f64)> = {
             let s = self.read();
@@ -271,7 +347,7 @@ impl ModelHandle {
     /// handle's own locks until `locks_deadline` (`None`: as long as it takes).
     fn save_until(&self, locks_deadline: Option<Instant>, deadline: Instant) -> io::Result<()> {
         let Some(path) = &self.path else { return Ok(()) };
-        let _saving = acquire(locks_deadline, || match self.saving.try_lock() {
+        let _saving = acquire(locks_deadline, || match self.shared.saving.try_lock() {
             Ok(g) => Some(g),
             Err(TryLockError::Poisoned(p)) => Some(p.into_inner()),
             Err(TryLockError::WouldBlock) => None,
@@ -309,7 +385,7 @@ impl ModelHandle {
     }
 
     fn write_until(&self, deadline: Option<Instant>) -> Option<RwLockWriteGuard<'_, State>> {
-        acquire(deadline, || match self.state.try_write() {
+        acquire(deadline, || match self.shared.state.try_write() {
             Ok(g) => Some(g),
             Err(TryLockError::Poisoned(p)) => Some(p.into_inner()),
             Err(TryLockError::WouldBlock) => None,
@@ -349,7 +425,7 @@ impl ModelHandle {
     /// Prints `msg` unless this handle has already warned about its file.
     fn warn(&self, msg: String) {
         // Relaxed: only the count matters, nothing is published through it.
-        if self.warnings.compare_exchange(0, 1, Ordering::Relaxed, Ordering::Relaxed).is_ok() {
+        if self.shared.warnings.compare_exchange(0, 1, Ordering::Relaxed, Ordering::Relaxed).is_ok() {
             eprintln!("{msg}");
         }
     }
@@ -389,15 +465,20 @@ fn registry() -> MutexGuard<'static, Vec<Arc<ModelHandle>>> {
 }
 
 /// The model `name` kept in `dir` (`None`: in memory only), as file
-/// `dir/<sanitized name>.model`, read on the first call for it. Later calls return the same
-/// handle whatever their `calibrate` (the first call's mode holds).
-pub(crate) fn models_in(dir: Option<&Path>, name: &str, calibrate: Calibrate) -> Arc<ModelHandle> {
+/// `dir/<sanitized name>.model`, read on the first call for it, predicting as `kind`. Later
+/// calls return the same handle for the same kind, and one sharing its samples for another
+/// kind, whatever their `calibrate` (the first call's mode holds).
+pub(crate) fn models_in(dir: Option<&Path>, name: &str, calibrate: Calibrate, kind: ModelKind) -> Arc<ModelHandle> {
     let path = dir.map(|d| d.join(file::file_name(name)));
     let mut m = registry();
-    if let Some(h) = m.iter().find(|h| h.name == name && h.path == path) {
+    let mut same_model = m.iter().filter(|h| h.name == name && h.path == path);
+    if let Some(h) = same_model.clone().find(|h| h.kind == kind) {
         return h.clone();
     }
-    let h = Arc::new(ModelHandle::open(name, path, calibrate));
+    let h = Arc::new(match same_model.next() {
+        Some(other) => other.as_kind(kind),
+        None => ModelHandle { kind, ..ModelHandle::open(name, path, calibrate) },
+    });
     m.push(h.clone());
     h
 }
@@ -413,7 +494,16 @@ pub(crate) fn save_all() {
         Err(TryLockError::Poisoned(p)) => Some(p.into_inner()),
         Err(TryLockError::WouldBlock) => None,
     }) {
-        Some(m) => m.iter().filter(|h| h.path.is_some()).cloned().collect(),
+        Some(m) => {
+            // One handle per model: the handles of its other kinds share its samples.
+            let mut one_each: Vec<Arc<ModelHandle>> = Vec::new();
+            for h in m.iter().filter(|h| h.path.is_some()) {
+                if !one_each.iter().any(|o| o.id() == h.id()) {
+                    one_each.push(h.clone());
+                }
+            }
+            one_each
+        }
         None => {
             eprintln!("weft: performance models not saved: their registry stayed locked");
             return;
@@ -568,7 +658,7 @@ mod tests {
                 h.record("cpu", 9, 1.0, 2.0);
             }
             h.save().unwrap();
-            assert_eq!(h.warnings.load(Ordering::Relaxed), 1, "the save warned again");
+            assert_eq!(h.shared.warnings.load(Ordering::Relaxed), 1, "the save warned again");
             let back = open(&path, Calibrate::Use);
             assert_eq!(count(&back, "cpu", 9), 3);
         }
@@ -580,10 +670,10 @@ mod tests {
         std::fs::write(h.path().unwrap(), "weft-perfmodel 1\nmodel \"m\"\n").unwrap();
         h.record("cpu", 1, 1.0, 1.0);
         h.save().unwrap();
-        assert_eq!(h.warnings.load(Ordering::Relaxed), 1);
+        assert_eq!(h.shared.warnings.load(Ordering::Relaxed), 1);
         h.record("cpu", 1, 1.0, 1.0);
         h.save().unwrap();
-        assert_eq!(h.warnings.load(Ordering::Relaxed), 1);
+        assert_eq!(h.shared.warnings.load(Ordering::Relaxed), 1);
         assert_eq!(count(&open(h.path().unwrap(), Calibrate::Use), "cpu", 1), 2);
     }
 
@@ -608,7 +698,7 @@ mod tests {
             assert!(h.entries().is_empty(), "mode {m:o}: the file was used");
             h.record("cpu", 2, 1.0, 1.0);
             h.save().unwrap();
-            assert_eq!(h.warnings.load(Ordering::Relaxed), 1, "the save warned again");
+            assert_eq!(h.shared.warnings.load(Ordering::Relaxed), 1, "the save warned again");
             assert_eq!(mode(&path), 0o600, "replaced by a private file");
             assert_eq!(count(&open(&path, Calibrate::Use), "cpu", 2), 1, "the file others could write was dropped");
         }
@@ -631,7 +721,7 @@ mod tests {
         h.record("cpu", 4, 1.0, 1.0);
         let e = h.save().unwrap_err();
         assert!(fsutil::is_untrusted(&e), "{e}");
-        assert_eq!(h.warnings.load(Ordering::Relaxed), 1, "one warning in all");
+        assert_eq!(h.shared.warnings.load(Ordering::Relaxed), 1, "one warning in all");
         assert_eq!(std::fs::read(&path).unwrap(), before, "nothing written");
         std::fs::set_permissions(&d.0, std::fs::Permissions::from_mode(0o700)).unwrap();
     }
@@ -716,6 +806,119 @@ mod tests {
         let (fa, fb, fc) = h.nl_regression("cpu").unwrap();
         assert!((fa - a).abs() < 0.01 * a && (fb - b).abs() < 0.01 * b && (fc - c).abs() < 0.01 * c, "{fa} {fb} {fc}");
         assert_eq!(h.nl_regression("opencl:none"), None);
+    }
+
+    /// Durations `3·n^0.9 + 50` µs at 8 sizes, 10 samples each (one footprint per size).
+    fn latency_law(h: &ModelHandle, sizes: usize) {
+        for k in 0..sizes {
+            let n = 1e3 * 2f64.powi(k as i32);
+            for _ in 0..10 {
+                h.record("cpu", k as u32, n, 3.0 * n.powf(0.9) + 50.0);
+            }
+        }
+    }
+
+    fn us(p: Prediction) -> f64 {
+        match p {
+            Prediction::Calibrated(t) => t,
+            Prediction::Uncalibrated => panic!("uncalibrated"),
+        }
+    }
+
+    /// Each kind on the same samples of `3·n^0.9 + 50`: NlRegression predicts an unseen size
+    /// within 1% and answers every size by its curve; Regression answers every size, seen
+    /// ones included, by the power law; History keeps each entry's estimate and the power
+    /// law for unseen footprints.
+    #[test]
+    fn each_kind_predicts_from_the_same_samples() {
+        let h = ModelHandle::open("m", None, Calibrate::Use);
+        latency_law(&h, 8);
+        let (nl, reg) = (h.as_kind(ModelKind::NlRegression), h.as_kind(ModelKind::Regression));
+        let law = |n: f64| 3.0 * n.powf(0.9) + 50.0;
+        let unseen = 3.0e4;
+        let t = us(nl.predict("cpu", 999, unseen));
+        assert!((t - law(unseen)).abs() < 0.01 * law(unseen), "{t} vs {}", law(unseen));
+        let (a, b, c) = nl.nl_prediction("cpu").expect("usable");
+        assert!((b - 0.9).abs() < 0.01 && (c - 50.0).abs() < 1.0, "{a} {b} {c}");
+        let seen = 4e3;
+        assert_eq!(nl.predict("cpu", 2, seen), Prediction::Calibrated(a * seen.powf(b) + c));
+        let (pa, pb) = h.regression("cpu").unwrap();
+        assert_eq!(reg.predict("cpu", 2, seen), Prediction::Calibrated(pa * seen.powf(pb)));
+        assert_ne!(reg.predict("cpu", 2, seen), Prediction::Calibrated(law(seen)), "not the entry");
+        assert_eq!(reg.predict("cpu", 999, unseen), Prediction::Calibrated(pa * unseen.powf(pb)));
+        assert_eq!(h.predict("cpu", 2, seen), Prediction::Calibrated(law(seen)), "History: the entry");
+        assert_eq!(h.predict("cpu", 999, unseen), Prediction::Calibrated(pa * unseen.powf(pb)));
+        for k in [&h, &nl, &reg] {
+            assert_eq!(
+                k.predict("cpu", 2, -1.0),
+                if k.kind == ModelKind::Regression { Prediction::Uncalibrated } else { Prediction::Calibrated(law(seen)) }
+            );
+            assert_eq!(k.predict("gpu", 2, seen), Prediction::Uncalibrated);
+        }
+    }
+
+    /// Before their curves are usable: Regression is uncalibrated (at one size, even where
+    /// an entry is), so the policies force runs; NlRegression answers as History until 3
+    /// calibrated sizes.
+    #[test]
+    fn kinds_before_their_curve_is_usable() {
+        let h = ModelHandle::open("m", None, Calibrate::Use);
+        let (nl, reg) = (h.as_kind(ModelKind::NlRegression), h.as_kind(ModelKind::Regression));
+        latency_law(&h, 1);
+        let t0 = 3.0 * 1e3f64.powf(0.9) + 50.0;
+        assert_eq!(reg.predict("cpu", 0, 1e3), Prediction::Uncalibrated, "one size: no power law");
+        assert_eq!(nl.predict("cpu", 0, 1e3), Prediction::Calibrated(t0));
+        assert_eq!(h.predict("cpu", 0, 1e3), Prediction::Calibrated(t0));
+        latency_law(&h, 2);
+        assert!(matches!(reg.predict("cpu", 0, 1e3), Prediction::Calibrated(t) if t != t0), "two sizes: the power law");
+        assert_eq!(nl.nl_prediction("cpu"), None, "two sizes: no curve");
+        assert_eq!(nl.predict("cpu", 0, 1e3), Prediction::Calibrated(t0));
+        assert_eq!(nl.predict("cpu", 9, 5e3), h.predict("cpu", 9, 5e3), "unseen: the power law, as History");
+        // A third size with 9 samples: not calibrated, not in the curve yet; the 10th is.
+        let n = 4e3;
+        for i in 0..10 {
+            assert_eq!(nl.nl_prediction("cpu").is_some(), i == 10, "{i} samples");
+            h.record("cpu", 2, n, 3.0 * n.powf(0.9) + 50.0);
+        }
+        assert!(nl.nl_prediction("cpu").is_some());
+    }
+
+    /// Calibration is the same for every kind: an entry is sampled until calibrated, and
+    /// sampling stops then, even while a Regression model (one size) is unusable.
+    #[test]
+    fn wants_sample_is_per_entry_for_every_kind() {
+        for kind in [ModelKind::History, ModelKind::Regression, ModelKind::NlRegression] {
+            let h = ModelHandle::open("m", None, Calibrate::Use).as_kind(kind);
+            for i in 0..10 {
+                assert!(h.wants_sample("cpu", 0), "{kind:?}: {i} samples");
+                h.record("cpu", 0, 1e3, 10.0);
+            }
+            assert!(!h.wants_sample("cpu", 0), "{kind:?}");
+            assert!(h.wants_sample("cpu", 1) && h.wants_sample("gpu", 0), "{kind:?}");
+            assert_eq!(h.predict("cpu", 0, 1e3) == Prediction::Uncalibrated, kind == ModelKind::Regression);
+            let k = ModelHandle::open("m", None, Calibrate::Keep).as_kind(kind);
+            latency_law(&k, 3);
+            assert!(k.wants_sample("cpu", 0), "{kind:?}: Keep keeps sampling");
+        }
+    }
+
+    /// The curve is refit from what a file holds, and follows an entry that keeps
+    /// calibrating (within 32 samples).
+    #[test]
+    fn nl_curve_after_load_and_while_calibrating() {
+        let d = TempDir::new("nl");
+        let path = d.model("m");
+        let h = open(&path, Calibrate::Keep);
+        latency_law(&h, 4);
+        h.save().unwrap();
+        let back = open(&path, Calibrate::Keep);
+        assert_eq!(back.nl_prediction("cpu"), h.nl_prediction("cpu"));
+        assert!(back.nl_prediction("cpu").is_some());
+        let before = back.nl_prediction("cpu");
+        for _ in 0..NL_REFIT + 32 {
+            back.record("cpu", 3, 8e3, 1e5);
+        }
+        assert_ne!(back.nl_prediction("cpu"), before, "the new estimate reached the curve");
     }
 
     /// Use: calibrated entries are frozen (samples dropped, regression untouched); Keep:
@@ -827,9 +1030,12 @@ mod tests {
     fn registry_and_save_all() {
         let d = TempDir::new("registry");
         let name = "cl-1a2b3c4d5e6f7788-sgemm kernel/v2";
-        let h = models_in(Some(&d.0), name, Calibrate::Keep);
-        assert!(Arc::ptr_eq(&h, &models_in(Some(&d.0), name, Calibrate::Use)));
-        assert!(!Arc::ptr_eq(&h, &models_in(None, name, Calibrate::Keep)));
+        let h = models_in(Some(&d.0), name, Calibrate::Keep, ModelKind::History);
+        assert!(Arc::ptr_eq(&h, &models_in(Some(&d.0), name, Calibrate::Use, ModelKind::History)));
+        assert!(!Arc::ptr_eq(&h, &models_in(None, name, Calibrate::Keep, ModelKind::History)));
+        let nl = models_in(Some(&d.0), name, Calibrate::Use, ModelKind::NlRegression);
+        assert!(!Arc::ptr_eq(&h, &nl) && nl.id() == h.id(), "another kind shares the samples");
+        assert_eq!((nl.kind(), nl.calibrate()), (ModelKind::NlRegression, Calibrate::Keep));
         let p = h.path().unwrap().to_path_buf();
         assert_eq!(p.parent(), Some(d.0.as_path()));
         assert!(p.file_name().unwrap().to_str().unwrap().starts_with("cl-1a2b3c4d5e6f7788-sgemm_kernel_v2-"));

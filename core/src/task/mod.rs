@@ -275,8 +275,9 @@ impl Codelet {
         calibrate: crate::perfmodel::Calibrate,
     ) -> Option<Arc<crate::perfmodel::ModelHandle>> {
         let m = self.model.as_ref()?;
-        let (d, h) =
-            self.model_handle.get_or_init(|| (dir.map(std::path::Path::to_path_buf), crate::perfmodel::models_in(dir, &m.name, calibrate)));
+        let (d, h) = self
+            .model_handle
+            .get_or_init(|| (dir.map(std::path::Path::to_path_buf), crate::perfmodel::models_in(dir, &m.name, calibrate, m.kind)));
         // Bytes, not `Path`'s component-wise equality: a device driver asks twice per launch
         // (sampling, back-to-back launches), and parsing both paths' components each time
         // was ~400 instructions a tiny kernel (callgrind, bench/RESULTS.md, issue 33). Two
@@ -284,7 +285,7 @@ impl Codelet {
         if d.as_deref().map(std::path::Path::as_os_str) == dir.map(std::path::Path::as_os_str) {
             return Some(h.clone());
         }
-        Some(crate::perfmodel::models_in(dir, &m.name, calibrate))
+        Some(crate::perfmodel::models_in(dir, &m.name, calibrate, m.kind))
     }
     pub(crate) fn arch_mask(&self) -> u8 {
         let host = [Arch::Cpu, Arch::Null].iter().filter(|a| self.impls[**a as usize].is_some()).fold(0, |m, a| m | a.bit());
