@@ -109,6 +109,14 @@ pub fn show(name: &str) -> Result<String, String> {
             }
             None => o.push_str("  regression t = a*n^b + c: none (needs 3 distinct sizes)\n"),
         }
+        // What a model of kind NlRegression predicts with: fitted through calibrated entries
+        // only, and refit every 32 samples, so it can differ from the line above.
+        match m.nl_prediction(&arch) {
+            Some((a, b, c)) => {
+                let _ = writeln!(o, "  predicting (kind nl-regression): a = {a:.6e}, b = {b:.4}, c = {c:.3} us");
+            }
+            None => o.push_str("  predicting (kind nl-regression): not usable yet (needs 3 calibrated entries of distinct sizes)\n"),
+        }
         let _ = writeln!(
             o,
             "  {:<8} {:>14} {:>8} {:>12} {:>12} {:>12} {:>12} {:>12}",

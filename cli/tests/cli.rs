@@ -199,6 +199,8 @@ fn perfmodel_list_and_show_read_the_model_file() {
     let cpu = &show[show.find("arch cpu").unwrap()..show.find("arch null").unwrap()];
     assert!(cpu.contains("regression t = a*n^b: a = "), "{cpu}");
     assert!(cpu.contains("regression t = a*n^b + c through the entries"), "{cpu}");
+    // But no entry has its 10 samples: a model of kind nl-regression cannot predict by it.
+    assert!(cpu.contains("predicting (kind nl-regression): not usable yet (needs 3 calibrated entries"), "{cpu}");
     let null = &show[show.find("arch null").unwrap()..];
     assert!(null.contains("not usable yet") && null.contains("needs 3 distinct sizes"), "{null}");
     let e = words(line(cpu, "0000beef"));
