@@ -470,3 +470,101 @@ fn a_models_first_task_on_a_worker_is_a_warm_up() {
     let line = r.lines().find(|l| l.starts_with(&format!("model {name} on cpu"))).unwrap_or_else(|| panic!("{r}"));
     assert!(line.contains("12 measured") && line.contains("; 1 predicted") && !line.contains("warm-ups left out"), "{line}");
 }
+
+/// The spin time, µs, a task's argument blob carries.
+fn us_arg(args: &[u8]) -> u64 {
+    u64::from_ne_bytes(args[..8].try_into().expect("a u64 argument"))
+}
+
+/// A codelet that spins for the µs its argument says, reading a vector (of one shape for
+/// every task), with `model` (named `name`).
+fn spin_by_arg(name: &str, model: PerfModel) -> Arc<Codelet> {
+    Codelet::builder(name)
+        .cpu(|ctx| {
+            work(ctx.arg::<u64>());
+            Ok(())
+        })
+        .model(model)
+        .build()
+}
+
+/// Runs 11 tasks of `cl` spinning `us` each, one at a time: after the model's warm-up on
+/// the only worker, 10 samples calibrate their entry.
+fn eleven(rt: &Runtime, cl: &Arc<Codelet>, v: &DataHandle, us: u64) {
+    for _ in 0..11 {
+        rt.submit(TaskBuilder::new(cl).arg(us).access(v, AccessMode::R)).unwrap().wait().unwrap();
+    }
+}
+
+/// A codelet's footprint function tells apart tasks whose data have the same shapes: here
+/// by the spin time in their argument blob, so each spin time has an entry (and duration)
+/// of its own, where the default footprint (of the shapes alone) would mix them in one.
+#[test]
+fn a_footprint_function_separates_tasks_of_equal_shapes() {
+    let rt = Runtime::new(Config { ncpu: Some(1), sched: PolicyKind::Dm, spin_us: 5, ..Config::default() }).unwrap();
+    let name = unique("footprint");
+    let cl = spin_by_arg(&name, PerfModel::new(&name).footprint(|_, args| 1000 + us_arg(args) as u32));
+    let v = rt.register_vector(vec![0u32; 16]).unwrap();
+    let key = |us: u64| cl.model().unwrap().key(&[v.shape()], &us.to_ne_bytes());
+    assert_eq!((key(100).0, key(400).0), (1100, 1400));
+    eleven(&rt, &cl, &v, 100);
+    eleven(&rt, &cl, &v, 400);
+    let e = rt.model(&cl).unwrap().entries();
+    assert_eq!(
+        e.iter().map(|e| (e.arch.as_str(), e.footprint, e.count)).collect::<Vec<_>>(),
+        [("cpu", 1100, 10), ("cpu", 1400, 10)],
+        "{e:?}"
+    );
+    let (short, long) = (&e[0], &e[1]);
+    // Each entry holds its own tasks' durations (spins of at least 100 and 400 µs).
+    assert!(short.min >= 100.0 && long.min >= 400.0, "{e:?}");
+    assert!(long.estimate > short.estimate, "{e:?}");
+    // The default footprint hashes the shapes only: one entry for both.
+    let plain = PerfModel::new("plain");
+    assert_eq!(plain.key(&[v.shape()], &100u64.to_ne_bytes()), plain.key(&[v.shape()], &400u64.to_ne_bytes()));
+}
+
+/// A codelet's size function gives the `n` of its power law `t = a·n^b`: tasks whose data
+/// are all of one size but whose spin time (their argument) is their size calibrate a
+/// regression over those sizes (the data's bytes would give it one size, and no fit), and
+/// a task of a footprint never measured is predicted at its size function's `n`.
+#[test]
+fn a_size_function_gives_the_regression_its_sizes() {
+    let rt = Runtime::new(Config { ncpu: Some(1), sched: PolicyKind::Dm, stats: true, spin_us: 5, ..Config::default() }).unwrap();
+    let name = unique("size");
+    let model = PerfModel::new(&name).footprint(|_, args| us_arg(args) as u32).size(|_, args| us_arg(args) as f64);
+    let cl = spin_by_arg(&name, model);
+    let v = rt.register_vector(vec![0u32; 16]).unwrap();
+    eleven(&rt, &cl, &v, 100);
+    eleven(&rt, &cl, &v, 1000);
+    let m = rt.model(&cl).unwrap();
+    let e = m.entries();
+    assert_eq!(e.iter().map(|e| e.size).collect::<Vec<_>>(), [100.0, 1000.0], "{e:?}");
+    let (a, b) = m.regression("cpu").unwrap_or_else(|| panic!("no regression: {e:?}"));
+    // Durations proportional to n (generous bounds: a preempted sample moves the fit).
+    assert!((0.5..1.5).contains(&b), "t = {a} n^{b}");
+    // What the runtime predicted for a task of footprint 3000, from the statistics' sum of
+    // predictions before and after it.
+    let predicted_sum = || {
+        let r = rt.stats_report();
+        let line = r.lines().find(|l| l.starts_with(&format!("model {name} on cpu"))).unwrap_or_else(|| panic!("{r}")).to_string();
+        let after = line.split("; ").nth(1).unwrap_or_else(|| panic!("{line}"));
+        let count: f64 = after.split(' ').next().unwrap().parse().unwrap();
+        let mean: f64 = after.split("mean predicted ").nth(1).and_then(|s| s.split(' ').next()).unwrap().parse().unwrap();
+        (count, count * mean)
+    };
+    let want = a * 3000f64.powf(b);
+    assert_eq!(m.predict("cpu", 3000, 3000.0), Prediction::Calibrated(want));
+    let (n0, sum0) = predicted_sum();
+    // (Its sample then enters the regression.)
+    rt.submit(TaskBuilder::new(&cl).arg(3000u64).access(&v, AccessMode::R)).unwrap().wait().unwrap();
+    let (n1, sum1) = predicted_sum();
+    // (The means are printed to 0.1 µs.)
+    assert!(
+        n1 == n0 + 1.0 && (sum1 - sum0 - want).abs() <= 0.05 * (n0 + n1) + 1e-6 * want,
+        "predicted {} us, the power law at n = 3000 gives {want} us",
+        sum1 - sum0
+    );
+    // At the data's bytes (64) the power law would have predicted a tenth of that or less.
+    assert!(want > 10.0 * a * 64f64.powf(b));
+}
