@@ -1,5 +1,8 @@
 //! Property test: random task graphs run on every scheduler (with and without simulated
 //! devices and a tight device memory limit) and are checked against a sequential reference.
+//! The model-driven schedulers also run graphs whose codelet has a fresh performance model:
+//! its first tasks are forced calibration runs on each kind of worker, the rest are placed
+//! by its predictions (with their inputs prefetched to where they are placed).
 //!
 //! Each task reads, writes or accumulates into a few handles among three vectors and one
 //! matrix partitioned into 2×2 tiles (tasks mix the whole matrix and its tiles). Every read
@@ -144,55 +147,61 @@ struct Observed {
     clock: AtomicU64,
 }
 
-fn kernel(obs: Arc<Observed>) -> Arc<Codelet> {
-    Codelet::builder("graph-task")
-        .cpu_and_null(move |ctx| {
-            let id: u64 = ctx.arg();
-            obs.start[id as usize].store(obs.clock.fetch_add(1, Ordering::SeqCst) + 1, Ordering::SeqCst);
-            let mut d = Vec::new();
-            for i in 0..ctx.nbuffers() {
-                let b = ctx.buffer(i);
-                let is_matrix = matches!(b.shape(), Shape::Matrix { .. });
-                match b.mode() {
-                    AccessMode::R => {
-                        if is_matrix {
-                            let m = b.matrix::<u64>();
-                            d.push(digest((0..m.ny).flat_map(|j| m.col(j).to_vec())));
-                        } else {
-                            d.push(digest(b.slice::<u64>().iter().copied()));
-                        }
+/// The graphs' codelet; with a performance model of its own when `modelled`, named apart
+/// from every other (models are kept per process and in a home that other test processes
+/// may share): it starts uncalibrated.
+fn kernel(obs: Arc<Observed>, modelled: bool) -> Arc<Codelet> {
+    let b = Codelet::builder("graph-task").cpu_and_null(move |ctx| {
+        let id: u64 = ctx.arg();
+        obs.start[id as usize].store(obs.clock.fetch_add(1, Ordering::SeqCst) + 1, Ordering::SeqCst);
+        let mut d = Vec::new();
+        for i in 0..ctx.nbuffers() {
+            let b = ctx.buffer(i);
+            let is_matrix = matches!(b.shape(), Shape::Matrix { .. });
+            match b.mode() {
+                AccessMode::R => {
+                    if is_matrix {
+                        let m = b.matrix::<u64>();
+                        d.push(digest((0..m.ny).flat_map(|j| m.col(j).to_vec())));
+                    } else {
+                        d.push(digest(b.slice::<u64>().iter().copied()));
                     }
-                    AccessMode::W | AccessMode::RW => {
-                        let rw = b.mode() == AccessMode::RW;
-                        let mut m = b.matrix_mut::<u64>();
-                        let mut vals = Vec::new();
-                        for j in 0..m.ny {
-                            vals.extend_from_slice(m.col(j));
-                        }
-                        d.push(if rw { digest(vals.iter().copied()) } else { 0 });
-                        let nx = m.nx;
-                        for j in 0..m.ny {
-                            for (r, x) in m.col_mut(j).iter_mut().enumerate() {
-                                let k = (r + j * nx) as u64;
-                                *x = if rw { x.wrapping_mul(3).wrapping_add(id + k) } else { mix(id * 1000 + k) };
-                            }
-                        }
-                    }
-                    AccessMode::Commute | AccessMode::Redux => {
-                        d.push(0);
-                        let v = b.slice_mut::<u64>();
-                        let old = v[0];
-                        std::thread::yield_now(); // widen the window for a lost update
-                        v[0] = old.wrapping_add(id + 1);
-                    }
-                    AccessMode::Scratch => unreachable!(),
                 }
+                AccessMode::W | AccessMode::RW => {
+                    let rw = b.mode() == AccessMode::RW;
+                    let mut m = b.matrix_mut::<u64>();
+                    let mut vals = Vec::new();
+                    for j in 0..m.ny {
+                        vals.extend_from_slice(m.col(j));
+                    }
+                    d.push(if rw { digest(vals.iter().copied()) } else { 0 });
+                    let nx = m.nx;
+                    for j in 0..m.ny {
+                        for (r, x) in m.col_mut(j).iter_mut().enumerate() {
+                            let k = (r + j * nx) as u64;
+                            *x = if rw { x.wrapping_mul(3).wrapping_add(id + k) } else { mix(id * 1000 + k) };
+                        }
+                    }
+                }
+                AccessMode::Commute | AccessMode::Redux => {
+                    d.push(0);
+                    let v = b.slice_mut::<u64>();
+                    let old = v[0];
+                    std::thread::yield_now(); // widen the window for a lost update
+                    v[0] = old.wrapping_add(id + 1);
+                }
+                AccessMode::Scratch => unreachable!(),
             }
-            obs.digests.lock().unwrap()[id as usize] = Some(d);
-            obs.end[id as usize].store(obs.clock.fetch_add(1, Ordering::SeqCst) + 1, Ordering::SeqCst);
-            Ok(())
-        })
-        .build()
+        }
+        obs.digests.lock().unwrap()[id as usize] = Some(d);
+        obs.end[id as usize].store(obs.clock.fetch_add(1, Ordering::SeqCst) + 1, Ordering::SeqCst);
+        Ok(())
+    });
+    if !modelled {
+        return b.build();
+    }
+    static N: AtomicU64 = AtomicU64::new(0);
+    b.model(perfmodel::PerfModel::new(format!("graph-task-{}-{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed)))).build()
 }
 
 fn redux_methods() -> (Arc<Codelet>, Arc<Codelet>) {
@@ -214,13 +223,29 @@ fn redux_methods() -> (Arc<Codelet>, Arc<Codelet>) {
     (init, reduce)
 }
 
-/// A configuration as failures name it.
-fn describe(cfg: &Config) -> String {
-    format!("{:?} nnull={} limit={:?}", cfg.sched, cfg.nnull, cfg.null_mem_limit)
+/// A runtime's configuration, and whether the graph's codelet has a performance model.
+#[derive(Clone, Debug)]
+struct Setup {
+    cfg: Config,
+    modelled: bool,
 }
 
-fn run_graph(tasks: &[TaskSpec], cfg: Config) -> Result<(), String> {
-    let desc = describe(&cfg);
+/// A configuration as failures name it.
+fn describe(s: &Setup) -> String {
+    let model = if s.modelled { format!(" modelled slowdown={}", s.cfg.null_slowdown) } else { String::new() };
+    format!("{:?} nnull={} limit={:?}{model}", s.cfg.sched, s.cfg.nnull, s.cfg.null_mem_limit)
+}
+
+/// Runs `tasks` under `setup` and compares what they saw and left with the sequential
+/// reference; the codelet's model, if it has one.
+fn run_graph(tasks: &[TaskSpec], setup: Setup) -> Result<Option<Arc<perfmodel::ModelHandle>>, String> {
+    let desc = describe(&setup);
+    let mut cfg = setup.cfg;
+    if setup.modelled {
+        // A home where the first runtime leaves the bus model it measured, for the others
+        // to read instead of measuring again: a few ms each, multiplied by every run.
+        cfg.home = Some(std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("graphs-home"));
+    }
     let rt = Runtime::new(cfg).map_err(|e| e.to_string())?;
     let n = tasks.len();
     let obs = Arc::new(Observed {
@@ -241,7 +266,7 @@ fn run_graph(tasks: &[TaskSpec], cfg: Config) -> Result<(), String> {
     let tiles = m.partition(Filter::MatrixTiles { px: 2, py: 2 }).unwrap();
     handles.push(m.clone());
     handles.extend(tiles);
-    let cl = kernel(obs.clone());
+    let cl = kernel(obs.clone(), setup.modelled);
     let mut submitted: Vec<TaskHandle> = Vec::new();
     for (id, t) in tasks.iter().enumerate() {
         let mut b = TaskBuilder::new(&cl).arg(id as u64).priority(t.priority);
@@ -285,16 +310,39 @@ fn run_graph(tasks: &[TaskSpec], cfg: Config) -> Result<(), String> {
     if back != mat {
         return Err(format!("{desc}: unregistered matrix differs"));
     }
-    Ok(())
+    let model = rt.model(&cl);
+    // The model is saved when the runtime shuts down; no later run reads it.
+    drop(rt);
+    if let Some(p) = model.as_ref().and_then(|m| m.path()) {
+        let _ = std::fs::remove_file(p);
+        let _ = std::fs::remove_file(p.with_extension("model.lock"));
+    }
+    Ok(model)
 }
 
-fn configs() -> Vec<Config> {
+fn configs() -> Vec<Setup> {
     let mut v = Vec::new();
+    let plain = |cfg| Setup { cfg, modelled: false };
     for sched in PolicyKind::ALL {
-        v.push(Config { ncpu: Some(2), sched, spin_us: 5, ..Config::default() });
-        v.push(Config { ncpu: Some(1), nnull: 2, sched, spin_us: 5, ..Config::default() });
+        v.push(plain(Config { ncpu: Some(2), sched, spin_us: 5, ..Config::default() }));
+        v.push(plain(Config { ncpu: Some(1), nnull: 2, sched, spin_us: 5, ..Config::default() }));
         // 1 KiB per device: the 512-byte matrix and its tiles keep getting evicted.
-        v.push(Config { ncpu: Some(1), nnull: 2, null_mem_limit: Some(1024), sched, spin_us: 5, ..Config::default() });
+        v.push(plain(Config { ncpu: Some(1), nnull: 2, null_mem_limit: Some(1024), sched, spin_us: 5, ..Config::default() }));
+    }
+    // Placed by the codelet's model, once calibrated: devices as fast as the CPU worker,
+    // and devices slower than it (the models then send them fewer tasks) with the limit.
+    for sched in [PolicyKind::Dm, PolicyKind::Dmda, PolicyKind::Dmdas, PolicyKind::Heteroprio] {
+        let modelled = |cfg| Setup { cfg, modelled: true };
+        v.push(modelled(Config { ncpu: Some(1), nnull: 2, sched, spin_us: 5, ..Config::default() }));
+        v.push(modelled(Config {
+            ncpu: Some(1),
+            nnull: 2,
+            null_mem_limit: Some(1024),
+            null_slowdown: 4.0,
+            sched,
+            spin_us: 5,
+            ..Config::default()
+        }));
     }
     v
 }
@@ -302,9 +350,9 @@ fn configs() -> Vec<Config> {
 /// Runs `run_graph` under a watchdog: a graph that has not finished after `WATCHDOG` is a
 /// hang, reported with what replays it (`WEFT_GRAPH_CASE=seed,n`) before the process aborts,
 /// rather than leaving the test to sit until CI's timeout.
-fn run_watched(seed: u64, n: usize, cfg: Config) -> Result<(), String> {
+fn run_watched(seed: u64, n: usize, setup: Setup) -> Result<(), String> {
     const WATCHDOG: std::time::Duration = std::time::Duration::from_secs(60);
-    let desc = format!("seed {seed} n {n} {}", describe(&cfg));
+    let desc = format!("seed {seed} n {n} {}", describe(&setup));
     let (done, finished) = std::sync::mpsc::channel::<()>();
     let dog = std::thread::spawn(move || {
         if finished.recv_timeout(WATCHDOG) == Err(std::sync::mpsc::RecvTimeoutError::Timeout) {
@@ -312,18 +360,18 @@ fn run_watched(seed: u64, n: usize, cfg: Config) -> Result<(), String> {
             std::process::abort();
         }
     });
-    let r = run_graph(&gen_tasks(seed, n), cfg);
+    let r = run_graph(&gen_tasks(seed, n), setup);
     drop(done);
     dog.join().unwrap();
-    r
+    r.map(drop)
 }
 
 proptest! {
     #![proptest_config(ProptestConfig { cases: 24, .. ProptestConfig::default() })]
     #[test]
     fn random_graphs_match_sequential_execution(seed in any::<u64>(), n in 1usize..48) {
-        for cfg in configs() {
-            if let Err(e) = run_watched(seed, n, cfg) {
+        for setup in configs() {
+            if let Err(e) = run_watched(seed, n, setup) {
                 prop_assert!(false, "seed {seed} n {n}: {e}");
             }
         }
@@ -353,8 +401,8 @@ fn replay_or_stress_graphs() {
     for (seed, n) in cases {
         eprintln!("case {seed},{n}");
         for _ in 0..repeat {
-            for cfg in configs().into_iter().filter(|c| describe(c).contains(&only)) {
-                run_watched(seed, n, cfg).unwrap();
+            for setup in configs().into_iter().filter(|c| describe(c).contains(&only)) {
+                run_watched(seed, n, setup).unwrap();
             }
         }
     }
@@ -363,7 +411,16 @@ fn replay_or_stress_graphs() {
 #[test]
 fn a_long_graph_on_every_policy() {
     let tasks = gen_tasks(0xC0FFEE, 400);
-    for cfg in configs() {
-        run_graph(&tasks, cfg).unwrap();
+    for setup in configs() {
+        let desc = describe(&setup);
+        let model = run_graph(&tasks, setup).unwrap();
+        // Long enough to calibrate the model on both kinds of worker: the later tasks were
+        // placed by its predictions (the power law over sizes, until their own footprint's
+        // entry has its 10 samples).
+        if let Some(m) = model {
+            for arch in ["cpu", "null"] {
+                assert!(m.regression(arch).is_some(), "{desc}: no usable regression on {arch}: {:?}", m.entries());
+            }
+        }
     }
 }

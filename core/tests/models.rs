@@ -223,30 +223,90 @@ fn models_are_saved_under_weft_home() {
 }
 
 /// `WEFT_STATS` reports per worker busy and idle time, per model the predicted and measured
-/// means, and bytes moved per pair of memory nodes.
+/// means, and bytes moved per pair of memory nodes: checked against what the tasks did (each
+/// spins 2 ms; a vector of 4096 bytes goes back and forth, one of 8192 bytes is read on the
+/// device once), with bounds on times that only a wrong figure can miss.
 #[test]
 fn statistics_report_time_models_and_bytes_per_pair() {
+    let outer = Instant::now();
     let rt =
         Runtime::new(Config { ncpu: Some(1), nnull: 1, sched: PolicyKind::Dmda, stats: true, spin_us: 5, ..Config::default() }).unwrap();
     let name = unique("stats");
+    let (n, spin_us) = (40, 2000);
     let cl = Codelet::builder(&name)
-        .cpu_and_null(|ctx| {
+        .cpu_and_null(move |ctx| {
             ctx.vector_mut::<u8>(0)[0] += 1;
-            work(30);
+            work(spin_us);
             Ok(())
         })
         .model(PerfModel::new(&name))
         .build();
     let v = rt.register_vector(vec![0u8; 4096]).unwrap();
-    for _ in 0..40 {
+    for _ in 0..n {
         rt.submit(TaskBuilder::new(&cl).access(&v, AccessMode::RW)).unwrap();
     }
     rt.wait_for_all().unwrap();
+    // A device task reading a vector that only host memory holds: 8192 more bytes from
+    // node 0 to node 1, whether its own acquisition or a prefetch copies them.
+    let before = rt.bytes_moved(0, 1);
+    let read = Codelet::builder("stats-read").null(|ctx| {
+        assert_eq!(ctx.vector::<u8>(0).len(), 8192);
+        Ok(())
+    });
+    let w = rt.register_vector(vec![1u8; 8192]).unwrap();
+    rt.submit(TaskBuilder::new(&read.build()).access(&w, AccessMode::R)).unwrap().wait().unwrap();
     let r = rt.stats_report();
-    assert!(r.contains("busy") && r.contains("idle"), "{r}");
-    assert!(r.contains(&format!("model {name} on cpu")) && r.contains(&format!("model {name} on null")), "{r}");
-    assert!(r.contains("bytes node 0 -> node 1"), "{r}");
-    assert!(rt.bytes_moved(0, 1) >= 4096);
+    let lifetime = outer.elapsed().as_secs_f64();
+
+    // The number after `key` on `line`.
+    fn after<T: std::str::FromStr>(line: &str, key: &str) -> T {
+        let mut words = line.split_whitespace().skip_while(|w| *w != key);
+        words
+            .nth(1)
+            .and_then(|x| x.trim_end_matches([',', ';', ':']).parse().ok())
+            .unwrap_or_else(|| panic!("no number after {key:?}: {line}"))
+    }
+    let wall: f64 = after(r.lines().next().unwrap(), "dmda,");
+    assert!(wall <= lifetime + 1e-3, "{wall} s since start, {lifetime} s measured around the runtime\n{r}");
+    let workers: Vec<&str> = r.lines().filter(|l| l.starts_with("worker")).collect();
+    assert_eq!(workers.len(), 2, "{r}");
+    let mut busy_total = 0.0;
+    for (line, tasks) in workers.iter().zip(rt.tasks_per_worker()) {
+        let (busy, idle): (f64, f64) = (after(line, "busy"), after(line, "idle"));
+        assert_eq!(after::<u64>(line, "tasks"), tasks, "{r}");
+        // Printed to the ms; busy time is within the runtime's lifetime, idle the rest.
+        assert!(busy <= wall + 1e-3 && (busy + idle - wall).abs() <= 2e-3, "{line}: {wall} s since start");
+        if tasks > 1 {
+            assert!(busy > 0.0, "{line}");
+        }
+        busy_total += busy;
+    }
+    // Every task spun 2 ms on one worker or the other (less the rounding of two figures).
+    let spun = (n as u64 * spin_us) as f64 / 1e6;
+    assert!(busy_total >= spun - 2e-3, "{busy_total} s busy in all, the tasks spun {spun} s\n{r}");
+
+    // Each kind of worker measured durations of at least the spin (the mean includes the
+    // warm-ups: those are measured too).
+    let mut measured = 0;
+    for arch in ["cpu", "null"] {
+        let line = r.lines().find(|l| l.starts_with(&format!("model {name} on {arch}:"))).unwrap_or_else(|| panic!("{arch}: {r}"));
+        let (count, mean): (u64, f64) = (after(line, &format!("{arch}:")), after(line, "mean"));
+        assert!(count > 0 && mean >= spin_us as f64, "{line}");
+        measured += count;
+    }
+    assert_eq!(measured, n as u64, "{r}");
+
+    // Bytes per pair: as the runtime counted them, and the device's node received nothing
+    // from elsewhere.
+    let pair = |src: usize, dst: usize| -> u64 {
+        r.lines().find(|l| l.starts_with(&format!("bytes node {src} -> node {dst}:"))).map_or(0, |l| after(l, &format!("{dst}:")))
+    };
+    assert_eq!((pair(0, 1), pair(1, 0)), (rt.bytes_moved(0, 1), rt.bytes_moved(1, 0)), "{r}");
+    let node1 = r.lines().find(|l| l.starts_with("node 1")).unwrap_or_else(|| panic!("{r}"));
+    assert_eq!(after::<u64>(node1, "received"), pair(0, 1), "{r}");
+    // The 4096-byte vector went to the device whole, once or more; the 8192-byte one once.
+    assert!(before >= 4096 && before.is_multiple_of(4096), "{before} B to the device before the reader\n{r}");
+    assert_eq!(pair(0, 1), before + 8192, "{r}");
     assert_eq!(v.into_vec::<u8>().unwrap()[0], 40);
     // The vector came home from the device: when a CPU task followed one there, or now.
     assert!(rt.bytes_moved(1, 0) >= 4096);
@@ -469,4 +529,102 @@ fn a_models_first_task_on_a_worker_is_a_warm_up() {
     let r = rt.stats_report();
     let line = r.lines().find(|l| l.starts_with(&format!("model {name} on cpu"))).unwrap_or_else(|| panic!("{r}"));
     assert!(line.contains("12 measured") && line.contains("; 1 predicted") && !line.contains("warm-ups left out"), "{line}");
+}
+
+/// The spin time, µs, a task's argument blob carries.
+fn us_arg(args: &[u8]) -> u64 {
+    u64::from_ne_bytes(args[..8].try_into().expect("a u64 argument"))
+}
+
+/// A codelet that spins for the µs its argument says, reading a vector (of one shape for
+/// every task), with `model` (named `name`).
+fn spin_by_arg(name: &str, model: PerfModel) -> Arc<Codelet> {
+    Codelet::builder(name)
+        .cpu(|ctx| {
+            work(ctx.arg::<u64>());
+            Ok(())
+        })
+        .model(model)
+        .build()
+}
+
+/// Runs 11 tasks of `cl` spinning `us` each, one at a time: after the model's warm-up on
+/// the only worker, 10 samples calibrate their entry.
+fn eleven(rt: &Runtime, cl: &Arc<Codelet>, v: &DataHandle, us: u64) {
+    for _ in 0..11 {
+        rt.submit(TaskBuilder::new(cl).arg(us).access(v, AccessMode::R)).unwrap().wait().unwrap();
+    }
+}
+
+/// A codelet's footprint function tells apart tasks whose data have the same shapes: here
+/// by the spin time in their argument blob, so each spin time has an entry (and duration)
+/// of its own, where the default footprint (of the shapes alone) would mix them in one.
+#[test]
+fn a_footprint_function_separates_tasks_of_equal_shapes() {
+    let rt = Runtime::new(Config { ncpu: Some(1), sched: PolicyKind::Dm, spin_us: 5, ..Config::default() }).unwrap();
+    let name = unique("footprint");
+    let cl = spin_by_arg(&name, PerfModel::new(&name).footprint(|_, args| 1000 + us_arg(args) as u32));
+    let v = rt.register_vector(vec![0u32; 16]).unwrap();
+    let key = |us: u64| cl.model().unwrap().key(&[v.shape()], &us.to_ne_bytes());
+    assert_eq!((key(100).0, key(400).0), (1100, 1400));
+    eleven(&rt, &cl, &v, 100);
+    eleven(&rt, &cl, &v, 400);
+    let e = rt.model(&cl).unwrap().entries();
+    assert_eq!(
+        e.iter().map(|e| (e.arch.as_str(), e.footprint, e.count)).collect::<Vec<_>>(),
+        [("cpu", 1100, 10), ("cpu", 1400, 10)],
+        "{e:?}"
+    );
+    let (short, long) = (&e[0], &e[1]);
+    // Each entry holds its own tasks' durations (spins of at least 100 and 400 µs).
+    assert!(short.min >= 100.0 && long.min >= 400.0, "{e:?}");
+    assert!(long.estimate > short.estimate, "{e:?}");
+    // The default footprint hashes the shapes only: one entry for both.
+    let plain = PerfModel::new("plain");
+    assert_eq!(plain.key(&[v.shape()], &100u64.to_ne_bytes()), plain.key(&[v.shape()], &400u64.to_ne_bytes()));
+}
+
+/// A codelet's size function gives the `n` of its power law `t = a·n^b`: tasks whose data
+/// are all of one size but whose spin time (their argument) is their size calibrate a
+/// regression over those sizes (the data's bytes would give it one size, and no fit), and
+/// a task of a footprint never measured is predicted at its size function's `n`.
+#[test]
+fn a_size_function_gives_the_regression_its_sizes() {
+    let rt = Runtime::new(Config { ncpu: Some(1), sched: PolicyKind::Dm, stats: true, spin_us: 5, ..Config::default() }).unwrap();
+    let name = unique("size");
+    let model = PerfModel::new(&name).footprint(|_, args| us_arg(args) as u32).size(|_, args| us_arg(args) as f64);
+    let cl = spin_by_arg(&name, model);
+    let v = rt.register_vector(vec![0u32; 16]).unwrap();
+    eleven(&rt, &cl, &v, 100);
+    eleven(&rt, &cl, &v, 1000);
+    let m = rt.model(&cl).unwrap();
+    let e = m.entries();
+    assert_eq!(e.iter().map(|e| e.size).collect::<Vec<_>>(), [100.0, 1000.0], "{e:?}");
+    let (a, b) = m.regression("cpu").unwrap_or_else(|| panic!("no regression: {e:?}"));
+    // Durations proportional to n (generous bounds: a preempted sample moves the fit).
+    assert!((0.5..1.5).contains(&b), "t = {a} n^{b}");
+    // What the runtime predicted for a task of footprint 3000, from the statistics' sum of
+    // predictions before and after it.
+    let predicted_sum = || {
+        let r = rt.stats_report();
+        let line = r.lines().find(|l| l.starts_with(&format!("model {name} on cpu"))).unwrap_or_else(|| panic!("{r}")).to_string();
+        let after = line.split("; ").nth(1).unwrap_or_else(|| panic!("{line}"));
+        let count: f64 = after.split(' ').next().unwrap().parse().unwrap();
+        let mean: f64 = after.split("mean predicted ").nth(1).and_then(|s| s.split(' ').next()).unwrap().parse().unwrap();
+        (count, count * mean)
+    };
+    let want = a * 3000f64.powf(b);
+    assert_eq!(m.predict("cpu", 3000, 3000.0), Prediction::Calibrated(want));
+    let (n0, sum0) = predicted_sum();
+    // (Its sample then enters the regression.)
+    rt.submit(TaskBuilder::new(&cl).arg(3000u64).access(&v, AccessMode::R)).unwrap().wait().unwrap();
+    let (n1, sum1) = predicted_sum();
+    // (The means are printed to 0.1 µs.)
+    assert!(
+        n1 == n0 + 1.0 && (sum1 - sum0 - want).abs() <= 0.05 * (n0 + n1) + 1e-6 * want,
+        "predicted {} us, the power law at n = 3000 gives {want} us",
+        sum1 - sum0
+    );
+    // At the data's bytes (64) the power law would have predicted a tenth of that or less.
+    assert!(want > 10.0 * a * 64f64.powf(b));
 }
