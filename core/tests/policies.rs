@@ -45,7 +45,24 @@ fn conformance(sched: PolicyKind) {
     conformance_with(sched, false);
 }
 
+/// A policy that loses a task hangs its test: after this long the suite is taken for hung,
+/// says which policy and aborts the process rather than leaving CI to its timeout.
+const WATCHDOG: Duration = Duration::from_secs(120);
+
 fn conformance_with(sched: PolicyKind, modelled: bool) {
+    let (done, finished) = std::sync::mpsc::channel::<()>();
+    let dog = std::thread::spawn(move || {
+        if finished.recv_timeout(WATCHDOG) == Err(std::sync::mpsc::RecvTimeoutError::Timeout) {
+            eprintln!("policies: the conformance suite under {sched:?} (models: {modelled}) hung for {WATCHDOG:?}");
+            std::process::abort();
+        }
+    });
+    conformance_run(sched, modelled);
+    drop(done);
+    dog.join().unwrap();
+}
+
+fn conformance_run(sched: PolicyKind, modelled: bool) {
     // Statistics show how many tasks ran with a calibrated prediction.
     let rt = Runtime::new(Config { ncpu: Some(2), nnull: 1, sched, stats: modelled, spin_us: 5, ..Config::default() }).unwrap();
     assert_eq!(rt.policy_name(), sched.name());
