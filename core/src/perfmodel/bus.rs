@@ -608,16 +608,20 @@ mod tests {
         eprintln!("measured in {took:?}:\n{}", m.report());
     }
 
-    /// A device whose copies take 20 µs plus 1 ns a byte (1 GB/s), touching nothing: a
-    /// slow link, that the full plan measures for its whole 150 ms a direction.
-    struct Slow(&'static str);
+    /// A device over host memory whose copies touch nothing and end as `copy` says: after
+    /// a time (a slow link), or failed.
+    struct Fake {
+        name: &'static str,
+        kind: DeviceKind,
+        copy: fn(Rect) -> Result<(), DeviceError>,
+    }
 
-    impl Device for Slow {
+    impl Device for Fake {
         fn name(&self) -> &str {
-            self.0
+            self.name
         }
         fn kind(&self) -> DeviceKind {
-            DeviceKind::OpenCl
+            self.kind
         }
         fn memory_size(&self) -> Option<usize> {
             None
@@ -632,17 +636,26 @@ mod tests {
             None
         }
         unsafe fn copy(&self, _: Endpoint, _: Endpoint, r: Rect) -> Result<Completion, DeviceError> {
-            std::thread::sleep(Duration::from_micros(20) + Duration::from_nanos(r.bytes() as u64));
             let c = Completion::new();
-            c.complete(Ok(()));
+            c.complete((self.copy)(r));
             Ok(c)
         }
+    }
+
+    /// Copies take 20 µs plus 1 ns a byte (1 GB/s): a slow link, that the full plan
+    /// measures for its whole 150 ms a direction.
+    fn slow(name: &'static str) -> Fake {
+        let copy = |r: Rect| {
+            std::thread::sleep(Duration::from_micros(20) + Duration::from_nanos(r.bytes() as u64));
+            Ok(())
+        };
+        Fake { name, kind: DeviceKind::OpenCl, copy }
     }
 
     fn slow_nodes(names: &[&'static str]) -> Vec<Arc<MemoryNode>> {
         let mut v = vec![Arc::new(MemoryNode::new(0, Arc::new(HostDevice), None))];
         for (i, &name) in names.iter().enumerate() {
-            v.push(Arc::new(MemoryNode::new(i + 1, Arc::new(Slow(name)), None)));
+            v.push(Arc::new(MemoryNode::new(i + 1, Arc::new(slow(name)), None)));
         }
         v
     }
@@ -840,39 +853,15 @@ mod tests {
         assert_eq!(std::fs::read_to_string(&bus).unwrap(), "not a directory");
     }
 
-    /// A device whose copies fail.
-    struct Broken;
-    impl Device for Broken {
-        fn name(&self) -> &str {
-            "broken"
-        }
-        fn kind(&self) -> DeviceKind {
-            DeviceKind::Null
-        }
-        fn memory_size(&self) -> Option<usize> {
-            None
-        }
-        fn alloc(&self, len: usize) -> Result<Buffer, DeviceError> {
-            HostDevice.alloc(len)
-        }
-        fn free(&self, buf: Buffer) {
-            HostDevice.free(buf)
-        }
-        fn host_ptr(&self, _: Buffer) -> Option<*mut u8> {
-            None
-        }
-        unsafe fn copy(&self, _: Endpoint, _: Endpoint, _: Rect) -> Result<Completion, DeviceError> {
-            let c = Completion::new();
-            c.complete(Err(DeviceError::Lost("test".into())));
-            Ok(c)
-        }
-    }
-
     #[test]
     fn failing_device_gets_the_default_and_is_not_cached() {
         let dir = TempDir::new("broken");
         let mut nodes = nodes(1);
-        nodes.push(Arc::new(MemoryNode::new(2, Arc::new(Broken), None)));
+        nodes.push(Arc::new(MemoryNode::new(
+            2,
+            Arc::new(Fake { name: "broken", kind: DeviceKind::Null, copy: |_| Err(DeviceError::Lost("test".into())) }),
+            None,
+        )));
         let m = BusModel::load_or_measure(&nodes, Some(&dir.0), false);
         assert_measured(&m, 1);
         assert_eq!((m.latency_us(0, 2), m.bandwidth_mb_s(2, 0)), (10.0, 1000.0));
