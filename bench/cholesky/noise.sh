@@ -38,11 +38,9 @@ n=${SIZE%/*} tile=${SIZE#*/}
 STARPU_BIN=${STARPU_CHOLESKY:-/usr/lib/x86_64-linux-gnu/starpu/examples/cholesky_implicit}
 [[ -x $STARPU_BIN ]] || { echo "StarPU's cholesky_implicit not found at $STARPU_BIN (apt-get install starpu-examples)" >&2; exit 2; }
 OPENBLAS_DIR=/usr/lib/x86_64-linux-gnu/openblas-pthread
-if [[ -z ${BIN:-} ]]; then
-    echo "building examples/cholesky (release)..." >&2
-    cargo build --release -q --example cholesky
-    BIN=${CARGO_TARGET_DIR:-$root/target}/release/examples/cholesky
-fi
+# shellcheck source=bench/cholesky/common.sh
+source "$root/bench/cholesky/common.sh"
+cholesky_bin
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 unset WEFT_SCHED WEFT_NOPENCL POCL_DEVICES WEFT_CALIBRATE WEFT_TRACE STARPU_SCHED STARPU_CALIBRATE

@@ -19,6 +19,7 @@
 #                        which calibrate the performance models (kept in a WEFT_HOME of the script's own,
 #                        target/bench-policies-home, emptied first)
 #   F32=1                single precision (the example's --f32)
+#   BIN=PATH             an examples/cholesky binary to measure instead of building one
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -34,9 +35,9 @@ precision=()
 setup_names=("given" "CPU worker alone" "device alone")
 setup_envs=("$SETUP" "WEFT_NCPU=1 WEFT_NOPENCL=0" "WEFT_NCPU=0 POCL_DEVICES=basic")
 
-echo "building examples/cholesky (release)..." >&2
-cargo build --release -q --example cholesky
-BIN=${CARGO_TARGET_DIR:-$root/target}/release/examples/cholesky
+# shellcheck source=bench/cholesky/common.sh
+source "$root/bench/cholesky/common.sh"
+cholesky_bin
 unset WEFT_SCHED WEFT_NCPU WEFT_NOPENCL WEFT_NNULL POCL_DEVICES WEFT_CALIBRATE
 export WEFT_NCUDA=0
 export WEFT_HOME=${CARGO_TARGET_DIR:-$root/target}/bench-policies-home

@@ -33,11 +33,9 @@ precision=()
 n=${SIZE%/*} tile=${SIZE#*/}
 
 BIN_GIVEN=${BIN:-}
-if [[ -z ${BIN:-} ]]; then
-    echo "building examples/cholesky (release)..." >&2
-    cargo build --release -q --example cholesky
-    BIN=${CARGO_TARGET_DIR:-$root/target}/release/examples/cholesky
-fi
+# shellcheck source=bench/cholesky/common.sh
+source "$root/bench/cholesky/common.sh"
+cholesky_bin
 unset WEFT_SCHED WEFT_NCPU WEFT_NOPENCL WEFT_NNULL POCL_DEVICES WEFT_CALIBRATE
 export WEFT_NCUDA=0
 export WEFT_HOME=${CARGO_TARGET_DIR:-$root/target}/bench-predict-home

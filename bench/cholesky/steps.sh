@@ -23,11 +23,9 @@ SIZE=${SIZE:-2048/256}
 ROUNDS=${ROUNDS:-8}
 CALIBRATION=${CALIBRATION:-3}
 n=${SIZE%/*} tile=${SIZE#*/}
-if [[ -z ${BIN:-} ]]; then
-    echo "building examples/cholesky (release)..." >&2
-    cargo build --release -q --example cholesky
-    BIN=${CARGO_TARGET_DIR:-$root/target}/release/examples/cholesky
-fi
+# shellcheck source=bench/cholesky/common.sh
+source "$root/bench/cholesky/common.sh"
+cholesky_bin
 out=$(mktemp -d)
 trap '[ -n "${KEEP:-}" ] || rm -rf "$out"' EXIT
 unset WEFT_SCHED WEFT_NOPENCL POCL_DEVICES WEFT_CALIBRATE WEFT_TRACE
