@@ -64,6 +64,9 @@ pub(crate) struct WorkerStats {
     /// The performance models (their handles' addresses) this worker has measured a task of:
     /// a model's first task on a worker is a warm-up (`RuntimeInner::measured`).
     pub warmed: Mutex<SmallVec<[usize; 8]>>,
+    /// A device worker's last measured task was a warm-up: the next one's duration may hold
+    /// part of its one-time costs (`RuntimeInner::measured`).
+    pub after_warm_up: AtomicBool,
 }
 
 /// Predictions against measurements, per (model, worker kind), for `WEFT_STATS`.
@@ -1259,6 +1262,10 @@ impl RuntimeInner {
     /// model: its code, and the tile it reads, are cold then. Cholesky's tile kernels ran
     /// 20-45% longer the first time on each CPU worker than their medians (2048/256, 2 CPU
     /// workers), and POTRF has 8 tasks a run: two warm-ups put 7% into its mean error.
+    /// On a device the task measured after a warm-up does not reach its model either: a
+    /// device runs its tasks in flight one after another and a kernel's first launch
+    /// builds it there, and that one-time cost can land on the task behind it (on a PoCL
+    /// device the first SYRK's 2-4 ms showed up in the POTRF after it, 5 times its length).
     pub(crate) fn measured(&self, w: usize, t: &TaskInner, m: &crate::perfmodel::ModelHandle, us: f64) {
         let arch = &self.workers[w].perf_arch;
         let (fp, size) = t.perf_key();
@@ -1274,7 +1281,9 @@ impl RuntimeInner {
             if first {
                 seen.push(key);
             }
-            first
+            // Relaxed: read and written by the worker's own driver thread only.
+            let after = self.workers[w].arch != Arch::Cpu && self.stats[w].after_warm_up.swap(first, Ordering::Relaxed);
+            first || after
         };
         if !warm_up {
             m.record(arch, fp, size, us);
