@@ -216,20 +216,22 @@ pub fn run<T: Real>(rt: &Runtime, n: usize, nb: usize) -> Result<(), Box<dyn std
     let b = nb as u32;
     let start = Instant::now();
     for k in 0..t {
-        // Priorities as StarPU's cholesky_implicit gives them where a policy takes any
-        // integer (dmdas): 2t - 2k for step k's POTRF, less a task's tile coordinates for
-        // the others, so that every step's POTRF goes before the previous step's remaining
-        // updates (it runs on a tile just written, warm) and the next panel before the rest.
-        let prio = |m: usize, n: usize| (2 * t as i64 - 2 * k as i64 - m as i64 - n as i64) as i32;
-        rt.submit(TaskBuilder::new(&potrf).access(at(k, k), AccessMode::RW).arg(b).priority(prio(0, 0)))?;
+        // Every POTRF above any other task: it runs right after the update of its tile, on
+        // a warm tile, not behind the previous step's other updates. Then the next panel
+        // (its TRSMs and the updates it needs first) above the rest of a step, whose
+        // updates keep their submission order among equals: consecutive ones share an
+        // operand tile.
+        let prio = |base: usize| (2 * (t - k) + base) as i32;
+        rt.submit(TaskBuilder::new(&potrf).access(at(k, k), AccessMode::RW).arg(b).priority((2 * t + 2) as i32))?;
         for i in k + 1..t {
             rt.submit(
-                TaskBuilder::new(&trsm).access(at(k, k), AccessMode::R).access(at(i, k), AccessMode::RW).arg([b, b]).priority(prio(i, 0)),
+                TaskBuilder::new(&trsm).access(at(k, k), AccessMode::R).access(at(i, k), AccessMode::RW).arg([b, b]).priority(prio(1)),
             )?;
         }
         for i in k + 1..t {
+            let next = if i == k + 1 { 1 } else { 0 };
             rt.submit(
-                TaskBuilder::new(&syrk).access(at(i, k), AccessMode::R).access(at(i, i), AccessMode::RW).arg([b, b]).priority(prio(i, i)),
+                TaskBuilder::new(&syrk).access(at(i, k), AccessMode::R).access(at(i, i), AccessMode::RW).arg([b, b]).priority(prio(next)),
             )?;
             for j in k + 1..i {
                 rt.submit(
@@ -238,7 +240,7 @@ pub fn run<T: Real>(rt: &Runtime, n: usize, nb: usize) -> Result<(), Box<dyn std
                         .access(at(j, k), AccessMode::R)
                         .access(at(i, j), AccessMode::RW)
                         .arg([b, b, b])
-                        .priority(prio(i, j)),
+                        .priority(prio(if j == k + 1 { 1 } else { 0 })),
                 )?;
             }
         }
