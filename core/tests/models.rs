@@ -628,3 +628,26 @@ fn a_size_function_gives_the_regression_its_sizes() {
     // At the data's bytes (64) the power law would have predicted a tenth of that or less.
     assert!(want > 10.0 * a * 64f64.powf(b));
 }
+
+/// On a device, the task measured right after a warm-up, whatever its model, is no sample
+/// either (a kernel's first launch may charge its build to the task behind it); a CPU
+/// worker keeps the single warm-up (the test above).
+#[test]
+fn on_a_device_the_task_after_a_warm_up_is_no_sample_either() {
+    let rt = Runtime::new(Config { ncpu: Some(0), nnull: 1, sched: PolicyKind::Eager, spin_us: 5, ..Config::default() }).unwrap();
+    let (a, b) = (codelet(&unique("after-a"), 20), codelet(&unique("after-b"), 20));
+    let (ma, mb) = (rt.model(&a).unwrap(), rt.model(&b).unwrap());
+    let samples = || {
+        let n = |m: &perfmodel::ModelHandle| m.entries().iter().filter(|e| e.arch == "null").map(|e| e.count).sum::<u64>();
+        (n(&ma), n(&mb))
+    };
+    let run = |cl: &Arc<Codelet>| rt.submit(TaskBuilder::new(cl)).unwrap().wait().unwrap();
+    run(&a); // a's warm-up
+    run(&b); // b's warm-up
+    run(&b); // right after b's warm-up: no sample (on a CPU worker, b's first)
+    assert_eq!(samples(), (0, 0));
+    run(&a);
+    assert_eq!(samples(), (1, 0));
+    run(&b);
+    assert_eq!(samples(), (1, 1));
+}
