@@ -7,11 +7,12 @@
 //! **Does not own**: the text format (`file`), locking and calibration modes (`store`), the
 //! regression arithmetic (`regression`).
 //!
-//! Invariants: an [`ArchHistory`]'s `nl` is the non-linear fit through its calibrated
-//! entries as of its last refit, which every merge and every entry reaching calibration
-//! triggers, and at most [`NL_REFIT`] samples of calibrated entries ago otherwise. An [`Entry`] has `count >= 1`, `1 <= recent.len() <= min(count, RECENT)`,
+//! Invariants: an [`Entry`] has `count >= 1`, `1 <= recent.len() <= min(count, RECENT)`,
 //! every value of `recent` lies in `[min, max]`, and `estimate` is the median of `recent`
-//! (recomputed by every mutation, so `predict` reads it without sorting or allocating).
+//! (recomputed by every mutation, so `predict` reads it without sorting or allocating). An
+//! [`ArchHistory`]'s `nl` is the non-linear fit through its calibrated entries as of its
+//! last refit, which every merge and every entry reaching calibration triggers, and at
+//! most [`NL_REFIT`] samples of calibrated entries ago otherwise.
 
 use super::regression::{PowerLaw, SPREAD, fit_nl};
 use std::collections::BTreeMap;
