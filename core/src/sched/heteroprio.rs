@@ -14,8 +14,8 @@
 //! the models) leaves it alone while the faster workers can drain it: `s` times slower, it
 //! takes a task only from a bucket holding more than `s` tasks per faster worker (StarPU's
 //! slow factor, measured instead of given), so the last tasks of a phase do not end up on
-//! the slow one; a kind whose model is calibrated does the same (with `s` = 1) for kinds
-//! still to be calibrated.
+//! the slow one, and then the bucket's least urgent task; a kind whose model is calibrated
+//! does the same (with `s` = 1) for kinds still to be calibrated.
 //!
 //! Kinds are the workers' model keys (`WorkerDesc::perf_arch`): two identical GPUs are one
 //! kind. A bucket's kind without measurements yet counts as fastest there, so each kind
@@ -192,7 +192,7 @@ impl Policy for Heteroprio {
         }
         let k = self.kind[worker];
         let mut b = lock(&self.b);
-        // (rank, priority, bucket, index of the first task this worker can run)
+        // (rank, priority, bucket, index of the task this worker would take there)
         let mut found: SmallVec<[(f64, i32, usize, usize); 16]> = SmallVec::new();
         let mut declined: Option<usize> = None;
         for (i, bucket) in b.list.iter().enumerate() {
@@ -218,6 +218,12 @@ impl Policy for Heteroprio {
                 declined = Some(i);
                 continue;
             }
+            // A kind that a faster one could stand in for takes the least urgent task it
+            // can run: the bucket's most urgent ones (a critical path's) stay for the faster.
+            let (j, t) = match bucket.tasks.iter().rposition(|t| self.ctx.can_run(t, worker)) {
+                Some(last) if drained > 0.0 => (last, &bucket.tasks[last]),
+                _ => (j, t),
+            };
             // Given orders: the bucket's place in this kind's list (unlisted after every
             // listed one), then its priority.
             let r = match &self.given {
