@@ -18,8 +18,10 @@
 //! does the same (with `s` = 1) for kinds still to be calibrated.
 //!
 //! Kinds are the workers' model keys (`WorkerDesc::perf_arch`): two identical GPUs are one
-//! kind. A bucket's kind without measurements yet counts as fastest there, so each kind
-//! gets its calibration runs.
+//! kind. A bucket's kind without measurements yet counts as fastest there, and calibrated
+//! kinds leave it as many tasks as it has workers: it gets calibration runs whenever its
+//! workers look for work, but unlike the `dm` family nothing holds a task for it (a device
+//! whose driver rarely gets a core may calibrate slowly).
 
 use super::perf::{self, Expect};
 use super::{ModelCtx, Policy, SchedCtx, Target};
