@@ -15,6 +15,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use weft_core::*;
 
+mod common;
+use common::unique;
+
 const NV: usize = 3; // vectors
 const VLEN: usize = 8;
 const MN: usize = 8; // matrix is MN x MN, tiles 4x4
@@ -200,8 +203,7 @@ fn kernel(obs: Arc<Observed>, modelled: bool) -> Arc<Codelet> {
     if !modelled {
         return b.build();
     }
-    static N: AtomicU64 = AtomicU64::new(0);
-    b.model(perfmodel::PerfModel::new(format!("graph-task-{}-{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed)))).build()
+    b.model(perfmodel::PerfModel::new(unique("graph-task"))).build()
 }
 
 fn redux_methods() -> (Arc<Codelet>, Arc<Codelet>) {

@@ -2,64 +2,58 @@
 //! `WEFT_HETEROPRIO`): buckets are task priorities, each architecture takes the buckets it
 //! lists in its order, then the others by priority.
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use weft_core::*;
+
+mod common;
+use common::{Gate, unique, work};
 
 fn runtime(ncpu: usize, nnull: usize, orders: &str) -> Runtime {
     let heteroprio = Some(orders.parse::<HeteroprioOrders>().unwrap());
     Runtime::new(Config { ncpu: Some(ncpu), nnull, sched: PolicyKind::Heteroprio, heteroprio, spin_us: 5, ..Config::default() }).unwrap()
 }
 
-/// Keeps `n` workers busy (each runs one blocker) until the returned flag is set, so that
-/// the order in which they then take the tasks queued meanwhile is the policy's alone.
-fn block_workers(rt: &Runtime, n: usize) -> Arc<AtomicBool> {
-    let go = Arc::new(AtomicBool::new(false));
-    let started = Arc::new(AtomicUsize::new(0));
-    let (g, s) = (go.clone(), started.clone());
-    let blocker = Codelet::builder("blocker")
-        .cpu_and_null(move |_| {
-            s.fetch_add(1, Ordering::SeqCst);
-            while !g.load(Ordering::SeqCst) {
-                std::thread::yield_now();
-            }
-            Ok(())
+/// Holds one worker of each of `archs` until its gate is opened, so that the order in which
+/// they then take the tasks queued meanwhile is the policy's alone.
+fn hold(rt: &Runtime, archs: &[Arch]) -> Vec<Gate> {
+    archs
+        .iter()
+        .map(|&arch| {
+            let gate = Gate::new("blocker", arch);
+            gate.block(rt);
+            gate
         })
-        .build();
-    for _ in 0..n {
-        rt.submit(TaskBuilder::new(&blocker).priority(i32::MAX)).unwrap();
-    }
-    while started.load(Ordering::SeqCst) < n {
-        std::thread::yield_now();
-    }
-    go
+        .collect()
 }
 
 /// (architecture, priority) of each task run, in the order run.
 type Log = Arc<Mutex<Vec<(Arch, i32)>>>;
 
-/// Records each task's run; each takes `us` µs (long enough for every worker to take part).
-fn recorder(log: &Log, us: u64) -> Arc<Codelet> {
+/// Records each task's run; each takes `us` µs (long enough for every worker to take part);
+/// with `model`, measured by the performance model of that name.
+fn recorder(log: &Log, us: u64, model: Option<&str>) -> Arc<Codelet> {
     let l = log.clone();
-    Codelet::builder("record")
-        .cpu_and_null(move |ctx| {
-            l.lock().unwrap().push((ctx.arch(), ctx.arg::<i32>()));
-            work(us);
-            Ok(())
-        })
-        .build()
+    let b = Codelet::builder("record").cpu_and_null(move |ctx| {
+        l.lock().unwrap().push((ctx.arch(), ctx.arg::<i32>()));
+        work(us);
+        Ok(())
+    });
+    match model {
+        Some(name) => b.model(perfmodel::PerfModel::new(name)).build(),
+        None => b.build(),
+    }
 }
 
 #[test]
 fn one_kind_takes_its_listed_buckets_in_order_then_the_rest_by_priority() {
     let rt = runtime(1, 0, "cpu=1,3,2");
     let log: Log = Arc::default();
-    let rec = recorder(&log, 0);
-    let go = block_workers(&rt, 1);
+    let rec = recorder(&log, 0, None);
+    let gates = hold(&rt, &[Arch::Cpu]);
     for p in [0, 3, 1, 2, 3, 5, 1, -1] {
         rt.submit(TaskBuilder::new(&rec).arg(p).priority(p)).unwrap();
     }
-    go.store(true, Ordering::SeqCst);
+    gates.iter().for_each(Gate::open);
     rt.wait_for_all().unwrap();
     let order: Vec<i32> = log.lock().unwrap().iter().map(|&(_, p)| p).collect();
     assert_eq!(order, vec![1, 1, 3, 3, 2, 5, 0, -1]);
@@ -71,13 +65,13 @@ fn each_kind_starts_with_its_own_first_bucket() {
     // of 0.5 ms: neither worker drains both buckets before the other looks).
     let rt = runtime(1, 1, "cpu=0,1;null=1,0");
     let log: Log = Arc::default();
-    let rec = recorder(&log, 500);
-    let go = block_workers(&rt, 2);
+    let rec = recorder(&log, 500, None);
+    let gates = hold(&rt, &[Arch::Cpu, Arch::Null]);
     for i in 0..40 {
         let p = i % 2;
         rt.submit(TaskBuilder::new(&rec).arg(p).priority(p)).unwrap();
     }
-    go.store(true, Ordering::SeqCst);
+    gates.iter().for_each(Gate::open);
     rt.wait_for_all().unwrap();
     let log = log.lock().unwrap();
     for (arch, first) in [(Arch::Cpu, 0), (Arch::Null, 1)] {
@@ -95,23 +89,15 @@ fn each_kind_starts_with_its_own_first_bucket() {
 fn an_unlisted_architecture_takes_highest_priorities_first() {
     let rt = runtime(1, 0, "null=0,1");
     let log: Log = Arc::default();
-    let rec = recorder(&log, 0);
-    let go = block_workers(&rt, 1);
+    let rec = recorder(&log, 0, None);
+    let gates = hold(&rt, &[Arch::Cpu]);
     for p in [0, 5, -3, 2, 5, 1] {
         rt.submit(TaskBuilder::new(&rec).arg(p).priority(p)).unwrap();
     }
-    go.store(true, Ordering::SeqCst);
+    gates.iter().for_each(Gate::open);
     rt.wait_for_all().unwrap();
     let order: Vec<i32> = log.lock().unwrap().iter().map(|&(_, p)| p).collect();
     assert_eq!(order, vec![5, 5, 2, 1, 0, -3]);
-}
-
-/// Spin for `us` µs: work whose duration the models can learn.
-fn work(us: u64) {
-    let t = std::time::Instant::now();
-    while t.elapsed() < std::time::Duration::from_micros(us) {
-        std::hint::spin_loop();
-    }
 }
 
 /// Automatic orders: a kind `s` times slower than another on a bucket (by the models) takes
@@ -128,7 +114,7 @@ fn a_slow_kind_leaves_a_bucket_the_faster_ones_would_drain_first() {
         ..Config::default()
     })
     .unwrap();
-    let name = format!("slow-factor-{}", std::process::id());
+    let name = unique("slow-factor");
     let cl = Codelet::builder(&name)
         .cpu_and_null(|_| {
             work(1000);
@@ -176,17 +162,9 @@ fn a_slower_kind_takes_the_least_urgent_task() {
         ..Config::default()
     })
     .unwrap();
-    let name = format!("least-urgent-{}", std::process::id());
+    let name = unique("least-urgent");
     let log: Log = Arc::default();
-    let l = log.clone();
-    let cl = Codelet::builder(&name)
-        .cpu_and_null(move |ctx| {
-            l.lock().unwrap().push((ctx.arch(), ctx.arg::<i32>()));
-            work(1000);
-            Ok(())
-        })
-        .model(perfmodel::PerfModel::new(&name))
-        .build();
+    let cl = recorder(&log, 1000, Some(&name));
     // Calibration on both kinds (forced), then the device is known to be about 2x slower.
     for _ in 0..15 {
         let hs: Vec<TaskHandle> = (0..3).map(|_| rt.submit(TaskBuilder::new(&cl).arg(0i32)).unwrap()).collect();
@@ -196,37 +174,18 @@ fn a_slower_kind_takes_the_least_urgent_task() {
     }
     log.lock().unwrap().clear();
     // Both workers held; tasks of distinct priorities queued; the device let go first.
-    let gates: Vec<(Arc<AtomicBool>, Arc<AtomicBool>)> = (0..2).map(|_| (Arc::default(), Arc::default())).collect();
-    for (arch, (go, started)) in [Arch::Cpu, Arch::Null].into_iter().zip(&gates) {
-        let (g, s) = (go.clone(), started.clone());
-        let gate = Codelet::builder("gate")
-            .implementation(
-                arch,
-                Arc::new(move |_: &TaskContext<'_>| {
-                    s.store(true, Ordering::SeqCst);
-                    while !g.load(Ordering::SeqCst) {
-                        std::thread::yield_now();
-                    }
-                    Ok(())
-                }),
-            )
-            .build();
-        rt.submit(TaskBuilder::new(&gate)).unwrap();
-        while !started.load(Ordering::SeqCst) {
-            std::thread::yield_now();
-        }
-    }
+    let gates = hold(&rt, &[Arch::Cpu, Arch::Null]);
     // Ten: a device up to ten times slower (by its samples, which a loaded machine can
     // stretch) still takes one.
     for p in [3, 0, 5, 1, 4, 2, 9, 6, 8, 7] {
         rt.submit(TaskBuilder::new(&cl).arg(p).priority(p)).unwrap();
     }
-    gates[1].0.store(true, Ordering::SeqCst);
+    gates[1].open();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     while log.lock().unwrap().is_empty() && std::time::Instant::now() < deadline {
         std::thread::yield_now();
     }
-    gates[0].0.store(true, Ordering::SeqCst);
+    gates[0].open();
     rt.wait_for_all().unwrap();
     let log = log.lock().unwrap();
     assert_eq!(log[0], (Arch::Null, 0), "the device took another task first: {log:?}");

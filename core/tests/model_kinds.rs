@@ -3,22 +3,11 @@
 //! fitted (one size) keeps forcing calibration runs without stalling anything.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 use weft_core::perfmodel::{ModelKind, PerfModel, Prediction};
 use weft_core::*;
 
-fn work(us: u64) {
-    let t = Instant::now();
-    while t.elapsed() < Duration::from_micros(us) {
-        std::hint::spin_loop();
-    }
-}
-
-fn unique(base: &str) -> String {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    static N: AtomicUsize = AtomicUsize::new(0);
-    format!("{base}-{}-{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed))
-}
+mod common;
+use common::{unique, work};
 
 /// A codelet spinning `20 + n / 100` µs for its argument `n`, which is also its model's size
 /// and footprint.

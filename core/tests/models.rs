@@ -7,13 +7,8 @@ use std::time::{Duration, Instant};
 use weft_core::perfmodel::{PerfModel, Prediction};
 use weft_core::*;
 
-/// Spin for `us` µs: work whose duration the models can learn.
-fn work(us: u64) {
-    let t = Instant::now();
-    while t.elapsed() < Duration::from_micros(us) {
-        std::hint::spin_loop();
-    }
-}
+mod common;
+use common::{Gate, unique, work};
 
 fn codelet(name: &str, us: u64) -> Arc<Codelet> {
     Codelet::builder(name)
@@ -23,53 +18,6 @@ fn codelet(name: &str, us: u64) -> Arc<Codelet> {
         })
         .model(PerfModel::new(name))
         .build()
-}
-
-/// A model name no other test (or earlier run) has used: models are kept per process.
-fn unique(base: &str) -> String {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    static N: AtomicUsize = AtomicUsize::new(0);
-    format!("{base}-{}-{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed))
-}
-
-/// A task that occupies the one worker of `arch` until [`Gate::open`].
-struct Gate {
-    go: Arc<std::sync::atomic::AtomicBool>,
-    started: Arc<std::sync::atomic::AtomicBool>,
-    codelet: Arc<Codelet>,
-}
-
-impl Gate {
-    fn new(name: &str, arch: Arch) -> Gate {
-        use std::sync::atomic::{AtomicBool, Ordering};
-        let (go, started) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicBool::new(false)));
-        let (g, s) = (go.clone(), started.clone());
-        let codelet = Codelet::builder(name)
-            .implementation(
-                arch,
-                Arc::new(move |_: &TaskContext<'_>| {
-                    s.store(true, Ordering::SeqCst);
-                    while !g.load(Ordering::SeqCst) {
-                        std::thread::yield_now();
-                    }
-                    Ok(())
-                }),
-            )
-            .build();
-        Gate { go, started, codelet }
-    }
-
-    /// Submit the blocking task and wait until it runs.
-    fn block(&self, rt: &Runtime) {
-        rt.submit(TaskBuilder::new(&self.codelet)).unwrap();
-        while !self.started.load(std::sync::atomic::Ordering::SeqCst) {
-            std::thread::yield_now();
-        }
-    }
-
-    fn open(&self) {
-        self.go.store(true, std::sync::atomic::Ordering::SeqCst);
-    }
 }
 
 /// `v`'s replica states once its replica on `node` is valid, or after 10 s.

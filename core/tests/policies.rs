@@ -11,15 +11,11 @@ use weft_core::perfmodel::PerfModel;
 use weft_core::task::CodeletBuilder;
 use weft_core::*;
 
+mod common;
+use common::{Gate, unique};
+
 fn runtime(sched: PolicyKind, ncpu: usize, nnull: usize) -> Runtime {
     Runtime::new(Config { ncpu: Some(ncpu), nnull, sched, spin_us: 5, ..Config::default() }).unwrap()
-}
-
-/// A model name no other runtime of this process has used: models are kept per process,
-/// and a fresh one starts uncalibrated.
-fn unique(base: &str) -> String {
-    static N: AtomicUsize = AtomicUsize::new(0);
-    format!("{base}-{}", N.fetch_add(1, Ordering::Relaxed))
 }
 
 /// Codelets of the suite, with a fresh performance model each when `modelled`: the
@@ -260,26 +256,12 @@ fn prio_runs_higher_priorities_first() {
     // takes them in is the policy's alone. The tasks are submitted once the blocker runs:
     // queued beside it, a higher-priority task could be taken first and the rest compete
     // with the submissions.
-    let go = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let started = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let (g, s) = (go.clone(), started.clone());
-    let blocker = Codelet::builder("blocker")
-        .cpu(move |_| {
-            s.store(true, Ordering::SeqCst);
-            while !g.load(Ordering::SeqCst) {
-                std::thread::yield_now();
-            }
-            Ok(())
-        })
-        .build();
-    rt.submit(TaskBuilder::new(&blocker)).unwrap();
-    while !started.load(Ordering::SeqCst) {
-        std::thread::yield_now();
-    }
+    let gate = Gate::new("blocker", Arch::Cpu);
+    gate.block(&rt);
     for p in [0, 5, -3, 2, 5, 1] {
         rt.submit(TaskBuilder::new(&rec).arg(p).priority(p)).unwrap();
     }
-    go.store(true, Ordering::SeqCst);
+    gate.open();
     rt.wait_for_all().unwrap();
     assert_eq!(*order.lock().unwrap(), vec![5, 5, 2, 1, 0, -3]);
 }

@@ -1,10 +1,11 @@
 //! Prefetch under the `dm` family is bounded by the device's free memory: it never evicts
 //! anything to make room, and what does not fit waits for the task's own acquisition.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 use weft_core::*;
+
+mod common;
+use common::Gate;
 
 const LEN: usize = 64 * 1024; // u32s: 256 KiB a vector
 const LIMIT: usize = 1 << 20; // the device's memory: four vectors
@@ -16,17 +17,7 @@ fn prefetch_fills_a_device_up_to_its_limit_and_evicts_nothing() {
             Runtime::new(Config { ncpu: Some(1), nnull: 1, sched, null_mem_limit: Some(LIMIT), spin_us: 5, ..Config::default() }).unwrap();
         // The device's driver is kept busy while eight tasks only it can run are placed
         // there: their inputs (2 MiB) are prefetched as far as its memory allows.
-        let (go, started) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicBool::new(false)));
-        let (g, s) = (go.clone(), started.clone());
-        let blocker = Codelet::builder("blocker")
-            .null(move |_| {
-                s.store(true, Ordering::SeqCst);
-                while !g.load(Ordering::SeqCst) {
-                    std::thread::yield_now();
-                }
-                Ok(())
-            })
-            .build();
+        let gate = Gate::new("blocker", Arch::Null);
         let sum = Codelet::builder("sum")
             .null(|ctx| {
                 let v = ctx.vector::<u32>(0);
@@ -35,10 +26,7 @@ fn prefetch_fills_a_device_up_to_its_limit_and_evicts_nothing() {
             })
             .build();
         let vs: Vec<DataHandle> = (0..8u32).map(|i| rt.register_vector(vec![i; LEN]).unwrap()).collect();
-        rt.submit(TaskBuilder::new(&blocker)).unwrap();
-        while !started.load(Ordering::SeqCst) {
-            std::thread::yield_now();
-        }
+        gate.block(&rt);
         let tasks: Vec<TaskHandle> = vs.iter().map(|v| rt.submit(TaskBuilder::new(&sum).access(v, AccessMode::R)).unwrap()).collect();
         let device = rt.memory_nodes()[1].clone();
         let bytes = LEN * 4;
@@ -51,7 +39,7 @@ fn prefetch_fills_a_device_up_to_its_limit_and_evicts_nothing() {
         std::thread::sleep(Duration::from_millis(50));
         let resident = vs.iter().filter(|v| v.replica_states()[1] != ReplicaState::Invalid).count();
         let (used, evictions) = (device.used(), device.evictions());
-        go.store(true, Ordering::SeqCst);
+        gate.open();
         for t in tasks {
             t.wait().unwrap();
         }
