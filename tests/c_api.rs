@@ -113,8 +113,7 @@ fn a_runtime_never_shut_down_reports_its_statistics_at_exit() {
         return;
     };
     let exe = compile(&cc, "tests/c/stats_at_exit.c", "stats_at_exit");
-    let home = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("c_api_home_{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&home);
+    let home = common::fresh_home("c_api_home");
     let out = run_with(&exe, &[("WEFT_STATS", "1"), ("WEFT_HOME", home.to_str().expect("a UTF-8 path"))]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "exit {}: {stderr}", out.status);
@@ -145,8 +144,7 @@ fn model_callbacks_choose_footprint_and_size() {
         return;
     };
     let exe = compile(&cc, "tests/c/model_callbacks.c", "model_callbacks");
-    let home = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("c_api_model_home_{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&home);
+    let home = common::fresh_home("c_api_model_home");
     let out = run_with(&exe, &[("WEFT_HOME", home.to_str().expect("a UTF-8 path"))]);
     let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     assert!(out.status.success(), "exit {}\nstdout:\n{stdout}\nstderr:\n{stderr}", out.status);

@@ -157,8 +157,7 @@ fn clinfo_shows_the_weft_platform_and_its_devices_without_errors() {
 fn a_c_program_runs_kernels_buffers_and_events_on_every_weft_device() {
     let v = vendors_or_skip!();
     let Some(exe) = compile("basic") else { return };
-    let home = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("icd_home_{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&home);
+    let home = common::fresh_home("icd_home");
     let stdout = run_all_ok(&exe, &v, "basic basic", &[("WEFT_HOME", home.to_str().expect("a UTF-8 path"))], "basic");
     assert!(stdout.contains("Weft platform: 3 devices"), "{stdout}");
     // Every kernel got a performance model of its own, measured on the devices and saved
@@ -284,8 +283,7 @@ fn in_order_unified_queues_keep_their_order_and_spread_over_the_devices() {
     // alike and can make a long kernel's device look free; the placement under test is
     // the one a fresh model gets.
     for (i, back_to_back) in ["1000", "0"].into_iter().enumerate() {
-        let home = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("icd_follow_{}_{i}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&home);
+        let home = common::fresh_home(&format!("icd_follow_{i}"));
         let env = [("WEFT_BACK_TO_BACK_US", back_to_back), ("WEFT_HOME", home.to_str().expect("a UTF-8 path"))];
         let stdout = run_all_ok(&exe, &v, "basic basic", &env, &format!("{env:?}"));
         assert!(stdout.contains("spread ok") && stdout.contains("order ok"), "{env:?}:\n{stdout}");

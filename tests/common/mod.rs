@@ -6,6 +6,14 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+/// An empty directory of this test process's own under the target folder, for a program's
+/// `WEFT_HOME` (`tag` tells the tests apart): what a run saves there starts from nothing.
+pub fn fresh_home(tag: &str) -> PathBuf {
+    let home = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("{tag}_{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&home);
+    home
+}
+
 /// The directory holding the libweft.so built with this test: cargo builds the package's
 /// cdylib next to the test executable (`target/<profile>/deps`) or one level up.
 pub fn lib_dir() -> PathBuf {
