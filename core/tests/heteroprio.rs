@@ -100,20 +100,40 @@ fn an_unlisted_architecture_takes_highest_priorities_first() {
     assert_eq!(order, vec![5, 5, 2, 1, 0, -3]);
 }
 
+/// Automatic orders on one CPU worker beside a null device `slowdown` times slower.
+fn automatic(slowdown: f64) -> Runtime {
+    Runtime::new(Config {
+        ncpu: Some(1),
+        nnull: 1,
+        sched: PolicyKind::Heteroprio,
+        null_slowdown: slowdown,
+        spin_us: 5,
+        ..Config::default()
+    })
+    .unwrap()
+}
+
+/// `n` tasks of `cl` (argument 0) submitted at once, then waited for.
+fn burst(rt: &Runtime, cl: &Arc<Codelet>, n: usize) {
+    let hs: Vec<TaskHandle> = (0..n).map(|_| rt.submit(TaskBuilder::new(cl).arg(0i32)).unwrap()).collect();
+    for h in hs {
+        h.wait().unwrap();
+    }
+}
+
+/// Bursts enough that `cl`'s fresh model, forced onto both kinds, calibrates on each.
+fn calibrate(rt: &Runtime, cl: &Arc<Codelet>) {
+    for _ in 0..15 {
+        burst(rt, cl, 3);
+    }
+}
+
 /// Automatic orders: a kind `s` times slower than another on a bucket (by the models) takes
 /// a task from it only when it holds more than `s` tasks per faster worker (StarPU's slow
 /// factor): while it ran one, the faster worker would have run them all.
 #[test]
 fn a_slow_kind_leaves_a_bucket_the_faster_ones_would_drain_first() {
-    let rt = Runtime::new(Config {
-        ncpu: Some(1),
-        nnull: 1,
-        sched: PolicyKind::Heteroprio,
-        null_slowdown: 10.0,
-        spin_us: 5,
-        ..Config::default()
-    })
-    .unwrap();
+    let rt = automatic(10.0);
     let name = unique("slow-factor");
     let cl = Codelet::builder(&name)
         .cpu_and_null(|_| {
@@ -123,16 +143,7 @@ fn a_slow_kind_leaves_a_bucket_the_faster_ones_would_drain_first() {
         .model(perfmodel::PerfModel::new(&name))
         .build();
     let null = rt.workers().iter().find(|w| w.arch == Arch::Null).unwrap().id;
-    let burst = |n: usize| {
-        let hs: Vec<TaskHandle> = (0..n).map(|_| rt.submit(TaskBuilder::new(&cl)).unwrap()).collect();
-        for h in hs {
-            h.wait().unwrap();
-        }
-    };
-    // Calibration: the model is forced onto both kinds until each has its samples.
-    for _ in 0..15 {
-        burst(3);
-    }
+    calibrate(&rt, &cl);
     let m = rt.model(&cl).unwrap();
     let fp = perfmodel::footprint(&[]);
     for arch in ["cpu", "null"] {
@@ -143,7 +154,7 @@ fn a_slow_kind_leaves_a_bucket_the_faster_ones_would_drain_first() {
     // samples, and so the measured ratio, less than they would shorter ones'.)
     let before = rt.tasks_per_worker()[null];
     for _ in 0..20 {
-        burst(4);
+        burst(&rt, &cl, 4);
     }
     let ran = rt.tasks_per_worker()[null] - before;
     assert_eq!(ran, 0, "the device, 10x slower, took {ran} of 80 tasks from bursts of 4");
@@ -153,25 +164,11 @@ fn a_slow_kind_leaves_a_bucket_the_faster_ones_would_drain_first() {
 /// task of a bucket, leaving the most urgent (a critical path's) to the faster kind.
 #[test]
 fn a_slower_kind_takes_the_least_urgent_task() {
-    let rt = Runtime::new(Config {
-        ncpu: Some(1),
-        nnull: 1,
-        sched: PolicyKind::Heteroprio,
-        null_slowdown: 2.0,
-        spin_us: 5,
-        ..Config::default()
-    })
-    .unwrap();
+    let rt = automatic(2.0);
     let name = unique("least-urgent");
     let log: Log = Arc::default();
     let cl = recorder(&log, 1000, Some(&name));
-    // Calibration on both kinds (forced), then the device is known to be about 2x slower.
-    for _ in 0..15 {
-        let hs: Vec<TaskHandle> = (0..3).map(|_| rt.submit(TaskBuilder::new(&cl).arg(0i32)).unwrap()).collect();
-        for h in hs {
-            h.wait().unwrap();
-        }
-    }
+    calibrate(&rt, &cl); // the device is then known to be about 2x slower
     log.lock().unwrap().clear();
     // Both workers held; tasks of distinct priorities queued; the device let go first.
     let gates = hold(&rt, &[Arch::Cpu, Arch::Null]);
