@@ -89,6 +89,8 @@ struct Bucket {
     pred: Vec<Option<f64>>,
     /// Per kind: the model needs more samples there (as of the latest task pushed).
     uncal: Vec<bool>,
+    /// Its key in `Buckets::by_key` (with given orders: the priority of its tasks).
+    key: i64,
 }
 
 #[derive(Default)]
@@ -97,8 +99,6 @@ struct Buckets {
     /// What tells buckets apart (codelet id, tasks without codelet sharing 0; or, with
     /// given orders, the task's priority) → bucket.
     by_key: HashMap<i64, usize>,
-    /// Given orders: the bucket's key (its priority), per bucket.
-    keys: Vec<i64>,
 }
 
 pub(crate) struct Heteroprio {
@@ -170,9 +170,13 @@ impl Policy for Heteroprio {
             Some(&i) => i,
             None => {
                 let i = b.list.len();
-                b.list.push(Bucket { tasks: VecDeque::new(), pred: vec![None; self.kinds.len()], uncal: vec![false; self.kinds.len()] });
+                b.list.push(Bucket {
+                    tasks: VecDeque::new(),
+                    pred: vec![None; self.kinds.len()],
+                    uncal: vec![false; self.kinds.len()],
+                    key,
+                });
                 b.by_key.insert(key, i);
-                b.keys.push(key);
                 i
             }
         };
@@ -222,14 +226,16 @@ impl Policy for Heteroprio {
             }
             // A kind that a faster one could stand in for takes the least urgent task it
             // can run: the bucket's most urgent ones (a critical path's) stay for the faster.
-            let (j, t) = match bucket.tasks.iter().rposition(|t| self.ctx.can_run(t, worker)) {
-                Some(last) if drained > 0.0 => (last, &bucket.tasks[last]),
-                _ => (j, t),
+            let (j, t) = if drained > 0.0 {
+                let last = bucket.tasks.iter().rposition(|t| self.ctx.can_run(t, worker)).expect("invariant: task j is one");
+                (last, &bucket.tasks[last])
+            } else {
+                (j, t)
             };
             // Given orders: the bucket's place in this kind's list (unlisted after every
             // listed one), then its priority.
             let r = match &self.given {
-                Some(g) => g[k].iter().position(|&p| i64::from(p) == b.keys[i]).unwrap_or(g[k].len()) as f64,
+                Some(g) => g[k].iter().position(|&p| i64::from(p) == bucket.key).unwrap_or(g[k].len()) as f64,
                 None => self.ratio(bucket, k, t),
             };
             found.push((r, t.priority, i, j));
